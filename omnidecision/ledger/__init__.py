@@ -1,0 +1,58 @@
+"""The evidence-ledger core: schema, typed events, the pure reducer, readiness and the bounded digest.
+
+Pure Python + pydantic; imports nothing from the agent, tools or training code.
+
+    python -c "from omnidecision.ledger import Ledger, render_digest; print(render_digest(Ledger(question='q')))"
+"""
+
+from omnidecision.ledger.digest import DigestBudget, render_digest
+from omnidecision.ledger.events import (
+    EVENT_ADAPTER,
+    ConflictRaised,
+    ConflictResolved,
+    EvidenceAdded,
+    FinalizerChecked,
+    FinishRequested,
+    InitLedger,
+    InvalidAction,
+    LedgerEvent,
+    NeedSpec,
+    NeedUpdated,
+    SlotUpdated,
+    ToolCalled,
+    parse_event,
+)
+from omnidecision.ledger.readiness import (
+    actionable_need_indices,
+    blocked_need_indices,
+    can_advance,
+    composed_query,
+    exhausted_need_indices,
+    finish_available,
+    is_open,
+    ready,
+    unmet_blocking,
+    unresolved_conflicts,
+)
+from omnidecision.ledger.reducer import EventRejected, reduce, replay
+from omnidecision.ledger.schema import (
+    SOURCE_TOOL,
+    SOURCES,
+    Conflict,
+    ConflictValue,
+    EvidenceAtom,
+    FailedCall,
+    Ledger,
+    Need,
+    Slot,
+    SourceRef,
+)
+
+__all__ = [
+    "EVENT_ADAPTER", "SOURCES", "SOURCE_TOOL", "Conflict", "ConflictRaised", "ConflictResolved", "ConflictValue",
+    "DigestBudget", "EventRejected", "EvidenceAdded", "EvidenceAtom", "FailedCall", "FinalizerChecked",
+    "FinishRequested", "InitLedger", "InvalidAction", "Ledger", "LedgerEvent", "Need", "NeedSpec", "NeedUpdated",
+    "Slot", "SlotUpdated", "SourceRef", "ToolCalled", "actionable_need_indices", "blocked_need_indices",
+    "can_advance", "composed_query", "exhausted_need_indices", "finish_available", "is_open", "parse_event",
+    "ready", "reduce", "render_digest", "replay", "unmet_blocking", "unresolved_conflicts",
+]

@@ -1,0 +1,149 @@
+"""The bounded digest: the text the planner, critic and finalizer read instead of a growing history.
+
+Layout "A+I+N" (measured to make a small planner learn far faster, see notes/cpu-stack.md): actionable
+needs first, each line saying `status=actionable|blocked|…`; then the rest by priority. Lines are added
+in priority order until the budget (characters, or tokens with a counter) is reached; what does not fit
+is summarised in one "omitted" line. Every number that changes with time has a fixed width, so the
+digest of a fixed ledger has the same length at every step.
+
+    >>> from omnidecision.ledger import Ledger, render_digest
+    >>> print(render_digest(Ledger(question="Who?")).splitlines()[0])
+    QUESTION: Who?
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from omnidecision.ledger.readiness import (
+    actionable_need_indices,
+    blocked_need_indices,
+    can_advance,
+    composed_query,
+    exhausted_need_indices,
+    finish_available,
+    ready,
+)
+from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Need
+
+
+@dataclass(frozen=True)
+class DigestBudget:
+    """Size cap of the digest. With `count_tokens` set, `max_tokens` is the cap; else `max_chars`."""
+
+    max_chars: int = 3000
+    max_tokens: int | None = None
+    count_tokens: Callable[[str], int] | None = None
+    max_line_chars: int = 240
+    max_question_chars: int = 600
+    max_failed_calls: int = 4
+
+    def measure(self, text: str) -> int:
+        if self.count_tokens is not None and self.max_tokens is not None:
+            return self.count_tokens(text)
+        return len(text)
+
+    @property
+    def limit(self) -> int:
+        if self.count_tokens is not None and self.max_tokens is not None:
+            return self.max_tokens
+        return self.max_chars
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: max(n - 1, 0)] + "…"
+
+
+def _q(text: str | None, n: int) -> str:
+    return json.dumps(_clip(text or "", n), ensure_ascii=False)
+
+
+def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
+    head = f"[{need.index}] status={label} role={need.role}"
+    if label == "actionable":
+        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]} query={_q(composed_query(state, need.index), width)}"
+                f" attempts={need.attempts}/{state.max_attempts} need={_q(need.description, width // 2)}")
+    if label == "blocked":
+        waits = [d for d in need.depends_on if state.needs[d].status != "filled"]
+        return f"{head} waits_on={waits} need={_q(need.description, width // 2)}"
+    if label in ("filled", "partial"):
+        return f"{head} value={_q(need.value, width // 2)} by={need.filled_by or '-'} need={_q(need.description, 60)}"
+    return f"{head} attempts={need.attempts}/{state.max_attempts} need={_q(need.description, width // 2)}"
+
+
+def _sections(state: Ledger, b: DigestBudget) -> list[list[str]]:
+    w = b.max_line_chars
+    actionable, blocked = actionable_need_indices(state), blocked_need_indices(state)
+    exhausted = set(exhausted_need_indices(state))
+    header = [
+        f"QUESTION: {_clip(state.question, b.max_question_chars)}",
+        f"step={state.step:02d}/{state.step_budget:02d} ready={'yes' if ready(state) else 'no'} "
+        f"can_advance={'yes' if can_advance(state) else 'no'} "
+        f"finish_available={'yes' if finish_available(state) else 'no'}",
+        f"actionable_need_indices={actionable}",
+        f"blocked_need_indices={blocked}",
+    ]
+    lines_act = [_need_line(state, state.needs[i], "actionable", w) for i in actionable]
+    lines_blk = [_need_line(state, state.needs[i], "blocked", w) for i in blocked]
+    rest = []
+    for n in state.needs:
+        if n.index in actionable or n.index in blocked:
+            continue
+        rest.append(_need_line(state, n, "exhausted" if n.index in exhausted else n.status, w))
+    conflicts = [
+        f"conflict#{c.id} on {'need ' + str(c.need) if c.need is not None else 'slot ' + str(c.slot)}: "
+        + " vs ".join(f"{_q(v.value, 40)} ({v.source.label()})" for v in c.values)
+        for c in state.conflicts
+        if not c.resolved
+    ]
+    slots = [
+        f"slot {s.name} ({s.kind}) value={_q(s.value, 60)} verified={'yes' if s.verified else 'no'}"
+        + (f" expr={_q(s.expression, 80)}" if s.expression else "")
+        for s in state.slots
+    ]
+    counts = ",".join(f"{k}={v}" for k, v in sorted(state.tool_call_counts.items())) or "none"
+    misc = [f"tool_call_counts: {counts}"]
+    if state.gap_diagnosis:
+        misc.append(f"gap_diagnosis: {_clip(state.gap_diagnosis, w)}")
+    failed = [
+        f"failed: need {f.need} {f.tool} query={_q(f.query, 80)} error={_q(f.error, 60)}"
+        for f in state.failed_calls[-b.max_failed_calls :]
+    ]
+    evidence = [f"evidence#{e.id} [{e.source.label()}] {_clip(e.claim, w)}" for e in reversed(state.evidence)]
+    return [header, lines_act, lines_blk, conflicts, rest, slots, misc, failed, evidence]
+
+
+def render_digest(state: Ledger, budget: DigestBudget | None = None) -> str:
+    """Render `state` within `budget`; the result always measures at most `budget.limit`."""
+    b = budget or DigestBudget()
+    lines = [_clip(line, b.max_line_chars) if i else line for i, line in enumerate(x for s in _sections(state, b) for x in s)]
+    kept: list[str] = []
+    omitted = 0
+    for line in lines:
+        candidate = "\n".join([*kept, line])
+        if b.measure(candidate) <= b.limit:
+            kept.append(line)
+        else:
+            omitted += 1
+    if omitted:
+        note = f"(+{omitted} lines omitted for size)"
+        if b.measure("\n".join([*kept, note])) <= b.limit:
+            kept.append(note)
+    text = "\n".join(kept)
+    if b.measure(text) > b.limit:  # only when the header alone is over budget
+        text = _truncate_to(text, b)
+    return text
+
+
+def _truncate_to(text: str, b: DigestBudget) -> str:
+    lo, hi = 0, len(text)
+    while lo < hi:  # longest prefix within budget (the measure is monotone in the prefix length)
+        mid = (lo + hi + 1) // 2
+        if b.measure(text[:mid]) <= b.limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]

@@ -1,0 +1,143 @@
+"""Typed ledger events: the only way a ledger changes (a pydantic discriminated union on `kind`).
+
+    >>> from omnidecision.ledger.events import parse_event
+    >>> parse_event({"kind": "finish"}).kind
+    'finish'
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from omnidecision.ledger.schema import ConflictValue, NeedRole, NeedStatus, Slot, Source, SourceRef
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NeedSpec(_Event):
+    """A need as the decomposer proposes it (the reducer assigns the index)."""
+
+    description: str
+    role: NeedRole = "blocking"
+    query_focus: str = ""
+    preferred_source: Source = "web"
+    depends_on: list[int] = Field(default_factory=list)
+
+
+class InitLedger(_Event):
+    """Decompose's output: the initial needs and slots, before any tool call."""
+
+    kind: Literal["init"] = "init"
+    question: str
+    needs: list[NeedSpec]
+    slots: list[Slot] = Field(default_factory=list)
+    step_budget: int = Field(15, ge=1)
+    max_attempts: int = Field(3, ge=1)
+
+
+class ToolCalled(_Event):
+    """The planner called `tool` for `need` (one planner step); `ok=False` records a failed call."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    need: int
+    tool: str
+    query: str | None = None
+    ok: bool = True
+    error: str | None = None
+
+
+class InvalidAction(_Event):
+    """A role's output failed its schema; counted, and a planner one still spends a step."""
+
+    kind: Literal["invalid_action"] = "invalid_action"
+    role: str
+    error: str
+    raw: str = ""
+
+
+class NeedUpdated(_Event):
+    """The critic's verdict on one need."""
+
+    kind: Literal["need_update"] = "need_update"
+    need: int
+    verdict: Literal["supports", "conflicts", "omits"] = "supports"
+    status: NeedStatus | None = None
+    value: str | None = None
+    filled_by: str | None = None
+    revised_query_focus: str | None = None
+    revised_role: NeedRole | None = None
+    add_depends_on: list[int] = Field(default_factory=list)
+
+
+class EvidenceAdded(_Event):
+    kind: Literal["evidence"] = "evidence"
+    claim: str
+    source: SourceRef
+    supports: list[int] = Field(default_factory=list)
+
+
+class ConflictRaised(_Event):
+    """Two or more competing values for a need or a slot; the need is reopened (partial)."""
+
+    kind: Literal["conflict"] = "conflict"
+    need: int | None = None
+    slot: str | None = None
+    values: list[ConflictValue] = Field(min_length=2)
+
+
+class ConflictResolved(_Event):
+    kind: Literal["resolve_conflict"] = "resolve_conflict"
+    conflict: int
+    value: str
+    source: SourceRef | None = None
+
+
+class SlotUpdated(_Event):
+    kind: Literal["slot_update"] = "slot_update"
+    slot: str
+    value: str | None = None
+    verified: bool = False
+    source: str | None = None
+
+
+class FinishRequested(_Event):
+    """The planner chose `finish` (one planner step)."""
+
+    kind: Literal["finish"] = "finish"
+
+
+class FinalizerChecked(_Event):
+    """The finalizer's check of its drafted answer against the ledger; a failure carries its diagnosis."""
+
+    kind: Literal["finalizer_check"] = "finalizer_check"
+    passed: bool
+    answer: str | None = None
+    diagnosis: str | None = None
+
+
+LedgerEvent = Annotated[
+    InitLedger
+    | ToolCalled
+    | InvalidAction
+    | NeedUpdated
+    | EvidenceAdded
+    | ConflictRaised
+    | ConflictResolved
+    | SlotUpdated
+    | FinishRequested
+    | FinalizerChecked,
+    Field(discriminator="kind"),
+]
+
+EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent)
+
+
+def parse_event(data: dict | str) -> LedgerEvent:
+    """Validate one event from a dict or a JSON string (raises pydantic.ValidationError)."""
+    if isinstance(data, str):
+        return EVENT_ADAPTER.validate_json(data)
+    return EVENT_ADAPTER.validate_python(data)

@@ -1,0 +1,141 @@
+"""The evidence ledger S = {U, F, E, C}: needs, slots, evidence atoms, conflicts.
+
+Plain pydantic records; the reducer (`omnidecision.ledger.reducer`) is the only code that builds new states.
+
+    >>> from omnidecision.ledger import Ledger
+    >>> Ledger().needs
+    []
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NeedRole = Literal["blocking", "supplementary"]
+NeedStatus = Literal["unfilled", "partial", "filled", "unfillable"]
+Source = Literal["subtitle", "audio", "clip", "frame", "web", "code"]
+SlotKind = Literal["fact", "computation"]
+
+SOURCES: tuple[str, ...] = ("subtitle", "audio", "clip", "frame", "web", "code")
+OPEN_STATUSES: frozenset[str] = frozenset({"unfilled", "partial"})
+
+
+class _Record(BaseModel):
+    # Unknown fields are errors: a typo in a recorded ledger must not silently vanish on replay.
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceRef(_Record):
+    """Where a piece of evidence came from: the tool, the asset or URL, and an optional time span (seconds)."""
+
+    tool: str
+    asset_id: str | None = None
+    url: str | None = None
+    start: float | None = None
+    end: float | None = None
+
+    def label(self) -> str:
+        where = self.asset_id or self.url or ""
+        span = f"@{self.start:g}-{self.end:g}s" if self.start is not None and self.end is not None else ""
+        return f"{self.tool}:{where}{span}" if where else f"{self.tool}{span}"
+
+
+class Need(_Record):
+    """An evidence need: what must be found, from which source, after which other needs."""
+
+    index: int
+    description: str
+    role: NeedRole = "blocking"
+    status: NeedStatus = "unfilled"
+    query_focus: str = ""
+    preferred_source: Source = "web"
+    depends_on: list[int] = Field(default_factory=list)
+    filled_by: str | None = None
+    value: str | None = None
+    attempts: int = 0
+
+
+class Slot(_Record):
+    """A fact or computation slot; `needs` are the needs whose values it is built from."""
+
+    name: str
+    kind: SlotKind = "fact"
+    needs: list[int] = Field(default_factory=list)
+    expression: str | None = None
+    value: str | None = None
+    verified: bool = False
+    source: str | None = None
+
+
+class EvidenceAtom(_Record):
+    """A confirmed claim with its source and the needs it supports."""
+
+    id: int
+    claim: str
+    source: SourceRef
+    supports: list[int] = Field(default_factory=list)
+
+
+class ConflictValue(_Record):
+    value: str
+    source: SourceRef
+
+
+class Conflict(_Record):
+    """Competing values for one need or slot; every value is kept with its source until resolved."""
+
+    id: int
+    need: int | None = None
+    slot: str | None = None
+    values: list[ConflictValue]
+    resolved: bool = False
+    resolution: str | None = None
+
+
+class FailedCall(_Record):
+    """A tool call that returned an error or nothing useful; the planner should not repeat it verbatim."""
+
+    need: int
+    tool: str
+    query: str | None = None
+    error: str | None = None
+
+
+class Ledger(_Record):
+    """The whole per-question state. `step` counts planner decisions committed so far."""
+
+    question: str = ""
+    needs: list[Need] = Field(default_factory=list)
+    slots: list[Slot] = Field(default_factory=list)
+    evidence: list[EvidenceAtom] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    failed_calls: list[FailedCall] = Field(default_factory=list)
+    tool_call_counts: dict[str, int] = Field(default_factory=dict)
+    invalid_counts: dict[str, int] = Field(default_factory=dict)
+    step: int = 0
+    step_budget: int = 15
+    max_attempts: int = 3
+    finish_requests: int = 0
+    finalizer_failures: int = 0
+    gap_diagnosis: str | None = None
+    answer: str | None = None
+    initialized: bool = False
+
+    def need(self, index: int) -> Need | None:
+        return self.needs[index] if 0 <= index < len(self.needs) else None
+
+    def slot(self, name: str) -> Slot | None:
+        return next((s for s in self.slots if s.name == name), None)
+
+
+# The tool a need's preferred source implies (pure data: the ledger does not import the tools package).
+SOURCE_TOOL: dict[str, str] = {
+    "subtitle": "subtitle_grounding",
+    "audio": "audio_scouting",
+    "clip": "clip_grounding",
+    "frame": "frame_confirmation",
+    "web": "web_search",
+    "code": "code_executor",
+}

@@ -1,0 +1,110 @@
+"""The task schema shared by every loader (synthetic, OmniGAIA, WorldSense, JSONL).
+
+    >>> Task(id="t1", question="2+2?", answer="4", answer_type="number").level
+    'easy'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from omnidecision.ledger.schema import NeedRole, SlotKind, Source
+
+AnswerType = Literal["number", "text", "list", "mcq"]
+AssetType = Literal["video", "audio", "image"]
+
+
+class _Rec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AudioEvent(_Rec):
+    start: float
+    end: float
+    label: str
+
+
+class FrameCaption(_Rec):
+    t: float
+    caption: str
+
+
+class Asset(_Rec):
+    """A media asset with optional offline surrogates (used when the media file is absent or perception is off)."""
+
+    id: str
+    type: AssetType
+    path: str | None = None
+    duration: float | None = None
+    subtitles: str | None = None  # .srt / .vtt path
+    transcript: str | None = None  # .vtt / .srt path of speech
+    audio_events: list[AudioEvent] = Field(default_factory=list)
+    frame_captions: list[FrameCaption] = Field(default_factory=list)
+    description: str | None = None
+
+
+class Page(_Rec):
+    url: str
+    title: str = ""
+    text: str
+
+
+class GoldNeed(_Rec):
+    """A need of the gold decomposition. `value=None` with `fillable=False` marks a need no tool can fill."""
+
+    description: str
+    role: NeedRole = "blocking"
+    query_focus: str = ""
+    preferred_source: Source = "web"
+    depends_on: list[int] = Field(default_factory=list)
+    value: str | None = None
+    fillable: bool = True
+    asset_id: str | None = None
+    conflicting_value: str | None = None  # a wrong value some source states; the teacher must resolve it
+
+
+class GoldSlot(_Rec):
+    name: str
+    kind: SlotKind = "fact"
+    needs: list[int] = Field(default_factory=list)
+    expression: str | None = None
+    value: str | None = None
+
+
+class GoldDecomposition(_Rec):
+    needs: list[GoldNeed]
+    slots: list[GoldSlot] = Field(default_factory=list)
+    computation: str | None = None  # Python expression over n0, n1, ... giving the answer
+
+
+class Task(_Rec):
+    id: str
+    question: str
+    answer: str | None = None
+    answer_type: AnswerType = "text"
+    options: list[str] | None = None
+    level: str = "easy"
+    category: str = "general"
+    source: str = "jsonl"
+    assets: list[Asset] = Field(default_factory=list)
+    pages: list[Page] = Field(default_factory=list)
+    corpus: str | None = None  # path to a JSONL page corpus shared by many tasks
+    blocked_domains: list[str] = Field(default_factory=list)
+    gold: GoldDecomposition | None = None
+    answerable: bool = True
+    base_dir: str | None = None  # relative asset/corpus paths resolve against this
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def resolve(self, path: str | None) -> Path | None:
+        if path is None:
+            return None
+        p = Path(path)
+        return p if p.is_absolute() or self.base_dir is None else Path(self.base_dir) / p
+
+    def asset(self, asset_id: str | None) -> Asset | None:
+        if asset_id is None:
+            return self.assets[0] if self.assets else None
+        return next((a for a in self.assets if a.id == asset_id), None)

@@ -1,0 +1,47 @@
+"""What every tool shares: the observation record, the per-run tool context, and the tool protocol.
+
+A tool never raises into the agent loop: errors and timeouts come back as `Observation(ok=False, error=...)`,
+which the critic sees like any other observation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from omnidecision.ledger.schema import SourceRef
+from omnidecision.tasks.schema import Task
+
+
+class Observation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    ok: bool = True
+    text: str = ""
+    fields: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    source: SourceRef | None = None
+    limit_hit: str | None = None  # e.g. "timeout", "memory", "output" for the code executor
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may use for one run: the task, the environment's services, settings.
+
+    `services` holds backends keyed by name (e.g. "search", "perception", "replay"); the environment
+    (offline surrogates, OmniGAIA replay, real APIs) decides what is there.
+    """
+
+    task: Task
+    services: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool(Protocol):
+    name: str
+    args_model: type[BaseModel]
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> Observation: ...
