@@ -45,3 +45,27 @@ class Tool(Protocol):
     args_model: type[BaseModel]
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> Observation: ...
+
+
+class SearchHit(BaseModel):
+    url: str
+    title: str = ""
+    snippet: str = ""
+    score: float = 0.0
+
+
+class SearchService(Protocol):
+    """Web search + page reading (offline: BM25 over the task's pages/corpus; replay: over OmniGAIA sources)."""
+
+    async def search(self, query: str, k: int = 5) -> list[SearchHit]: ...
+
+    async def read(self, url: str) -> str | None: ...
+
+
+class MediaService(Protocol):
+    """Answers a perception tool's request about an asset: a multimodal model over decoded frames/audio, or the
+    OmniGAIA replay environment. Returning None lets the tool fall back to the asset's text surrogates."""
+
+    async def perceive(
+        self, tool: str, asset: Any, query: str, start: float | None = None, end: float | None = None
+    ) -> Observation | None: ...
