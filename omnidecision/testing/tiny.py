@@ -1,0 +1,203 @@
+"""A from-scratch tiny Qwen3 planner: byte-level BPE tokenizer + random Qwen3ForCausalLM, saved as a HF checkpoint.
+
+No hub access: the tokenizer is trained with `tokenizers` on the given texts (default: rendered planner prompts
+and rule actions over random ledgers, `omnidecision.testing.states`). The chat template is ChatML with
+`{% generation %}` markers around the assistant content including `<|im_end|>`, so TRL's
+`assistant_only_loss=True` and `apply_chat_template(..., return_assistant_tokens_mask=True)` work. It accepts
+`enable_thinking` (Qwen3 parity) but never renders a think block. A Qwen3 config keeps the fast tokenizer as
+saved (a qwen2 config would make AutoTokenizer swap in Qwen2Tokenizer with different ids).
+
+    python -m omnidecision.testing.tiny OUT_DIR [--hidden 64 --layers 2]
+    omnidecision tiny-planner --out OUT_DIR [--data HARVEST_DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
+# Qwen3 vocabulary parity: think markers exist as ordinary added tokens (never rendered by this template).
+EXTRA_TOKENS: tuple[str, ...] = ("<think>", "</think>")
+
+# ChatML; the assistant turn's content AND its <|im_end|> are inside the generation block (TRL requirement).
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'assistant' %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{% generation %}{{- message['content'] + '<|im_end|>' }}{% endgeneration %}"
+    "{{- '\\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    # `enable_thinking` (Qwen3) may be passed and is ignored: this model never renders a think block.
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def default_corpus(n: int = 1500, seed: int = 0) -> Iterator[str]:
+    """Chat-formatted planner prompts + rule actions over random ledgers (what the tiny planner reads and writes)."""
+    from omnidecision.testing.states import sft_rows
+
+    for row in sft_rows(n, seed):
+        yield "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in row["messages"])
+
+
+def harvest_texts(data_dir: str | Path, limit: int = 20000) -> Iterator[str]:
+    """Texts of SFT rows under `data_dir` (JSONL or parquet files holding a `messages` column, any depth)."""
+    root = Path(data_dir)
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".jsonl", ".parquet", ".json") and p.is_file())
+    if not files:
+        raise FileNotFoundError(f"no .jsonl/.parquet files with SFT rows under {root}")
+    count = 0
+    for path in files:
+        for lineno, row in _rows(path):
+            msgs = row.get("messages")
+            if not isinstance(msgs, list):
+                raise ValueError(f"{path}:{lineno}: field 'messages' missing or not a list")
+            yield "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in msgs)
+            count += 1
+            if count >= limit:
+                return
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict]]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(path).to_pylist(), 1):
+            yield i, row
+        return
+    with path.open(encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield i, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{i}: invalid JSON: {exc}") from exc
+
+
+def build_tokenizer(texts: Iterable[str], vocab_size: int = 2048, model_max_length: int = 4096):
+    """A byte-level BPE `PreTrainedTokenizerFast` with Qwen-style special tokens and the ChatML template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        unk_token=None,
+        bos_token=None,
+        additional_special_tokens=[IM_START, IM_END],
+        model_max_length=model_max_length,
+        padding_side="right",
+        clean_up_tokenization_spaces=False,
+    )
+    fast.add_tokens(list(EXTRA_TOKENS))
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_tiny_planner(
+    out_dir: str | Path,
+    texts: Iterable[str] | None = None,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int | None = None,
+    intermediate: int | None = None,
+    vocab_size: int = 2048,
+    max_position_embeddings: int = 4096,
+    seed: int = 0,
+) -> Path:
+    """Build and save a tiny Qwen3 planner under `out_dir`; returns the folder. Same arguments, same files.
+
+    hidden×layers 64×2 (≈0.3 M parameters) is the size measured to learn the ledger→action task fastest on
+    2 CPU cores (notes/cpu-stack.md). `texts` trains the tokenizer (default: `default_corpus()`).
+    """
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    if hidden % heads:
+        raise ValueError(f"hidden={hidden} must be a multiple of heads={heads}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = list(texts) if texts is not None else list(default_corpus(seed=seed))
+    if not corpus:
+        raise ValueError("build_tiny_planner: `texts` is empty; the tokenizer needs a corpus")
+    tokenizer = build_tokenizer(corpus, vocab_size=vocab_size, model_max_length=max_position_embeddings)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=intermediate or 4 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads or heads,
+        head_dim=hidden // heads,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.convert_tokens_to_ids(ENDOFTEXT),
+        eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
+        pad_token_id=tokenizer.convert_tokens_to_ids(ENDOFTEXT),
+        use_cache=True,
+        dtype="float32",
+    )
+    # Seed only a private generator's worth of global state: restore the caller's RNG afterwards.
+    rng_state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        random.seed(seed)
+        model = Qwen3ForCausalLM(config)
+    finally:
+        torch.random.set_rng_state(rng_state)
+    model.generation_config = GenerationConfig(
+        bos_token_id=config.bos_token_id,
+        eos_token_id=[config.eos_token_id, config.pad_token_id],
+        pad_token_id=config.pad_token_id,
+        do_sample=False,
+        max_new_tokens=128,
+    )
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    n_params = sum(p.numel() for p in model.parameters())
+    logger.info("tiny planner: %d parameters, vocab %d, saved to %s", n_params, len(tokenizer), out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out_dir")
+    p.add_argument("--data", default=None, help="harvest/SFT folder whose rows train the tokenizer")
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab-size", type=int, default=2048)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    texts = list(harvest_texts(a.data)) if a.data else None
+    build_tiny_planner(a.out_dir, texts, hidden=a.hidden, layers=a.layers, heads=a.heads,
+                       vocab_size=a.vocab_size, seed=a.seed)
+
+
+if __name__ == "__main__":
+    main()
