@@ -38,6 +38,7 @@ class ChatResponse(BaseModel):
     usage: Usage = Usage()
     latency_s: float = 0.0
     model: str = ""
+    cost: float | None = None  # set when the backend's prices are configured
 
 
 class BackendError(Exception):

@@ -1,0 +1,97 @@
+"""The react and memory baselines: same tools, budgets and finalizer as the ledger agent, no typed ledger.
+
+- react: the planner reads the question and the whole free-form history (actions + observations); the prompt
+  grows with every step. The critic is not used; the finalizer drafts the answer from the history.
+- memory: the same, but every `AgentConfig.memory_every` steps the summarizer condenses the history into a
+  summary that replaces it in the prompt.
+
+Outcomes: accepted (finalizer passed), forced (finalizer failed `revision_budget + 1` times), budget (step or
+tool-call cap), error (dead backend). No ledger means no `insufficient`. Invalid planner outputs are counted in
+`totals.invalid_actions` and `StepRecord.invalid` (there is no ledger to hold an event).
+
+    python -m omnidecision.cli run --tasks tasks.jsonl --task-id t1 --teacher --mode react
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from omnidecision.agent.actions import CallAction, FinishAction, parse_finalizer_output, parse_planner_output
+from omnidecision.agent.backends.base import BackendError
+from omnidecision.agent.roles import history_finalizer_messages, react_messages, summarizer_messages
+from omnidecision.agent.runtime import Run, arguments_for
+from omnidecision.agent.trajectory import Outcome, RoleCall, RunRecord, StepRecord
+
+logger = logging.getLogger(__name__)
+
+
+async def history_loop(run: Run, record: RunRecord) -> None:
+    config, task = run.config, run.task
+    history: list[dict[str, Any]] = []
+    summary: str | None = None
+    since_summary = failures = 0
+    best: str | None = None
+    for n in range(config.step_budget):
+        if config.max_tool_calls is not None and sum(run.tool_calls.values()) >= config.max_tool_calls:
+            break
+        step = StepRecord(step=n, planner_messages=react_messages(task.question, history, summary, n,
+                                                                  config.step_budget))
+        record.steps.append(step)
+        resp = await run.chat("planner", step.planner_messages, {"task": task, "history": list(history)},
+                              schema_role="react")
+        step.raw_output, step.usage, step.latency_s = resp.text, resp.usage, resp.latency_s
+        action, err = parse_planner_output(resp.text)
+        if isinstance(action, CallAction) and action.tool is None:
+            action, err = None, "react mode: a call must name its tool"
+        if action is None:
+            step.invalid = err
+            run.invalid += 1
+            history.append({"action": {"invalid": resp.text[:200]}, "observation": None, "error": err})
+        elif isinstance(action, FinishAction):
+            step.action = action.model_dump(exclude_none=True)
+            passed, answer, diagnosis = await _finalize(run, step, history, summary)
+            best = answer or best
+            if passed:
+                return _stop(run, record, "accepted", best)
+            failures += 1
+            history.append({"action": step.action, "observation": None, "error": f"finalizer: {diagnosis}"})
+            if failures > config.revision_budget:
+                return _stop(run, record, "forced", best)
+        else:
+            step.action = action.model_dump(exclude_none=True)
+            query = action.query if action.query is not None else task.question
+            obs = await run.run_tool(action.tool or "", arguments_for(action.tool or "", query, action.arguments))
+            step.observation = obs.model_dump(mode="json")
+            history.append({"action": step.action, "observation": step.observation})
+        since_summary += 1
+        if config.mode == "memory" and since_summary >= config.memory_every:
+            resp = await run.chat("summarizer", summarizer_messages(task.question, history, summary),
+                                  {"task": task, "history": list(history)})
+            step.calls.append(Run.role_call("summarizer", resp))
+            summary, history, since_summary = resp.text.strip(), [], 0
+    if best is None and config.settings.get("draft_on_stop", True):
+        try:
+            _, best, _ = await _finalize(run, None, history, summary, record.final_calls)
+        except BackendError as exc:
+            record.final_calls.append(RoleCall(role="finalizer", error=exc.reason))
+    return _stop(run, record, "budget", best)
+
+
+async def _finalize(run: Run, step: StepRecord | None, history: list[dict[str, Any]], summary: str | None,
+                    calls: list[RoleCall] | None = None) -> tuple[bool, str | None, str]:
+    resp = await run.chat("finalizer", history_finalizer_messages(run.task.question, history, summary, run.task),
+                          {"task": run.task, "history": list(history)})
+    out, err = parse_finalizer_output(resp.text)
+    (calls if calls is not None else step.calls).append(Run.role_call("finalizer", resp, err))  # type: ignore[union-attr]
+    if out is None:
+        run.invalid += 1
+        return False, None, f"finalizer output invalid: {err}"
+    answer = out.answer.strip() or None
+    return out.check == "pass" and answer is not None, answer, out.diagnosis or "the finalizer's check failed"
+
+
+def _stop(run: Run, record: RunRecord, outcome: Outcome, answer: str | None) -> None:
+    record.outcome, record.answer = outcome, answer
+    record.totals = run.totals()
+    record.planner_model = run.planner_model

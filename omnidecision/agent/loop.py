@@ -1,0 +1,307 @@
+"""The agent loop (Algorithm 1): decompose → repeat {planner → tool → critic → reducer} → finish → finalizer.
+
+`run_task` never raises: a dead backend or any bug ends the run with outcome `error` and the reason.
+The reducer is the only writer of the ledger: every role output is turned into typed events that go through
+`Run.commit`. Stop outcomes are derived from the ledger only:
+
+- accepted: the finalizer's check passed;
+- insufficient: the ledger is not ready and nothing can advance (checked before each planner call, so the
+  planner is not asked);
+- forced: the finalizer check failed `revision_budget + 1` times; the best drafted value is returned;
+- budget: `step_budget` planner steps spent, or `max_tool_calls` tool calls made;
+- error: a backend is dead (after its own retries), with the reason.
+
+Decisions: a planner call aimed at a need that is not actionable (unknown, blocked, closed or out of attempts)
+is NOT executed: it becomes an `InvalidAction` of the planner (a step is spent). A decompose output that fails
+its schema (or that the reducer rejects) becomes an `InvalidAction` of `decompose` after a fallback ledger
+with one blocking need (the question itself, searched on the web). A finish while the ledger is not ready but
+can advance is answered by a failed `FinalizerChecked` naming the open needs (no finalizer call), which counts
+toward the revision budget. On `budget`, `insufficient` and `forced` stops without an answer in the ledger the
+finalizer drafts a best-effort answer that is recorded in `final_calls` (no ledger event); switch it off with
+`AgentConfig.settings["draft_on_stop"] = False`.
+
+    python -m omnidecision.cli run --tasks tasks.jsonl --task-id t1 --teacher
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+
+from omnidecision.agent.actions import (
+    CallAction,
+    FinishAction,
+    NeedVerdict,
+    parse_critic_output,
+    parse_decompose_output,
+    parse_finalizer_output,
+    parse_planner_output,
+)
+from omnidecision.agent.backends.base import BackendError, ChatBackend
+from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.prompts import render_planner_messages
+from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
+from omnidecision.agent.runtime import Run, ToolRunner, arguments_for, config_digest
+from omnidecision.agent.trajectory import Outcome, RoleCall, RunRecord, StepRecord
+from omnidecision.ledger import (
+    SOURCE_TOOL,
+    ConflictRaised,
+    ConflictResolved,
+    ConflictValue,
+    DigestBudget,
+    EventRejected,
+    EvidenceAdded,
+    FinalizerChecked,
+    FinishRequested,
+    InitLedger,
+    LedgerEvent,
+    NeedSpec,
+    NeedUpdated,
+    SlotUpdated,
+    SourceRef,
+    ToolCalled,
+    actionable_need_indices,
+    can_advance,
+    composed_query,
+    ready,
+    reduce,
+    unmet_blocking,
+    unresolved_conflicts,
+)
+from omnidecision.ledger.schema import Ledger
+
+logger = logging.getLogger(__name__)
+
+
+async def run_task(task, config: AgentConfig, backends: dict[str, ChatBackend], *, sample: int = 0,
+                   tool_runner: ToolRunner | None = None, services: dict | None = None,
+                   run_id: str | None = None) -> RunRecord:
+    """Run the agent on one task and return its trajectory record. Never raises."""
+    digest = config_digest(config)
+    record = RunRecord(run_id=run_id or f"{task.id}-s{sample}-{digest[:8]}", task_id=task.id, sample=sample,
+                       mode=config.mode, config_digest=digest, question=task.question, level=task.level,
+                       category=task.category, source=task.source, gold_answer=task.answer, outcome="error")
+    run: Run | None = None
+    try:
+        run = Run(task, config, backends, tool_runner, services)
+        if config.mode == "ledger":
+            await _ledger_loop(run, record)
+        else:
+            from omnidecision.agent.baselines import history_loop
+
+            await history_loop(run, record)
+    except BackendError as exc:
+        _stop(record, "error", run)
+        record.error = exc.reason
+        logger.warning("run %s: backend error: %s", record.run_id, exc.reason)
+    except Exception as exc:  # never crash a batch: the reason goes into the record
+        _stop(record, "error", run)
+        record.error = f"{type(exc).__name__}: {exc}"
+        logger.error("run %s crashed:\n%s", record.run_id, traceback.format_exc())
+    return record
+
+
+def _stop(record: RunRecord, outcome: Outcome, run: Run | None) -> None:
+    record.outcome = outcome
+    if run is not None:
+        if run.state.initialized:
+            record.final_ledger = run.state
+            record.answer = record.answer or run.state.answer
+        record.totals = run.totals()
+        record.planner_model = run.planner_model
+
+
+# -- decompose ---------------------------------------------------------------------------------------------
+async def _decompose(run: Run, record: RunRecord) -> None:
+    task, events = run.task, record.initial_events
+    resp = await run.chat("decompose", decompose_messages(task.question, task), {"task": task})
+    out, err = parse_decompose_output(resp.text)
+    record.decompose = Run.role_call("decompose", resp, err)
+    budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts}
+    if out is not None:
+        init = InitLedger(question=task.question, needs=out.needs, slots=out.slots, **budgets)
+        try:
+            run.state = reduce(run.state, init)
+        except EventRejected as exc:  # recorded as an invalid decompose after the fallback init below
+            err = f"decomposition rejected by the reducer: {exc.reason}"
+        else:
+            events.append(init)
+            return
+    fallback = InitLedger(question=task.question, needs=[NeedSpec(description="the answer to the question",
+                                                                  query_focus=task.question)], **budgets)
+    run.commit(events, fallback, "decompose")
+    run.invalid_event(events, "decompose", err or "invalid decomposition", resp.text)
+
+
+# -- the loop ----------------------------------------------------------------------------------------------
+async def _ledger_loop(run: Run, record: RunRecord) -> None:
+    config = run.config
+    budget = DigestBudget(max_chars=config.digest_max_chars)
+    await _decompose(run, record)
+    while True:
+        state = run.state
+        if state.step >= config.step_budget or _tool_cap_reached(run):
+            return await _finish_without_accept(run, record, "budget", budget)
+        if not ready(state) and not can_advance(state):
+            return await _finish_without_accept(run, record, "insufficient", budget)
+        step = StepRecord(step=state.step, ledger=state, planner_messages=render_planner_messages(state, budget))
+        record.steps.append(step)
+        resp = await run.chat("planner", step.planner_messages, {"task": run.task, "ledger": state})
+        step.raw_output, step.usage, step.latency_s = resp.text, resp.usage, resp.latency_s
+        action, err = parse_planner_output(resp.text)
+        if action is None:
+            step.invalid = err
+            run.invalid_event(step.events, "planner", err or "invalid action", resp.text)
+            continue
+        step.action = action.model_dump(exclude_none=True)
+        if isinstance(action, FinishAction):
+            if await _finish(run, record, step, budget):
+                return None
+            continue
+        await _call(run, step, action, budget)
+
+
+def _tool_cap_reached(run: Run) -> bool:
+    cap = run.config.max_tool_calls
+    return cap is not None and sum(run.state.tool_call_counts.values()) >= cap
+
+
+def gap_diagnosis(state: Ledger) -> str:
+    """Why the ledger is not ready, naming the open needs, unverified slots and open conflicts."""
+    parts = []
+    if unmet_blocking(state):
+        parts.append(f"blocking needs not filled: {unmet_blocking(state)}")
+    unverified = [s.name for s in state.slots if not s.verified]
+    if unverified:
+        parts.append(f"slots not verified: {unverified}")
+    if unresolved_conflicts(state):
+        parts.append(f"open conflicts: {unresolved_conflicts(state)}")
+    parts.append(f"actionable needs: {actionable_need_indices(state)}")
+    return "not ready: " + "; ".join(parts)
+
+
+async def _finish(run: Run, record: RunRecord, step: StepRecord, budget: DigestBudget) -> bool:
+    """The planner chose finish. Returns True when the run stops (accepted or forced)."""
+    run.commit(step.events, FinishRequested(), "planner")
+    state = run.state
+    if not ready(state):
+        run.commit(step.events, FinalizerChecked(passed=False, diagnosis=gap_diagnosis(state)), "finalizer")
+    else:
+        resp = await run.chat("finalizer", finalizer_messages(state, run.task, budget),
+                              {"task": run.task, "ledger": state})
+        out, err = parse_finalizer_output(resp.text)
+        step.calls.append(Run.role_call("finalizer", resp, err))
+        if out is None:
+            run.invalid_event(step.events, "finalizer", err or "invalid finalizer output", resp.text)
+            check = FinalizerChecked(passed=False, diagnosis=f"finalizer output invalid: {err}")
+        elif out.check == "pass" and out.answer.strip():
+            check = FinalizerChecked(passed=True, answer=out.answer.strip())
+        else:
+            check = FinalizerChecked(passed=False, answer=out.answer.strip() or None,
+                                     diagnosis=out.diagnosis or "the finalizer's check failed")
+        if run.commit(step.events, check, "finalizer") and check.passed:
+            record.answer = check.answer
+            _stop(record, "accepted", run)
+            return True
+    if run.state.finalizer_failures > run.config.revision_budget:
+        await _finish_without_accept(run, record, "forced", budget)
+        return True
+    return False
+
+
+async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, budget: DigestBudget) -> None:
+    """Stop with `outcome`; the answer is the ledger's best value, else a best-effort draft."""
+    answer = run.state.answer
+    if answer is None and run.config.settings.get("draft_on_stop", True):
+        try:
+            resp = await run.chat("finalizer", finalizer_messages(run.state, run.task, budget),
+                                  {"task": run.task, "ledger": run.state})
+            out, err = parse_finalizer_output(resp.text)
+            record.final_calls.append(Run.role_call("finalizer", resp, err))
+            if out is not None and out.answer.strip():
+                answer = out.answer.strip()
+        except BackendError as exc:  # the stop outcome stands; the draft is best effort
+            record.final_calls.append(RoleCall(role="finalizer", error=exc.reason))
+    record.answer = answer
+    _stop(record, outcome, run)
+
+
+# -- one tool call -----------------------------------------------------------------------------------------
+async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBudget) -> None:
+    state = run.state
+    need = state.need(action.need)
+    if need is None or action.need not in actionable_need_indices(state):
+        why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
+        step.invalid = f"{why}; actionable: {actionable_need_indices(state)}"
+        run.invalid_event(step.events, "planner", step.invalid, step.raw_output)
+        return
+    tool = action.tool or SOURCE_TOOL[need.preferred_source]
+    query = action.query if action.query is not None else composed_query(state, action.need)
+    resolved = action.model_copy(update={"tool": tool, "query": query})
+    obs = await run.run_tool(tool, arguments_for(tool, query, action.arguments))
+    step.observation = obs.model_dump(mode="json")
+    run.commit(step.events, ToolCalled(need=action.need, tool=tool, query=query, ok=obs.ok, error=obs.error),
+               "planner")
+    state = run.state
+    resp = await run.chat("critic", critic_messages(state, resolved, obs, budget),
+                          {"task": run.task, "ledger": state, "action": resolved, "observation": obs})
+    out, err = parse_critic_output(resp.text)
+    step.calls.append(Run.role_call("critic", resp, err))
+    if out is None:
+        run.invalid_event(step.events, "critic", err or "invalid critic output", resp.text)
+        return
+    step.verdict = out.model_dump(mode="json")
+    source = obs.source or SourceRef(tool=tool)
+    for claim in out.evidence:
+        run.commit(step.events, EvidenceAdded(claim=claim.claim, source=source, supports=claim.supports), "critic")
+    for verdict in out.verdicts:
+        for event in verdict_events(run.state, verdict, source):
+            run.commit(step.events, event, "critic")
+    for sv in out.slots:
+        run.commit(step.events, SlotUpdated(slot=sv.slot, value=sv.value, verified=sv.verified, source=tool),
+                   "critic")
+
+
+def _value_source(state: Ledger, index: int) -> SourceRef:
+    """The source of a need's current value: the latest evidence atom supporting it, else the filling tool."""
+    for atom in reversed(state.evidence):
+        if index in atom.supports:
+            return atom.source
+    need = state.need(index)
+    return SourceRef(tool=(need.filled_by if need is not None else None) or "unknown")
+
+
+def verdict_events(state: Ledger, v: NeedVerdict, source: SourceRef) -> list[LedgerEvent]:
+    """The ledger events of one critic verdict, given the current state.
+
+    - supports a need with an open conflict → `ConflictResolved` picking the supported value;
+    - conflicts with a need holding a different value → `ConflictRaised` keeping both values with sources;
+    - otherwise → `NeedUpdated` (a "supports" with a value and no status files the need as filled).
+    """
+    need = state.need(v.need)
+    revisions = {"revised_query_focus": v.revised_query_focus, "revised_role": v.revised_need_role,
+                 "add_depends_on": v.add_depends_on}
+    if need is None:  # let the reducer reject it with its reason
+        return [NeedUpdated(need=v.need, verdict=v.verdict, status=v.status, value=v.value, **revisions)]
+    open_conflict = next((c for c in state.conflicts if c.need == v.need and not c.resolved), None)
+    events: list[LedgerEvent] = []
+    if v.verdict == "supports" and open_conflict is not None and (v.value or need.value):
+        events.append(ConflictResolved(conflict=open_conflict.id, value=v.value or need.value, source=source))
+        if v.revised_query_focus or v.revised_need_role or v.add_depends_on:
+            events.append(NeedUpdated(need=v.need, verdict="supports", **revisions))
+        return events
+    if (v.verdict == "conflicts" and v.value is not None and need.value is not None
+            and v.value.strip() != need.value.strip() and open_conflict is None):
+        values = [ConflictValue(value=need.value, source=_value_source(state, v.need)),
+                  ConflictValue(value=v.value, source=source)]
+        events.append(ConflictRaised(need=v.need, values=values))
+        if v.revised_query_focus or v.revised_need_role or v.add_depends_on:
+            events.append(NeedUpdated(need=v.need, verdict="conflicts", **revisions))
+        return events
+    status = v.status
+    if status is None and v.verdict == "supports" and v.value is not None:
+        status = "filled"
+    value = v.value if v.verdict != "conflicts" or need.value is None else None  # never overwrite a disputed value
+    filled_by = source.tool if status in ("filled", "partial") and value is not None else None
+    return [NeedUpdated(need=v.need, verdict=v.verdict, status=status, value=value, filled_by=filled_by,
+                        **revisions)]

@@ -1,0 +1,175 @@
+"""Per-run plumbing shared by the ledger loop and the react/memory baselines.
+
+Backend lookup by role, LLM calls with usage/latency/cost accounting, tool execution that never raises, and
+the commit point: `Run.commit(event)` is the only place the loop hands an event to the reducer (an event the
+reducer rejects becomes an `InvalidAction` for the role that produced it).
+
+Not meant to be run directly; see `omnidecision.agent.loop.run_task`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from omnidecision.agent.backends.base import BackendError, ChatBackend, ChatRequest, ChatResponse, Usage
+from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.roles import role_schema
+from omnidecision.agent.trajectory import RoleCall, Totals
+from omnidecision.ledger import EventRejected, InvalidAction, Ledger, LedgerEvent, reduce
+from omnidecision.tasks.schema import Task
+from omnidecision.tools.base import Observation, ToolContext
+
+logger = logging.getLogger(__name__)
+
+ToolRunner = Callable[[str, dict, ToolContext], Awaitable[Observation]]
+MAX_RAW_CHARS = 500
+
+# Where a role falls back to when `backends` has no entry for it.
+ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {
+    "planner": ("default",),
+    "decompose": ("default", "planner"),
+    "critic": ("default", "planner"),
+    "finalizer": ("default", "planner"),
+    "summarizer": ("default", "planner"),
+}
+
+
+def config_digest(config: AgentConfig) -> str:
+    return hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:12]
+
+
+def default_tool_runner() -> ToolRunner:
+    """The tools registry's `run_tool` when it is installed, else a runner whose every call fails cleanly."""
+    try:
+        from omnidecision.tools.registry import run_tool
+    except ImportError:  # the registry is optional for the loop itself
+        async def run_tool(name: str, arguments: dict, ctx: ToolContext) -> Observation:
+            return Observation(tool=name, ok=False, error="no tool registry installed (omnidecision.tools.registry)")
+    return run_tool
+
+
+def build_context(task: Task, services: dict | None, settings: dict) -> ToolContext:
+    try:
+        from omnidecision.tools.registry import build_tool_context
+    except ImportError:
+        return ToolContext(task=task, services=dict(services or {}), settings=dict(settings))
+    return build_tool_context(task, services, settings)
+
+
+def arguments_for(tool: str, query: str | None, arguments: dict | None) -> dict:
+    """The tool's arguments from the planner's query (the registry's mapping when installed)."""
+    try:
+        from omnidecision.tools.registry import arguments_for as registry_arguments_for
+    except ImportError:
+        primary = {"code_executor": "code", "page_reader": "url"}.get(tool, "query")
+        args = dict(arguments or {})
+        if query is not None and primary not in args:
+            args[primary] = query
+        return args
+    return registry_arguments_for(tool, query, arguments)
+
+
+class Run:
+    """Mutable bookkeeping of one run: ledger state, events, usage, cost, timing."""
+
+    def __init__(self, task: Task, config: AgentConfig, backends: dict[str, ChatBackend],
+                 tool_runner: ToolRunner | None, services: dict | None) -> None:
+        self.task, self.config, self.backends = task, config, backends
+        self.tool_runner = tool_runner or default_tool_runner()
+        self.ctx = build_context(task, services, config.settings)
+        self.state = Ledger()
+        self.usage = Usage()
+        self.planner_prompt_tokens = 0
+        self.cost: float | None = None
+        self.invalid = 0
+        self.tool_calls: dict[str, int] = {}
+        self.planner_model = ""
+        self.t0 = time.perf_counter()
+
+    # -- models ---------------------------------------------------------------------------------------------
+    def backend(self, role: str) -> ChatBackend:
+        for name in (role, *ROLE_FALLBACKS.get(role, ("default",))):
+            if name in self.backends:
+                return self.backends[name]
+        raise BackendError(f"no backend configured for role {role!r} (have: {sorted(self.backends)})")
+
+    async def chat(self, role: str, messages: list[dict[str, Any]], context: dict[str, Any],
+                   schema_role: str | None = None) -> ChatResponse:
+        """One LLM call; raises BackendError (the run stops with outcome `error`)."""
+        schema = role_schema(schema_role or role)
+        request = ChatRequest(role=role if role != "react" else "planner", messages=messages, json_schema=schema,
+                              schema_name=f"{schema_role or role}_output", context=context)
+        t = time.perf_counter()
+        try:
+            resp = await self.backend(role).chat(request)
+        except BackendError:
+            raise
+        except Exception as exc:  # a backend bug must not crash the batch: it is a dead backend for this run
+            raise BackendError(f"{role} backend failed: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(resp, ChatResponse):
+            raise BackendError(f"{role} backend returned {type(resp).__name__}, not a ChatResponse")
+        if not resp.latency_s:
+            resp.latency_s = time.perf_counter() - t
+        self.usage = self.usage + resp.usage
+        if resp.cost is not None:
+            self.cost = (self.cost or 0.0) + resp.cost
+        if role in ("planner", "react"):
+            self.planner_prompt_tokens += resp.usage.prompt_tokens
+            self.planner_model = self.planner_model or resp.model
+        return resp
+
+    @staticmethod
+    def role_call(role: str, resp: ChatResponse | None, error: str | None = None) -> RoleCall:
+        if resp is None:
+            return RoleCall(role=role, error=error)
+        return RoleCall(role=role, raw=resp.text, usage=resp.usage, latency_s=resp.latency_s, error=error)
+
+    # -- tools ----------------------------------------------------------------------------------------------
+    async def run_tool(self, tool: str, arguments: dict) -> Observation:
+        """Run one tool; errors, timeouts and bad return values become a failed observation."""
+        self.tool_calls[tool] = self.tool_calls.get(tool, 0) + 1
+        try:
+            obs = await asyncio.wait_for(self.tool_runner(tool, arguments, self.ctx), self.config.tool_timeout_s)
+        except asyncio.TimeoutError:
+            return Observation(tool=tool, ok=False, error=f"timeout after {self.config.tool_timeout_s:g}s",
+                               limit_hit="timeout")
+        except Exception as exc:
+            logger.warning("tool %s raised %s: %s", tool, type(exc).__name__, exc)
+            return Observation(tool=tool, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
+        if not isinstance(obs, Observation):
+            return Observation(tool=tool, ok=False, error=f"tool returned {type(obs).__name__}, not an Observation")
+        return obs
+
+    # -- the commit point -----------------------------------------------------------------------------------
+    def commit(self, events: list[LedgerEvent], event: LedgerEvent, role: str) -> bool:
+        """Reduce `event` into the state and append it to `events`; a rejected event is recorded as an
+        `InvalidAction` of `role` with the reducer's reason. Returns whether the event itself applied."""
+        try:
+            self.state = reduce(self.state, event)
+        except EventRejected as exc:
+            logger.debug("rejected %s", exc)
+            self.invalid_event(events, role, exc.reason, event.model_dump_json())
+            return False
+        events.append(event)
+        return True
+
+    def invalid_event(self, events: list[LedgerEvent], role: str, error: str, raw: str) -> None:
+        self.invalid += 1
+        event = InvalidAction(role=role, error=error[:MAX_RAW_CHARS], raw=raw[:MAX_RAW_CHARS])
+        try:
+            self.state = reduce(self.state, event)
+        except EventRejected:  # only before init; the invalid action is still counted in the totals
+            return
+        events.append(event)
+
+    def totals(self) -> Totals:
+        calls = dict(self.state.tool_call_counts) if self.state.initialized else dict(self.tool_calls)
+        return Totals(tool_calls=calls, prompt_tokens=self.usage.prompt_tokens,
+                      completion_tokens=self.usage.completion_tokens,
+                      planner_prompt_tokens=self.planner_prompt_tokens, cost=self.cost,
+                      wall_s=round(time.perf_counter() - self.t0, 4), invalid_actions=self.invalid)
