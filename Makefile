@@ -27,7 +27,6 @@ slow-test: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
 
 demo: install
 	$(BIN)/omnidecision demo --out runs/demo

@@ -64,7 +64,8 @@ def _q(text: str | None, n: int) -> str:
 def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     head = f"[{need.index}] status={label} role={need.role}"
     if label == "actionable":
-        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]} query={_q(composed_query(state, need.index), width)}"
+        query = _q(composed_query(state, need.index), width)
+        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]} query={query}"
                 f" attempts={need.attempts}/{state.max_attempts} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]
@@ -119,23 +120,35 @@ def _sections(state: Ledger, b: DigestBudget) -> list[list[str]]:
 def render_digest(state: Ledger, budget: DigestBudget | None = None) -> str:
     """Render `state` within `budget`; the result always measures at most `budget.limit`."""
     b = budget or DigestBudget()
-    lines = [_clip(line, b.max_line_chars) if i else line for i, line in enumerate(x for s in _sections(state, b) for x in s)]
-    kept: list[str] = []
-    omitted = 0
-    for line in lines:
-        candidate = "\n".join([*kept, line])
-        if b.measure(candidate) <= b.limit:
-            kept.append(line)
-        else:
-            omitted += 1
-    if omitted:
-        note = f"(+{omitted} lines omitted for size)"
-        if b.measure("\n".join([*kept, note])) <= b.limit:
-            kept.append(note)
+    # Every line but the question is clipped to max_line_chars; the question has its own cap.
+    flat = [line for section in _sections(state, b) for line in section]
+    lines = flat[:1] + [_clip(line, b.max_line_chars) for line in flat[1:]]
+    kept, omitted = _fit(lines, b, reserve="")
+    if omitted:  # second pass, keeping room for the note that says how much was left out
+        kept, omitted = _fit(lines, b, reserve="\n(+9999 lines omitted for size)")
+        kept.append(f"(+{omitted} lines omitted for size)")
     text = "\n".join(kept)
     if b.measure(text) > b.limit:  # only when the header alone is over budget
         text = _truncate_to(text, b)
     return text
+
+
+def _fit(lines: list[str], b: DigestBudget, reserve: str) -> tuple[list[str], int]:
+    """Greedy: keep lines in priority order while the text (plus `reserve`) stays within budget."""
+    kept: list[str] = []
+    omitted = 0
+    used = len(reserve)  # chars so far (exact for the char budget: one newline between lines)
+    for line in lines:
+        if b.count_tokens is None or b.max_tokens is None:
+            fits = used + (1 if kept else 0) + len(line) <= b.limit
+        else:
+            fits = b.measure("\n".join([*kept, line]) + reserve) <= b.limit
+        if fits:
+            used += (1 if kept else 0) + len(line)
+            kept.append(line)
+        else:
+            omitted += 1
+    return kept, omitted
 
 
 def _truncate_to(text: str, b: DigestBudget) -> str:

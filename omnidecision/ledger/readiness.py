@@ -46,7 +46,10 @@ def unresolved_conflicts(state: Ledger) -> list[int]:
 
 
 def ready(state: Ledger) -> bool:
-    """No open blocking need (a blocking need counts as met only when filled), every slot verified, no open conflict."""
+    """No open blocking need, every slot verified, no open conflict.
+
+    A blocking need counts as met only when filled: an unfillable blocking need keeps the ledger unready.
+    """
     return not unmet_blocking(state) and all(s.verified for s in state.slots) and not unresolved_conflicts(state)
 
 

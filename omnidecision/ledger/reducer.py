@@ -169,7 +169,7 @@ def _apply_need_update(new: Ledger, event: NeedUpdated) -> None:
         _check_deps(event, event.need, event.add_depends_on, len(new.needs))
         need.depends_on = sorted(set(need.depends_on) | set(event.add_depends_on))
         if _has_cycle(new.needs):
-            raise EventRejected(event, f"adding dependencies {event.add_depends_on} to need {event.need} makes a cycle")
+            raise EventRejected(event, f"need {event.need}: depending on {event.add_depends_on} makes a cycle")
     if event.status is not None:
         need.status = event.status
     if event.value is not None:

@@ -1,0 +1,88 @@
+"""The digest: bounded for any ledger, constant length over steps, layout with actionable needs first."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from omnidecision.ledger import (
+    DigestBudget,
+    EventRejected,
+    EvidenceAdded,
+    InitLedger,
+    Ledger,
+    NeedSpec,
+    NeedUpdated,
+    SourceRef,
+    reduce,
+    render_digest,
+)
+
+from .strategies import event_sequences, text
+
+
+def _states(seq):
+    init, rest = seq
+    state = reduce(Ledger(), init)
+    out = [state]
+    for ev in rest:
+        try:
+            state = reduce(state, ev)
+        except EventRejected:
+            continue
+        out.append(state)
+    return out
+
+
+@given(event_sequences(max_events=40), st.integers(40, 2500))
+@settings(max_examples=120, deadline=None)
+def test_digest_stays_within_a_char_budget(seq, max_chars):
+    for s in _states(seq):
+        assert len(render_digest(s, DigestBudget(max_chars=max_chars))) <= max_chars
+
+
+@given(event_sequences(max_events=30), st.integers(10, 400))
+@settings(max_examples=60, deadline=None)
+def test_digest_stays_within_a_token_budget(seq, max_tokens):
+    def count(t: str) -> int:
+        return len(t.split())
+
+    budget = DigestBudget(max_tokens=max_tokens, count_tokens=count)
+    for s in _states(seq):
+        assert count(render_digest(s, budget)) <= max_tokens
+
+
+@given(st.integers(5, 60), text)
+@settings(max_examples=30, deadline=None)
+def test_huge_ledger_is_capped(n_needs, question):
+    needs = [NeedSpec(description=f"need {i} " * 30, query_focus="x" * 500) for i in range(n_needs)]
+    s = reduce(Ledger(), InitLedger(question=question * 50, needs=needs))
+    for i in range(200):
+        s = reduce(s, EvidenceAdded(claim=f"claim {i} " * 20, source=SourceRef(tool="web_search"), supports=[0]))
+    out = render_digest(s, DigestBudget(max_chars=1500))
+    assert len(out) <= 1500
+    assert "omitted for size" in out
+
+
+@given(event_sequences(max_events=20), st.lists(st.integers(0, 99), min_size=2, max_size=10))
+@settings(max_examples=60, deadline=None)
+def test_digest_length_does_not_grow_with_the_step_count(seq, steps):
+    fixed = _states(seq)[-1]
+    lengths = {len(render_digest(fixed.model_copy(update={"step": k}))) for k in steps}
+    assert len(lengths) == 1
+
+
+def test_layout_lists_actionable_needs_first_with_their_tool_and_composed_query():
+    s = reduce(Ledger(), InitLedger(question="q", needs=[
+        NeedSpec(description="bell moment", preferred_source="audio", query_focus="bell"),
+        NeedSpec(description="speaker", preferred_source="subtitle", query_focus="speaker at {#0}", depends_on=[0]),
+        NeedSpec(description="extra", role="supplementary", preferred_source="web", query_focus="context"),
+    ]))
+    lines = render_digest(s).splitlines()
+    need_lines = [ln for ln in lines if ln.startswith("[")]
+    assert need_lines[0].startswith("[0] status=actionable") and "tool=audio_scouting" in need_lines[0]
+    assert need_lines[1].startswith("[2] status=actionable role=supplementary")
+    assert need_lines[2].startswith("[1] status=blocked") and "waits_on=[0]" in need_lines[2]
+    s = reduce(s, NeedUpdated(need=0, status="filled", value="00:42"))
+    first = [ln for ln in render_digest(s).splitlines() if ln.startswith("[")][0]
+    assert first.startswith("[1] status=actionable") and 'query="speaker at 00:42"' in first
