@@ -9,7 +9,7 @@ Outcomes: accepted (finalizer passed), forced (finalizer failed `revision_budget
 tool-call cap), error (dead backend). No ledger means no `insufficient`. Invalid planner outputs are counted in
 `totals.invalid_actions` and `StepRecord.invalid` (there is no ledger to hold an event).
 
-    python -m omnidecision.cli run --tasks tasks.jsonl --task-id t1 --teacher --mode react
+    omnidecision run --tasks tasks.jsonl --task-id t1 --teacher --mode react
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ toward the revision budget. On `budget`, `insufficient` and `forced` stops witho
 finalizer drafts a best-effort answer that is recorded in `final_calls` (no ledger event); switch it off with
 `AgentConfig.settings["draft_on_stop"] = False`.
 
-    python -m omnidecision.cli run --tasks tasks.jsonl --task-id t1 --teacher
+    omnidecision run --tasks tasks.jsonl --task-id t1 --teacher
 """
 
 from __future__ import annotations
