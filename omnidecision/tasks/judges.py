@@ -1,0 +1,290 @@
+"""Answer judges: the OmniGAIA protocol, GAIA quasi-exact match, WorldSense multiple-choice letters.
+
+`judge_run(task, prediction, llm=None)` (async) dispatches by the task's source and answer type:
+- OmniGAIA: the prediction is the last `<answer>…</answer>` (else the last 20 words); lower-cased,
+  whitespace-collapsed exact match is correct; otherwise the LLM judge (the benchmark's Correct/Incorrect prompt,
+  `prompts/omnigaia_judge.md`) decides. An empty/unclear judge reply or a `BackendError` is a judge FAILURE
+  (`JudgeResult(correct=None)`), never counted as correct. Without an LLM, GAIA quasi-exact match stands in and the
+  method says so ("qem_offline").
+- multiple choice (WorldSense): the option letter extracted from the prediction equals the gold letter.
+- anything else (JSONL, synthetic): GAIA quasi-exact match, then the LLM judge (if given) on a miss.
+`judge_offline(task, prediction)` is the same without any LLM.
+
+    >>> quasi_exact_match("$1,234.0", "1234")
+    True
+    >>> extract_choice("A man is walking, so the answer is (C).", ["A. run", "B. sit", "C. walk", "D. swim"])
+    'C'
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import string
+from functools import cache
+from importlib import resources
+
+from omnidecision.agent.backends.base import BackendError, ChatBackend, ChatRequest
+from omnidecision.agent.trajectory import JudgeResult
+from omnidecision.tasks.schema import Task
+
+logger = logging.getLogger(__name__)
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_THINK = re.compile(r"<think>.*?</think>", re.S)
+
+
+@cache
+def judge_prompt(name: str = "omnigaia_judge") -> str:
+    return resources.files("omnidecision.tasks").joinpath("prompts", f"{name}.md").read_text("utf-8").rstrip("\n")
+
+
+# ---------------------------------------------------------------- prediction extraction, OmniGAIA normalisation
+
+
+def extract_prediction(text: str | None, last_words: int = 20) -> str:
+    """The last `<answer>…</answer>`, else the last `last_words` words (the OmniGAIA protocol).
+
+    >>> extract_prediction("so <answer>12</answer> hmm <answer> 13 </answer>")
+    '13'
+    """
+    if not text:
+        return ""
+    text = _THINK.sub("", text)
+    tags = _ANSWER_TAG.findall(text)
+    if tags:
+        return tags[-1].strip()
+    return " ".join(text.split()[-last_words:])
+
+
+def normalize_em(text: str | None) -> str:
+    """Lower-case and collapse whitespace (OmniGAIA exact match)."""
+    return " ".join(str(text or "").lower().split())
+
+
+# ---------------------------------------------------------------- GAIA quasi-exact match
+
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_UNIT_TAIL = re.compile(r"^[^\W\d_]+(?:[/ ²³°.]*[^\W\d_]*[²³]?){0,3}\.?$")
+
+
+def parse_number(text: str | None) -> float | None:
+    """A number written with commas, `$`, `%`, `≈`/`~`, or a trailing unit of up to three words; None otherwise.
+
+    >>> [parse_number(s) for s in ["1,234", "$5.8", "46.31%", "2.45 m/s²", "11,386 km", "12 of 20", "3, 5", "abc"]]
+    [1234.0, 5.8, 46.31, 2.45, 11386.0, None, None, None]
+    """
+    if text is None:
+        return None
+    s = str(text).strip().replace("$", "").replace("%", "").replace("\u2212", "-")
+    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)  # thousands separators only: "1, 2" stays two numbers
+    s = s.lstrip("≈~").strip().rstrip(".")
+    m = re.match(rf"^({_NUM})\s*(.*)$", s)
+    if not m:
+        return None
+    tail = m.group(2).strip()
+    if tail and (len(tail.split()) > 3 or not _UNIT_TAIL.match(tail)):
+        return None
+    try:
+        value = float(m.group(1))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’«»—–…"})
+
+
+def normalize_str(text: str | None) -> str:
+    """Lower-case, drop punctuation and articles, collapse whitespace.
+
+    >>> normalize_str("The  Marker, Inc.")
+    'marker inc'
+    """
+    s = str(text or "").lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+def _split_list(text: str) -> list[str]:
+    return [x.strip() for x in re.split(r"[,;]", text) if x.strip()]
+
+
+def _is_number(text: str) -> bool:
+    return parse_number(text) is not None
+
+
+def _numbers_equal(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def quasi_exact_match(prediction: str | None, gold: str) -> bool:
+    """GAIA's quasi-exact match: a numeric gold compares as a float (commas, units, $ and % stripped); a gold with
+    ',' or ';' compares element by element (same count, numbers as numbers); otherwise normalised strings.
+
+    >>> [quasi_exact_match(p, g) for p, g in [("Kale; broccoli", "kale, Broccoli"), ("12 km", "12"), ("13", "12")]]
+    [True, True, False]
+    """
+    if prediction is None:
+        return False
+    prediction, gold = str(prediction).strip(), str(gold).strip()
+    gold_num = parse_number(gold)
+    if gold_num is not None:
+        pred_num = parse_number(prediction)
+        return pred_num is not None and _numbers_equal(pred_num, gold_num)
+    if re.search(r"[,;]", gold):
+        golds, preds = _split_list(gold), _split_list(prediction)
+        if len(golds) != len(preds):
+            return False
+        for g, p in zip(golds, preds, strict=True):
+            g_num = parse_number(g)
+            if g_num is not None:
+                p_num = parse_number(p)
+                if p_num is None or not _numbers_equal(p_num, g_num):
+                    return False
+            elif normalize_str(g) != normalize_str(p):
+                return False
+        return True
+    return normalize_str(prediction) == normalize_str(gold)
+
+
+# ---------------------------------------------------------------- multiple-choice letters
+
+
+def _option_letters(options: list[str] | None) -> list[str]:
+    if not options:
+        return list("ABCD")
+    letters = []
+    for i, opt in enumerate(options):
+        m = re.match(r"^\s*\(?([A-Z])[.):]\s", opt + " ")
+        letters.append(m.group(1) if m else chr(ord("A") + i))
+    return letters
+
+
+def _option_text(option: str) -> str:
+    return normalize_str(re.sub(r"^\s*\(?[A-Z][.):]\s*", "", option))
+
+
+def extract_choice(text: str | None, options: list[str] | None = None) -> str | None:
+    """The option letter a free-form reply picks, or None when it picks none (or several).
+
+    Order: an `<answer>` tag; a bare letter; "answer/option/choice (is) X"; "(X)"/"[X]"; a line "X." / "X)";
+    the text of exactly one option; a lone capital letter that is not the article "A" ("A man is ...").
+
+    >>> [extract_choice(s) for s in ["B", "(B)", "Answer: C", "I pick option D.", "A man is running.", "A"]]
+    ['B', 'B', 'C', 'D', None, 'A']
+    """
+    if not text:
+        return None
+    text = _THINK.sub("", str(text)).strip()
+    tags = _ANSWER_TAG.findall(text)
+    if tags:
+        text = tags[-1].strip()
+    letters = _option_letters(options)
+    cls = "".join(letters)
+
+    bare = text.strip().strip("*_`'\"").strip()
+    bare = re.sub(r"^[\(\[]\s*([A-Z])\s*[\)\]]$", r"\1", bare).rstrip(".):")
+    if len(bare) == 1 and bare in letters:
+        return bare
+
+    patterns = [
+        rf"(?i:answer|option|choice)\s*(?:is|would be|should be)?\s*[:=\-]?\s*\**[\(\[]?([{cls}])[\)\]]?(?![A-Za-z])",
+        rf"[\(\[]([{cls}])[\)\]]",
+        rf"(?m)^\s*\**([{cls}])[.):]\s",
+    ]
+    for pat in patterns:
+        found = re.findall(pat, text)
+        if found:
+            return found[-1]
+
+    if options:
+        norm = normalize_str(text)
+        hits = [letters[i] for i, opt in enumerate(options) if _option_text(opt) and _option_text(opt) in norm]
+        if len(hits) == 1:
+            return hits[0]
+
+    lone = [
+        m.group(1)
+        for m in re.finditer(rf"(?<![A-Za-z'’])([{cls}])(?![A-Za-z'’])", text)
+        if not (m.group(1) == "A" and re.match(r"\s+[a-z]", text[m.end():]))  # the article "A man ..."
+    ]
+    return lone[0] if len(set(lone)) == 1 else None
+
+
+# ---------------------------------------------------------------- the LLM judge
+
+
+def parse_judge_reply(text: str | None) -> bool | None:
+    """'Correct' → True, 'Incorrect' (or 'not correct') → False, anything else (empty, unclear) → None.
+
+    >>> [parse_judge_reply(s) for s in ["Correct", "Incorrect.", "<think>hm</think> correct", "", "Maybe"]]
+    [True, False, True, None, None]
+    """
+    if not text:
+        return None
+    text = str(text).split("</think>")[-1].strip().lower()
+    if re.search(r"\bincorrect\b|\bnot\s+correct\b", text):
+        return False
+    if re.search(r"\bcorrect\b", text):
+        return True
+    return None
+
+
+async def llm_judge(question: str, prediction: str, gold: str, llm: ChatBackend) -> JudgeResult:
+    """Ask the judge model; a backend error or an empty/unclear reply is a judge failure (correct=None)."""
+    prompt = judge_prompt().format(question=question, predicted=prediction, labeled=gold)
+    request = ChatRequest(role="judge", messages=[{"role": "user", "content": prompt}],
+                          context={"question": question, "prediction": prediction, "gold": gold})
+    try:
+        response = await llm.chat(request)
+    except BackendError as exc:
+        logger.warning("judge backend failed: %s", exc.reason)
+        return JudgeResult(correct=None, method="llm_judge_failed", prediction=prediction, detail=exc.reason)
+    verdict = parse_judge_reply(response.text)
+    if verdict is None:
+        detail = f"unclear judge reply: {response.text[:200]!r}"
+        return JudgeResult(correct=None, method="llm_judge_failed", prediction=prediction, detail=detail)
+    return JudgeResult(correct=verdict, method="llm_judge", prediction=prediction, detail=response.text[:200])
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def _is_mcq(task: Task) -> bool:
+    return task.answer_type == "mcq" or task.source == "worldsense"
+
+
+def judge_offline(task: Task, prediction: str | None) -> JudgeResult:
+    """Every judge that needs no LLM (for OmniGAIA: exact match, then quasi-exact match labelled "qem_offline")."""
+    if task.answer is None:
+        return JudgeResult(correct=None, method="no_gold", prediction=prediction, detail="the task has no answer")
+    if _is_mcq(task):
+        letter = extract_choice(prediction, task.options)
+        detail = None if letter else "no option letter found in the prediction"
+        return JudgeResult(correct=letter == task.answer.strip().upper(), method="mcq", prediction=letter,
+                           detail=detail)
+    if task.source == "omnigaia":
+        pred = extract_prediction(prediction)
+        if not pred:
+            return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
+        if normalize_em(pred) == normalize_em(task.answer):
+            return JudgeResult(correct=True, method="exact_match", prediction=pred)
+        return JudgeResult(correct=quasi_exact_match(pred, task.answer), method="qem_offline", prediction=pred,
+                           detail="no LLM judge given: GAIA quasi-exact match stands in")
+    tags = _ANSWER_TAG.findall(prediction or "")
+    pred = (tags[-1] if tags else prediction or "").strip()
+    if not pred:
+        return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
+    return JudgeResult(correct=quasi_exact_match(pred, task.answer), method="quasi_exact_match", prediction=pred)
+
+
+async def judge_run(task: Task, prediction: str | None, llm: ChatBackend | None = None) -> JudgeResult:
+    """Judge a run's answer against the task's gold answer (see the module docstring for the rules)."""
+    offline = judge_offline(task, prediction)
+    if llm is None or _is_mcq(task) or offline.method in ("no_gold", "empty_prediction", "exact_match"):
+        return offline
+    if offline.method == "quasi_exact_match" and offline.correct:
+        return offline
+    return await llm_judge(task.question, offline.prediction or "", task.answer or "", llm)
