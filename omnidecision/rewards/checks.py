@@ -1,0 +1,319 @@
+"""Closure checks: small pure functions of (decision, ledger state) -> score in [0, 1].
+
+A `Decision` is one planner completion, parsed once with the agent's own parser. Every check scores the
+decision against the ledger the planner saw, WITHOUT executing it. Scoring rules shared by the call checks:
+
+- an unparseable decision scores 0 everywhere;
+- a `finish` scores what the finish check scores (1 when finishing is sound, else 0), so a premature
+  finish cannot collect the call checks for free and a sound finish is not outscored by a needless call;
+- a call while finishing is sound (`finish_available`) scores 0: the teacher finishes there;
+- a call on a need that is not actionable (filled, blocked, exhausted, unknown) scores 0;
+- otherwise the check judges the call itself.
+
+    >>> from omnidecision.ledger import Ledger, Need
+    >>> s = Ledger(question="Who?", needs=[Need(index=0, description="who", query_focus="name of x")],
+    ...            initialized=True)
+    >>> [finish_check(Decision.parse(t), s) for t in ('{"action": "finish"}', '{"action": "call", "need": 0}')]
+    [0.0, 1.0]
+
+Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from omnidecision.agent.actions import CallAction, FinishAction, extract_json_object, parse_planner_output
+from omnidecision.ledger import (
+    SOURCE_TOOL,
+    Ledger,
+    actionable_need_indices,
+    composed_query,
+    finish_available,
+)
+
+# Tools acceptable for a need besides the one its preferred source implies.
+ALTERNATE_TOOLS: dict[str, frozenset[str]] = {"web": frozenset({"page_reader"})}
+# The argument that carries the "query" of each tool (mirrors tools.registry.arguments_for).
+PRIMARY_ARGUMENT: dict[str, str] = {"code_executor": "code", "page_reader": "url"}
+
+_THINK = re.compile(r"<think>.*?</think>", flags=re.S)
+_TOKEN = re.compile(r"\w+", flags=re.U)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One planner completion: the raw text, the parsed action (or None) and the parse error (or None)."""
+
+    text: str
+    action: CallAction | FinishAction | None
+    error: str | None
+
+    @classmethod
+    def parse(cls, text: object) -> Decision:
+        """Parse a completion: a string, or TRL's conversational `[{"role": "assistant", "content": ...}]`."""
+        text = completion_text(text)
+        action, error = parse_planner_output(text)
+        return cls(text=text, action=action, error=error)
+
+    @property
+    def is_call(self) -> bool:
+        return isinstance(self.action, CallAction)
+
+    @property
+    def is_finish(self) -> bool:
+        return isinstance(self.action, FinishAction)
+
+
+def completion_text(completion: object) -> str:
+    """The assistant text of a TRL completion (plain string or a list of chat messages).
+
+    >>> completion_text([{"role": "assistant", "content": "hi"}])
+    'hi'
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(str(m.get("content") or "") for m in completion if isinstance(m, dict)
+                       and m.get("role", "assistant") == "assistant")
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    return ""
+
+
+def tokens(text: str | None) -> list[str]:
+    return _TOKEN.findall((text or "").lower())
+
+
+def token_f1(a: str | None, b: str | None) -> float:
+    """Bag-of-words F1 between two texts (lower-cased word tokens).
+
+    >>> token_f1("birth year of Ada", "Ada birth year")
+    0.857
+    """
+    ta, tb = tokens(a), tokens(b)
+    if not ta or not tb:
+        return 1.0 if not ta and not tb else 0.0
+    common = 0
+    pool = list(tb)
+    for t in ta:
+        if t in pool:
+            pool.remove(t)
+            common += 1
+    if not common:
+        return 0.0
+    p, r = common / len(ta), common / len(tb)
+    return round(2 * p * r / (p + r), 3)
+
+
+def effective_tool(state: Ledger, action: CallAction) -> str | None:
+    """The tool the call runs: the named one, else the need's preferred-source tool."""
+    if action.tool:
+        return action.tool
+    need = state.need(action.need)
+    return SOURCE_TOOL[need.preferred_source] if need is not None else None
+
+
+def effective_query(state: Ledger, action: CallAction) -> str | None:
+    """The query the call runs: `query`, else the tool's primary argument, else the composed query."""
+    if action.query is not None:
+        return action.query
+    if action.arguments:
+        tool = effective_tool(state, action) or ""
+        value = action.arguments.get(PRIMARY_ARGUMENT.get(tool, "query"))
+        if value is not None:
+            return str(value)
+    if state.need(action.need) is None:
+        return None
+    return composed_query(state, action.need)
+
+
+def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> float | None:
+    """The shared rules of the call checks: a final score, or None when the call itself must be judged."""
+    if decision.action is None:
+        return 0.0
+    sound_finish = finish_available(state)
+    if decision.is_finish:
+        return 1.0 if sound_finish else 0.0
+    if sound_finish:
+        return 0.0
+    if state.need(decision.action.need) is None:
+        return 0.0
+    if actionable_only and decision.action.need not in actionable_need_indices(state):
+        return 0.0  # a call that cannot advance the ledger earns nothing for being well-formed
+    return None
+
+
+# ---- the checks ------------------------------------------------------------------------------------------------
+
+
+def format_check(decision: Decision, state: Ledger) -> float:
+    """1 for exactly one schema-valid JSON action and nothing else; 0.5 when valid JSON is wrapped in extra text
+    (prose, a repeated action); 0 when nothing parses (empty output, unknown tool, bad schema).
+
+    >>> format_check(Decision.parse('{"action": "finish"}'), Ledger())
+    1.0
+    >>> format_check(Decision.parse('{"action": "finish"} {"action": "finish"}'), Ledger())
+    0.5
+    >>> format_check(Decision.parse('{"action": "call", "need": 0, "tool": "telepathy"}'), Ledger())
+    0.0
+    """
+    if decision.action is None:
+        return 0.0
+    body = _THINK.sub("", decision.text).strip()
+    blob = extract_json_object(body)
+    return 1.0 if blob is not None and blob == body else 0.5
+
+
+def finish_check(decision: Decision, state: Ledger) -> float:
+    """Stop or continue: finish only when the ledger is ready or nothing can advance; call otherwise."""
+    if decision.action is None:
+        return 0.0
+    return 1.0 if decision.is_finish == finish_available(state) else 0.0
+
+
+def target_check(decision: Decision, state: Ledger) -> float:
+    """The call targets an actionable need (open, dependencies filled, attempts left): 1; an actionable
+    supplementary need while an actionable blocking one waits: 0.5; a filled, blocked, exhausted or
+    unknown need: 0."""
+    gated = _gate(decision, state, actionable_only=False)
+    if gated is not None:
+        return gated
+    actionable = actionable_need_indices(state)
+    index = decision.action.need  # type: ignore[union-attr]
+    if index not in actionable:
+        return 0.0
+    blocking = [i for i in actionable if state.needs[i].role == "blocking"]
+    return 0.5 if blocking and state.needs[index].role != "blocking" else 1.0
+
+
+def tool_check(decision: Decision, state: Ledger) -> float:
+    """The tool fits the need's preferred source (an omitted tool defaults to it; page_reader is fine for web)."""
+    gated = _gate(decision, state)
+    if gated is not None:
+        return gated
+    action = decision.action
+    need = state.needs[action.need]  # type: ignore[union-attr]
+    tool = effective_tool(state, action)  # type: ignore[arg-type]
+    if tool == SOURCE_TOOL[need.preferred_source] or tool in ALTERNATE_TOOLS.get(need.preferred_source, ()):
+        return 1.0
+    return 0.0
+
+
+def query_check(decision: Decision, state: Ledger) -> float:
+    """The query is built from the need's `query_focus` and filled anchor values, not the question verbatim.
+
+    Score = token F1 with the composed query, times the share of anchor values the query contains (an anchor
+    whose need is not filled yet counts as missing);
+    0 when the query overlaps the question more than the composed query (the question pasted as query).
+    An omitted query scores 1: the tool layer composes it.
+    """
+    gated = _gate(decision, state)
+    if gated is not None:
+        return gated
+    action: CallAction = decision.action  # type: ignore[assignment]
+    query = effective_query(state, action)
+    composed = composed_query(state, action.need)
+    if not tokens(query):
+        return 0.0
+    f_composed, f_question = token_f1(query, composed), token_f1(query, state.question)
+    if f_question > f_composed:
+        return 0.0
+    need = state.needs[action.need]
+    # anchors: the upstream needs the focus refers to; one without a value yet cannot be in any sound query
+    anchors = [d.value for d in state.needs if "{#%d}" % d.index in need.query_focus]
+    qtok = set(tokens(query))
+    coverage = sum(bool(a) and set(tokens(a)) <= qtok for a in anchors) / len(anchors) if anchors else 1.0
+    return round(f_composed * coverage, 3)
+
+
+def no_repeat_check(decision: Decision, state: Ledger) -> float:
+    """0 when the call repeats one that already failed for the same need (same tool, same query), else 1."""
+    gated = _gate(decision, state)
+    if gated is not None:
+        return gated
+    action: CallAction = decision.action  # type: ignore[assignment]
+    tool, query = effective_tool(state, action), _norm(effective_query(state, action))
+    for failed in state.failed_calls:
+        if failed.need != action.need or failed.tool != tool:
+            continue
+        failed_query = _norm(failed.query if failed.query is not None else composed_query(state, failed.need))
+        if failed_query == query:
+            return 0.0
+    return 1.0
+
+
+def modality_check(decision: Decision, state: Ledger) -> float:
+    """Prefer the least-used modality among the needs worth calling now (actionable blocking needs, else all
+    actionable ones): 1 when the call's tool has the lowest call count among theirs, 0.5 otherwise."""
+    gated = _gate(decision, state)
+    if gated is not None:
+        return gated
+    action: CallAction = decision.action  # type: ignore[assignment]
+    actionable = actionable_need_indices(state)
+    pool = [i for i in actionable if state.needs[i].role == "blocking"] or actionable
+    if action.need not in pool:
+        return 0.5
+    counts = state.tool_call_counts
+    least = min(counts.get(SOURCE_TOOL[state.needs[i].preferred_source], 0) for i in pool)
+    return 1.0 if counts.get(effective_tool(state, action) or "", 0) <= least else 0.5
+
+
+def _norm(text: str | None) -> str:
+    return " ".join(tokens(text))
+
+
+Check = Callable[[Decision, Ledger], float]
+
+CHECKS: dict[str, Check] = {
+    "format": format_check,
+    "finish": finish_check,
+    "target": target_check,
+    "tool": tool_check,
+    "query": query_check,
+    "no_repeat": no_repeat_check,
+    "modality": modality_check,
+}
+
+# Weights of the combined closure reward (the rubric and the held-out evaluation use them by default).
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "format": 1.0,
+    "finish": 2.0,
+    "target": 1.5,
+    "tool": 1.0,
+    "query": 1.0,
+    "no_repeat": 1.0,
+    "modality": 0.5,
+}
+
+
+def load_ledger(value: object) -> Ledger:
+    """A Ledger from the RL row's `ledger` column (a JSON string, a dict, or a Ledger)."""
+    if isinstance(value, Ledger):
+        return value
+    if isinstance(value, str):
+        return Ledger.model_validate_json(value)
+    if isinstance(value, dict):
+        return Ledger.model_validate(value)
+    raise TypeError(f"column `ledger`: expected a Ledger JSON string or dict, got {type(value).__name__}")
+
+
+def teacher_decision(state: Ledger, with_query: bool = False) -> str:
+    """The rule planner's action as text: finish when sound, else the first actionable blocking need (then
+    supplementary) with its tool, and with the composed query when `with_query` (else the tool layer composes it).
+
+    >>> teacher_decision(Ledger())
+    '{"action":"finish"}'
+    """
+    if finish_available(state):
+        return json.dumps({"action": "finish"}, separators=(",", ":"))
+    actionable = actionable_need_indices(state)
+    blocking = [i for i in actionable if state.needs[i].role == "blocking"]
+    index = (blocking or actionable)[0]
+    action = {"action": "call", "need": index, "tool": SOURCE_TOOL[state.needs[index].preferred_source]}
+    if with_query:
+        action["query"] = composed_query(state, index)
+    return json.dumps(action, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,262 @@
+"""TRL reward functions over the closure checks, the weighted `ClosureRubric`, and the registry by name.
+
+TRL's contract: `reward(completions, **columns) -> list[float | None]`; the RL rows carry the ledger the
+planner saw as a JSON string in the `ledger` column (see omnidecision/rewards/checks.py for the checks).
+
+    >>> completions = [[{"role": "assistant", "content": '{"action": "call", "need": 0}'}],
+    ...                [{"role": "assistant", "content": '{"action": "finish"}'}]]
+    >>> closure_reward(completions, ledger=[EXAMPLE_LEDGER] * 2)
+    [1.0, 0.125]
+    >>> [f.__name__ for f in get_reward_funcs(["format", "closure"])]
+    ['format_reward', 'closure_reward']
+
+Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from omnidecision.ledger import FailedCall, Ledger, Need  # noqa: F401  (FailedCall: doctest namespace)
+from omnidecision.rewards.checks import CHECKS, DEFAULT_WEIGHTS, Check, Decision, load_ledger
+
+logger = logging.getLogger(__name__)
+
+RewardFunc = Callable[..., list[float | None]]
+
+# A two-need ledger used by the doctests: need 1 waits on need 0.
+EXAMPLE_LEDGER: str = Ledger(
+    question="In which year was the narrator of the clip born?",
+    needs=[
+        Need(index=0, description="narrator name", query_focus="narrator name", preferred_source="audio"),
+        Need(index=1, description="birth year", query_focus="birth year of {#0}", depends_on=[0]),
+    ],
+    initialized=True,
+).model_dump_json()
+
+
+@lru_cache(maxsize=4096)
+def _ledger_from_json(text: str) -> Ledger:
+    return Ledger.model_validate_json(text)
+
+
+def _ledgers(kwargs: dict[str, Any], n: int) -> list[Ledger]:
+    column = kwargs.get("ledger")
+    if column is None:
+        raise KeyError("closure rewards need the `ledger` column (a Ledger JSON string per row) in the RL dataset")
+    if len(column) != n:
+        raise ValueError(f"column `ledger` has {len(column)} rows for {n} completions")
+    return [_ledger_from_json(v) if isinstance(v, str) else load_ledger(v) for v in column]
+
+
+def _check_reward(name: str, check: Check) -> RewardFunc:
+    def reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+        states = _ledgers(kwargs, len(completions))
+        return [check(Decision.parse(c), s) for c, s in zip(completions, states, strict=True)]
+
+    reward.__name__ = f"{name}_reward"
+    reward.__doc__ = check.__doc__
+    return reward
+
+
+def format_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+    """Schema-valid action: 1 exact JSON, 0.5 JSON inside extra text, 0 unparseable.
+
+    >>> format_reward(['{"action": "finish"}', 'Sure! {"action": "finish"}', ''], ledger=[EXAMPLE_LEDGER] * 3)
+    [1.0, 0.5, 0.0]
+    """
+    return _check_reward("format", CHECKS["format"])(completions, **kwargs)
+
+
+def finish_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+    """Finish only when the ledger is ready or nothing can advance (premature finish scores 0).
+
+    >>> finish_reward(['{"action": "finish"}', '{"action": "call", "need": 0}'], ledger=[EXAMPLE_LEDGER] * 2)
+    [0.0, 1.0]
+    """
+    return _check_reward("finish", CHECKS["finish"])(completions, **kwargs)
+
+
+def target_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+    """Target an actionable need (need 1 is blocked on need 0 here).
+
+    >>> target_reward(['{"action": "call", "need": 0}', '{"action": "call", "need": 1}'], ledger=[EXAMPLE_LEDGER] * 2)
+    [1.0, 0.0]
+    """
+    return _check_reward("target", CHECKS["target"])(completions, **kwargs)
+
+
+def tool_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+    """The tool fits the need's preferred source (need 0 wants audio).
+
+    >>> tool_reward(['{"action": "call", "need": 0, "tool": "audio_scouting"}',
+    ...              '{"action": "call", "need": 0, "tool": "web_search"}'], ledger=[EXAMPLE_LEDGER] * 2)
+    [1.0, 0.0]
+    """
+    return _check_reward("tool", CHECKS["tool"])(completions, **kwargs)
+
+
+def query_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+    """Query from the need's focus and anchors, not the question pasted.
+
+    >>> q = Ledger.model_validate_json(EXAMPLE_LEDGER).question
+    >>> query_reward(['{"action": "call", "need": 0, "query": "narrator name"}',
+    ...               '{"action": "call", "need": 0, "query": "%s"}' % q], ledger=[EXAMPLE_LEDGER] * 2)
+    [1.0, 0.0]
+    """
+    return _check_reward("query", CHECKS["query"])(completions, **kwargs)
+
+
+def no_repeat_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+    """Do not repeat a call that already failed for the same need.
+
+    >>> s = Ledger.model_validate_json(EXAMPLE_LEDGER)
+    >>> s.failed_calls.append(FailedCall(need=0, tool="audio_scouting", query=None))
+    >>> no_repeat_reward(['{"action": "call", "need": 0}', '{"action": "call", "need": 0, "query": "who narrates"}'],
+    ...                  ledger=[s.model_dump_json()] * 2)
+    [0.0, 1.0]
+    """
+    return _check_reward("no_repeat", CHECKS["no_repeat"])(completions, **kwargs)
+
+
+def modality_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+    """Prefer the least-used modality among the needs worth calling now.
+
+    >>> modality_reward(['{"action": "call", "need": 0}'], ledger=[EXAMPLE_LEDGER])
+    [1.0]
+    """
+    return _check_reward("modality", CHECKS["modality"])(completions, **kwargs)
+
+
+class ClosureRubric:
+    """Weighted mean of the closure checks (and optional extra components such as the judge), in [0, 1].
+
+    Every component is logged per batch: through TRL's `log_metric` kwarg when the trainer passes it
+    (`closure/<name>` in the trainer logs) and through this module's logger. A component that returns None
+    for a sample (the judge failed) is left out of that sample's mean and its weight with it.
+
+    >>> rubric = ClosureRubric({"format": 1.0, "finish": 1.0})
+    >>> rubric(['{"action": "finish"}', 'oops'], ledger=[EXAMPLE_LEDGER] * 2)
+    [0.5, 0.0]
+    """
+
+    def __init__(self, weights: dict[str, float] | None = None,
+                 extra: dict[str, tuple[RewardFunc, float]] | None = None, name: str = "closure") -> None:
+        self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        unknown = sorted(set(self.weights) - set(CHECKS))
+        if unknown:
+            raise ValueError(f"unknown closure checks {unknown}; known: {sorted(CHECKS)}")
+        if any(w < 0 or not math.isfinite(w) for w in self.weights.values()):
+            raise ValueError(f"closure weights must be finite and >= 0, got {self.weights}")
+        self.extra = dict(extra or {})
+        if not self.weights and not self.extra:
+            raise ValueError("a ClosureRubric needs at least one component")
+        self.name = name
+        self.__name__ = f"{name}_reward"
+
+    def components(self, completions: Sequence[object], ledgers: Sequence[Ledger],
+                   **kwargs: Any) -> dict[str, list[float | None]]:
+        """Per-component scores, one list per component (aligned with `completions`)."""
+        decisions = [Decision.parse(c) for c in completions]
+        out: dict[str, list[float | None]] = {
+            name: [CHECKS[name](d, s) for d, s in zip(decisions, ledgers, strict=True)] for name in self.weights
+        }
+        for name, (func, _) in self.extra.items():
+            out[name] = list(func(completions, ledger=[s.model_dump_json() for s in ledgers], **kwargs))
+        return out
+
+    def combine(self, comps: dict[str, list[float | None]]) -> list[float]:
+        weights = {**self.weights, **{k: w for k, (_, w) in self.extra.items()}}
+        n = len(next(iter(comps.values())))
+        scores = []
+        for i in range(n):
+            num = den = 0.0
+            for name, values in comps.items():
+                value = values[i]
+                if value is None or (isinstance(value, float) and math.isnan(value)):
+                    continue
+                num += weights[name] * value
+                den += weights[name]
+            scores.append(round(num / den, 6) if den else 0.0)
+        return scores
+
+    def __call__(self, completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+        states = _ledgers(kwargs, len(completions))
+        log_metric = kwargs.pop("log_metric", None)
+        passthrough = {k: v for k, v in kwargs.items() if k != "ledger"}
+        comps = self.components(completions, states, **passthrough)
+        scores = self.combine(comps)
+        means = {name: _mean(values) for name, values in comps.items()}
+        for name, mean in means.items():
+            if log_metric is not None and mean is not None:
+                log_metric(f"{self.name}/{name}", mean)
+        logger.debug("%s components: %s", self.name, {k: round(v, 4) for k, v in means.items() if v is not None})
+        return list(scores)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(kept) / len(kept) if kept else None
+
+
+def get_closure_reward(weights: dict[str, float] | None = None, judge: dict[str, Any] | None = None,
+                       judge_weight: float = 1.0) -> RewardFunc:
+    """The combined closure reward; with `judge` (RewardJudge options) the judge joins as a weighted component."""
+    extra = {}
+    if judge:
+        extra["judge"] = (get_judge_reward(**judge), judge_weight)
+    return ClosureRubric(weights, extra=extra)
+
+
+def get_check_reward(name: str) -> RewardFunc:
+    """One closure check as a TRL reward function, by name (see `CHECKS`)."""
+    if name not in CHECKS:
+        raise ValueError(f"unknown closure check {name!r}; known: {sorted(CHECKS)}")
+    return _check_reward(name, CHECKS[name])
+
+
+def get_judge_reward(**options: Any) -> RewardFunc:
+    """The reward judge as a TRL reward function (options: see `omnidecision.rewards.judge.RewardJudge`)."""
+    from omnidecision.rewards.judge import RewardJudge, judge_reward_func
+
+    return judge_reward_func(RewardJudge.from_options(**options))
+
+
+closure_reward: RewardFunc = ClosureRubric()
+
+# name -> factory(**params) -> reward function. Usable from a YAML recipe: `reward_funcs: [closure, format]`.
+REWARDS: dict[str, Callable[..., RewardFunc]] = {
+    "format": lambda: format_reward,
+    "finish": lambda: finish_reward,
+    "target": lambda: target_reward,
+    "tool": lambda: tool_reward,
+    "query": lambda: query_reward,
+    "no_repeat": lambda: no_repeat_reward,
+    "modality": lambda: modality_reward,
+    "closure": get_closure_reward,
+    "judge": get_judge_reward,
+}
+
+
+def get_reward_funcs(names: Sequence[str], **params: dict[str, Any]) -> list[RewardFunc]:
+    """Reward functions by registry name; `params[name]` holds the keyword arguments of that name's factory.
+
+    >>> get_reward_funcs(["nope"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown reward 'nope'; known: ['closure', 'finish', ...]
+    """
+    unknown_params = sorted(set(params) - set(names))
+    if unknown_params:
+        raise ValueError(f"reward params given for {unknown_params}, which are not in reward_funcs {list(names)}")
+    funcs = []
+    for name in names:
+        if name not in REWARDS:
+            raise ValueError(f"unknown reward {name!r}; known: {sorted(REWARDS)}")
+        funcs.append(REWARDS[name](**(params.get(name) or {})))
+    return funcs
+
