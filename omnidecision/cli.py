@@ -50,6 +50,11 @@ def _mount() -> None:
             app.command(name, context_settings=settings)(obj)
 
 
+@app.callback()
+def main() -> None:
+    """omnidecision: collect → harvest → sft → grpo → export → serve → eval for the ledger agent's planner."""
+
+
 @app.command()
 def version() -> None:
     """Print the package version."""
