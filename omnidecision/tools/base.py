@@ -69,3 +69,31 @@ class MediaService(Protocol):
     async def perceive(
         self, tool: str, asset: Any, query: str, start: float | None = None, end: float | None = None
     ) -> Observation | None: ...
+
+
+class ToolError(Exception):
+    """A clean, expected tool failure (missing asset, unknown URL, blocked domain); the registry turns it into
+    `Observation(ok=False, error=str(exc))`."""
+
+
+@dataclass
+class DecodedFrame:
+    """One video frame decoded at a requested timestamp (`t` is the frame's own presentation time)."""
+
+    requested_t: float
+    t: float
+    jpeg: bytes
+    width: int
+    height: int
+
+
+class FrameMediaService(MediaService, Protocol):
+    """A media service that can look at decoded frames (a multimodal model behind an API).
+
+    Tools with a real video decode frames with `av` at the asked timestamps and call this when the service has it;
+    otherwise they call `perceive` and let the service decide.
+    """
+
+    async def perceive_frames(
+        self, tool: str, asset: Any, query: str, frames: list[DecodedFrame]
+    ) -> Observation | None: ...
