@@ -64,6 +64,7 @@ class GoldNeed(_Rec):
     fillable: bool = True
     asset_id: str | None = None
     conflicting_value: str | None = None  # a wrong value some source states; the teacher must resolve it
+    confirm_query_focus: str | None = None  # a query (same `{#i}` placeholders) that reaches a confirming source
 
 
 class GoldSlot(_Rec):

@@ -1,0 +1,393 @@
+"""The synthetic closure suite: seeded multi-hop tasks across modalities that the scripted teacher can solve.
+
+    omnidecision tasks synth --n 500 --seed 0 --out runs/synth
+
+writes `DIR/tasks.jsonl` (one `Task` per line, `source="synthetic"`, paths relative to DIR), `DIR/assets/`
+(per task an .srt of subtitles and a .vtt transcript; audio events and frame captions are inline in the asset)
+and `DIR/corpus.jsonl` (the page corpus shared by all tasks, distractors included). The output is
+byte-identical for a seed: one `random.Random` per task derived from (seed, index), no set or clock in it.
+
+Task families (chain of hops; each hop is one gold need whose evidence holds the value verbatim and shares
+keywords with the need's composed query):
+- easy: audio → subtitle (text); subtitle → web (number/text); clip|frame → web (number/text/mcq)
+- medium: audio → subtitle → web (number/text/mcq); clip|frame → web → code (number);
+  two audio → subtitle branches (list)
+- hard: two branches (audio → subtitle → web, clip|frame → web) joined by a computation (number)
+Some web facts have a conflicting source (a forum page with a wrong value, `conflicting_value` in gold) that
+an official registry page resolves; some tasks are unanswerable (a need no tool can fill: `answerable=False`).
+
+    >>> tasks, corpus, files = generate(3, seed=1)
+    >>> len(tasks), all(t.source == "synthetic" for t in tasks)
+    (3, True)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omnidecision.tasks import synth_text as tx
+from omnidecision.tasks.schema import (
+    Asset,
+    AudioEvent,
+    FrameCaption,
+    GoldDecomposition,
+    GoldNeed,
+    GoldSlot,
+    Page,
+    Task,
+)
+
+logger = logging.getLogger(__name__)
+
+FAMILIES: dict[str, tuple[str, float]] = {  # family -> (level, weight)
+    "audio_subtitle": ("easy", 0.12),
+    "subtitle_web": ("easy", 0.12),
+    "visual_web": ("easy", 0.11),
+    "audio_subtitle_web": ("medium", 0.16),
+    "visual_web_code": ("medium", 0.12),
+    "two_audio_list": ("medium", 0.12),
+    "hard_join": ("hard", 0.25),
+}
+SITES = ("encyclopedia.example.org", "people.example.net", "news.example.com", "archive.example.org")
+P_CONFLICT = 0.3
+P_UNANSWERABLE = 0.08
+P_SUPPLEMENTARY = 0.25
+
+
+@dataclass
+class _Build:
+    """The per-task state while its hops are laid out."""
+
+    tid: str
+    rng: random.Random
+    names: tx.Names
+    duration: float
+    needs: list[GoldNeed] = field(default_factory=list)
+    subs: list[tuple[float, float, str]] = field(default_factory=list)
+    speech: list[tuple[float, float, str]] = field(default_factory=list)
+    events: list[AudioEvent] = field(default_factory=list)
+    frames: list[FrameCaption] = field(default_factory=list)
+    pages: list[Page] = field(default_factory=list)
+    free_slots: list[int] = field(default_factory=list)
+    sounds: list[str] = field(default_factory=list)
+    visuals: list[tuple[str, str]] = field(default_factory=list)
+    conflict: bool = False
+    unanswerable: bool = False
+
+    def time(self) -> float:
+        return float(self.free_slots.pop(self.rng.randrange(len(self.free_slots))) * 10 + 5)
+
+    def sound(self) -> str:
+        s = self.rng.choice([x for x in tx.SOUNDS if x not in self.sounds])
+        self.sounds.append(s)
+        return s
+
+    def visual(self) -> tuple[str, str]:
+        while True:
+            v = (self.rng.choice(tx.COLORS), self.rng.choice(tx.OBJECTS))
+            if all(v[1] != o for _, o in self.visuals):
+                self.visuals.append(v)
+                return v
+
+    def add(self, need: GoldNeed) -> int:
+        self.needs.append(need)
+        return len(self.needs) - 1
+
+    def url(self, title: str) -> str:
+        slug = "-".join(title.lower().replace("'", "").split())
+        return f"https://{self.rng.choice(SITES)}/{slug}-{self.tid}-{len(self.pages)}"
+
+    def page(self, title: str, text: str, url: str | None = None) -> None:
+        self.pages.append(Page(url=url or self.url(title), title=title, text=text))
+
+
+# --- hops: each adds one need (and its evidence plus distractors); returns (need index, reference phrase) ----------
+
+
+def audio_hop(b: _Build) -> tuple[int, str, str]:
+    sound, x, t = b.sound(), b.names.word(), b.time()
+    b.events.append(AudioEvent(start=t, end=t + 2.0, label=sound))
+    b.speech.append((t + 0.5, t + 4.0, b.rng.choice(tx.AUDIO_CUES).format(sound=sound, x=x)))
+    # a distractor moment: another sound, another name
+    s2, y, t2 = b.sound(), b.names.word(), b.time()
+    b.events.append(AudioEvent(start=t2, end=t2 + 2.0, label=s2))
+    b.speech.append((t2 + 0.5, t2 + 4.0, b.rng.choice(tx.AUDIO_CUES).format(sound=s2, x=y)))
+    ref = b.rng.choice(tx.AUDIO_DESC).format(sound=sound)
+    i = b.add(GoldNeed(description=tx.cap(ref), query_focus=tx.AUDIO_FOCUS.format(sound=sound),
+                       preferred_source="audio", value=x, asset_id="v0"))
+    b.subs.append((t2 + 1.0, t2 + 4.5, b.rng.choice(tx.SUB_CUES).format(x=y, p=b.names.person())))
+    return i, ref, x
+
+
+def subtitle_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: str, fillable: bool = True
+                 ) -> tuple[int, str, str | None]:
+    p = b.names.person()
+    t = b.time()
+    if fillable:
+        b.subs.append((t, t + 3.5, b.rng.choice(tx.SUB_CUES).format(x=anchor_word, p=p)))
+    else:  # no cue names the anchor's guest: the need cannot be filled
+        b.subs.append((t, t + 3.5, f"{anchor_word} waves at the audience and leaves without a word."))
+    t2 = b.time()
+    b.subs.append((t2, t2 + 3.5, b.rng.choice(tx.SUB_CUES).format(x=b.names.word(), p=b.names.near(p))))
+    ref = b.rng.choice(tx.SUB_DESC).format(ref=anchor_ref)
+    focus = tx.SUB_FOCUS.format(anchor="{#%d}" % anchor if anchor is not None else anchor_word)
+    i = b.add(GoldNeed(description=tx.cap(ref), query_focus=focus, preferred_source="subtitle",
+                       depends_on=[anchor] if anchor is not None else [], value=p if fillable else None,
+                       fillable=fillable, asset_id="v0"))
+    return i, ref, p
+
+
+def visual_hop(b: _Build) -> tuple[int, str, str]:
+    (color, obj), w, t = b.visual(), b.names.word(), b.time()
+    b.frames.append(FrameCaption(t=t, caption=b.rng.choice(tx.FRAME_CUES).format(color=color, obj=obj, w=w)))
+    (c2, o2), t2 = b.visual(), b.time()
+    b.frames.append(FrameCaption(t=t2, caption=b.rng.choice(tx.FRAME_CUES).format(color=c2, obj=o2, w=b.names.word())))
+    source = b.rng.choice(["clip", "frame"])
+    ref = b.rng.choice(tx.FRAME_DESC).format(color=color, obj=obj)
+    i = b.add(GoldNeed(description=tx.cap(ref), query_focus=tx.FRAME_FOCUS.format(color=color, obj=obj),
+                       preferred_source=source, value=w, asset_id="v0"))
+    return i, ref, w
+
+
+def web_hop(b: _Build, anchor: int, entity: str, entity_ref: str, kind: str, numeric: bool, *,
+            fillable: bool = True, conflict: bool = False) -> tuple[int, dict, str | None, list[str]]:
+    """A fact about `entity` on the web. Returns (need, fact spec, value, confusable values for mcq options)."""
+    fact = b.rng.choice(tx.NUM_FACTS[kind] if numeric else tx.TEXT_FACTS[kind])
+    draw = (lambda: str(b.rng.randint(fact["lo"], fact["hi"]))) if numeric else b.names.place
+    value = draw()
+    others = [draw() for _ in range(3)]
+    while value in others:
+        others = [draw() for _ in range(3)]
+    title = entity
+    if fillable:
+        b.page(title, " ".join([b.rng.choice(fact["page"]).format(e=entity, v=value), _bio(b, entity)]))
+    else:  # the entity's page exists but says nothing about the fact
+        b.page(title, _bio(b, entity))
+    near = b.names.near(entity, word=-1 if kind == "person" else 0)
+    b.page(near, b.rng.choice(fact["page"]).format(e=near, v=others[0]))  # confusable name, other value
+    conflicting = None
+    if conflict and fillable:
+        conflicting = others[1]
+        wrong = b.rng.choice(fact["page"]).format(e=entity, v=conflicting)
+        b.page(f"Discussion about {entity}", b.rng.choice(tx.CONFLICT_PAGE).format(fact=wrong))
+        confirmed = b.rng.choice(fact["page"]).format(e=entity, v=value)
+        b.page(f"{entity} registry", tx.REGISTRY_PAGE.format(fact=confirmed),
+               url=f"https://registry.example.gov/{b.tid}-{len(b.pages)}")
+        b.conflict = True
+    desc = fact["q"][0].format(ref=entity_ref).rstrip("?")
+    i = b.add(GoldNeed(description=desc, query_focus="{#%d} %s" % (anchor, fact["key"]), preferred_source="web",
+                       depends_on=[anchor], value=value if fillable else None, fillable=fillable,
+                       conflicting_value=conflicting,
+                       confirm_query_focus=("{#%d} %s %s" % (anchor, tx.REGISTRY_KEY, fact["key"])) if conflicting
+                       else None))
+    return i, fact, (value if fillable else None), [others[0], others[2], others[1]]
+
+
+def _bio(b: _Build, entity: str) -> str:
+    return b.rng.choice((f"{entity} is often mentioned in regional news.", f"Little else is known about {entity}.",
+                         f"{entity} appeared in several local stories."))
+
+
+def code_hop(b: _Build, a: int, b_idx: int | None, values: dict[int, str | None], const: int | None = None
+             ) -> tuple[int, dict, str | None]:
+    """A computation over one or two numeric needs (or one need and a constant from the question)."""
+    comp = b.rng.choice([c for c in tx.COMPUTATIONS if b_idx is not None or c["const"]])
+    rhs_code, rhs_expr = ("{#%d}" % b_idx, f"n{b_idx}") if b_idx is not None else (str(const), str(const))
+    code = comp["code"].format(a="{#%d}" % a, b=rhs_code)
+    expr = comp["expr"].format(a=a, b=b_idx).replace(f"n{b_idx}", rhs_expr)
+    deps = [a] + ([b_idx] if b_idx is not None else [])
+    value = None
+    if all(values.get(i) is not None for i in deps):
+        env = {f"n{i}": int(values[i]) for i in deps}
+        value = str(eval(expr, {"__builtins__": {}, "abs": abs, "max": max}, env))  # our own expression
+    i = b.add(GoldNeed(description="Compute the answer from the facts found", query_focus=code,
+                       preferred_source="code", depends_on=deps, value=value, fillable=value is not None))
+    return i, {**comp, "expr": expr}, value
+
+
+# --- families --------------------------------------------------------------------------------------------------------
+
+
+def _family(b: _Build, family: str) -> tuple[str, str, str | None, list[str] | None, list[GoldSlot], str | None]:
+    """Lay out one family; returns (question, answer type, answer value, options, slots, computation)."""
+    rng, unans = b.rng, b.unanswerable
+    if family == "audio_subtitle":
+        a, ref, x = audio_hop(b)
+        s, sref, p = subtitle_hop(b, a, x, ref, fillable=not unans)
+        q = rng.choice(("Who is {r}?", "Give the full name of {r}.", "Name {r}.")).format(r=sref)
+        value = None if unans else p
+        return q, "text", value, None, [GoldSlot(name="answer", needs=[s], value=value)], None
+    if family == "subtitle_web":
+        x = b.names.word()
+        s, sref, p = subtitle_hop(b, None, x, x)
+        numeric = rng.random() < 0.6
+        w, fact, v, _ = web_hop(b, s, p, sref, "person", numeric, fillable=not unans)
+        return (rng.choice(fact["q"]).format(ref=sref), "number" if numeric else "text", v, None,
+                [GoldSlot(name="answer", needs=[w], value=v)], None)
+    if family in ("visual_web", "visual_web_code"):
+        vi, vref, word = visual_hop(b)
+        org = f"{word} {rng.choice(tx.ORG_KINDS)}"
+        oref = f"the organisation named after {vref}"
+        numeric = family == "visual_web_code" or rng.random() < 0.4
+        w, fact, v, others = web_hop(b, vi, org, oref, "org", numeric, fillable=not unans,
+                                     conflict=family == "visual_web_code" and rng.random() < P_CONFLICT)
+        if family == "visual_web_code":
+            const = rng.randint(2030, 2100) if fact["key"] == "founded year" else rng.randint(1000, 3000)
+            c, comp, cv = code_hop(b, w, None, {w: v}, const)
+            q = rng.choice(comp["q"]).format(A=fact["np"].format(ref=oref), B=const)
+            return q, "number", cv, None, _comp_slots(c, w, cv, v, comp), comp["expr"]
+        if not numeric and rng.random() < 0.5:
+            return _mcq(b, rng.choice(fact["q"]).format(ref=oref), v, others, w)
+        return (rng.choice(fact["q"]).format(ref=oref), "number" if numeric else "text", v, None,
+                [GoldSlot(name="answer", needs=[w], value=v)], None)
+    if family == "audio_subtitle_web":
+        a, ref, x = audio_hop(b)
+        s, sref, p = subtitle_hop(b, a, x, ref)
+        numeric = rng.random() < 0.5
+        w, fact, v, others = web_hop(b, s, p, sref, "person", numeric, fillable=not unans,
+                                     conflict=numeric and rng.random() < P_CONFLICT)
+        q = rng.choice(fact["q"]).format(ref=sref)
+        if not numeric and rng.random() < 0.5:
+            return _mcq(b, q, v, others, w)
+        return q, "number" if numeric else "text", v, None, [GoldSlot(name="answer", needs=[w], value=v)], None
+    if family == "two_audio_list":
+        a1, r1, x1 = audio_hop(b)
+        s1, _, p1 = subtitle_hop(b, a1, x1, r1)
+        a2, r2, x2 = audio_hop(b)
+        s2, _, p2 = subtitle_hop(b, a2, x2, r2, fillable=not unans)
+        q = rng.choice(("List the guests introduced by {a} and by {b}, in that order.",
+                        "Who are the guests presented by {a} and by {b}? Answer as a list, in order.")
+                       ).format(a=r1, b=r2)
+        value = None if unans else f"{p1}, {p2}"
+        return q, "list", value, None, [GoldSlot(name="answer", needs=[s1, s2], value=value)], None
+    if family == "hard_join":
+        a, ref, x = audio_hop(b)
+        s, sref, p = subtitle_hop(b, a, x, ref)
+        w1, f1, v1, _ = web_hop(b, s, p, sref, "person", True, conflict=rng.random() < P_CONFLICT)
+        vi, vref, word = visual_hop(b)
+        org = f"{word} {rng.choice(tx.ORG_KINDS)}"
+        oref = f"the organisation named after {vref}"
+        w2, f2, v2, _ = web_hop(b, vi, org, oref, "org", True, fillable=not unans)
+        c, comp, cv = code_hop(b, w1, w2, {w1: v1, w2: v2})
+        q = rng.choice(comp["q"]).format(A=f1["np"].format(ref=sref), B=f2["np"].format(ref=oref))
+        slots = [GoldSlot(name="fact_a", needs=[w1], value=v1), GoldSlot(name="fact_b", needs=[w2], value=v2),
+                 GoldSlot(name="answer", kind="computation", needs=[c], expression=comp["expr"], value=cv)]
+        return q, "number", cv, None, slots, comp["expr"]
+    raise ValueError(f"unknown family {family!r}")
+
+
+def _comp_slots(c: int, w: int, cv: str | None, v: str | None, comp: dict) -> list[GoldSlot]:
+    return [GoldSlot(name="fact_a", needs=[w], value=v),
+            GoldSlot(name="answer", kind="computation", needs=[c], expression=comp["expr"], value=cv)]
+
+
+def _mcq(b: _Build, q: str, value: str | None, others: list[str], w: int):
+    opts = [value if value is not None else b.names.place()] + others
+    b.rng.shuffle(opts)
+    options = [f"{'ABCD'[k]}. {o}" for k, o in enumerate(opts)]
+    letter = "ABCD"[opts.index(value)] if value is not None else None
+    return q, "mcq", letter, options, [GoldSlot(name="answer", needs=[w], value=value)], None
+
+
+def _supplementary(b: _Build) -> None:
+    color, obj = b.visual()
+    t = b.time()
+    b.frames.append(FrameCaption(t=t, caption=tx.SUPP_FRAME_CUE.format(color=color, obj=obj)))
+    b.add(GoldNeed(description=f"Colour of the {obj} in the background (context only)", role="supplementary",
+                   query_focus=tx.SUPP_FOCUS.format(obj=obj), preferred_source="frame", value=color,
+                   asset_id="v0"))
+
+
+def make_task(index: int, seed: int, names: tx.Names) -> tuple[Task, list[Page], dict[str, str]]:
+    """One task, its pages (for the shared corpus) and its asset files {relative path: text}."""
+    rng = random.Random(f"omnidecision-synth:{seed}:{index}")
+    names.rng = rng
+    tid = f"syn-{seed}-{index:05d}"
+    duration = float(rng.randint(18, 60) * 10)
+    b = _Build(tid=tid, rng=rng, names=names, duration=duration, free_slots=list(range(int(duration // 10) - 1)))
+    fams = list(FAMILIES)
+    family = rng.choices(fams, weights=[FAMILIES[f][1] for f in fams])[0]
+    b.unanswerable = rng.random() < P_UNANSWERABLE
+    question, atype, answer, options, slots, computation = _family(b, family)
+    if rng.random() < P_SUPPLEMENTARY:
+        _supplementary(b)
+    for _ in range(rng.randint(4, 9)):  # filler speech and subtitles, filler frames
+        t = b.time() if b.free_slots else 1.0
+        line = rng.choice(tx.FILLER_SPEECH)
+        (b.subs if rng.random() < 0.5 else b.speech).append((t, t + 3.0, line))
+    for _ in range(rng.randint(2, 5)):
+        b.frames.append(FrameCaption(t=float(rng.randint(0, int(duration) - 1)), caption=rng.choice(tx.FILLER_FRAMES)))
+    prefix = rng.choice(("", "", "In the video, ", "Watch the clip. ", "Using the video and the web: "))
+    question = prefix + (question[:1].lower() + question[1:] if prefix.endswith(", ") else question)
+    answerable = not b.unanswerable
+    if not answerable:
+        answer = None
+    files = {f"assets/{tid}.srt": _srt(b.subs), f"assets/{tid}.vtt": _vtt(b.speech)}
+    asset = Asset(id="v0", type="video", duration=duration, subtitles=f"assets/{tid}.srt",
+                  transcript=f"assets/{tid}.vtt", audio_events=sorted(b.events, key=lambda e: e.start),
+                  frame_captions=sorted(b.frames, key=lambda f: (f.t, f.caption)),
+                  description="Synthetic video (text surrogates only)")
+    task = Task(id=tid, question=question, answer=answer, answer_type=atype, options=options,
+                level=FAMILIES[family][0], category=family, source="synthetic", assets=[asset],
+                corpus="corpus.jsonl", answerable=answerable,
+                gold=GoldDecomposition(needs=b.needs, slots=slots, computation=computation),
+                meta={"family": family, "conflict": b.conflict, "seed": seed, "index": index})
+    return task, b.pages, files
+
+
+def _ts(t: float, sep: str) -> str:
+    ms = int(round(t * 1000))
+    h, ms = divmod(ms, 3_600_000)
+    m, ms = divmod(ms, 60_000)
+    s, ms = divmod(ms, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
+
+
+def _srt(cues: list[tuple[float, float, str]]) -> str:
+    cues = sorted(cues)
+    return "".join(f"{k}\n{_ts(a, ',')} --> {_ts(z, ',')}\n{text}\n\n" for k, (a, z, text) in enumerate(cues, 1))
+
+
+def _vtt(cues: list[tuple[float, float, str]]) -> str:
+    return "WEBVTT\n\n" + "".join(f"{_ts(a, '.')} --> {_ts(z, '.')}\n{text}\n\n" for a, z, text in sorted(cues))
+
+
+def generate(n: int, seed: int = 0) -> tuple[list[Task], list[Page], dict[str, str]]:
+    """All tasks, the shared corpus and the asset files, in memory."""
+    names = tx.Names(random.Random(seed))
+    tasks, corpus, files = [], [], {}
+    for i in range(n):
+        task, pages, fs = make_task(i, seed, names)
+        tasks.append(task)
+        corpus.extend(pages)
+        files.update(fs)
+    return tasks, corpus, files
+
+
+def write_suite(n: int, seed: int, out: str | Path) -> Path:
+    """Write tasks.jsonl, corpus.jsonl and assets/ under `out`; returns the tasks file."""
+    out = Path(out)
+    tasks, corpus, files = generate(n, seed)
+    (out / "assets").mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        (out / rel).write_text(text, encoding="utf-8")
+    with open(out / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for page in corpus:
+            f.write(json.dumps(page.model_dump(), ensure_ascii=False) + "\n")
+    path = out / "tasks.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for task in tasks:
+            f.write(task.model_dump_json(exclude_defaults=True) + "\n")
+    logger.info("wrote %d tasks, %d pages and %d asset files to %s", len(tasks), len(corpus), len(files), out)
+    return path
+
+
+def load_suite(out: str | Path) -> list[Task]:
+    """Read a suite written by `write_suite` with `base_dir` set (the loaders do the same for `fmt="synthetic"`)."""
+    out = Path(out)
+    with open(out / "tasks.jsonl", encoding="utf-8") as f:
+        return [Task.model_validate_json(line).model_copy(update={"base_dir": str(out)}) for line in f if line.strip()]
