@@ -32,3 +32,44 @@ def synth(
     print("answer types: " + ", ".join(f"{k}={types[k]}" for k in sorted(types)))
     print(f"unanswerable: {sum(not t.answerable for t in tasks)}, with a conflict: "
           f"{sum(bool(t.meta.get('conflict')) for t in tasks)}")
+
+
+@app.command("check")
+def check(
+    path: Path = typer.Argument(..., help="task file or folder (JSONL, OmniGAIA, WorldSense, synthetic dir)"),
+    fmt: str = typer.Option("auto", "--format", "-f", help="auto, jsonl, omnigaia, worldsense or synthetic"),
+    media_dir: Path | None = typer.Option(None, "--media-dir", help="OmniGAIA: folder holding the media files"),
+    srt_dir: Path | None = typer.Option(None, "--srt-dir", help="WorldSense: folder holding <video_id>.srt"),
+) -> None:
+    """Validate a task file and print counts per level, category and answer type.
+
+    A bad record is reported with its file, record (line or key) and field; the exit code is then 1.
+    """
+    from collections import Counter
+
+    from omnidecision.tasks.loaders import FORMATS, TaskFileError, load_tasks
+
+    if fmt not in FORMATS:
+        choices = ", ".join(FORMATS)
+        raise typer.BadParameter(f"unknown format {fmt!r}; expected one of {choices}", param_hint="--format")
+    options = {k: v for k, v in {"media_dir": media_dir, "srt_dir": srt_dir}.items() if v is not None}
+    try:
+        tasks = load_tasks(path, fmt, **options)
+    except TaskFileError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"  file: {exc.path}\n  record: {exc.record or '-'}\n  field: {exc.field or '-'}", err=True)
+        raise typer.Exit(1) from exc
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    print(f"ok: {len(tasks)} tasks in {path}")
+    for title, counts in (
+        ("level", Counter(t.level for t in tasks)),
+        ("category", Counter(t.category for t in tasks)),
+        ("answer type", Counter(t.answer_type for t in tasks)),
+        ("source", Counter(t.source for t in tasks)),
+    ):
+        print(f"{title}: " + ", ".join(f"{k}={counts[k]}" for k in sorted(counts)))
+    print(f"assets: {sum(len(t.assets) for t in tasks)}, with a media file: "
+          f"{sum(1 for t in tasks for a in t.assets if a.path)}, without an answer: "
+          f"{sum(t.answer is None for t in tasks)}")
