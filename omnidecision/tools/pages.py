@@ -46,6 +46,8 @@ class PageReader:
                     break
         if text is None:
             raise ToolError(f"url: no page found for {args.url!r}")
+        canonical = getattr(service, "canonical_url", None)
+        target = (canonical(target) if canonical else None) or target
         truncated = len(text) > args.max_chars
         body = text[: args.max_chars] + ("\n[… truncated]" if truncated else "")
         head = f"Page {target}" + (f" (best match for {via!r})" if via else "") + ":\n"

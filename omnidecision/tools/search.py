@@ -167,6 +167,14 @@ class OfflineSearch:
                     merged[key] = hit
         return sorted(merged.values(), key=lambda h: -h.score)[:k]
 
+    def canonical_url(self, url: str) -> str | None:
+        """The stored URL of the page `url` names (scheme, `www.` and trailing slash aside), if any."""
+        for ix in self.indices:
+            page = ix.get(url)
+            if page is not None:
+                return page.url
+        return None
+
     async def read(self, url: str) -> str | None:
         if self.is_blocked(url):
             return None
