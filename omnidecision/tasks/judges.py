@@ -69,8 +69,9 @@ _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _UNIT_TAIL = re.compile(r"^[^\W\d_]+(?:[/ ²³°.]*[^\W\d_]*[²³]?){0,3}\.?$")
 
 
-def parse_number(text: str | None) -> float | None:
-    """A number written with commas, `$`, `%`, `≈`/`~`, or a trailing unit of up to three words; None otherwise.
+def parse_number(text: str | None, allow_unit: bool = True) -> float | None:
+    """A number written with commas, `$`, `%`, `≈`/`~`, or (with `allow_unit`) a trailing unit of up to three words;
+    None otherwise.
 
     >>> [parse_number(s) for s in ["1,234", "$5.8", "46.31%", "2.45 m/s²", "11,386 km", "12 of 20", "3, 5", "abc"]]
     [1234.0, 5.8, 46.31, 2.45, 11386.0, None, None, None]
@@ -84,7 +85,7 @@ def parse_number(text: str | None) -> float | None:
     if not m:
         return None
     tail = m.group(2).strip()
-    if tail and (len(tail.split()) > 3 or not _UNIT_TAIL.match(tail)):
+    if tail and (not allow_unit or len(tail.split()) > 3 or not _UNIT_TAIL.match(tail)):
         return None
     try:
         value = float(m.group(1))
@@ -129,7 +130,7 @@ def quasi_exact_match(prediction: str | None, gold: str) -> bool:
     if prediction is None:
         return False
     prediction, gold = str(prediction).strip(), str(gold).strip()
-    gold_num = parse_number(gold)
+    gold_num = parse_number(gold, allow_unit=False)  # a gold like "433 Eros" is a name, not a number
     if gold_num is not None:
         pred_num = parse_number(prediction)
         return pred_num is not None and _numbers_equal(pred_num, gold_num)
@@ -138,7 +139,7 @@ def quasi_exact_match(prediction: str | None, gold: str) -> bool:
         if len(golds) != len(preds):
             return False
         for g, p in zip(golds, preds, strict=True):
-            g_num = parse_number(g)
+            g_num = parse_number(g, allow_unit=False)
             if g_num is not None:
                 p_num = parse_number(p)
                 if p_num is None or not _numbers_equal(p_num, g_num):
