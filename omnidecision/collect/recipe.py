@@ -1,0 +1,192 @@
+"""The collection recipe: a YAML file (configs/collect/*.yaml) parsed into a pydantic model, with CLI overrides.
+
+Overrides are `key.path=value` strings (`--set agent.step_budget=10`, `--set backends.planner.temperature=0.7`);
+the value is parsed as YAML (numbers, booleans, lists). String values may use `${VAR}` or `${VAR:-default}` to
+read the environment (endpoints and model names of API recipes). A bad recipe raises `RecipeError` naming the
+file and the field.
+
+    python -c "from omnidecision.collect.recipe import load_recipe; \
+        print(load_recipe('configs/collect/synthetic-teacher.yaml').model_dump_json(indent=1))"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from omnidecision.agent.config import AgentConfig, BackendSpec
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be used; the message names the file and the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskSource(_Model):
+    path: str = Field(..., description="task file or folder (jsonl, omnigaia, worldsense, synthetic dir)")
+    format: str = Field("auto", description="auto | jsonl | omnigaia | worldsense | synthetic")
+    options: dict[str, Any] = Field(default_factory=dict, description="loader options (media_dir, srt_dir, …)")
+    ids: list[str] | None = Field(None, description="keep only these task ids")
+    levels: list[str] | None = Field(None, description="keep only these difficulty levels")
+    categories: list[str] | None = Field(None, description="keep only these categories")
+    offset: int = Field(0, ge=0, description="skip the first N tasks (after filters)")
+    limit: int | None = Field(None, ge=1, description="keep at most N tasks (after filters, before sharding)")
+
+
+class JudgeSettings(_Model):
+    enabled: bool = Field(True, description="judge each run against the task's gold answer")
+    llm: BackendSpec | None = Field(None, description="LLM judge endpoint (OmniGAIA protocol); None: offline judges")
+
+
+class Environment(_Model):
+    kind: Literal["offline", "replay"] = Field(
+        "offline", description="offline: text surrogates + BM25 over local pages; replay: OmniGAIA replay services")
+    services: dict[str, str] = Field(
+        default_factory=dict, description="extra tool services: name -> 'module:factory' (called with options)")
+    options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments for the service factories")
+
+
+class CollectRecipe(_Model):
+    tasks: TaskSource
+    backends: dict[str, BackendSpec] = Field(..., description="role -> backend (roles fall back to 'default')")
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    samples: int = Field(1, ge=1, description="runs per task (sample k seeds the teacher / is a separate draw)")
+    concurrency: int = Field(8, ge=1, description="runs in flight at once")
+    shard: str = Field("0/1", description="i/n: this process collects the tasks with stable_hash(id) % n == i")
+    out: str = Field("runs/collect", description="output folder: trajectories.shard-i-of-n.jsonl, manifest.json")
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    environment: Environment = Field(default_factory=Environment)
+    progress: bool = Field(True, description="show a progress bar")
+
+    @field_validator("shard")
+    @classmethod
+    def _check_shard(cls, v: str) -> str:
+        parse_shard(v)
+        return v
+
+    @field_validator("backends")
+    @classmethod
+    def _check_backends(cls, v: dict[str, BackendSpec]) -> dict[str, BackendSpec]:
+        if not v:
+            raise ValueError("at least one backend is needed (e.g. 'default' or 'planner')")
+        return v
+
+    @property
+    def shard_index(self) -> tuple[int, int]:
+        return parse_shard(self.shard)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'i/n' → (i, n) with 0 <= i < n.
+
+    >>> parse_shard("2/4")
+    (2, 4)
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+    if not m:
+        raise ValueError(f"shard must look like 'i/n' (e.g. 0/4), got {text!r}")
+    i, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or not 0 <= i < n:
+        raise ValueError(f"shard {text!r}: need 0 <= i < n")
+    return i, n
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^${}]*))?\}")  # innermost first: defaults may nest
+
+
+def _expand(value: Any, where: str, source: str) -> Any:
+    """Expand ${VAR} / ${VAR:-default} in every string of a YAML tree."""
+    if isinstance(value, dict):
+        return {k: _expand(v, f"{where}.{k}" if where else str(k), source) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, f"{where}.{i}", source) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in os.environ:
+            return os.environ[name]
+        if default is not None:
+            return default
+        raise RecipeError(f"{source}: {where}: environment variable {name} is not set (write ${{{name}:-default}})")
+
+    while True:
+        expanded = _VAR.sub(sub, value)
+        if expanded == value:
+            return expanded
+        value = expanded
+
+
+def set_path(data: dict[str, Any], override: str) -> None:
+    """Apply one `key.path=value` override in place (value parsed as YAML).
+
+    >>> d = {"agent": {"mode": "ledger"}}
+    >>> set_path(d, "agent.step_budget=7"); d["agent"]
+    {'mode': 'ledger', 'step_budget': 7}
+    """
+    if "=" not in override:
+        raise RecipeError(f"override {override!r}: expected key.path=value")
+    key, raw = override.split("=", 1)
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise RecipeError(f"override {override!r}: empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"override {override!r}: value is not valid YAML: {exc}") from exc
+    node: Any = data
+    for i, part in enumerate(parts[:-1]):
+        nxt = node.get(part) if isinstance(node, dict) else None
+        if nxt is None:
+            nxt = node[part] = {}
+        if not isinstance(nxt, dict):
+            raise RecipeError(f"override {override!r}: {'.'.join(parts[:i + 1])} is not a mapping")
+        node = nxt
+    node[parts[-1]] = value
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc) or "<root>"
+
+
+def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None
+                     ) -> CollectRecipe:
+    """Validate a recipe mapping after overrides and ${VAR} expansion; errors name `source` and the field."""
+    data = dict(data)
+    for ov in overrides or []:
+        set_path(data, ov)
+    data = _expand(data, "", source)
+    try:
+        return CollectRecipe.model_validate(data)
+    except ValidationError as exc:
+        msgs = [f"{_field(e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()[:5]]
+        raise RecipeError(f"{source}: " + "; ".join(msgs)) from exc
+
+
+def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> CollectRecipe:
+    """Read a YAML recipe (or start from an empty one when `path` is None) and apply `key.path=value` overrides."""
+    if path is None:
+        return recipe_from_dict({}, "<command line>", overrides)
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text("utf-8"))
+    except OSError as exc:
+        raise RecipeError(f"{p}: cannot read the recipe: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise RecipeError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise RecipeError(f"{p}: the recipe must be a mapping (tasks:, backends:, agent:, …)")
+    return recipe_from_dict(data, str(p), overrides)

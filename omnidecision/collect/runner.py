@@ -1,0 +1,253 @@
+"""Run the agent over many (task, sample) jobs concurrently, judge each run, append records to a shard file.
+
+`collect_runs(...)` is the reusable core (the eval stage calls it too): a fixed pool of `concurrency` worker
+coroutines pulls jobs from a queue, each job = `run_task` + `judge_run`, every record goes to ONE
+`RecordWriter` (flush + fsync per line). Resumable: jobs whose (task_id, sample) already has a complete record
+in the output file are skipped; a torn last line is cut away before appending. A progress bar (tqdm) shows
+running accuracy and the outcome counts.
+
+`collect(recipe)` adds the recipe plumbing: load + filter tasks, keep this shard's tasks
+(`shard_of(task.id, n) == i`), build backends and services, write `manifest.json`, run.
+
+    omnidecision collect --config configs/collect/synthetic-teacher.yaml --out runs/synth-teacher
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnidecision.agent.backends.base import ChatBackend
+from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.trajectory import OUTCOMES, JudgeResult, RunRecord
+from omnidecision.collect.recipe import CollectRecipe, RecipeError
+from omnidecision.collect.store import (
+    RecordWriter,
+    finished_keys,
+    repair_tail,
+    shard_of,
+    shard_path,
+    write_json_atomic,
+)
+from omnidecision.tasks.schema import Task
+
+logger = logging.getLogger(__name__)
+
+Services = dict[str, Any] | Callable[[Task], dict[str, Any]] | None
+
+
+@dataclass
+class CollectSummary:
+    """What one collection did. `accuracy` counts judged runs only (judge failures are not correct)."""
+
+    out_file: str
+    jobs: int = 0
+    skipped: int = 0  # already finished before this start
+    done: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    correct: int = 0
+    judged: int = 0
+    judge_failures: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.judged if self.judged else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"out_file": self.out_file, "jobs": self.jobs, "skipped": self.skipped, "done": self.done,
+                "outcomes": dict(self.outcomes), "correct": self.correct, "judged": self.judged,
+                "judge_failures": self.judge_failures, "accuracy": self.accuracy, "wall_s": round(self.wall_s, 3)}
+
+
+async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None) -> JudgeResult:
+    """`judge_run` on the record's answer; any judge crash is a judge failure (correct=None), never a crash."""
+    from omnidecision.tasks.judges import judge_run
+
+    try:
+        return await judge_run(task, record.answer, llm)
+    except Exception as exc:  # the judge must not take a batch down
+        logger.warning("judge failed on %s: %s: %s", record.run_id, type(exc).__name__, exc)
+        return JudgeResult(correct=None, method="judge_error", prediction=record.answer,
+                           detail=f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _postfix(s: CollectSummary) -> str:
+    acc = f"{s.accuracy:.3f}" if s.accuracy is not None else "-"
+    counts = " ".join(f"{o}={s.outcomes[o]}" for o in OUTCOMES if s.outcomes.get(o))
+    return f"acc={acc} {counts}"
+
+
+async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
+                       out_file: str | Path, *, samples: int = 1, concurrency: int = 8, judge: bool = True,
+                       judge_llm: ChatBackend | None = None, services: Services = None, tool_runner=None,
+                       progress: bool = True, desc: str = "collect") -> CollectSummary:
+    """Run every (task, sample) not yet in `out_file`, `concurrency` at a time; append each judged record.
+    `services`: one dict for every run, or a function task -> dict (per-task environments such as replay)."""
+    from omnidecision.agent.loop import run_task
+
+    t0 = time.perf_counter()
+    out = Path(out_file)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    repair_tail(out)
+    done_keys = finished_keys(out)
+    jobs = [(t, k) for t in tasks for k in range(samples)]
+    todo = [(t, k) for t, k in jobs if (t.id, k) not in done_keys]
+    summary = CollectSummary(out_file=str(out), jobs=len(jobs), skipped=len(jobs) - len(todo))
+    if summary.skipped:
+        logger.info("%s: %d of %d runs already finished; %d to go", out, summary.skipped, len(jobs), len(todo))
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(jobs), initial=summary.skipped, desc=desc, unit="run", dynamic_ncols=True)
+    queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
+    for job in todo:
+        queue.put_nowait(job)
+
+    async with RecordWriter(out) as writer:
+        async def worker() -> None:
+            while True:
+                try:
+                    task, sample = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                svc = services(task) if callable(services) else services
+                record = await run_task(task, config, backends, sample=sample, tool_runner=tool_runner,
+                                        services=svc)
+                if judge:
+                    record.judge = await judge_record(task, record, judge_llm)
+                await writer.put(record)
+                summary.done += 1
+                summary.outcomes[record.outcome] += 1
+                if record.judge is not None:
+                    if record.judge.correct is None:
+                        summary.judge_failures += 1
+                    else:
+                        summary.judged += 1
+                        summary.correct += int(record.judge.correct)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(_postfix(summary), refresh=False)
+
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(todo))))))
+    if bar is not None:
+        bar.close()
+    summary.wall_s = time.perf_counter() - t0
+    return summary
+
+
+# -- recipe plumbing ---------------------------------------------------------------------------------------
+def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
+    """(this shard's tasks, all selected tasks) after the recipe's filters, offset and limit."""
+    from omnidecision.tasks.loaders import load_tasks
+
+    src = recipe.tasks
+    tasks = load_tasks(src.path, src.format, **src.options)
+    if src.ids is not None:
+        wanted = set(src.ids)
+        tasks = [t for t in tasks if t.id in wanted]
+    if src.levels is not None:
+        tasks = [t for t in tasks if t.level in set(src.levels)]
+    if src.categories is not None:
+        tasks = [t for t in tasks if t.category in set(src.categories)]
+    tasks = tasks[src.offset:]
+    if src.limit is not None:
+        tasks = tasks[:src.limit]
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise RecipeError(f"{src.path}: task id {dup!r} appears more than once (ids must be unique to resume)")
+    i, n = recipe.shard_index
+    return [t for t in tasks if shard_of(t.id, n) == i], tasks
+
+
+def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
+    """Tool services from the recipe's environment. kind "replay": the OmniGAIA replay environment built over all
+    selected tasks (`omnidecision.tasks.replay_env.build_replay_services`, per-task services). Each extra
+    `name: 'module:factory'` is called with `environment.options` and added to every run's services."""
+    env = recipe.environment
+    extra: dict[str, Any] = {}
+    for name, target in env.services.items():
+        module, _, attr = target.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr or "build")
+        except (ImportError, AttributeError) as exc:
+            raise RecipeError(f"environment.services.{name}: cannot import {target!r}: {exc}") from exc
+        extra[name] = factory(**env.options)
+    if env.kind != "replay":
+        return extra or None
+    from omnidecision.tasks.replay_env import build_replay_services
+
+    per_task = build_replay_services(tasks)
+
+    def services_for(task: Task) -> dict[str, Any]:
+        return {**per_task(task), **extra}
+
+    return services_for
+
+
+def git_revision() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
+    """OUT/manifest.json: the recipe, the agent config digest, the git revision. Every shard writes the same
+    content (shard-specific fields left out; written atomically). A restart with a different agent config or
+    backends into the same folder is refused (the records would mix two experiments)."""
+    import json
+
+    from omnidecision.agent.runtime import config_digest
+
+    path = out_dir / "manifest.json"
+    backends = {k: v.model_dump(mode="json") for k, v in sorted(recipe.backends.items())}
+    manifest = {"recipe": recipe.model_dump(mode="json", exclude={"shard", "concurrency", "progress"}),
+                "config_digest": config_digest(recipe.agent), "backends": backends,
+                "git_revision": git_revision(), "tasks": n_tasks}
+    if path.is_file():
+        try:
+            old = json.loads(path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            old = {}
+        if old.get("config_digest") not in (None, manifest["config_digest"]) or \
+                old.get("backends") not in (None, backends):
+            raise RecipeError(f"{out_dir}: holds runs of a different agent config or backends "
+                              f"(manifest.json); collect into a new --out folder")
+    write_json_atomic(path, manifest)
+
+
+async def collect(recipe: CollectRecipe, tool_runner=None) -> CollectSummary:
+    """Collect the recipe's shard into `recipe.out` (see the module docstring)."""
+    from omnidecision.agent.backends.factory import build_backend, build_backends
+
+    # tasks and shard
+    tasks, selected = select_tasks(recipe)
+    i, n = recipe.shard_index
+    out_dir = Path(recipe.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(recipe, out_dir, len(selected))
+    logger.info("shard %d/%d: %d of %d tasks × %d samples → %s", i, n, len(tasks), len(selected), recipe.samples,
+                out_dir)
+    # backends, judge, services
+    backends = build_backends(recipe.backends)
+    judge_llm = build_backend(recipe.judge.llm) if recipe.judge.llm is not None else None
+    services = build_services(recipe, selected)
+    # run
+    return await collect_runs(tasks, recipe.agent, backends, shard_path(out_dir, i, n), samples=recipe.samples,
+                              concurrency=recipe.concurrency, judge=recipe.judge.enabled, judge_llm=judge_llm,
+                              services=services, tool_runner=tool_runner, progress=recipe.progress,
+                              desc=f"collect {i}/{n}")
