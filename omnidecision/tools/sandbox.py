@@ -88,14 +88,19 @@ def sandbox_python(preferred: str | None = None) -> str:
 
 
 def _processes_of(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose owner is `uid`."""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    pids.append(int(entry))
-            except OSError:
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    state = fh.read().rpartition(b")")[2].split()[0]
+            except (OSError, IndexError):
                 continue
+            if state not in (b"Z", b"X"):
+                pids.append(int(entry))
     return pids
 
 
