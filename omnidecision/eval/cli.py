@@ -1,0 +1,194 @@
+"""Eval commands mounted by `omnidecision/cli.py`: `serve`, `eval`, `compare`, `ablate`.
+
+    omnidecision serve runs/export/merged --port 8000
+    omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --tensor-parallel-size 2
+    omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --set samples=2 --out runs/eval-a
+    omnidecision compare runs/eval-a runs/eval-b --out runs/compare
+    omnidecision ablate --config configs/eval/synthetic-tiny-vllm.yaml --max-tool-calls 6 --out runs/ablate
+
+`eval` and `ablate` also take passthrough overrides: `--agent.step_budget 10` is `--set agent.step_budget=10`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+logger = logging.getLogger(__name__)
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+
+def passthrough_overrides(args: list[str]) -> list[str]:
+    """`--a.b 3 --c=x` → ["a.b=3", "c=x"]; raises ValueError on a stray value.
+
+    >>> passthrough_overrides(["--agent.step_budget", "3", "--samples=2"])
+    ['agent.step_budget=3', 'samples=2']
+    """
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("--"):
+            raise ValueError(f"unexpected argument {a!r} (overrides look like --key.path VALUE)")
+        key = a[2:].replace("-", "_") if "." not in a else a[2:]
+        if "=" in key:
+            out.append(key)
+            i += 1
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            out.append(f"{key}={args[i + 1]}")
+            i += 2
+        else:
+            out.append(f"{key}=true")
+            i += 1
+    return out
+
+
+def serve(
+    model: str = typer.Argument(..., help="merged checkpoint folder (or the base model when serving adapters)"),
+    lora: list[str] = typer.Option([], "--lora", help="NAME=DIR: serve a LoRA adapter under NAME (repeatable)"),
+    port: int = typer.Option(8000, help="port"),
+    host: str = typer.Option("127.0.0.1", help="interface to bind (0.0.0.0 for other machines)"),
+    tensor_parallel_size: Optional[int] = typer.Option(None, help="GPUs per model (vLLM on GPUs)"),  # noqa: UP045
+    max_model_len: int = typer.Option(4096, help="context length"),
+    max_lora_rank: int = typer.Option(16, help="largest adapter rank"),
+    served_name: Optional[str] = typer.Option(None, help="name clients request (default: folder name)"),  # noqa: UP045
+    startup_timeout: float = typer.Option(600.0, help="seconds to wait until /v1/models answers"),
+) -> None:
+    """Serve a planner with vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp/cache dir)."""
+    from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
+
+    _logging()
+    loras = {}
+    for item in lora:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            typer.echo(f"error: --lora {item!r}: expected NAME=DIR", err=True)
+            raise typer.Exit(2)
+        if not Path(path).is_dir():
+            typer.echo(f"error: --lora {item!r}: {path} is not a folder", err=True)
+            raise typer.Exit(2)
+        loras[name] = path
+    extra = ["--tensor-parallel-size", str(tensor_parallel_size)] if tensor_parallel_size else []
+    server = VLLMServer(model, port=port, lora_modules=loras, extra_args=extra, served_name=served_name,
+                        max_model_len=max_model_len, max_lora_rank=max_lora_rank, host=host,
+                        startup_timeout_s=startup_timeout)
+
+    def on_term(signum, frame):  # SIGTERM: leave through the same clean path as Ctrl-C
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        with server:
+            names = [server.served_name, *loras]
+            typer.echo(f"serving {', '.join(names)} at {server.base_url} (Ctrl-C to stop)")
+            typer.echo(f"  OPENAI_BASE_URL={server.base_url}  model={names[-1]}")
+            while server.proc is not None and server.proc.poll() is None:
+                time.sleep(0.5)
+            if server.proc is not None:
+                typer.echo(f"error: vLLM exited with code {server.proc.returncode}:\n{server.log_tail()}", err=True)
+                raise typer.Exit(1)
+    except KeyboardInterrupt:
+        typer.echo("stopping vLLM")
+    except VLLMServerError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _recipe(config: Path, sets: list[str], extra: list[str], out: Path | None):
+    from omnidecision.collect.recipe import RecipeError
+    from omnidecision.eval.runner import load_eval_recipe
+
+    try:
+        overrides = list(sets) + passthrough_overrides(extra)
+        if out is not None:
+            overrides.append(f"out={out}")
+        return load_eval_recipe(config, overrides)
+    except (RecipeError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def eval_cmd(
+    ctx: typer.Context,
+    config: Path = typer.Option(..., "--config", help="eval recipe (configs/eval/*.yaml)"),
+    set_: list[str] = typer.Option([], "--set", help="key.path=value override (repeatable)"),
+    out: Optional[Path] = typer.Option(None, help="output folder (overrides the recipe's out)"),  # noqa: UP045
+    no_progress: bool = typer.Option(False, help="no progress bar"),
+) -> None:
+    """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
+    from omnidecision.collect.recipe import RecipeError
+    from omnidecision.eval.runner import run_eval
+
+    _logging()
+    recipe = _recipe(config, set_, ctx.args, out)
+    try:
+        rep = run_eval(recipe, progress=not no_progress)
+    except (RecipeError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    low, high = rep["ci95"]
+    acc = rep["accuracy"] or 0.0
+    typer.echo(f"{rep.get('name')}: accuracy {100 * acc:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over n={rep['n']} "
+               f"({json.dumps(rep['outcomes'])}) → {recipe.out}/report.md")
+
+
+eval_cmd.passthrough = True  # type: ignore[attr-defined]
+
+
+def compare(
+    reports: list[Path] = typer.Argument(..., help="report.json files or eval folders (the first is the reference)"),
+    out: Path = typer.Option(Path("runs/compare"), help="folder for compare.md, compare.json, compare.png"),
+    title: str = typer.Option("Comparison", help="table title"),
+) -> None:
+    """Side-by-side table of eval runs: accuracy with CI, Δ and CI overlap, outcomes, closure, tokens, tools."""
+    from omnidecision.eval.compare import load_report, write_compare
+
+    _logging()
+    try:
+        loaded = [load_report(p) for p in reports]
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    write_compare(loaded, out, title)
+    typer.echo((out / "compare.md").read_text("utf-8"))
+
+
+def ablate(
+    ctx: typer.Context,
+    config: Path = typer.Option(..., "--config", help="eval recipe (configs/eval/*.yaml)"),
+    set_: list[str] = typer.Option([], "--set", help="key.path=value override (repeatable)"),
+    out: Path = typer.Option(Path("runs/ablate"), help="output folder: one sub-folder per mode + compare.*"),
+    max_tool_calls: Optional[int] = typer.Option(None, help="equal tool-call cap (default: recipe, else T)"),  # noqa: UP045
+    modes: str = typer.Option("ledger,react,memory", help="comma-separated modes"),
+    no_progress: bool = typer.Option(False, help="no progress bar"),
+) -> None:
+    """Budget-matched ablation: the same tasks in ledger / react / memory modes with equal tool-call caps."""
+    from omnidecision.collect.recipe import RecipeError
+    from omnidecision.eval.compare import MODES, run_ablation
+
+    _logging()
+    chosen = tuple(m.strip() for m in modes.split(",") if m.strip())
+    bad = [m for m in chosen if m not in MODES]
+    if bad or not chosen:
+        typer.echo(f"error: --modes {modes!r}: unknown mode(s) {bad} (known: {', '.join(MODES)})", err=True)
+        raise typer.Exit(2)
+    recipe = _recipe(config, set_, ctx.args, None)
+    try:
+        run_ablation(recipe, out, chosen, max_tool_calls, progress=not no_progress)
+    except (RecipeError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo((out / "compare.md").read_text("utf-8"))
+
+
+ablate.passthrough = True  # type: ignore[attr-defined]

@@ -1,0 +1,285 @@
+"""The eval report: metrics over a trajectory file (one RunRecord per line) → report.json and report.md.
+
+    python -m omnidecision.eval.report runs/eval/trajectories.jsonl --out runs/eval
+
+`build_report(records, meta)` returns the dict written to report.json. Keys (always present): accuracy, ci95,
+n, correct, judge_failures, by_level, by_category, outcomes, accuracy_by_outcome, need_closure_rate,
+tool_calls_per_question, prompt_tokens_per_step, tokens_per_question, invalid_action_rate, attribution,
+cost_per_question, wall_time, errors, mode, replay, planner. Accuracy counts a run as correct only when the
+judge said so; a judge failure (`judge.correct is None`) is counted under `judge_failures` and never as correct.
+A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g. in the synthetic suite) is
+correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
+counted under `unanswerable`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from omnidecision.agent.trajectory import OUTCOMES, RunRecord
+from omnidecision.eval.attribution import CATEGORIES, attribute
+from omnidecision.eval.stats import mean, rate, wilson
+from omnidecision.ledger import unmet_blocking
+
+logger = logging.getLogger(__name__)
+
+REPORT_KEYS: tuple[str, ...] = (
+    "accuracy", "ci95", "n", "correct", "judge_failures", "by_level", "by_category", "outcomes",
+    "accuracy_by_outcome", "need_closure_rate", "tool_calls_per_question", "prompt_tokens_per_step",
+    "tokens_per_question", "invalid_action_rate", "attribution", "cost_per_question", "wall_time", "errors",
+    "mode", "replay", "planner",
+)
+AT_STEP = 15
+
+
+def unanswerable(r: RunRecord) -> bool:
+    return r.judge is not None and r.judge.method == "no_gold"
+
+
+def is_correct(r: RunRecord) -> bool:
+    if unanswerable(r):
+        return r.outcome == "insufficient"
+    return r.judge is not None and r.judge.correct is True
+
+
+def judge_failed(r: RunRecord) -> bool:
+    return not unanswerable(r) and (r.judge is None or r.judge.correct is None)
+
+
+def _acc(rs: list[RunRecord]) -> dict[str, Any]:
+    k = sum(is_correct(r) for r in rs)
+    low, high = wilson(k, len(rs))
+    return {"n": len(rs), "correct": k, "accuracy": rate(k, len(rs)), "ci95": [low, high]}
+
+
+def closure(r: RunRecord) -> float | None:
+    """Share of the final ledger's blocking needs that are filled (None without a ledger or blocking needs)."""
+    led = r.final_ledger
+    if led is None or not led.initialized:
+        return None
+    blocking = [n for n in led.needs if n.role == "blocking"]
+    if not blocking:
+        return None
+    return 1.0 - len(unmet_blocking(led)) / len(blocking)
+
+
+def _prompt_tokens_per_step(records: list[RunRecord]) -> dict[str, Any]:
+    by_pos: dict[int, list[int]] = defaultdict(list)
+    for r in records:
+        for pos, step in enumerate(r.steps, start=1):
+            if step.usage.prompt_tokens:
+                by_pos[pos].append(step.usage.prompt_tokens)
+    per_step = {pos: mean(v) for pos, v in sorted(by_pos.items())}
+    all_tokens = [t for v in by_pos.values() for t in v]
+    means = [m for m in per_step.values() if m is not None]
+    return {
+        "mean": mean(all_tokens),
+        f"at_step_{AT_STEP}": per_step.get(AT_STEP),
+        "max": max(means) if means else None,  # max / min over steps of the per-step mean
+        "min": min(means) if means else None,
+        "by_step": {str(k): v for k, v in per_step.items()},
+        "steps_counted": len(all_tokens),
+    }
+
+
+def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """All metrics of one eval run. `meta` may carry planner {endpoint, model}, mode, wall_s, name, recipe."""
+    rs = list(records)
+    meta = dict(meta or {})
+    n = len(rs)
+    overall = _acc(rs)
+    outcomes = Counter(r.outcome for r in rs)
+    by_outcome = {o: [r for r in rs if r.outcome == o] for o in OUTCOMES}
+    levels: dict[str, list[RunRecord]] = defaultdict(list)
+    cats: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in rs:
+        levels[r.level or "?"].append(r)
+        cats[r.category or "?"].append(r)
+
+    # -- need closure: all runs, correct runs, incorrect runs
+    def closure_of(group: list[RunRecord]) -> float | None:
+        return mean(closure(r) for r in group)
+
+    correct = [r for r in rs if is_correct(r)]
+    incorrect = [r for r in rs if not is_correct(r)]
+
+    # -- tools, tokens, cost
+    tools = sorted({t for r in rs for t in r.totals.tool_calls})
+    tool_calls = {t: (sum(r.totals.tool_calls.get(t, 0) for r in rs) / n if n else None) for t in tools}
+    tool_calls["total"] = mean(sum(r.totals.tool_calls.values()) for r in rs)
+    planner_steps = sum(len(r.steps) for r in rs)
+    invalid_steps = sum(1 for r in rs for s in r.steps if s.invalid)
+    costs = [r.totals.cost for r in rs if r.totals.cost is not None]
+
+    # -- attribution of incorrect runs (judge failures excluded: we do not know they are wrong)
+    wrong = [r for r in rs if not is_correct(r) and not judge_failed(r)]
+    attribution = dict.fromkeys(CATEGORIES, 0)
+    for r in wrong:
+        attribution[attribute(r.final_ledger, r.outcome)] += 1
+
+    modes = sorted({r.mode for r in rs})
+    planner_models = sorted({r.planner_model for r in rs if r.planner_model})
+    planner = dict(meta.pop("planner", {}) or {})
+    planner.setdefault("endpoint", None)
+    planner.setdefault("model", planner_models[0] if len(planner_models) == 1 else (planner_models or None))
+    errors = Counter((r.error or "unknown")[:160] for r in rs if r.outcome == "error")
+    judge_methods = Counter(r.judge.method if r.judge else "missing" for r in rs)
+
+    report: dict[str, Any] = {
+        "accuracy": overall["accuracy"],
+        "ci95": overall["ci95"],
+        "n": n,
+        "correct": overall["correct"],
+        "judge_failures": sum(judge_failed(r) for r in rs),
+        "judge_methods": dict(judge_methods),
+        "unanswerable": {"n": sum(unanswerable(r) for r in rs),
+                         "abstained": sum(unanswerable(r) and r.outcome == "insufficient" for r in rs)},
+        "accuracy_judged": rate(overall["correct"], n - sum(judge_failed(r) for r in rs)),
+        "by_level": {k: _acc(v) for k, v in sorted(levels.items())},
+        "by_category": {k: _acc(v) for k, v in sorted(cats.items())},
+        "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
+        "accuracy_by_outcome": {o: rate(sum(is_correct(r) for r in g), len(g)) for o, g in by_outcome.items()},
+        "need_closure_rate": {"all": closure_of(rs), "correct": closure_of(correct),
+                              "incorrect": closure_of(incorrect)},
+        "tool_calls_per_question": tool_calls,
+        "prompt_tokens_per_step": _prompt_tokens_per_step(rs),
+        "tokens_per_question": {
+            "prompt": mean(r.totals.prompt_tokens for r in rs),
+            "completion": mean(r.totals.completion_tokens for r in rs),
+            "total": mean(r.totals.prompt_tokens + r.totals.completion_tokens for r in rs),
+            "planner_prompt": mean(r.totals.planner_prompt_tokens for r in rs),
+        },
+        "invalid_action_rate": rate(invalid_steps, planner_steps),
+        "invalid_events_per_question": mean(r.totals.invalid_actions for r in rs),
+        "planner_steps_per_question": mean(len(r.steps) for r in rs),
+        "attribution": attribution,
+        "attribution_share": {k: rate(v, len(wrong)) for k, v in attribution.items()},
+        "cost_per_question": (sum(costs) / n) if costs and n else None,
+        "wall_time": {"per_question_mean_s": mean(r.totals.wall_s for r in rs),
+                      "per_question_max_s": max((r.totals.wall_s for r in rs), default=None),
+                      "eval_s": meta.pop("wall_s", None)},
+        "errors": dict(errors.most_common(10)),
+        "mode": modes[0] if len(modes) == 1 else modes,
+        "replay": any(r.replay for r in rs),
+        "planner": planner,
+    }
+    report.update(meta)
+    return report
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None, nd: int = 1) -> str:
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def _acc_row(name: str, a: dict[str, Any]) -> str:
+    ci = f"[{_pct(a['ci95'][0])}, {_pct(a['ci95'][1])}]"
+    return f"| {name} | {a['n']} | {a['correct']} | {_pct(a['accuracy'])} | {ci} |"
+
+
+def render_markdown(rep: dict[str, Any]) -> str:
+    """report.md: the headline, then one table per metric group."""
+    title = rep.get("name") or "eval"
+    replay = " — **replay mode** (recorded observations stand in for perception and search)" if rep["replay"] else ""
+    lines = [
+        f"# Eval report: {title}",
+        "",
+        f"mode **{rep['mode']}**{replay}; planner `{rep['planner'].get('model')}` at {rep['planner'].get('endpoint')}",
+        "",
+        f"**Accuracy {_pct(rep['accuracy'])}** ({rep['correct']}/{rep['n']}), Wilson 95% CI "
+        f"[{_pct(rep['ci95'][0])}, {_pct(rep['ci95'][1])}]; judge failures: {rep['judge_failures']} "
+        f"(never counted as correct); unanswerable tasks {rep['unanswerable']['n']}, of which the agent declined "
+        f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
+        "",
+        "## By level", "", "| level | n | correct | accuracy | 95% CI |", "|---|---|---|---|---|",
+        *(_acc_row(k, v) for k, v in rep["by_level"].items()),
+        "", "## By category", "", "| category | n | correct | accuracy | 95% CI |", "|---|---|---|---|---|",
+        *(_acc_row(k, v) for k, v in rep["by_category"].items()),
+        "", "## Outcomes", "", "| outcome | runs | accuracy within |", "|---|---|---|",
+        *(f"| {o} | {c} | {_pct(rep['accuracy_by_outcome'][o])} |" for o, c in rep["outcomes"].items()),
+        "", "## Evidence and decisions", "",
+        f"- need-closure rate (blocking needs filled at the end): all {_pct(rep['need_closure_rate']['all'])}, "
+        f"correct runs {_pct(rep['need_closure_rate']['correct'])}, "
+        f"incorrect runs {_pct(rep['need_closure_rate']['incorrect'])}",
+        f"- invalid planner actions: {_pct(rep['invalid_action_rate'])} of planner steps; invalid events per "
+        f"question {_num(rep['invalid_events_per_question'], 2)}",
+        f"- planner steps per question: {_num(rep['planner_steps_per_question'], 2)}",
+        "- tool calls per question: " + ", ".join(f"{k} {_num(v, 2)}"
+                                                  for k, v in rep["tool_calls_per_question"].items()),
+    ]
+    pt = rep["prompt_tokens_per_step"]
+    tq = rep["tokens_per_question"]
+    lines += [
+        f"- planner prompt tokens per step: mean {_num(pt['mean'])}, at step {AT_STEP} "
+        f"{_num(pt[f'at_step_{AT_STEP}'])}, max {_num(pt['max'])}, min {_num(pt['min'])} (over steps)",
+        f"- tokens per question: prompt {_num(tq['prompt'])}, completion {_num(tq['completion'])}, "
+        f"total {_num(tq['total'])}; cost per question: "
+        + ("–" if rep["cost_per_question"] is None else f"${rep['cost_per_question']:.5f}"),
+        f"- wall time per question: mean {_num(rep['wall_time']['per_question_mean_s'], 2)} s; whole eval "
+        f"{_num(rep['wall_time']['eval_s'], 1)} s",
+        "", "## Failure attribution (incorrect runs)", "", "| what stayed open | runs | share |", "|---|---|---|",
+        *(f"| {k} | {v} | {_pct(rep['attribution_share'][k])} |" for k, v in rep["attribution"].items()),
+    ]
+    if rep["errors"]:
+        lines += ["", "## Errors", "", *(f"- {c}× {e}" for e, c in rep["errors"].items())]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- files
+
+
+def read_records(path: str | Path) -> list[RunRecord]:
+    """RunRecords from a JSONL file; a malformed line raises ValueError naming the file and line."""
+    p = Path(path)
+    out = []
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(RunRecord.model_validate_json(line))
+            except ValueError as exc:
+                raise ValueError(f"{p}:{lineno}: not a RunRecord: {str(exc)[:300]}") from exc
+    return out
+
+
+def write_report(out_dir: str | Path, records: list[RunRecord], meta: dict[str, Any] | None = None,
+                 plots: bool = True) -> dict[str, Any]:
+    """Write report.json, report.md and the plots under `out_dir`; returns the report."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rep = build_report(records, meta)
+    (out / "report.json").write_text(json.dumps(rep, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(render_markdown(rep), encoding="utf-8")
+    if plots:
+        from omnidecision.eval.plots import report_plots
+
+        rep_plots = report_plots(rep, out)
+        logger.info("wrote %d plots to %s", len(rep_plots), out)
+    return rep
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trajectories", nargs="+")
+    p.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    records = [r for path in a.trajectories for r in read_records(path)]
+    write_report(a.out, records)
+
+
+if __name__ == "__main__":
+    main()
