@@ -1,7 +1,7 @@
 """OmniGAIA replay environment: search, page reading and perception answered from the benchmark's annotations.
 
 Without the media files (or a multimodal model), an OmniGAIA run can still exercise planning:
-- web search is BM25 (rank_bm25) over the `key_information` of the web sources of ALL loaded records (the other
+- web search is BM25+ (rank_bm25) over the `key_information` of the web sources of ALL loaded records (the other
   records act as distractors); `read(url)` returns that URL's key information;
 - perception tools get the annotated-solution steps and media sources that describe the asked asset, never a step
   that concludes or that states the gold answer (or a number of it) as a computed result;
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rank_bm25 import BM25Okapi
+from rank_bm25 import BM25Plus
 
 from omnidecision.agent.backends.base import ChatRequest, ChatResponse
 from omnidecision.ledger.readiness import actionable_need_indices
@@ -202,7 +202,9 @@ class ReplaySearch:
 
     def __init__(self, docs: list[ReplayDoc]) -> None:
         self.docs = docs
-        self._bm25 = BM25Okapi([tokenize(f"{d.title} {d.text}") or ["_"] for d in docs]) if docs else None
+        self._tokens = [set(tokenize(f"{d.title} {d.text}")) for d in docs]
+        # BM25+ keeps idf positive, so a small index (a few records) still ranks; non-matching documents are dropped.
+        self._bm25 = BM25Plus([tokenize(f"{d.title} {d.text}") or ["_"] for d in docs]) if docs else None
         self._by_url: dict[str, list[str]] = {}
         for d in docs:
             texts = self._by_url.setdefault(d.url, [])
@@ -222,9 +224,9 @@ class ReplaySearch:
         seen: set[tuple[str, str]] = set()
         for i in order:
             d = self.docs[i]
-            if scores[i] <= 0 or len(hits) >= k:
+            if len(hits) >= k:
                 break
-            if (d.url, d.text) in seen:
+            if (d.url, d.text) in seen or not self._tokens[i] & set(terms):
                 continue
             seen.add((d.url, d.text))
             hits.append(SearchHit(url=d.url, title=d.title, snippet=d.text[:400], score=float(scores[i])))
@@ -368,17 +370,22 @@ class ReplayBackend:
                       "preferred_source": "web"})
         return json.dumps({"needs": needs})
 
+    @staticmethod
+    def _call(task: Task, need: int) -> str:
+        action: dict[str, Any] = {"action": "call", "need": need}
+        if need < len(task.assets):  # needs 0..n-1 are the assets, in order (see _decompose)
+            action["arguments"] = {"asset_id": task.assets[need].id}
+        return json.dumps(action)
+
     def _planner(self, ctx: dict[str, Any]) -> str:
+        task: Task = ctx["task"]
         ledger = ctx.get("ledger")
         if ledger is not None:
             fresh = [i for i in actionable_need_indices(ledger) if ledger.needs[i].attempts == 0]
-            if fresh:
-                return json.dumps({"action": "call", "need": fresh[0]})
-            return json.dumps({"action": "finish"})
+            return self._call(task, fresh[0]) if fresh else json.dumps({"action": "finish"})
         history = ctx.get("history") or []
-        task: Task = ctx["task"]
         if len(history) < len(task.assets) + 1:
-            return json.dumps({"action": "call", "need": len(history)})
+            return self._call(task, len(history))
         return json.dumps({"action": "finish"})
 
     def _critic(self, ctx: dict[str, Any]) -> str:
