@@ -1,0 +1,331 @@
+"""Harvest trajectories into a state-SFT dataset and an RL state dataset (parquet, train/validation splits).
+
+- SFT (judge-correct runs only): one row per valid planner decision, `messages` = the exact planner messages the
+  agent sent at that step + the assistant action as emitted (`raw_output`); columns task_id, step, run_id,
+  sample, level, category, source. Options: `advancing_only` (the step's events changed a need's status or
+  value, verified a slot, resolved a conflict, or passed the finalizer check), `dedup` (same user message),
+  `max_rows_per_task`. Invalid-action steps are skipped.
+- RL (all runs, ledger mode): one row per ledger state the planner saw, REBUILT by replaying the events (and
+  checked byte for byte against the recorded snapshot): `prompt` (the planner messages), `ledger` (JSON),
+  `question`, `actionable`, `blocked`, `finish_available`, `tool_call_counts` (JSON), `failed_calls` (JSON),
+  task_id, run_id, step, level, category, outcome, correct. Identical states (same ledger JSON) are kept once.
+- Splits by task id (stable hash; a task is on one side only, the same side in both datasets), written as
+  DIR/sft/{train,validation}-00000.parquet and DIR/rl/… (so `datasets.load_dataset(DIR/"sft")` and
+  `trl sft --dataset_name DIR/sft` load them as is) plus DIR/stats.json. Everything is written into a temp
+  folder that is renamed to DIR at the end.
+
+    omnidecision harvest runs/synth-teacher --out data/harvest/synth-teacher --advancing-only --dedup
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnidecision.agent.prompts import render_planner_messages
+from omnidecision.agent.trajectory import RunRecord, StepRecord
+from omnidecision.collect.store import TrajectoryFileError, read_records, stable_hash, trajectory_files
+from omnidecision.ledger import (
+    DigestBudget,
+    EventRejected,
+    FinalizerChecked,
+    Ledger,
+    actionable_need_indices,
+    blocked_need_indices,
+    finish_available,
+    reduce,
+)
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "validation")
+
+
+class HarvestError(ValueError):
+    """Trajectories that cannot be harvested (malformed line, replay mismatch); names file:line and the field."""
+
+
+@dataclass
+class HarvestOptions:
+    advancing_only: bool = False
+    dedup: bool = False
+    max_rows_per_task: int | None = None
+    val_fraction: float = 0.1
+    tokenizer: str | None = None  # a tokenizer folder: stats count tokens (else characters)
+    skip_bad: bool = False
+    check_replay: bool = True
+    digest_max_chars: int | None = None  # None: from the collection's manifest.json, else the AgentConfig default
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.val_fraction < 1.0:
+            raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
+        if self.max_rows_per_task is not None and self.max_rows_per_task < 1:
+            raise ValueError("max_rows_per_task must be >= 1")
+
+
+@dataclass
+class _Counts:
+    runs: int = 0
+    duplicate_runs: int = 0
+    correct_runs: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+
+
+# -- reading ----------------------------------------------------------------------------------------------
+def load_runs(paths: list[str], skip_bad: bool = False) -> tuple[list[tuple[str, int, RunRecord]], list[str]]:
+    """(file, line, record) of every run in the given files/folders (first copy of each run_id), bad lines."""
+    bad: list[str] = []
+    runs: list[tuple[str, int, RunRecord]] = []
+    try:
+        for f in trajectory_files(paths):
+            for lineno, rec in read_records(f, skip_bad=skip_bad, bad=bad):
+                runs.append((str(f), lineno, rec))
+    except TrajectoryFileError as exc:
+        raise HarvestError(str(exc)) from exc
+    return runs, bad
+
+
+def _manifest_digest_chars(path: str) -> int | None:
+    manifest = Path(path).parent / "manifest.json"
+    try:
+        return int(json.loads(manifest.read_text("utf-8"))["recipe"]["agent"]["digest_max_chars"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+
+
+# -- per step ---------------------------------------------------------------------------------------------
+def _apply(state: Ledger, step: StepRecord) -> Ledger:
+    for event in step.events:
+        state = reduce(state, event)
+    return state
+
+
+def advanced(before: Ledger, after: Ledger, step: StepRecord) -> bool:
+    """Did this step move the ledger toward an answer? A need's status or value changed, a slot became verified,
+    a conflict got resolved, or the finalizer check passed (the accepted finish)."""
+    if any(isinstance(e, FinalizerChecked) and e.passed for e in step.events):
+        return True
+    for a, b in zip(before.needs, after.needs, strict=False):
+        if (a.status, a.value) != (b.status, b.value):
+            return True
+    if sum(s.verified for s in after.slots) > sum(s.verified for s in before.slots):
+        return True
+    return sum(c.resolved for c in after.conflicts) > sum(c.resolved for c in before.conflicts)
+
+
+def _user(messages: list[dict[str, Any]]) -> str:
+    return next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
+
+
+def sft_row(rec: RunRecord, step: StepRecord) -> dict[str, Any]:
+    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in step.planner_messages]
+    messages.append({"role": "assistant", "content": step.raw_output})
+    return {"messages": messages, "task_id": rec.task_id, "step": step.step, "run_id": rec.run_id,
+            "sample": rec.sample, "level": rec.level, "category": rec.category, "source": rec.source}
+
+
+def rl_row(rec: RunRecord, step: StepRecord, state: Ledger, prompt: list[dict[str, str]]) -> dict[str, Any]:
+    correct = rec.judge.correct if rec.judge is not None else None
+    return {
+        "prompt": prompt, "ledger": state.model_dump_json(), "question": state.question,
+        "actionable": actionable_need_indices(state), "blocked": blocked_need_indices(state),
+        "finish_available": finish_available(state),
+        "tool_call_counts": json.dumps(state.tool_call_counts, sort_keys=True),
+        "failed_calls": json.dumps([f.model_dump(mode="json") for f in state.failed_calls]),
+        "task_id": rec.task_id, "run_id": rec.run_id, "step": step.step, "level": rec.level,
+        "category": rec.category, "outcome": rec.outcome, "correct": correct,
+    }
+
+
+def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: DigestBudget, counts: _Counts
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(SFT rows, RL rows) of one run. Replays the events; a snapshot that does not replay is a HarvestError."""
+    correct = rec.judge is not None and rec.judge.correct is True
+    sft: list[dict[str, Any]] = []
+    rl: list[dict[str, Any]] = []
+    state: Ledger | None = None
+    if rec.mode == "ledger":
+        state = Ledger()
+        try:
+            for event in rec.initial_events:
+                state = reduce(state, event)
+        except EventRejected as exc:
+            raise HarvestError(f"{where}: run {rec.run_id}: initial_events do not replay: {exc.reason}") from exc
+    for step in rec.steps:
+        before = state
+        if state is not None and step.ledger is not None:
+            if opts.check_replay and state.model_dump_json() != step.ledger.model_dump_json():
+                raise HarvestError(f"{where}: run {rec.run_id} step {step.step}: field steps.ledger: the rebuilt "
+                                   "ledger differs from the recorded snapshot")
+            prompt = render_planner_messages(state, budget)
+            if prompt != step.planner_messages:  # recorded with another digest budget: keep what was sent
+                counts.skipped["rl_prompt_rerender_differs"] += 1
+                prompt = [{"role": str(m["role"]), "content": str(m["content"])} for m in step.planner_messages]
+            rl.append(rl_row(rec, step, state, prompt))
+            try:
+                state = _apply(state, step)
+            except EventRejected as exc:
+                raise HarvestError(f"{where}: run {rec.run_id} step {step.step}: field steps.events does not "
+                                   f"replay: {exc.reason}") from exc
+        if not correct:
+            continue
+        if step.invalid is not None or step.action is None or not step.raw_output.strip():
+            counts.skipped["sft_invalid_step"] += 1
+            continue
+        if opts.advancing_only and (before is None or state is None or not advanced(before, state, step)):
+            counts.skipped["sft_not_advancing"] += 1
+            continue
+        sft.append(sft_row(rec, step))
+    return sft, rl
+
+
+# -- splits and writing -----------------------------------------------------------------------------------
+def split_of(task_ids: list[str], val_fraction: float) -> dict[str, str]:
+    """task id → "train" | "validation" by a stable hash; at least one validation task when val_fraction > 0
+    and there are two tasks or more."""
+    unit = {t: stable_hash("split|" + t) / 2**64 for t in task_ids}
+    out = {t: "validation" if u < val_fraction else "train" for t, u in unit.items()}
+    if val_fraction > 0 and len(unit) >= 2 and "validation" not in out.values():
+        out[min(unit, key=unit.__getitem__)] = "validation"
+    if len(unit) >= 2 and "train" not in out.values():
+        out[max(unit, key=unit.__getitem__)] = "train"
+    return out
+
+
+def _schema(kind: str):
+    import pyarrow as pa
+
+    msg = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+    common = [("task_id", pa.string()), ("run_id", pa.string()), ("step", pa.int64()), ("level", pa.string()),
+              ("category", pa.string())]
+    if kind == "sft":
+        return pa.schema([("messages", msg), *common, ("sample", pa.int64()), ("source", pa.string())])
+    return pa.schema([("prompt", msg), ("ledger", pa.string()), ("question", pa.string()),
+                      ("actionable", pa.list_(pa.int64())), ("blocked", pa.list_(pa.int64())),
+                      ("finish_available", pa.bool_()), ("tool_call_counts", pa.string()),
+                      ("failed_calls", pa.string()), *common, ("outcome", pa.string()), ("correct", pa.bool_())])
+
+
+def write_splits(rows: list[dict[str, Any]], kind: str, folder: Path, split: dict[str, str]) -> dict[str, int]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sizes = {}
+    for name in SPLITS:
+        part = [r for r in rows if split[r["task_id"]] == name]
+        pq.write_table(pa.Table.from_pylist(part, schema=_schema(kind)), folder / f"{name}-00000.parquet")
+        sizes[name] = len(part)
+    return sizes
+
+
+def _length_stats(values: list[int]) -> dict[str, float]:
+    if not values:
+        return {"mean": 0.0, "p95": 0.0, "max": 0.0}
+    ordered = sorted(values)
+    return {"mean": round(statistics.fmean(values), 1), "p95": float(ordered[int(0.95 * (len(ordered) - 1))]),
+            "max": float(ordered[-1])}
+
+
+def _lengths(rows: list[dict[str, Any]], key: str, tokenizer: Any) -> list[int]:
+    if tokenizer is None:
+        return [sum(len(m["content"]) for m in r[key]) for r in rows]
+    from omnidecision.collect.parity import conversation_ids, planner_prompt_ids
+
+    fn = conversation_ids if key == "messages" else planner_prompt_ids
+    return [len(fn(tokenizer, r[key])) for r in rows]
+
+
+def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None = None) -> dict[str, Any]:
+    """Read trajectories, build both datasets, write them under `out` (atomically); returns the stats."""
+    opts = opts or HarvestOptions()
+    out = Path(out)
+    # read
+    runs, bad = load_runs(paths, opts.skip_bad)
+    counts = _Counts()
+    seen_runs: set[str] = set()
+    sft: list[dict[str, Any]] = []
+    rl: list[dict[str, Any]] = []
+    rl_seen: set[str] = set()
+    sft_seen: set[str] = set()
+    per_task: Counter = Counter()
+    chars_cache: dict[str, int] = {}
+    all_tasks: set[str] = set()
+    # harvest run by run
+    for path, lineno, rec in runs:
+        if rec.run_id in seen_runs:
+            counts.duplicate_runs += 1
+            continue
+        seen_runs.add(rec.run_id)
+        all_tasks.add(rec.task_id)
+        counts.runs += 1
+        counts.outcomes[rec.outcome] += 1
+        counts.correct_runs += int(rec.judge is not None and rec.judge.correct is True)
+        if path not in chars_cache:
+            chars_cache[path] = opts.digest_max_chars or _manifest_digest_chars(path) or 3000
+        budget = DigestBudget(max_chars=chars_cache[path])
+        run_sft, run_rl = harvest_run(f"{path}:{lineno}", rec, opts, budget, counts)
+        for row in run_rl:
+            if row["ledger"] in rl_seen:
+                counts.skipped["rl_duplicate_state"] += 1
+                continue
+            rl_seen.add(row["ledger"])
+            rl.append(row)
+        for row in run_sft:
+            key = _user(row["messages"])
+            if opts.dedup and key in sft_seen:
+                counts.skipped["sft_duplicate_state"] += 1
+                continue
+            if opts.max_rows_per_task is not None and per_task[row["task_id"]] >= opts.max_rows_per_task:
+                counts.skipped["sft_task_cap"] += 1
+                continue
+            sft_seen.add(key)
+            per_task[row["task_id"]] += 1
+            sft.append(row)
+    if not runs:
+        raise HarvestError(f"no runs found in {', '.join(paths)}")
+    split = split_of(sorted(all_tasks), opts.val_fraction)
+    # write into a temp folder, then rename
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        sft_sizes = write_splits(sft, "sft", tmp / "sft", split)
+        rl_sizes = write_splits(rl, "rl", tmp / "rl", split)
+        tokenizer = None
+        if opts.tokenizer:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(opts.tokenizer)
+        unit = "tokens" if tokenizer is not None else "chars"
+        stats = {
+            "sources": [str(p) for p in paths], "runs": counts.runs, "duplicate_runs": counts.duplicate_runs,
+            "correct_runs": counts.correct_runs, "outcomes": dict(counts.outcomes), "tasks": len(all_tasks),
+            "skipped_bad_lines": len(bad), "bad_lines": bad[:20], "skipped": dict(counts.skipped),
+            "options": {k: v for k, v in vars(opts).items()},
+            "sft": {**sft_sizes, "tasks": {s: len({r["task_id"] for r in sft if split[r["task_id"]] == s})
+                                           for s in SPLITS},
+                    f"{unit}_per_row": _length_stats(_lengths(sft, "messages", tokenizer))},
+            "rl": {**rl_sizes, "tasks": {s: len({r["task_id"] for r in rl if split[r["task_id"]] == s})
+                                         for s in SPLITS},
+                   f"{unit}_per_row": _length_stats(_lengths(rl, "prompt", tokenizer))},
+            "split_tasks": {s: sum(v == s for v in split.values()) for s in SPLITS},
+        }
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        if out.exists():
+            os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("harvest → %s: sft %s, rl %s", out, sft_sizes, rl_sizes)
+    return stats
