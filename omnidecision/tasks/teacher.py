@@ -1,0 +1,365 @@
+"""The scripted teacher: an offline backend for every role that solves tasks from their gold decomposition.
+
+It answers `ChatBackend.chat(request)` with the same JSON an LLM would write (the schemas of
+`omnidecision.agent.actions`), reading `request.context` (task with gold, ledger, action, observation):
+
+- decompose: the gold needs and slots (`DecomposeOutput`);
+- planner: `finish` when the ledger allows it, else the first actionable blocking need (then a supplementary
+  one), the tool of its preferred source, the composed query (`CallAction` via `render_action`);
+- critic: compares the observation with the gold value of the targeted need: found → supports/filled; the
+  gold's conflicting value found first → conflicts (then a confirming source resolves it); otherwise omits,
+  and a need no tool can fill becomes `unfillable` after its attempts; slots follow their needs;
+- finalizer: drafts the answer from the ledger (mcq → option letter) and passes iff the ledger is ready.
+
+Noise knobs (`wrong_tool`, `vague_query`, `premature_finish`, `missed_conflict`: probabilities; a float sets all)
+make collections hold correct and incorrect runs. Draws come from a hash of (seed, task id, sample, step,
+role, knob), never from global random state, so a rerun is identical.
+
+    omnidecision run --tasks runs/synth/tasks.jsonl --teacher   # the agent loop with this backend
+
+    >>> TeacherBackend(noise=0.1).noise["wrong_tool"]
+    0.1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from omnidecision.agent.actions import (
+    TOOL_NAMES,
+    CallAction,
+    CriticOutput,
+    DecomposeOutput,
+    EvidenceClaim,
+    FinalizerOutput,
+    FinishAction,
+    NeedVerdict,
+    SlotVerdict,
+    render_action,
+)
+from omnidecision.agent.backends.base import BackendError, ChatRequest, ChatResponse, Usage
+from omnidecision.ledger.events import NeedSpec
+from omnidecision.ledger.readiness import (
+    actionable_need_indices,
+    composed_query,
+    finish_available,
+    ready,
+    unmet_blocking,
+    unresolved_conflicts,
+)
+from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Slot
+from omnidecision.tasks.schema import Task
+
+NOISE_KNOBS: tuple[str, ...] = ("wrong_tool", "vague_query", "premature_finish", "missed_conflict")
+# Default noise of collections: measured to land the teacher between 50% and 85% correct on the synthetic suite
+# (tests/tasks/test_teacher.py).
+DEFAULT_NOISE = 0.25
+
+
+def contains_value(text: str, value: str | None) -> bool:
+    """`value` occurs in `text` as a whole phrase (case-insensitive; "19" does not match "1987").
+
+    >>> contains_value("born in 1987.", "1987"), contains_value("born in 1987.", "98")
+    (True, False)
+    """
+    if not value:
+        return False
+    return re.search(r"(?<![\w])" + re.escape(value.strip()) + r"(?![\w])", text, flags=re.I) is not None
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (≈ 4 characters a token), for usage records of an offline backend."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def normalise_noise(noise: float | dict[str, float] | None) -> dict[str, float]:
+    if noise is None:
+        noise = 0.0
+    if isinstance(noise, int | float):
+        out = dict.fromkeys(NOISE_KNOBS, float(noise))
+    else:
+        unknown = sorted(set(noise) - set(NOISE_KNOBS))
+        if unknown:
+            raise ValueError(f"unknown teacher noise knob(s) {unknown}; known: {list(NOISE_KNOBS)}")
+        out = {k: float(noise.get(k, 0.0)) for k in NOISE_KNOBS}
+    for k, p in out.items():
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"teacher noise {k}={p} is not a probability in [0, 1]")
+    return out
+
+
+def _evidence_text(observation: Any) -> str:
+    """Everything a critic reads in an observation: its text and the string fields (e.g. code stdout)."""
+    if observation is None:
+        return ""
+    if hasattr(observation, "model_dump"):
+        observation = observation.model_dump()
+    parts = [str(observation.get("text") or "")]
+    for _key, value in sorted((observation.get("fields") or {}).items()):
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, list | dict):
+            parts.append(json.dumps(value, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def _tool_of(observation: Any) -> str | None:
+    if isinstance(observation, dict):
+        return observation.get("tool")
+    return getattr(observation, "tool", None)
+
+
+def _snippet(text: str, value: str, width: int = 200) -> str:
+    for line in text.splitlines():
+        if contains_value(line, value):
+            return line.strip()[:width]
+    return value
+
+
+class TeacherBackend:
+    """Scripted offline backend for decompose / planner / critic / finalizer (and trivial judge / summarizer)."""
+
+    def __init__(self, noise: float | dict[str, float] | None = 0.0, seed: int = 0, model: str = "scripted-teacher"):
+        self.noise = normalise_noise(noise)
+        self.seed = int(seed)
+        self.model = model
+
+    # -- plumbing ------------------------------------------------------------------------------------------------
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        handler = getattr(self, f"_{request.role}", None)
+        if handler is None:
+            raise BackendError(f"the scripted teacher has no role {request.role!r}")
+        ctx = request.context or {}
+        task = ctx.get("task")
+        if isinstance(task, dict):
+            task = Task.model_validate(task)
+        if not isinstance(task, Task):
+            raise BackendError(f"the scripted teacher needs context['task'] for role {request.role!r}")
+        text = handler(task, ctx)
+        prompt = sum(estimate_tokens(str(m.get("content", ""))) for m in request.messages)
+        return ChatResponse(text=text, usage=Usage(prompt_tokens=prompt, completion_tokens=estimate_tokens(text)),
+                            model=self.model)
+
+    def draw(self, task: Task, ctx: dict[str, Any], step: int, role: str, knob: str) -> bool:
+        """A deterministic Bernoulli(noise[knob]) draw from (seed, task, sample, step, role, knob)."""
+        p = self.noise[knob]
+        if p <= 0.0:
+            return False
+        key = f"{self.seed}|{task.id}|{ctx.get('sample', 0)}|{ctx.get('run_id', '')}|{step}|{role}|{knob}"
+        u = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+        return u < p
+
+    def _pick(self, task: Task, ctx: dict[str, Any], step: int, salt: str, options: list[str]) -> str:
+        key = f"{self.seed}|{task.id}|{ctx.get('sample', 0)}|{ctx.get('run_id', '')}|{step}|{salt}"
+        return options[int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % len(options)]
+
+    @staticmethod
+    def _ledger(ctx: dict[str, Any]) -> Ledger | None:
+        ledger = ctx.get("ledger")
+        if isinstance(ledger, dict):
+            return Ledger.model_validate(ledger)
+        if isinstance(ledger, str):
+            return Ledger.model_validate_json(ledger)
+        return ledger
+
+    # -- roles ---------------------------------------------------------------------------------------------------
+
+    def _decompose(self, task: Task, ctx: dict[str, Any]) -> str:
+        if task.gold is None:  # no gold: one web need for the whole question
+            out = DecomposeOutput(needs=[NeedSpec(description=task.question, query_focus=task.question)])
+            return out.model_dump_json()
+        needs = [NeedSpec(description=g.description, role=g.role, query_focus=g.query_focus,
+                          preferred_source=g.preferred_source, depends_on=list(g.depends_on))
+                 for g in task.gold.needs]
+        slots = [Slot(name=s.name, kind=s.kind, needs=list(s.needs), expression=s.expression)
+                 for s in task.gold.slots]
+        return DecomposeOutput(needs=needs, slots=slots).model_dump_json(exclude_defaults=True)
+
+    def _planner(self, task: Task, ctx: dict[str, Any]) -> str:
+        ledger = self._ledger(ctx)
+        if ledger is None:
+            return self._history_planner(task, ctx)
+        step = ledger.step
+        if finish_available(ledger):
+            return render_action(FinishAction())
+        if self.draw(task, ctx, step, "planner", "premature_finish"):
+            return render_action(FinishAction())
+        actionable = actionable_need_indices(ledger)
+        blocking = [i for i in actionable if ledger.needs[i].role == "blocking"]
+        i = (blocking or actionable)[0]
+        need = ledger.needs[i]
+        tool = SOURCE_TOOL[need.preferred_source]
+        query = composed_query(ledger, i)
+        if self.draw(task, ctx, step, "planner", "wrong_tool"):
+            tool = self._pick(task, ctx, step, "tool", [t for t in TOOL_NAMES if t != tool and t != "page_reader"])
+        if self.draw(task, ctx, step, "planner", "vague_query"):
+            query = task.question
+        return render_action(CallAction(need=i, tool=tool, query=query))
+
+    def _history_planner(self, task: Task, ctx: dict[str, Any]) -> str:
+        """react / memory modes: no ledger; track the gold chain through the history's observations."""
+        history = ctx.get("history") or []
+        step = len(history)
+        found, tries = self._found_in_history(task, history)
+        gold = task.gold.needs if task.gold else []
+        for i, g in enumerate(gold):
+            if g.role != "blocking" or i in found:
+                continue
+            if not all(d in found for d in g.depends_on) or tries.get(i, 0) >= 3:
+                break  # the chain is stuck: nothing else can advance
+            query = g.query_focus
+            for d in g.depends_on:
+                query = query.replace("{#%d}" % d, found[d])
+            tool = SOURCE_TOOL[g.preferred_source]
+            if self.draw(task, ctx, step, "planner", "wrong_tool"):
+                tool = self._pick(task, ctx, step, "tool", [t for t in TOOL_NAMES if t != tool and t != "page_reader"])
+            if self.draw(task, ctx, step, "planner", "vague_query"):
+                query = task.question
+            return render_action(CallAction(need=i, tool=tool, query=query))
+        return render_action(FinishAction())
+
+    @staticmethod
+    def _found_in_history(task: Task, history: list[dict]) -> tuple[dict[int, str], dict[int, int]]:
+        found: dict[int, str] = {}
+        tries: dict[int, int] = {}
+        gold = task.gold.needs if task.gold else []
+        for entry in history:
+            action = entry.get("action") or {}
+            i = action.get("need")
+            if not isinstance(i, int) or not 0 <= i < len(gold):
+                continue
+            tries[i] = tries.get(i, 0) + 1
+            text = _evidence_text(entry.get("observation"))
+            value = gold[i].value
+            if gold[i].preferred_source == "code":
+                value = (text.strip().splitlines() or [None])[-1] if text.strip() else None
+            if value and contains_value(text, value):
+                found[i] = value
+        return found, tries
+
+    def _critic(self, task: Task, ctx: dict[str, Any]) -> str:
+        ledger = self._ledger(ctx)
+        action, observation = ctx.get("action"), ctx.get("observation")
+        i = action.get("need") if isinstance(action, dict) else getattr(action, "need", None)
+        gold = task.gold.needs if task.gold else []
+        if ledger is None or not isinstance(i, int) or not 0 <= i < min(len(gold), len(ledger.needs)):
+            return CriticOutput().model_dump_json()
+        g, need = gold[i], ledger.needs[i]
+        text = _evidence_text(observation)
+        ok = observation.get("ok", True) if isinstance(observation, dict) else getattr(observation, "ok", True)
+        step = ledger.step
+        verdicts: list[NeedVerdict] = []
+        evidence: list[EvidenceClaim] = []
+        raised = any(c.need == i for c in ledger.conflicts)
+        if ok and g.preferred_source == "code" and g.fillable and _tool_of(observation) == "code_executor":
+            value = self._code_output(observation)
+            if value is not None:
+                verdicts.append(NeedVerdict(need=i, verdict="supports", status="filled", value=value))
+                evidence.append(EvidenceClaim(claim=f"the computation printed {value}", supports=[i]))
+        elif ok and g.conflicting_value and contains_value(text, g.conflicting_value) and not raised:
+            if self.draw(task, ctx, step, "critic", "missed_conflict"):  # trusts the wrong source
+                verdicts.append(NeedVerdict(need=i, verdict="supports", status="filled", value=g.conflicting_value))
+                evidence.append(EvidenceClaim(claim=_snippet(text, g.conflicting_value), supports=[i]))
+            else:
+                if contains_value(text, g.value):
+                    verdicts.append(NeedVerdict(need=i, verdict="supports", status="partial", value=g.value))
+                    evidence.append(EvidenceClaim(claim=_snippet(text, g.value or ""), supports=[i]))
+                verdicts.append(NeedVerdict(need=i, verdict="conflicts", status="partial", value=g.conflicting_value,
+                                            revised_query_focus=g.confirm_query_focus))
+        elif ok and g.value and contains_value(text, g.value):
+            verdicts.append(NeedVerdict(need=i, verdict="supports", status="filled", value=g.value))
+            evidence.append(EvidenceClaim(claim=_snippet(text, g.value), supports=[i]))
+        else:
+            status = "unfillable" if (not g.fillable and need.attempts + 1 >= ledger.max_attempts) else None
+            verdicts.append(NeedVerdict(need=i, verdict="omits", status=status))
+        slots = self._slot_verdicts(ledger, verdicts)
+        return CriticOutput(verdicts=verdicts, evidence=evidence, slots=slots).model_dump_json(exclude_defaults=True)
+
+    @staticmethod
+    def _code_output(observation: Any) -> str | None:
+        if observation is None:
+            return None
+        obs = observation.model_dump() if hasattr(observation, "model_dump") else dict(observation)
+        fields = obs.get("fields") or {}
+        if obs.get("ok") is False or fields.get("exit_status", 0) not in (0, None):
+            return None
+        out = fields.get("stdout") if isinstance(fields.get("stdout"), str) else obs.get("text") or ""
+        lines = [ln.strip() for ln in out.strip().splitlines() if ln.strip()]
+        return lines[-1] if lines else None
+
+    @staticmethod
+    def _slot_verdicts(ledger: Ledger, verdicts: list[NeedVerdict]) -> list[SlotVerdict]:
+        values = {n.index: n.value for n in ledger.needs if n.status == "filled"}
+        for v in verdicts:
+            if v.status == "filled":
+                values[v.need] = v.value
+            elif v.status is not None or v.verdict == "conflicts":
+                values.pop(v.need, None)
+        out = []
+        for slot in ledger.slots:
+            if slot.verified or not slot.needs or not all(values.get(n) for n in slot.needs):
+                continue
+            out.append(SlotVerdict(slot=slot.name, value=", ".join(str(values[n]) for n in slot.needs), verified=True))
+        return out
+
+    def _finalizer(self, task: Task, ctx: dict[str, Any]) -> str:
+        ledger = self._ledger(ctx)
+        if ledger is None:
+            found, _ = self._found_in_history(task, ctx.get("history") or [])
+            value = self._draft_from_values(task, found)
+            out = FinalizerOutput(answer=self._format(task, value), check="pass" if value is not None else "fail",
+                                  diagnosis=None if value else "the history does not hold the answer")
+            return out.model_dump_json(exclude_none=True)
+        slot = ledger.slot("answer")
+        value = slot.value if slot is not None and slot.value else None
+        if value is None:
+            filled = {n.index: n.value for n in ledger.needs if n.status == "filled" and n.value}
+            value = self._draft_from_values(task, filled) or next(
+                (n.value for n in reversed(ledger.needs) if n.role == "blocking" and n.value), None)
+        if ready(ledger):
+            return FinalizerOutput(answer=self._format(task, value), check="pass").model_dump_json(exclude_none=True)
+        problems = []
+        if unmet_blocking(ledger):
+            problems.append(f"blocking needs not filled: {unmet_blocking(ledger)}")
+        if any(not s.verified for s in ledger.slots):
+            problems.append(f"unverified slots: {[s.name for s in ledger.slots if not s.verified]}")
+        if unresolved_conflicts(ledger):
+            problems.append(f"unresolved conflicts: {unresolved_conflicts(ledger)}")
+        return FinalizerOutput(answer=self._format(task, value), check="fail",
+                               diagnosis="; ".join(problems) or "the ledger is not ready").model_dump_json(
+                                   exclude_none=True)
+
+    @staticmethod
+    def _draft_from_values(task: Task, values: dict[int, str]) -> str | None:
+        if task.gold is None:
+            return None
+        slot = next((s for s in task.gold.slots if s.name == "answer"), None)
+        if slot is not None and slot.needs and all(values.get(n) for n in slot.needs):
+            return ", ".join(values[n] for n in slot.needs)
+        return None
+
+    @staticmethod
+    def _format(task: Task, value: str | None) -> str:
+        if value is None:
+            return "insufficient evidence"
+        if task.answer_type == "mcq" and task.options:
+            for opt in task.options:
+                letter, _, text = opt.partition(". ")
+                if text.strip().lower() == value.strip().lower():
+                    return letter.strip()
+        return value
+
+    def _judge(self, task: Task, ctx: dict[str, Any]) -> str:
+        prediction = str(ctx.get("prediction") or "")
+        gold = task.answer or ""
+        same = " ".join(prediction.lower().split()) == " ".join(gold.lower().split()) and bool(gold)
+        return "Correct" if same else "Incorrect"
+
+    def _summarizer(self, task: Task, ctx: dict[str, Any]) -> str:
+        history = ctx.get("history") or []
+        lines = [_evidence_text(h.get("observation"))[:160].replace("\n", " ") for h in history[-4:]]
+        return "Summary of the evidence so far: " + (" | ".join(x for x in lines if x) or "nothing yet")
