@@ -115,37 +115,50 @@ def planner_json_schema() -> dict[str, Any]:
 T = TypeVar("T")
 
 
+MAX_OUTPUT_CHARS = 100_000
+
+
 def extract_json_object(text: str) -> str | None:
-    """The first balanced `{...}` in `text` (models wrap JSON in prose or code fences); None if there is none."""
+    """The earliest-starting balanced `{...}` in `text` (models wrap JSON in prose or code fences); None if none.
+
+    One pass with a stack of open-brace positions (linear even for adversarial, deeply nested input).
+    String state is tracked from the first brace on, so braces inside JSON strings do not count.
+    """
     text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
-    start = text.find("{")
-    while start != -1:
-        depth, in_str, esc = 0, False, False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == '"':
-                    in_str = False
+    first = text.find("{")
+    if first == -1:
+        return None
+    opened: list[int] = []
+    best: tuple[int, int] | None = None
+    in_str = esc = False
+    for i in range(first, len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
             elif ch == '"':
-                in_str = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
-        start = text.find("{", start + 1)
-    return None
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "{":
+            opened.append(i)
+        elif ch == "}" and opened:
+            start = opened.pop()
+            if best is None or start < best[0]:
+                best = (start, i)
+            if not opened and start == first:
+                break  # the earliest possible start has closed: nothing can beat it
+    return None if best is None else text[best[0] : best[1] + 1]
 
 
 def parse_with(adapter: TypeAdapter[T], text: str) -> tuple[T | None, str | None]:
     """Parse `text` against `adapter`; returns (value, None) or (None, a one-line error). Never raises."""
     if not isinstance(text, str):
         return None, f"expected text, got {type(text).__name__}"
+    if len(text) > MAX_OUTPUT_CHARS:
+        return None, f"output too long ({len(text)} chars > {MAX_OUTPUT_CHARS})"
     blob = extract_json_object(text)
     if blob is None:
         return None, "no JSON object found in the output"
