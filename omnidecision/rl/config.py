@@ -1,0 +1,124 @@
+"""GRPO recipe dataclasses (TRL's GRPOConfig / ScriptArguments / ModelConfig + the planner's fields), parsed by
+`TrlParser` from a YAML recipe with command-line overrides.
+
+    omnidecision grpo --config configs/grpo/tiny-cpu.yaml --learning_rate 5e-4 --max_steps 20
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import trl
+
+
+@dataclass
+class GRPOScriptArguments(trl.ScriptArguments):
+    """Data, rewards and the held-out closure evaluation of a GRPO run."""
+
+    dataset_dir: str | None = field(
+        default=None,
+        metadata={"help": "Harvest folder holding `rl/` (train/validation splits), or that `rl/` folder itself. "
+                          "Read with datasets.load_dataset (JSONL/parquet files) or load_from_disk (save_to_disk)."},
+    )
+    dataset_test_split: str = field(default="validation", metadata={"help": "Held-out split of the RL states."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep at most this many training rows."})
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["closure"],
+        metadata={"help": "Reward names from omnidecision.rewards.REWARDS (closure, format, finish, target, tool, "
+                          "query, no_repeat, modality, judge). Weights: GRPOConfig.reward_weights (same order)."},
+    )
+    closure_weights: dict | str | None = field(
+        default=None,
+        metadata={"help": "Weights of the closure checks inside the `closure` reward (mapping or JSON string); "
+                          "default omnidecision.rewards.DEFAULT_WEIGHTS."},
+    )
+    judge_base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the judge."})
+    judge_model: str | None = field(default=None, metadata={"help": "Served model name of the reward judge."})
+    judge_api_key: str = field(default="EMPTY", metadata={"help": "API key of the judge endpoint."})
+    judge_concurrency: int = field(default=16, metadata={"help": "Concurrent judge requests."})
+    judge_timeout_s: float = field(default=30.0, metadata={"help": "Per-request judge timeout (seconds)."})
+    judge_cache: str | None = field(default=None, metadata={"help": "JSONL file caching judge verdicts."})
+    eval_closure_n: int = field(
+        default=64, metadata={"help": "Validation rows for the held-out closure evaluation (0 disables it)."})
+    eval_closure_mode: Literal["greedy", "sampled"] = field(
+        default="greedy",
+        metadata={"help": "greedy: one deterministic decision per state; sampled: `eval_closure_samples` decisions "
+                          "per state at the training temperature (the spread then includes sampling noise)."},
+    )
+    eval_closure_samples: int = field(default=4, metadata={"help": "Decisions per state in sampled mode."})
+    eval_batch_size: int = field(default=16, metadata={"help": "Prompts per generate() call in the evaluation."})
+
+    def __post_init__(self) -> None:
+        if self.dataset_dir is None and self.dataset_name is None:
+            raise ValueError("GRPO needs RL states: set `dataset_dir` (a harvest folder with rl/) or `dataset_name`")
+        if isinstance(self.closure_weights, str):
+            try:
+                self.closure_weights = json.loads(self.closure_weights)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"closure_weights: not a JSON mapping: {exc}") from exc
+        if self.closure_weights is not None and not isinstance(self.closure_weights, dict):
+            raise ValueError(f"closure_weights must be a mapping, got {type(self.closure_weights).__name__}")
+        if not self.reward_funcs:
+            raise ValueError("reward_funcs is empty: name at least one reward (e.g. closure)")
+        if "judge" in self.reward_funcs and not (self.judge_base_url and self.judge_model):
+            raise ValueError("reward `judge` needs judge_base_url and judge_model")
+        if self.eval_closure_n < 0 or self.eval_closure_samples < 1 or self.eval_batch_size < 1:
+            raise ValueError("eval_closure_n >= 0, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
+
+    def judge_options(self) -> dict[str, Any]:
+        return {"base_url": self.judge_base_url, "model": self.judge_model, "api_key": self.judge_api_key,
+                "concurrency": self.judge_concurrency, "timeout_s": self.judge_timeout_s,
+                "cache_path": self.judge_cache}
+
+    def reward_params(self) -> dict[str, dict[str, Any]]:
+        """Keyword arguments per reward name for `omnidecision.rewards.get_reward_funcs`."""
+        params: dict[str, dict[str, Any]] = {}
+        if "closure" in self.reward_funcs and self.closure_weights:
+            params["closure"] = {"weights": self.closure_weights}
+        if "judge" in self.reward_funcs:
+            params["judge"] = self.judge_options()
+        return params
+
+
+@dataclass
+class PlannerModelConfig(trl.ModelConfig):
+    """The starting planner: an SFT checkpoint (full) or an SFT LoRA adapter folder (continued, trainable)."""
+
+    tokenizer_name_or_path: str | None = field(
+        default=None, metadata={"help": "Tokenizer folder when the model folder has none (default: the model's)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.model_name_or_path:
+            raise ValueError("model_name_or_path is required: the SFT checkpoint or adapter to start GRPO from")
+
+
+@dataclass
+class PlannerGRPOConfig(trl.GRPOConfig):
+    """TRL's GRPOConfig with the checks a planner run needs before any model is loaded."""
+
+    def __post_init__(self) -> None:
+        if self.num_generations is None or self.num_generations < 2:
+            raise ValueError(f"num_generations must be >= 2 (GRPO compares a group), got {self.num_generations}")
+        if self.max_completion_length is not None and self.max_completion_length < 8:
+            raise ValueError(f"max_completion_length={self.max_completion_length} cannot hold one JSON action")
+        if self.generation_batch_size is not None and self.generation_batch_size % self.num_generations:
+            raise ValueError(f"generation_batch_size ({self.generation_batch_size}) must be a multiple of "
+                             f"num_generations ({self.num_generations})")
+        super().__post_init__()
+        if self.generation_batch_size % self.num_generations:
+            raise ValueError(f"the effective generation batch ({self.generation_batch_size} = "
+                             f"per_device_train_batch_size x steps_per_generation x processes) must be a multiple of "
+                             f"num_generations "
+                             f"({self.num_generations})")
+
+
+def make_parser() -> trl.TrlParser:
+    return trl.TrlParser((GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig))
+
+
+def parse_args(args: list[str] | None = None) -> tuple[GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig]:
+    """Parse `--config RECIPE.yaml` plus overrides (`None`: sys.argv)."""
+    return make_parser().parse_args_and_config(args)

@@ -1,0 +1,106 @@
+"""RL state rows (one reconstructed ledger state per row) and loading them for GRPO.
+
+Columns (the harvest contract): `prompt` (render_planner_messages(ledger)), `ledger` (Ledger JSON), `question`,
+`actionable`, `blocked`, `finish_available`, `tool_call_counts` (JSON), `failed_calls` (JSON), `task_id`,
+`run_id`, `step`, `level`, `category`. `write_rl_dataset` makes a rule-generated folder for tests and the CPU
+recipe (random reachable ledgers from omnidecision.testing.states):
+
+    python -m omnidecision.rl.data OUT_DIR --train 2000 --validation 200   # writes OUT_DIR/rl/{train,validation}.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from omnidecision.agent.prompts import render_planner_messages
+from omnidecision.ledger import Ledger, actionable_need_indices, blocked_need_indices, finish_available
+
+logger = logging.getLogger(__name__)
+
+RL_COLUMNS: tuple[str, ...] = ("prompt", "ledger", "question", "actionable", "blocked", "finish_available",
+                               "tool_call_counts", "failed_calls", "task_id", "run_id", "step", "level", "category")
+
+
+def rl_row(state: Ledger, *, task_id: str = "synthetic", run_id: str = "rule", step: int | None = None,
+           level: int = 1, category: str = "synthetic") -> dict[str, Any]:
+    """One RL state row for `state`."""
+    return {
+        "prompt": render_planner_messages(state),
+        "ledger": state.model_dump_json(),
+        "question": state.question,
+        "actionable": actionable_need_indices(state),
+        "blocked": blocked_need_indices(state),
+        "finish_available": finish_available(state),
+        "tool_call_counts": json.dumps(state.tool_call_counts, sort_keys=True),
+        "failed_calls": json.dumps([f.model_dump() for f in state.failed_calls]),
+        "task_id": task_id,
+        "run_id": run_id,
+        "step": state.step if step is None else step,
+        "level": level,
+        "category": category,
+    }
+
+
+def rl_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """`n` rows from independent random reachable ledgers (same seed, same rows)."""
+    from omnidecision.testing.states import random_ledger
+
+    rng = random.Random(seed)
+    return [rl_row(random_ledger(rng), task_id=f"syn-{seed}-{k}") for k in range(n)]
+
+
+def write_rl_dataset(out_dir: str | Path, n_train: int = 2000, n_validation: int = 200, seed: int = 0) -> Path:
+    """Write `out_dir/rl/train.jsonl` and `validation.jsonl` (disjoint seeds); returns `out_dir`."""
+    rl = Path(out_dir) / "rl"
+    rl.mkdir(parents=True, exist_ok=True)
+    for name, n, s in (("train", n_train, seed), ("validation", n_validation, seed + 1_000_003)):
+        with (rl / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
+            for row in rl_rows(n, s):
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    logger.info("wrote %d train and %d validation RL rows to %s", n_train, n_validation, rl)
+    return Path(out_dir)
+
+
+def rl_folder(path: str | Path) -> Path:
+    """The folder holding the RL splits: `path/rl` when it exists, else `path`."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"dataset_dir {p} does not exist")
+    return p / "rl" if (p / "rl").is_dir() else p
+
+
+def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "validation")) -> dict[str, Any]:
+    """The RL splits of a harvest folder as `datasets.Dataset`s; checks the columns the rewards need."""
+    import datasets
+
+    folder = rl_folder(path)
+    if (folder / "dataset_dict.json").exists():
+        loaded = datasets.load_from_disk(str(folder))
+    else:
+        loaded = datasets.load_dataset(str(folder))
+    out = {}
+    for split in splits:
+        if split not in loaded:
+            raise KeyError(f"{folder}: no `{split}` split (found {sorted(loaded)})")
+        missing = [c for c in ("prompt", "ledger") if c not in loaded[split].column_names]
+        if missing:
+            have = loaded[split].column_names
+            raise KeyError(f"{folder} split `{split}`: missing RL columns {missing} (have {have})")
+        out[split] = loaded[split]
+    return out
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out_dir")
+    p.add_argument("--train", type=int, default=2000)
+    p.add_argument("--validation", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    write_rl_dataset(a.out_dir, a.train, a.validation, a.seed)

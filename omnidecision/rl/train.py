@@ -1,0 +1,167 @@
+"""Closure-aligned GRPO of the planner: one straight-line `main()` over TRL's `GRPOTrainer`.
+
+One prompt = one reconstructed ledger state; a group of `num_generations` decisions is sampled and scored
+WITHOUT executing it (closure checks + optional reward judge). Starts from an SFT checkpoint (full, or a new LoRA
+with `use_peft`) or continues an SFT LoRA adapter (a folder with adapter_config.json). Generation by transformers
+(CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see notes/cpu-stack.md). After training, the held-out mean
+closure reward of the starting and the trained planner, measured in the same run, goes to
+`output_dir/closure_eval.json`.
+
+    omnidecision grpo --config configs/grpo/tiny-cpu.yaml [--max_steps 50 ...]
+    accelerate launch -m omnidecision.rl.train --config configs/grpo/qwen3-8b-lora-vllm-server.yaml
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig, parse_args
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
+    """`true` → the last checkpoint in `output_dir` (None with a warning when there is none); a path → itself."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if value is None or value is False or str(value).lower() in ("false", "no", "none", ""):
+        return None
+    if value is True or str(value).lower() in ("true", "yes", "last"):
+        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        if last is None:
+            logger.warning("resume requested but no checkpoint in %s: starting from the start", output_dir)
+        return last
+    if not os.path.isdir(str(value)):
+        raise FileNotFoundError(f"resume_from_checkpoint: no checkpoint folder at {value}")
+    return str(value)
+
+
+def load_policy(model_args: PlannerModelConfig) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, peft_config): an adapter folder is continued trainable; else the checkpoint, with a new
+    LoRA when `use_peft`."""
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import get_peft_config
+
+    path = Path(model_args.model_name_or_path)
+    kwargs: dict[str, Any] = {"revision": model_args.model_revision}
+    if model_args.dtype not in (None, "auto"):
+        kwargs["dtype"] = model_args.dtype
+    if model_args.attn_implementation:
+        kwargs["attn_implementation"] = model_args.attn_implementation
+    if (path / "adapter_config.json").exists():
+        base_dir = PeftConfig.from_pretrained(str(path)).base_model_name_or_path
+        if model_args.use_peft:
+            logger.warning("%s is an adapter: it is continued as is, use_peft/lora_* are ignored", path)
+        base = AutoModelForCausalLM.from_pretrained(base_dir, **kwargs)
+        model = PeftModel.from_pretrained(base, str(path), is_trainable=True)
+        peft_config = None
+        tok_dir = model_args.tokenizer_name_or_path or (str(path) if (path / "tokenizer_config.json").exists()
+                                                         else base_dir)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
+        peft_config = get_peft_config(model_args)
+        tok_dir = model_args.tokenizer_name_or_path or str(path)
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer, peft_config
+
+
+def _check_backend(training_args: PlannerGRPOConfig) -> None:
+    import torch
+
+    if training_args.use_vllm and not torch.cuda.is_available():
+        raise RuntimeError("use_vllm=True needs CUDA: TRL's vLLM weight sync does not work on CPU "
+                           "(notes/cpu-stack.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
+
+
+def _judges(reward_funcs: list[Any]) -> list[Any]:
+    """The RewardJudge objects behind the reward functions (alone, or inside a ClosureRubric)."""
+    funcs = list(reward_funcs)
+    for f in reward_funcs:
+        funcs += [extra_func for extra_func, _ in getattr(f, "extra", {}).values()]
+    return [f.judge for f in funcs if getattr(f, "judge", None) is not None]
+
+
+def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+         model_args: PlannerModelConfig) -> dict[str, Any]:
+    from trl import GRPOTrainer
+
+    from omnidecision.rewards import get_reward_funcs
+    from omnidecision.rl.data import load_rl_splits
+    from omnidecision.rl.evaluate import heldout_closure_reward
+
+    _check_backend(training_args)
+    out = Path(training_args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    # --- data: RL states (train) and the held-out split
+    splits = load_rl_splits(script_args.dataset_dir or script_args.dataset_name,
+                            (script_args.dataset_train_split, script_args.dataset_test_split))
+    train = splits[script_args.dataset_train_split]
+    heldout = splits[script_args.dataset_test_split]
+    if script_args.max_train_samples:
+        train = train.select(range(min(script_args.max_train_samples, len(train))))
+    train = train.shuffle(seed=training_args.seed)
+    logger.info("RL states: %d train, %d held-out", len(train), len(heldout))
+
+    # --- rewards from the recipe
+    reward_funcs = get_reward_funcs(script_args.reward_funcs, **script_args.reward_params())
+    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
+        raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
+                         f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
+
+    # --- policy: SFT checkpoint or adapter
+    model, tokenizer, peft_config = load_policy(model_args)
+
+    # --- held-out closure reward of the starting planner (same run, same rows, same decoding)
+    eval_kwargs = dict(n=script_args.eval_closure_n, tokenizer=tokenizer, mode=script_args.eval_closure_mode,
+                       samples=script_args.eval_closure_samples, temperature=training_args.temperature,
+                       max_new_tokens=training_args.max_completion_length, batch_size=script_args.eval_batch_size,
+                       weights=script_args.closure_weights, chat_template_kwargs=training_args.chat_template_kwargs,
+                       seed=training_args.seed)
+    run_eval = script_args.eval_closure_n > 0 and training_args.process_index == 0
+    before = heldout_closure_reward(model, heldout, **eval_kwargs) if run_eval else None
+
+    # --- train
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train,
+                          processing_class=tokenizer, peft_config=peft_config)
+    start = time.perf_counter()
+    train_result = trainer.train(resume_from_checkpoint=resolve_resume(training_args.resume_from_checkpoint,
+                                                                       training_args.output_dir))
+    train_s = time.perf_counter() - start
+    trainer.save_model(training_args.output_dir)
+    tokenizer.save_pretrained(training_args.output_dir)
+
+    # --- held-out closure reward of the trained planner
+    after = heldout_closure_reward(trainer.model, heldout, **eval_kwargs) if run_eval else None
+    report = {
+        "start": before, "trained": after,
+        "delta_mean": round(after["closure"]["mean"] - before["closure"]["mean"], 4) if run_eval else None,
+        "model": model_args.model_name_or_path, "dataset": script_args.dataset_dir or script_args.dataset_name,
+        "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
+        "steps": trainer.state.global_step, "train_seconds": round(train_s, 2),
+        "train_metrics": train_result.metrics,
+    }
+    for judge in _judges(reward_funcs):  # judge failure accounting, when a judge took part
+        report["judge"] = judge.stats.as_dict()
+        judge.close()
+    if trainer.is_world_process_zero():
+        (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
+        (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
+    if run_eval:
+        logger.info("held-out closure reward: start %.4f -> trained %.4f", before["closure"]["mean"],
+                    after["closure"]["mean"])
+    return report
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    main(*parse_args(sys.argv[1:]))
