@@ -30,7 +30,8 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the interval always contains p (rounding at k = 0 or k = n would otherwise leave it a hair outside)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def mean(values: Iterable[float | int | None]) -> float | None:

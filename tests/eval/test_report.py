@@ -1,0 +1,114 @@
+"""Eval reports on runs of the scripted teacher over synthetic tasks: every key, consistent counts, resume,
+compare and the budget-matched ablation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from omnidecision.agent.trajectory import OUTCOMES
+from omnidecision.eval.report import REPORT_KEYS, build_report, is_correct, render_markdown
+from omnidecision.eval.runner import load_records, run_eval, trajectories_path
+
+from .conftest import teacher_recipe
+
+
+@pytest.fixture(scope="module")
+def teacher_eval(synth_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("eval-teacher")
+    rep = run_eval(teacher_recipe(synth_dir, out), progress=False)
+    return out, rep
+
+
+def check_consistent(rep: dict, n: int) -> None:
+    for key in REPORT_KEYS:
+        assert key in rep, key
+    assert rep["n"] == n
+    assert sum(rep["outcomes"].values()) == n and set(rep["outcomes"]) == set(OUTCOMES)
+    lo, hi = rep["ci95"]
+    assert 0.0 <= lo <= rep["accuracy"] <= hi <= 1.0
+    assert sum(v["n"] for v in rep["by_level"].values()) == n
+    assert sum(v["n"] for v in rep["by_category"].values()) == n
+    assert sum(v["correct"] for v in rep["by_category"].values()) == rep["correct"]
+    # accuracy within each outcome recombines to the overall accuracy
+    within = sum((rep["accuracy_by_outcome"][o] or 0.0) * c for o, c in rep["outcomes"].items())
+    assert within == pytest.approx(rep["correct"])
+    # every incorrect, judged run is attributed exactly once
+    assert sum(rep["attribution"].values()) == n - rep["correct"] - rep["judge_failures"]
+
+
+def test_report_fields_and_counts(teacher_eval):
+    out, rep = teacher_eval
+    records = load_records(out)
+    assert len(records) == 16 * 2
+    check_consistent(rep, 32)
+    on_disk = json.loads((out / "report.json").read_text())
+    assert on_disk["accuracy"] == rep["accuracy"] and on_disk["n"] == 32
+    assert rep["mode"] == "ledger" and rep["replay"] is False
+    assert rep["planner"]["model"] == "teacher"
+    assert 0 < rep["correct"] < 32, "noise 0.35 should make some runs fail and some succeed"
+    # closure: correct runs close more blocking needs than incorrect ones on this suite
+    ncr = rep["need_closure_rate"]
+    assert ncr["correct"] is not None and ncr["incorrect"] is not None and ncr["correct"] >= ncr["incorrect"]
+    # tool calls per question add up to the total; prompt tokens per step are positive and ordered
+    tools = {k: v for k, v in rep["tool_calls_per_question"].items() if k != "total"}
+    assert sum(tools.values()) == pytest.approx(rep["tool_calls_per_question"]["total"])
+    pt = rep["prompt_tokens_per_step"]
+    assert 0 < pt["min"] <= pt["mean"] <= pt["max"]
+    assert rep["tokens_per_question"]["total"] > 0
+    assert 0.0 <= rep["invalid_action_rate"] <= 1.0
+    for png in ("outcomes.png", "tool_calls.png", "prompt_tokens.png", "attribution.png"):
+        assert (out / png).stat().st_size > 1000
+    md = (out / "report.md").read_text()
+    assert "Wilson 95% CI" in md and "Failure attribution" in md
+
+
+def test_report_matches_records_by_hand(teacher_eval):
+    out, rep = teacher_eval
+    records = load_records(out)
+    k = sum(is_correct(r) for r in records)
+    assert rep["correct"] == k and rep["accuracy"] == pytest.approx(k / len(records))
+    for o in OUTCOMES:
+        assert rep["outcomes"][o] == sum(r.outcome == o for r in records)
+    steps = sum(len(r.steps) for r in records)
+    assert rep["invalid_action_rate"] == pytest.approx(sum(bool(s.invalid) for r in records for s in r.steps) / steps)
+
+
+def test_replay_label_and_empty_report(teacher_eval):
+    out, _ = teacher_eval
+    records = [r.model_copy(update={"replay": True}) for r in load_records(out)]
+    rep = build_report(records, {"name": "r"})
+    assert rep["replay"] is True and "replay mode" in render_markdown(rep)
+    empty = build_report([])
+    assert empty["n"] == 0 and empty["accuracy"] is None and empty["ci95"] == [0.0, 1.0]
+    render_markdown(empty)
+
+
+def test_resume_skips_finished_ids(synth_dir, tmp_path, teacher_eval):
+    """An eval killed mid-run (some complete lines, one torn line) restarts, skips what finished, and ends with the
+    same set of runs as the uninterrupted eval — none lost, none duplicated."""
+    full_out, full_rep = teacher_eval
+    out = tmp_path / "resumed"
+    out.mkdir()
+    lines = trajectories_path(full_out).read_text().splitlines(keepends=True)
+    kept = lines[:11]
+    trajectories_path(out).write_text("".join(kept) + lines[11][:200])  # the kill tore line 12
+    finished = {(json.loads(x)["task_id"], json.loads(x)["sample"]) for x in kept}
+    finished_run_ids = {json.loads(x)["run_id"]: json.loads(x)["totals"]["wall_s"] for x in kept}
+
+    rep = run_eval(teacher_recipe(synth_dir, out), progress=False)
+    assert rep["new_runs"] == 32 - 11 and rep["skipped_runs"] == 11
+    records = load_records(out)
+    keys = [(r.task_id, r.sample) for r in records]
+    assert len(keys) == len(set(keys)) == 32
+    assert finished <= set(keys)
+    # the finished records were not re-run: their lines are byte-identical at the head of the file
+    text = trajectories_path(out).read_text().splitlines(keepends=True)
+    assert text[:11] == kept
+    assert all(json.loads(x)["totals"]["wall_s"] == finished_run_ids[json.loads(x)["run_id"]] for x in text[:11])
+    # the teacher is seeded: the resumed eval reports what the uninterrupted one reported
+    assert rep["correct"] == full_rep["correct"] and rep["outcomes"] == full_rep["outcomes"]
+    # a second start has nothing left to do
+    again = run_eval(teacher_recipe(synth_dir, out), progress=False)
+    assert again["new_runs"] == 0 and again["n"] == 32
