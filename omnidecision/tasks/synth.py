@@ -131,8 +131,10 @@ def subtitle_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: st
         b.subs.append((t, t + 3.5, b.rng.choice(tx.SUB_CUES).format(x=anchor_word, p=p)))
     else:  # no cue names the anchor's guest: the need cannot be filled
         b.subs.append((t, t + 3.5, f"{anchor_word} waves at the audience and leaves without a word."))
-    t2 = b.time()
-    b.subs.append((t2, t2 + 3.5, b.rng.choice(tx.SUB_CUES).format(x=b.names.word(), p=b.names.near(p))))
+    for k in range(7):  # other guests, introduced by other names (one with a confusable name)
+        t2 = b.time()
+        other = b.names.near(p) if k == 0 else b.names.person()
+        b.subs.append((t2, t2 + 3.5, b.rng.choice(tx.SUB_CUES).format(x=b.names.word(), p=other)))
     ref = b.rng.choice(tx.SUB_DESC).format(ref=anchor_ref)
     focus = tx.SUB_FOCUS.format(anchor="{#%d}" % anchor if anchor is not None else anchor_word)
     i = b.add(GoldNeed(description=tx.cap(ref), query_focus=focus, preferred_source="subtitle",
@@ -307,7 +309,7 @@ def make_task(index: int, seed: int, names: tx.Names) -> tuple[Task, list[Page],
     rng = random.Random(f"omnidecision-synth:{seed}:{index}")
     names.rng = rng
     tid = f"syn-{seed}-{index:05d}"
-    duration = float(rng.randint(18, 60) * 10)
+    duration = float(rng.randint(30, 72) * 10)
     b = _Build(tid=tid, rng=rng, names=names, duration=duration, free_slots=list(range(int(duration // 10) - 1)))
     fams = list(FAMILIES)
     family = rng.choices(fams, weights=[FAMILIES[f][1] for f in fams])[0]
