@@ -203,8 +203,8 @@ class TeacherBackend:
     def _history_planner(self, task: Task, ctx: dict[str, Any]) -> str:
         """react / memory modes: no ledger; track the gold chain through the history's observations."""
         history = ctx.get("history") or []
-        step = len(history)
-        found, tries = self._found_in_history(task, history)
+        found, tries = self._memory(task, ctx)
+        step = sum(tries.values()) + len(history)
         gold = task.gold.needs if task.gold else []
         for i, g in enumerate(gold):
             if g.role != "blocking" or i in found:
@@ -222,10 +222,23 @@ class TeacherBackend:
             return render_action(CallAction(need=i, tool=tool, query=query))
         return render_action(FinishAction())
 
-    @staticmethod
-    def _found_in_history(task: Task, history: list[dict]) -> tuple[dict[int, str], dict[int, int]]:
+    def _memory(self, task: Task, ctx: dict[str, Any]) -> tuple[dict[int, str], dict[int, int]]:
+        """What the history holds: found values and tries per gold need, from the summary (memory mode) and the
+        entries since it."""
         found: dict[int, str] = {}
         tries: dict[int, int] = {}
+        summary = str(ctx.get("summary") or "")
+        for i, value in re.findall(r'need (\d+) = "([^"]*)"', summary):
+            found[int(i)] = value
+        for i, n in re.findall(r"need (\d+) tried (\d+)", summary):
+            tries[int(i)] = int(n)
+        return self._found_in_history(task, ctx.get("history") or [], found, tries)
+
+    @staticmethod
+    def _found_in_history(task: Task, history: list[dict], found: dict[int, str] | None = None,
+                          tries: dict[int, int] | None = None) -> tuple[dict[int, str], dict[int, int]]:
+        found = dict(found or {})
+        tries = dict(tries or {})
         gold = task.gold.needs if task.gold else []
         for entry in history:
             action = entry.get("action") or {}
@@ -309,7 +322,7 @@ class TeacherBackend:
     def _finalizer(self, task: Task, ctx: dict[str, Any]) -> str:
         ledger = self._ledger(ctx)
         if ledger is None:
-            found, _ = self._found_in_history(task, ctx.get("history") or [])
+            found, _ = self._memory(task, ctx)
             value = self._draft_from_values(task, found)
             out = FinalizerOutput(answer=self._format(task, value), check="pass" if value is not None else "fail",
                                   diagnosis=None if value else "the history does not hold the answer")
@@ -360,6 +373,8 @@ class TeacherBackend:
         return "Correct" if same else "Incorrect"
 
     def _summarizer(self, task: Task, ctx: dict[str, Any]) -> str:
-        history = ctx.get("history") or []
-        lines = [_evidence_text(h.get("observation"))[:160].replace("\n", " ") for h in history[-4:]]
-        return "Summary of the evidence so far: " + (" | ".join(x for x in lines if x) or "nothing yet")
+        """A summary that keeps what was found and what was tried (the memory-mode planner reads it back)."""
+        found, tries = self._memory(task, ctx)
+        facts = "; ".join(f'need {i} = "{v}"' for i, v in sorted(found.items())) or "nothing found yet"
+        tried = "; ".join(f"need {i} tried {n}" for i, n in sorted(tries.items()))
+        return f"Summary of the evidence so far: {facts}." + (f" Attempts: {tried}." if tried else "")

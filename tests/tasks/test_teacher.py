@@ -161,3 +161,21 @@ def test_acceptance_default_noise_lands_between_50_and_85_percent_and_reruns_ide
     again = asyncio.run(_run_all(tasks[:40], DEFAULT_NOISE))
     assert [[s.raw_output for s in r.steps] for r in again] == [[s.raw_output for s in r.steps] for r in records[:40]]
     assert {r.outcome for r in records} >= {"accepted", "insufficient", "forced"}
+
+
+@pytest.mark.parametrize("mode", ["react", "memory"])
+def test_history_modes_solve_answerable_tasks_without_a_ledger(tasks, mode):
+    """react/memory baselines: the teacher tracks the gold chain through the history (and the summary)."""
+    subset = [t for t in tasks if t.level != "easy"][:16]
+
+    async def run():
+        teacher = TeacherBackend()
+        return [await run_task(t, AgentConfig(mode=mode, memory_every=2), {"default": teacher}) for t in subset]
+
+    records = asyncio.run(run())
+    for t, r in zip(subset, records, strict=True):
+        assert r.outcome != "error", r.error
+        if t.answerable:
+            assert judge_offline(t, r.answer).correct, (t.id, r.answer, t.answer)
+        else:
+            assert r.outcome != "accepted"
