@@ -38,7 +38,7 @@ async def history_loop(run: Run, record: RunRecord) -> None:
         step = StepRecord(step=n, planner_messages=react_messages(task.question, history, summary, n,
                                                                   config.step_budget))
         record.steps.append(step)
-        resp = await run.chat("planner", step.planner_messages, {"task": task, "history": list(history)},
+        resp = await run.chat("planner", step.planner_messages, _context(task, history, summary),
                               schema_role="react")
         step.raw_output, step.usage, step.latency_s = resp.text, resp.usage, resp.latency_s
         action, err = parse_planner_output(resp.text)
@@ -67,7 +67,7 @@ async def history_loop(run: Run, record: RunRecord) -> None:
         since_summary += 1
         if config.mode == "memory" and since_summary >= config.memory_every:
             resp = await run.chat("summarizer", summarizer_messages(task.question, history, summary),
-                                  {"task": task, "history": list(history)})
+                                  _context(task, history, summary))
             step.calls.append(Run.role_call("summarizer", resp))
             summary, history, since_summary = resp.text.strip(), [], 0
     if best is None and config.settings.get("draft_on_stop", True):
@@ -81,7 +81,7 @@ async def history_loop(run: Run, record: RunRecord) -> None:
 async def _finalize(run: Run, step: StepRecord | None, history: list[dict[str, Any]], summary: str | None,
                     calls: list[RoleCall] | None = None) -> tuple[bool, str | None, str]:
     resp = await run.chat("finalizer", history_finalizer_messages(run.task.question, history, summary, run.task),
-                          {"task": run.task, "history": list(history)})
+                          _context(run.task, history, summary))
     out, err = parse_finalizer_output(resp.text)
     (calls if calls is not None else step.calls).append(Run.role_call("finalizer", resp, err))  # type: ignore[union-attr]
     if out is None:
@@ -89,6 +89,14 @@ async def _finalize(run: Run, step: StepRecord | None, history: list[dict[str, A
         return False, None, f"finalizer output invalid: {err}"
     answer = out.answer.strip() or None
     return out.check == "pass" and answer is not None, answer, out.diagnosis or "the finalizer's check failed"
+
+
+def _context(task, history: list[dict[str, Any]], summary: str | None) -> dict[str, Any]:
+    """What offline backends see: the task, the history since the last summary, and the summary (memory mode)."""
+    ctx: dict[str, Any] = {"task": task, "history": list(history)}
+    if summary is not None:
+        ctx["summary"] = summary
+    return ctx
 
 
 def _stop(run: Run, record: RunRecord, outcome: Outcome, answer: str | None) -> None:
