@@ -1,0 +1,192 @@
+"""Export a trained planner as a plain Hugging Face checkpoint with a provenance card.
+
+- LoRA run + `merge=True`: the adapter merged into its base (`merge_and_unload`), a full checkpoint.
+- LoRA run + `merge=False`: the adapter kept as is, for `vllm ... --enable-lora --lora-modules planner=OUT`.
+- Full fine-tuning run: the weights re-saved.
+Always: `use_cache=True` restored (a model saved out of a trainer has it off), tokenizer and chat template
+saved, and `PROVENANCE.md` + `provenance.json` (base model, data stats, recipe, final metrics, git revision).
+
+    omnidecision export runs/sft/tiny-cpu --out runs/export/tiny --merge
+    python -m omnidecision.export CKPT OUT [--merge]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
+                   "vocab.json", "merges.txt", "tokenizer.model")
+
+
+def git_revision(path: str | Path | None = None) -> str | None:
+    """The commit of the repository holding `path` (default: this package), `+dirty` when modified; None if no git."""
+    where = Path(path) if path else Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
+                               capture_output=True, text=True, timeout=10)
+        return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def is_adapter(ckpt: str | Path) -> bool:
+    return (Path(ckpt) / "adapter_config.json").exists()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON: {exc}") from exc
+
+
+def _run_info(ckpt: Path) -> tuple[dict, list[dict]]:
+    """The SFT run card and log history: in `ckpt`, else in its parent (for a `checkpoint-N` folder)."""
+    run: dict = {}
+    history: list[dict] = []
+    for folder in (ckpt, ckpt.parent):
+        run = run or _read_json(folder / "sft_run.json") or {}
+        history = history or _read_json(folder / "log_history.json") or (
+            (_read_json(folder / "trainer_state.json") or {}).get("log_history", []))
+    return run, history
+
+
+def final_metrics(history: list[dict]) -> dict[str, float]:
+    """The last logged value of each metric (loss, eval_loss, train_loss, ...) plus the last step."""
+    out: dict[str, float] = {}
+    for entry in history:
+        for k, v in entry.items():
+            if isinstance(v, (int, float)) and k not in ("epoch",):
+                out[k] = v
+    return out
+
+
+def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Path:
+    """Export `ckpt` (an SFT/GRPO output folder or one of its checkpoints) to `out`; returns `out`."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src, dst = Path(ckpt), Path(out)
+    if not src.is_dir():
+        raise FileNotFoundError(f"checkpoint folder {src} does not exist")
+    if dst.resolve() == src.resolve():
+        raise ValueError("export: --out must differ from the checkpoint folder")
+    dst.mkdir(parents=True, exist_ok=True)
+    adapter = is_adapter(src)
+    base = base_model
+    if adapter:
+        cfg = _read_json(src / "adapter_config.json")
+        base = base or cfg.get("base_model_name_or_path")
+        if not base:
+            raise ValueError(f"{src / 'adapter_config.json'}: no base_model_name_or_path; pass base_model")
+
+    # Weights
+    if adapter and merge:
+        from peft import PeftModel
+
+        model = AutoModelForCausalLM.from_pretrained(base, dtype="auto")
+        model = PeftModel.from_pretrained(model, str(src)).merge_and_unload()
+        mode = "merged"
+    elif adapter:
+        for name in ADAPTER_FILES:
+            if (src / name).exists():
+                shutil.copy2(src / name, dst / name)
+        model, mode = None, "adapter"
+    else:
+        if merge:
+            logger.info("%s is a full checkpoint; nothing to merge", src)
+        model = AutoModelForCausalLM.from_pretrained(src, dtype="auto")
+        mode = "full"
+    if model is not None:
+        model.config.use_cache = True
+        if model.generation_config is not None:
+            model.generation_config.use_cache = True
+        with torch.no_grad():
+            model.save_pretrained(dst)
+
+    # Tokenizer + chat template (from the run; else from the base)
+    tok_src = src if any((src / f).exists() for f in TOKENIZER_FILES) else base
+    if tok_src is None:
+        raise ValueError(f"{src}: no tokenizer files and no base model to take them from")
+    AutoTokenizer.from_pretrained(tok_src).save_pretrained(dst)
+
+    # Provenance card
+    run, history = _run_info(src)
+    prov = {
+        "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "source_checkpoint": str(src.resolve()),
+        "mode": mode,
+        "base_model": base or run.get("base_model"),
+        "git_revision": git_revision(),
+        "training_git_revision": run.get("git_revision"),
+        "global_step": run.get("global_step") or final_metrics(history).get("step"),
+        "data": run.get("data"),
+        "final_metrics": run.get("metrics") or final_metrics(history),
+        "recipe": run.get("recipe"),
+    }
+    (dst / "provenance.json").write_text(json.dumps(prov, indent=1, default=str), encoding="utf-8")
+    (dst / "PROVENANCE.md").write_text(render_card(prov), encoding="utf-8")
+    logger.info("exported %s (%s) to %s", src, mode, dst)
+    return dst
+
+
+def render_card(prov: dict) -> str:
+    """A short human-readable provenance card."""
+    lines = [
+        "# Planner checkpoint provenance",
+        "",
+        f"- exported: {prov['exported_at']} ({prov['mode']})",
+        f"- source checkpoint: `{prov['source_checkpoint']}`",
+        f"- base model: `{prov.get('base_model')}`",
+        f"- git revision (export / training): `{prov.get('git_revision')}` / `{prov.get('training_git_revision')}`",
+        f"- global step: {prov.get('global_step')}",
+    ]
+    if prov.get("mode") == "adapter":
+        base = prov.get("base_model")
+        lines.append(f"- serve: `--enable-lora --lora-modules planner=<this folder>` on base `{base}`")
+    if prov.get("data"):
+        lines += ["", "## Data", "", "```json", json.dumps(prov["data"], indent=1), "```"]
+    if prov.get("final_metrics"):
+        lines += ["", "## Final metrics", ""] + [f"- {k}: {v}" for k, v in sorted(prov["final_metrics"].items())]
+    recipe = prov.get("recipe") or {}
+    training = recipe.get("training") or {}
+    keys = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps",
+            "num_train_epochs", "max_length", "assistant_only_loss", "packing", "lr_scheduler_type", "seed")
+    if training:
+        lines += ["", "## Recipe (main fields; full recipe in provenance.json)", ""]
+        lines += [f"- {k}: {training.get(k)}" for k in keys if k in training]
+        model = recipe.get("model") or {}
+        if model.get("use_peft"):
+            lines.append(f"- LoRA: r={model.get('lora_r')} alpha={model.get('lora_alpha')} "
+                         f"targets={model.get('lora_target_modules')}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("ckpt")
+    p.add_argument("out")
+    p.add_argument("--merge", action="store_true", help="merge a LoRA adapter into its base")
+    p.add_argument("--base-model", default=None, help="base model for an adapter (default: from adapter_config)")
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    export(a.ckpt, a.out, merge=a.merge, base_model=a.base_model)
+
+
+if __name__ == "__main__":
+    main()

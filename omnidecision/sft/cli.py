@@ -1,0 +1,75 @@
+"""CLI commands of the SFT stage, mounted by `omnidecision.cli`: `tiny-planner`, `sft`, `export`.
+
+    omnidecision tiny-planner --out runs/tiny-planner [--data runs/demo/sft]
+    omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
+    omnidecision export runs/sft/tiny-cpu --out runs/export/tiny [--merge]
+
+Heavy imports (torch, transformers, TRL) happen inside the functions.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import typer
+
+logger = logging.getLogger(__name__)
+
+
+def _logging() -> None:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def tiny_planner(
+    out: Path = typer.Option(..., "--out", help="Folder to write the checkpoint to."),
+    data: Path | None = typer.Option(None, "--data", help="Harvested SFT folder: its rows train the tokenizer."),
+    hidden: int = typer.Option(64, "--hidden", help="Hidden size (64: fastest to learn on 2 CPU cores)."),
+    layers: int = typer.Option(2, "--layers", help="Number of decoder layers."),
+    heads: int = typer.Option(4, "--heads", help="Attention heads (must divide hidden)."),
+    vocab_size: int = typer.Option(2048, "--vocab-size", help="Upper bound of the BPE vocabulary."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the weights and the default corpus."),
+) -> None:
+    """Build a from-scratch tiny Qwen3 planner (byte-level BPE tokenizer, ChatML with generation markers)."""
+    from omnidecision.testing.tiny import build_tiny_planner, harvest_texts
+
+    _logging()
+    texts = list(harvest_texts(data)) if data is not None else None
+    path = build_tiny_planner(out, texts, hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size, seed=seed)
+    print(path)
+
+
+def sft(
+    ctx: typer.Context,
+    config: Path = typer.Option(..., "--config", help="YAML recipe (configs/sft/*.yaml)."),
+) -> None:
+    """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe."""
+    from omnidecision.sft.config import parse_args
+    from omnidecision.sft.train import main
+
+    _logging()
+    if not config.exists():
+        raise typer.BadParameter(f"recipe {config} does not exist", param_hint="--config")
+    try:
+        args = parse_args(["--config", str(config), *ctx.args])
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
+    run = main(*args)
+    print(f"saved to {run['output_dir']} (step {run['global_step']})")
+
+
+sft.passthrough = True  # type: ignore[attr-defined]
+
+
+def export(
+    ckpt: Path = typer.Argument(..., help="SFT/GRPO output folder (full model or LoRA adapter) or a checkpoint-N."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the exported checkpoint to."),
+    merge: bool = typer.Option(False, "--merge/--no-merge", help="Merge a LoRA adapter into its base model."),
+    base_model: str | None = typer.Option(None, "--base-model", help="Base of an adapter (default: its config)."),
+) -> None:
+    """Export a trained planner: merged or adapter, tokenizer + chat template, provenance card."""
+    from omnidecision.export import export as run_export
+
+    _logging()
+    print(run_export(ckpt, out, merge=merge, base_model=base_model))

@@ -1,0 +1,148 @@
+"""State-SFT of the planner: one straight-line `main()` over TRL's `SFTTrainer`.
+
+Loss on the assistant action only; full fine-tuning or LoRA/QLoRA (`use_peft`, `load_in_4bit`); resumable
+(`--resume_from_checkpoint true` picks the last checkpoint in `output_dir`); `log_history.json` and
+`sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`) in `output_dir`.
+
+    omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
+    accelerate launch --config_file configs/accelerate/zero3.yaml -m omnidecision.sft.train --config RECIPE.yaml
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_args
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
+    """`true` → the last checkpoint in `output_dir` (None, with a warning, when there is none); a path → itself."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if value is None or value is False:
+        return None
+    if value is True or str(value).lower() in ("true", "yes", "last"):
+        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        if last is None:
+            logger.warning("resume requested but no checkpoint in %s: starting from scratch", output_dir)
+        return last
+    if not os.path.isdir(str(value)):
+        raise FileNotFoundError(f"resume_from_checkpoint: no checkpoint folder at {value}")
+    return str(value)
+
+
+def _wandb_env(report_to: list[str] | str | None) -> None:
+    wants = report_to if isinstance(report_to, list) else [report_to or ""]
+    if "wandb" in wants and not os.environ.get("WANDB_MODE") and not os.environ.get("WANDB_API_KEY"):
+        logger.warning("report_to includes wandb but no WANDB_API_KEY: logging offline (WANDB_MODE=offline)")
+        os.environ["WANDB_MODE"] = "offline"
+
+
+def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any) -> dict[str, Any]:
+    """Train; returns {"output_dir", "global_step", "metrics", "data"}."""
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer, get_peft_config, get_quantization_config
+
+    from omnidecision.export import git_revision
+    from omnidecision.sft.data import data_stats, load_sft_splits, prepare
+
+    if not model_args.model_name_or_path:
+        raise ValueError("model_name_or_path is required (a local checkpoint folder, e.g. from `tiny-planner`)")
+    if not script_args.dataset_name:
+        raise ValueError("dataset_name is required (a harvested SFT folder with train/validation files)")
+    _wandb_env(training_args.report_to)
+
+    # Model loading options (SFTTrainer loads the model from its name with these)
+    quantization_config = get_quantization_config(model_args)
+    model_init_kwargs: dict[str, Any] = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+    }
+    if quantization_config is not None:
+        from accelerate import PartialState
+
+        # QLoRA: each process keeps its quantized copy on its own GPU
+        model_init_kwargs.update(quantization_config=quantization_config,
+                                 device_map={"": PartialState().local_process_index})
+    model_init_kwargs.update(training_args.model_init_kwargs or {})
+    training_args.model_init_kwargs = {k: v for k, v in model_init_kwargs.items() if v is not None}
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_args.model_name_or_path, revision=model_args.model_revision,
+        trust_remote_code=training_args.trust_remote_code,
+    )
+
+    # Data: train/validation splits, only the `messages` column
+    splits = load_sft_splits(script_args.dataset_name, script_args.dataset_config)
+    if script_args.dataset_train_split not in splits:
+        raise ValueError(f"{script_args.dataset_name}: no split {script_args.dataset_train_split!r} "
+                         f"(splits: {list(splits)})")
+    train_ds = prepare(splits[script_args.dataset_train_split], where=f"{script_args.dataset_name}:train",
+                       limit=script_args.max_train_samples, enable_thinking=script_args.enable_thinking,
+                       seed=training_args.seed, shuffle=True)
+    eval_ds = None
+    if training_args.eval_strategy != "no":
+        if script_args.dataset_test_split not in splits:
+            raise ValueError(f"{script_args.dataset_name}: eval_strategy={training_args.eval_strategy} but no "
+                             f"split {script_args.dataset_test_split!r} (splits: {list(splits)})")
+        eval_ds = prepare(splits[script_args.dataset_test_split], where=f"{script_args.dataset_name}:eval",
+                          limit=script_args.max_eval_samples, enable_thinking=script_args.enable_thinking,
+                          seed=training_args.seed, shuffle=False)
+    stats = data_stats({"train": train_ds, **({"validation": eval_ds} if eval_ds is not None else {})})
+    logger.info("data: %s", stats)
+
+    # Trainer
+    trainer = SFTTrainer(
+        model=model_args.model_name_or_path,
+        args=training_args,
+        train_dataset=train_ds,
+        eval_dataset=eval_ds,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+    )
+
+    # Train (resuming from a checkpoint when asked)
+    resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
+    result = trainer.train(resume_from_checkpoint=resume)
+    metrics = dict(result.metrics)
+    if eval_ds is not None:
+        metrics.update(trainer.evaluate())
+
+    # Save: model (or adapter) + tokenizer/chat template, log history, run card for export
+    trainer.save_model(training_args.output_dir)
+    out = Path(training_args.output_dir)
+    run = {
+        "output_dir": str(out),
+        "global_step": trainer.state.global_step,
+        "metrics": metrics,
+        "data": stats,
+        "resumed_from": resume,
+        "base_model": model_args.model_name_or_path,
+        "use_peft": bool(model_args.use_peft),
+        "git_revision": git_revision(),
+        "recipe": {
+            "script": dataclasses.asdict(script_args),
+            "model": dataclasses.asdict(model_args),
+            "training": json.loads(training_args.to_json_string()),
+        },
+    }
+    if trainer.is_world_process_zero():
+        (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+        (out / "sft_run.json").write_text(json.dumps(run, indent=1, default=str))
+    logger.info("trained %d steps, metrics %s, saved to %s", trainer.state.global_step, metrics, out)
+    if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
+        trainer.end()
+    return run
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    main(*parse_args())
