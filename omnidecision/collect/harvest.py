@@ -12,7 +12,8 @@
 - Splits by task id (stable hash; a task is on one side only, the same side in both datasets), written as
   DIR/sft/{train,validation}-00000.parquet and DIR/rl/… (so `datasets.load_dataset(DIR/"sft")` and
   `trl sft --dataset_name DIR/sft` load them as is) plus DIR/stats.json. Everything is written into a temp
-  folder that is renamed to DIR at the end.
+  folder that is renamed to DIR at the end. A split with no rows gets no file (an empty parquet file makes
+  `load_dataset` fail), so `val_fraction=0` gives a train split only.
 
     omnidecision harvest runs/synth-teacher --out data/harvest/synth-teacher --advancing-only --dedup
 """
@@ -222,8 +223,11 @@ def write_splits(rows: list[dict[str, Any]], kind: str, folder: Path, split: dic
     sizes = {}
     for name in SPLITS:
         part = [r for r in rows if split[r["task_id"]] == name]
-        pq.write_table(pa.Table.from_pylist(part, schema=_schema(kind)), folder / f"{name}-00000.parquet")
         sizes[name] = len(part)
+        if not part:  # an empty parquet file makes `load_dataset` fail ("BatchSize must be greater than 0")
+            logger.warning("%s: no %s rows; the split is left out", folder, name)
+            continue
+        pq.write_table(pa.Table.from_pylist(part, schema=_schema(kind)), folder / f"{name}-00000.parquet")
     return sizes
 
 

@@ -1,0 +1,136 @@
+"""Harvest: state-SFT rows from judge-correct runs, RL states rebuilt by replay, splits by task, parity."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import datasets
+import pytest
+
+from omnidecision.agent.prompts import render_planner_messages
+from omnidecision.collect.harvest import HarvestError, HarvestOptions, advanced, run_harvest
+from omnidecision.collect.parity import check_row_parity, planner_prompt_ids
+from omnidecision.collect.store import read_records, shard_path
+from omnidecision.ledger import Ledger, actionable_need_indices, blocked_need_indices, finish_available, reduce
+
+from .conftest import CLI
+
+
+def _runs(teacher_runs: Path) -> dict[str, object]:
+    return {r.run_id: r for _, r in read_records(shard_path(teacher_runs, 0, 1))}
+
+
+def test_both_datasets_load_with_train_and_validation_split_by_task(harvested: Path) -> None:
+    for kind in ("sft", "rl"):
+        ds = datasets.load_dataset(str(harvested / kind))
+        assert set(ds) == {"train", "validation"}
+        assert ds["train"].num_rows > 0 and ds["validation"].num_rows > 0
+        assert not set(ds["train"]["task_id"]) & set(ds["validation"]["task_id"])
+    sft, rl = datasets.load_dataset(str(harvested / "sft")), datasets.load_dataset(str(harvested / "rl"))
+    for split in ("train", "validation"):  # a task sits on the same side in both datasets
+        assert set(sft[split]["task_id"]) <= set(rl[split]["task_id"])
+    stats = json.loads((harvested / "stats.json").read_text())
+    assert stats["sft"]["train"] == sft["train"].num_rows and stats["rl"]["validation"] == rl["validation"].num_rows
+    assert stats["runs"] == 120 and sum(stats["outcomes"].values()) == 120
+
+
+def test_sft_rows_come_from_correct_runs_with_the_recorded_messages(harvested: Path, teacher_runs: Path) -> None:
+    runs = _runs(teacher_runs)
+    ds = datasets.load_dataset(str(harvested / "sft"), split="train")
+    assert any(r.judge.correct is False for r in runs.values())  # the noisy teacher makes some mistakes
+    for row in ds:
+        rec = runs[row["run_id"]]
+        assert rec.judge.correct is True
+        step = next(s for s in rec.steps if s.step == row["step"])
+        assert step.invalid is None
+        assert row["messages"][:-1] == step.planner_messages  # system + user exactly as sent
+        assert row["messages"][-1] == {"role": "assistant", "content": step.raw_output}
+        assert check_row_parity(row["messages"], step.planner_messages) == []
+
+
+def test_parity_token_ids_with_the_tiny_planner_template(harvested: Path, teacher_runs: Path,
+                                                         tiny_planner: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_planner)
+    runs = _runs(teacher_runs)
+    ds = datasets.load_dataset(str(harvested / "sft"), split="validation")
+    for row in ds.select(range(min(10, ds.num_rows))):
+        step = next(s for s in runs[row["run_id"]].steps if s.step == row["step"])
+        assert planner_prompt_ids(tok, row["messages"]) == planner_prompt_ids(tok, step.planner_messages)
+        assert check_row_parity(row["messages"], step.planner_messages, tok) == []
+    # the check can fail: a changed digest is caught
+    tampered = [dict(m) for m in ds[0]["messages"]]
+    tampered[1]["content"] += " "
+    assert check_row_parity(tampered, ds[0]["messages"], tok)
+
+
+def test_rl_rows_are_rebuilt_states_with_reward_columns(harvested: Path) -> None:
+    ds = datasets.load_dataset(str(harvested / "rl"), split="train")
+    assert len(set(ds["ledger"])) == ds.num_rows  # identical states kept once
+    assert set(ds["outcome"]) - {"accepted"}  # all runs, not only correct ones
+    for row in ds.select(range(0, ds.num_rows, max(1, ds.num_rows // 25))):
+        state = Ledger.model_validate_json(row["ledger"])
+        assert row["prompt"] == render_planner_messages(state)
+        assert row["question"] == state.question
+        assert row["actionable"] == actionable_need_indices(state)
+        assert row["blocked"] == blocked_need_indices(state)
+        assert row["finish_available"] == finish_available(state)
+        assert json.loads(row["tool_call_counts"]) == state.tool_call_counts
+        assert [f["need"] for f in json.loads(row["failed_calls"])] == [f.need for f in state.failed_calls]
+
+
+def test_options_advancing_only_dedup_and_cap(teacher_runs: Path, tmp_path: Path) -> None:
+    all_rows = run_harvest([str(teacher_runs)], tmp_path / "a", HarvestOptions(val_fraction=0.0))
+    opts = HarvestOptions(val_fraction=0.0, advancing_only=True, dedup=True, max_rows_per_task=3)
+    some = run_harvest([str(teacher_runs)], tmp_path / "b", opts)
+    assert not (tmp_path / "b" / "sft" / "validation-00000.parquet").exists()  # no empty split files
+    assert 0 < some["sft"]["train"] < all_rows["sft"]["train"]
+    assert some["skipped"]["sft_not_advancing"] > 0 and some["skipped"]["sft_duplicate_state"] > 0
+    ds = datasets.load_dataset(str(tmp_path / "b" / "sft"), split="train")
+    users = [row["messages"][1]["content"] for row in ds]
+    assert len(users) == len(set(users))
+    assert max(ds.to_pandas()["task_id"].value_counts()) <= 3
+    runs = _runs(teacher_runs)
+    for row in ds:  # every kept step really advanced the ledger
+        step = next(s for s in runs[row["run_id"]].steps if s.step == row["step"])
+        after = step.ledger
+        for e in step.events:
+            after = reduce(after, e)
+        assert advanced(step.ledger, after, step)
+    assert any(json.loads(r["messages"][-1]["content"])["action"] == "finish" for r in ds)  # finishes are kept
+
+
+def test_bad_trajectory_line_names_file_and_line(teacher_runs: Path, tmp_path: Path) -> None:
+    lines = shard_path(teacher_runs, 0, 1).read_text(encoding="utf-8").splitlines(keepends=True)[:5]
+    rec = json.loads(lines[2])
+    rec["outcome"] = "exploded"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(lines[:2]) + json.dumps(rec) + "\n" + "".join(lines[3:]), encoding="utf-8")
+    out = tmp_path / "h"
+    proc = subprocess.run([*CLI, "harvest", str(bad), "--out", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "bad.jsonl:3" in proc.stderr and "outcome" in proc.stderr, proc.stderr
+    assert not out.exists()  # nothing half-written
+    proc = subprocess.run([*CLI, "harvest", str(bad), "--out", str(out), "--skip-bad"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["skipped_bad_lines"] == 1 and stats["runs"] == 4
+
+
+def test_a_snapshot_that_does_not_replay_is_an_error_and_keeps_the_old_output(teacher_runs: Path,
+                                                                             tmp_path: Path) -> None:
+    lines = shard_path(teacher_runs, 0, 1).read_text(encoding="utf-8").splitlines(keepends=True)
+    rec = json.loads(lines[0])
+    rec["steps"][-1]["ledger"]["question"] = "a different question"
+    f = tmp_path / "t.jsonl"
+    f.write_text(lines[1] + json.dumps(rec) + "\n", encoding="utf-8")
+    out = tmp_path / "h"
+    run_harvest([str(shard_path(teacher_runs, 0, 1))], out)
+    before = sorted(p.name for p in out.rglob("*"))
+    with pytest.raises(HarvestError, match=r"t\.jsonl:2: run .* field steps\.ledger"):
+        run_harvest([str(f)], out)
+    assert sorted(p.name for p in out.rglob("*")) == before
