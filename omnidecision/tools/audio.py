@@ -26,7 +26,7 @@ class AudioScouting:
     args_model = AudioArgs
 
     async def run(self, args: AudioArgs, ctx: ToolContext) -> Observation:
-        asset = get_asset(ctx, args.asset_id)
+        asset = get_asset(ctx, args.asset_id, prefer=("audio", "video"))
         obs = await ask_media(ctx, self.name, asset, args.query, args.start, args.end)
         if obs is not None:
             return obs

@@ -73,7 +73,7 @@ class ClipGrounding:
     args_model = ClipArgs
 
     async def run(self, args: ClipArgs, ctx: ToolContext) -> Observation:
-        asset = get_asset(ctx, args.asset_id)
+        asset = get_asset(ctx, args.asset_id, prefer=("video", "image"))
         times = None
         path = media_file(ctx, asset)
         if path is not None and asset.type == "video" and "media" in ctx.services:

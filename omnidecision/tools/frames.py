@@ -30,7 +30,7 @@ class FrameConfirmation:
     args_model = FrameArgs
 
     async def run(self, args: FrameArgs, ctx: ToolContext) -> Observation:
-        asset = get_asset(ctx, args.asset_id)
+        asset = get_asset(ctx, args.asset_id, prefer=("video", "image"))
         times = None
         if media_file(ctx, asset) is not None and asset.type == "video" and "media" in ctx.services:
             if args.t is not None:

@@ -30,8 +30,14 @@ class Cue:
     text: str
 
 
-def get_asset(ctx: ToolContext, asset_id: str | None) -> Asset:
-    asset = ctx.task.asset(asset_id)
+def get_asset(ctx: ToolContext, asset_id: str | None, prefer: tuple[str, ...] = ()) -> Asset:
+    """The named asset; without a name, the first asset of the most preferred type (e.g. audio before video for
+    audio scouting), so a planner's short form `{"action": "call", "need": i}` does not hit an image on a
+    multi-asset task."""
+    asset = None
+    if asset_id is None and prefer:
+        asset = next((a for kind in prefer for a in ctx.task.assets if a.type == kind), None)
+    asset = asset or ctx.task.asset(asset_id)
     if asset is None:
         known = ", ".join(a.id for a in ctx.task.assets) or "none"
         raise ToolError(f"asset_id: no asset {asset_id!r} in task {ctx.task.id} (assets: {known})")

@@ -24,7 +24,7 @@ class SubtitleGrounding:
     args_model = SubtitleArgs
 
     async def run(self, args: SubtitleArgs, ctx: ToolContext) -> Observation:
-        asset = get_asset(ctx, args.asset_id)
+        asset = get_asset(ctx, args.asset_id, prefer=("video", "audio"))
         path = ctx.task.resolve(asset.subtitles)
         if path is None:
             raise ToolError(f"asset {asset.id!r} has no subtitles")

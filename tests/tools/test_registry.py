@@ -106,3 +106,17 @@ def test_cli_tool_command(tmp_path: Path, media_task):
     assert res.exit_code != 0 and "--args" in res.output
     res = runner.invoke(app, ["web_search", "--args", "{}"])
     assert res.exit_code == 1 and json.loads(res.stdout)["ok"] is False
+
+
+def test_perception_tools_default_to_an_asset_of_their_own_type():
+    from omnidecision.tasks.schema import Asset, AudioEvent, FrameCaption, Task
+
+    task = Task(id="multi", question="q", assets=[
+        Asset(id="img", type="image", frame_captions=[FrameCaption(t=0, caption="a red lighthouse")]),
+        Asset(id="aud", type="audio", audio_events=[AudioEvent(start=3, end=4, label="ship horn blast")]),
+    ])
+    ctx = build_tool_context(task)
+    audio = asyncio.run(run_tool("audio_scouting", {"query": "ship horn"}, ctx))
+    assert audio.ok and audio.source.asset_id == "aud"
+    frame = asyncio.run(run_tool("frame_confirmation", {"query": "red lighthouse"}, ctx))
+    assert frame.source.asset_id == "img"
