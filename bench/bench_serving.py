@@ -1,7 +1,7 @@
 """Measure (not assert): planner decisions per second served by vLLM vs transformers `generate`, at concurrency 16,
 on the tiny planner (omnidecision.testing.tiny), with the agent's real planner prompts.
 
-    .venv/bin/python bench/bench_serving.py [--n 64] [--concurrency 16] [--new-tokens 48] [--hidden 64 --layers 2]
+    .venv/bin/python bench/bench_serving.py [--n 64] [--concurrency 16] [--new-tokens 48] [--hidden 64 --heads 2]
 
 Both sides decode exactly `--new-tokens` tokens per decision (vLLM `ignore_eos`, transformers `min_new_tokens`),
 greedy, from the same chat-templated prompts (`render_planner_messages` of random reachable ledgers):
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--new-tokens", type=int, default=48)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=2, help="hidden/heads = head_dim: vLLM-CPU needs 32, 64…")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "serving.json"))
     a = p.parse_args(argv)
@@ -110,13 +111,14 @@ def main(argv: list[str] | None = None) -> dict:
     from omnidecision.testing.tiny import build_tiny_planner
 
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as work:
-        model_dir = build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers, seed=a.seed)
+        model_dir = build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers, heads=a.heads,
+                                       seed=a.seed)
         msgs = prompts(a.n, a.seed)
         hf = bench_transformers(model_dir, msgs, a.concurrency, a.new_tokens)
         vl = bench_vllm(model_dir, msgs, a.concurrency, a.new_tokens)
     result = {
         "setup": {"decisions": a.n, "concurrency": a.concurrency, "new_tokens": a.new_tokens,
-                  "model": f"tiny Qwen3 {a.hidden}x{a.layers}", "cpu_count": os.cpu_count(),
+                  "model": f"tiny Qwen3 {a.hidden}x{a.layers}, {a.heads} heads", "cpu_count": os.cpu_count(),
                   "machine": platform.machine(), "note": "shared machine: other jobs may have run concurrently"},
         "transformers_generate": hf,
         "vllm_server": vl,

@@ -32,7 +32,8 @@ def make_lora(base_dir, out_dir) -> None:
 def test_eval_with_served_tiny_planner_and_lora(synth_dir, tmp_path):
     from omnidecision.testing.tiny import build_tiny_planner
 
-    base = build_tiny_planner(tmp_path / "tiny", hidden=64, layers=2)
+    # head_dim 32: vLLM-CPU attention supports head sizes 32, 64, 80, … (not the builder default 64/4 = 16)
+    base = build_tiny_planner(tmp_path / "tiny", hidden=64, layers=2, heads=2)
     make_lora(base, tmp_path / "adapter")
     assert (tmp_path / "adapter" / "adapter_config.json").is_file()
     out = tmp_path / "eval"
