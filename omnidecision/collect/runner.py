@@ -73,7 +73,7 @@ async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None) -
     from omnidecision.tasks.judges import judge_run
 
     try:
-        return await judge_run(task, record.answer, llm)
+        return await judge_run(task, record.answer, llm, outcome=record.outcome)
     except Exception as exc:  # the judge must not take a batch down
         logger.warning("judge failed on %s: %s: %s", record.run_id, type(exc).__name__, exc)
         return JudgeResult(correct=None, method="judge_error", prediction=record.answer,

@@ -257,8 +257,17 @@ def _is_mcq(task: Task) -> bool:
     return task.answer_type == "mcq" or task.source == "worldsense"
 
 
-def judge_offline(task: Task, prediction: str | None) -> JudgeResult:
-    """Every judge that needs no LLM (for OmniGAIA: exact match, then quasi-exact match labelled "qem_offline")."""
+def judge_offline(task: Task, prediction: str | None, outcome: str | None = None) -> JudgeResult:
+    """Every judge that needs no LLM (for OmniGAIA: exact match, then quasi-exact match labelled "qem_offline").
+
+    An unanswerable task (`answerable=False`) is judged on the run's outcome: only `insufficient` is right.
+    """
+    if not task.answerable:
+        if outcome is None:
+            return JudgeResult(correct=None, method="unanswerable", prediction=prediction,
+                               detail="unanswerable task judged without the run's outcome")
+        return JudgeResult(correct=outcome == "insufficient", method="unanswerable", prediction=prediction,
+                           detail=f"outcome {outcome}; the right outcome is insufficient")
     if task.answer is None:
         return JudgeResult(correct=None, method="no_gold", prediction=prediction, detail="the task has no answer")
     if _is_mcq(task):
@@ -281,10 +290,12 @@ def judge_offline(task: Task, prediction: str | None) -> JudgeResult:
     return JudgeResult(correct=quasi_exact_match(pred, task.answer), method="quasi_exact_match", prediction=pred)
 
 
-async def judge_run(task: Task, prediction: str | None, llm: ChatBackend | None = None) -> JudgeResult:
+async def judge_run(task: Task, prediction: str | None, llm: ChatBackend | None = None,
+                    outcome: str | None = None) -> JudgeResult:
     """Judge a run's answer against the task's gold answer (see the module docstring for the rules)."""
-    offline = judge_offline(task, prediction)
-    if llm is None or _is_mcq(task) or offline.method in ("no_gold", "empty_prediction", "exact_match"):
+    offline = judge_offline(task, prediction, outcome)
+    if llm is None or _is_mcq(task) or offline.method in ("no_gold", "empty_prediction", "exact_match",
+                                                         "unanswerable"):
         return offline
     if offline.method == "quasi_exact_match" and offline.correct:
         return offline

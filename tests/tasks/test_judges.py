@@ -164,3 +164,11 @@ def test_generic_tasks_use_quasi_exact_match_then_the_llm():
     assert (res.correct, res.method) == (True, "llm_judge")
     nogold = Task(id="n", question="q", answer=None)
     assert judge_offline(nogold, "x").correct is None
+
+
+@pytest.mark.parametrize(("outcome", "correct"), [("insufficient", True), ("accepted", False), ("forced", False),
+                                                  ("budget", False), (None, None)])
+def test_unanswerable_tasks_are_judged_on_the_outcome(outcome, correct):
+    task = Task(id="u", question="What did the narrator whisper?", answer=None, answerable=False)
+    result = asyncio.run(judge_run(task, "something", None, outcome=outcome))
+    assert result.correct is correct and result.method == "unanswerable"
