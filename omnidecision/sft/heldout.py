@@ -1,0 +1,102 @@
+"""Greedy decisions of a trained planner on held-out random ledger states, scored by the closure rules.
+
+Per state: is the output a schema-valid action; is it sound (`finish` only when `finish_available`, a call only
+on an actionable need with the tool of its preferred source, or the tool left out); does it equal the rule
+teacher's action (need and tool; and the whole action, query included).
+
+    python -m omnidecision.sft.heldout runs/sft/tiny-cpu --n 200 --seed 777
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from omnidecision.agent.actions import CallAction, parse_planner_output, render_action
+from omnidecision.agent.prompts import render_planner_messages
+from omnidecision.ledger import SOURCE_TOOL, Ledger, actionable_need_indices, finish_available
+from omnidecision.testing.states import random_ledger, rule_action
+
+logger = logging.getLogger(__name__)
+
+
+def score_output(text: str, state: Ledger) -> dict[str, bool]:
+    """Closure checks of one raw planner output against the state it was made for."""
+    action, err = parse_planner_output(text)
+    teacher = rule_action(state)
+    out = {"valid": err is None, "sound": False, "need_tool_right": False,
+           "exact": False, "is_call": isinstance(action, CallAction)}
+    if action is None:
+        return out
+    if isinstance(action, CallAction):
+        need = state.need(action.need)
+        fits = need is not None and action.tool in (None, SOURCE_TOOL[need.preferred_source])
+        out["sound"] = action.need in actionable_need_indices(state) and fits
+        out["need_tool_right"] = (isinstance(teacher, CallAction) and action.need == teacher.need
+                                  and action.tool in (None, teacher.tool))
+    else:
+        out["sound"] = finish_available(state)
+        out["need_tool_right"] = teacher.action == "finish"
+    out["exact"] = render_action(action) == render_action(teacher)
+    return out
+
+
+def generate(model_dir: str | Path, prompts: list[list[dict]], batch_size: int = 32,
+             max_new_tokens: int = 96) -> list[str]:
+    """Greedy completions for chat prompts with a local checkpoint (left-padded batches)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    texts: list[str] = []
+    for i in range(0, len(prompts), batch_size):
+        chunk = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+                 for p in prompts[i : i + batch_size]]
+        enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.no_grad():
+            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        texts += tok.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    return texts
+
+
+def evaluate(model_dir: str | Path, n: int = 200, seed: int = 777, batch_size: int = 32) -> dict[str, Any]:
+    """Shares over `n` held-out states (a seed disjoint from the training data's)."""
+    rng = random.Random(seed)
+    states = [random_ledger(rng) for _ in range(n)]
+    t0 = time.perf_counter()
+    outputs = generate(model_dir, [render_planner_messages(s) for s in states], batch_size=batch_size)
+    scores = [score_output(o, s) for o, s in zip(outputs, states, strict=True)]
+    calls = [sc for sc, s in zip(scores, states, strict=True) if isinstance(rule_action(s), CallAction)]
+    share = lambda rows, k: round(sum(r[k] for r in rows) / max(len(rows), 1), 4)  # noqa: E731
+    return {
+        "n": n,
+        "valid": share(scores, "valid"),
+        "sound": share(scores, "sound"),
+        "need_tool_right": share(scores, "need_tool_right"),
+        "exact": share(scores, "exact"),
+        "n_teacher_calls": len(calls),
+        "sound_on_call_states": share(calls, "sound"),
+        "need_tool_right_on_call_states": share(calls, "need_tool_right"),
+        "exact_on_call_states": share(calls, "exact"),
+        "generate_seconds": round(time.perf_counter() - t0, 1),
+        "examples": [{"output": o} for o in outputs[:5]],
+    }
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model_dir")
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--seed", type=int, default=777)
+    p.add_argument("--batch-size", type=int, default=32)
+    a = p.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    print(json.dumps(evaluate(a.model_dir, a.n, a.seed, a.batch_size), indent=1))
