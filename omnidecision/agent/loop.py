@@ -119,7 +119,9 @@ async def _decompose(run: Run, record: RunRecord) -> None:
     record.decompose = Run.role_call("decompose", resp, err)
     budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts}
     if out is not None:
-        init = InitLedger(question=task.question, needs=out.needs, slots=out.slots, **budgets)
+        # slots start empty and unverified whatever the decomposer wrote: only evidence verifies a slot
+        slots = [s.model_copy(update={"value": None, "verified": False, "source": None}) for s in out.slots]
+        init = InitLedger(question=task.question, needs=out.needs, slots=slots, **budgets)
         try:
             run.state = reduce(run.state, init)
         except EventRejected as exc:  # recorded as an invalid decompose after the fallback init below

@@ -206,3 +206,12 @@ def test_a_backend_that_raises_a_bug_never_crashes_the_run(mode):
 
     r = run(Scripted(decompose=boom, planner=boom), AgentConfig(mode=mode))
     assert r.outcome == "error" and "KeyError" in r.error
+
+
+def test_decomposer_cannot_pre_verify_slots():
+    dec = json.dumps({"needs": [{"description": "x", "query_focus": "x"}],
+                      "slots": [{"name": "answer", "needs": [0], "value": "7", "verified": True}]})
+    b = Scripted(decompose=dec, planner='{"action": "finish"}', finalizer=finalizer_pass, critic="{}")
+    r = run(b, AgentConfig(step_budget=1))
+    slot = r.steps[0].ledger.slot("answer")
+    assert (slot.value, slot.verified) == (None, False) and r.outcome == "budget"
