@@ -6,7 +6,7 @@ decision against the ledger the planner saw, WITHOUT executing it. Scoring rules
 - an unparseable decision scores 0 everywhere;
 - a `finish` scores what the finish check scores (1 when finishing is sound, else 0), so a premature
   finish cannot collect the call checks for free and a sound finish is not outscored by a needless call;
-- a call while finishing is sound (`finish_available`) scores 0: the teacher finishes there;
+- a call while finishing is sound (`finish_sound`: `finish_available`, or no need can really advance) scores 0;
 - a call on a need that is not actionable (filled, blocked, exhausted, unknown) scores 0;
 - otherwise the check judges the call itself.
 
@@ -131,18 +131,35 @@ def effective_query(state: Ledger, action: CallAction) -> str | None:
     return composed_query(state, action.need)
 
 
+def workable_need_indices(state: Ledger) -> list[int]:
+    """Needs a call can advance: the actionable ones, then needs under an unresolved conflict with attempts left
+    (what `can_advance` counts besides actionable needs)."""
+    out = actionable_need_indices(state)
+    for c in state.conflicts:
+        if (not c.resolved and c.need is not None and c.need not in out
+                and state.needs[c.need].attempts < state.max_attempts and state.needs[c.need].status != "unfillable"):
+            out.append(c.need)
+    return out
+
+
+def finish_sound(state: Ledger) -> bool:
+    """`finish_available`, and also when no call can really advance (`can_advance` also counts a conflict on a need
+    that is unfillable, which the reducer refuses to call a tool for)."""
+    return finish_available(state) or not workable_need_indices(state)
+
+
 def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> float | None:
     """The shared rules of the call checks: a final score, or None when the call itself must be judged."""
     if decision.action is None:
         return 0.0
-    sound_finish = finish_available(state)
+    sound_finish = finish_sound(state)
     if decision.is_finish:
         return 1.0 if sound_finish else 0.0
     if sound_finish:
         return 0.0
     if state.need(decision.action.need) is None:
         return 0.0
-    if actionable_only and decision.action.need not in actionable_need_indices(state):
+    if actionable_only and decision.action.need not in workable_need_indices(state):
         return 0.0  # a call that cannot advance the ledger earns nothing for being well-formed
     return None
 
@@ -172,7 +189,7 @@ def finish_check(decision: Decision, state: Ledger) -> float:
     """Stop or continue: finish only when the ledger is ready or nothing can advance; call otherwise."""
     if decision.action is None:
         return 0.0
-    return 1.0 if decision.is_finish == finish_available(state) else 0.0
+    return 1.0 if decision.is_finish == finish_sound(state) else 0.0
 
 
 def target_check(decision: Decision, state: Ledger) -> float:
@@ -182,7 +199,7 @@ def target_check(decision: Decision, state: Ledger) -> float:
     gated = _gate(decision, state, actionable_only=False)
     if gated is not None:
         return gated
-    actionable = actionable_need_indices(state)
+    actionable = workable_need_indices(state)
     index = decision.action.need  # type: ignore[union-attr]
     if index not in actionable:
         return 0.0
@@ -253,7 +270,7 @@ def modality_check(decision: Decision, state: Ledger) -> float:
     if gated is not None:
         return gated
     action: CallAction = decision.action  # type: ignore[assignment]
-    actionable = actionable_need_indices(state)
+    actionable = workable_need_indices(state)
     pool = [i for i in actionable if state.needs[i].role == "blocking"] or actionable
     if action.need not in pool:
         return 0.5
@@ -308,11 +325,11 @@ def teacher_decision(state: Ledger, with_query: bool = False) -> str:
     >>> teacher_decision(Ledger())
     '{"action":"finish"}'
     """
-    if finish_available(state):
+    if finish_sound(state):
         return json.dumps({"action": "finish"}, separators=(",", ":"))
-    actionable = actionable_need_indices(state)
+    actionable = workable_need_indices(state)
     blocking = [i for i in actionable if state.needs[i].role == "blocking"]
-    index = (blocking or actionable)[0]
+    index = (blocking or actionable)[0]  # not empty: finish_sound is False only while some need can advance
     action = {"action": "call", "need": index, "tool": SOURCE_TOOL[state.needs[index].preferred_source]}
     if with_query:
         action["query"] = composed_query(state, index)

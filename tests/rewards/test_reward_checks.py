@@ -179,3 +179,25 @@ def test_registry_and_params(ledgers):
 def test_missing_ledger_column_is_a_clear_error():
     with pytest.raises(KeyError, match="ledger"):
         closure_reward([FINISH])
+
+
+def test_random_reachable_ledgers_teacher_and_hacks():
+    """300 reducer-built random ledgers: the teacher's decision passes the stop/target/tool checks, and always-finish,
+    empty output and the question pasted as query score below it."""
+    import random
+
+    from omnidecision.rewards.checks import finish_sound
+    from omnidecision.testing.states import random_ledger
+
+    rng = random.Random(7)
+    for _ in range(300):
+        s = random_ledger(rng)
+        teacher = teacher_decision(s)
+        d = Decision.parse(teacher)
+        assert CHECKS["finish"](d, s) == CHECKS["target"](d, s) == CHECKS["tool"](d, s) == 1.0, teacher
+        if finish_sound(s) or CHECKS["no_repeat"](d, s) == 0.0:
+            continue  # (the short-form teacher repeats a failed composed query: not the correct decision there)
+        index = json.loads(teacher)["need"]
+        hacks = [FINISH, "", call(index, query=s.question)]
+        good, *bad = closure_reward([teacher, *hacks], ledger=[s.model_dump_json()] * 4)
+        assert max(bad) < good, (teacher, bad, good)
