@@ -83,7 +83,8 @@ async def run_task(task, config: AgentConfig, backends: dict[str, ChatBackend], 
                        category=task.category, source=task.source, gold_answer=task.answer, outcome="error")
     run: Run | None = None
     try:
-        run = Run(task, config, backends, tool_runner, services)
+        run = Run(task, config, backends, tool_runner, services, sample=sample, run_id=record.run_id)
+        record.replay = bool(task.meta.get("replay") or (services or {}).get("replay"))
         if config.mode == "ledger":
             await _ledger_loop(run, record)
         else:

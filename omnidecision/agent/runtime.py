@@ -78,8 +78,10 @@ class Run:
     """Mutable bookkeeping of one run: ledger state, events, usage, cost, timing."""
 
     def __init__(self, task: Task, config: AgentConfig, backends: dict[str, ChatBackend],
-                 tool_runner: ToolRunner | None, services: dict | None) -> None:
+                 tool_runner: ToolRunner | None, services: dict | None, *, sample: int = 0,
+                 run_id: str = "") -> None:
         self.task, self.config, self.backends = task, config, backends
+        self.sample, self.run_id = sample, run_id
         self.tool_runner = tool_runner or default_tool_runner()
         self.ctx = build_context(task, services, config.settings)
         self.state = Ledger()
@@ -102,6 +104,8 @@ class Run:
                    schema_role: str | None = None) -> ChatResponse:
         """One LLM call; raises BackendError (the run stops with outcome `error`)."""
         schema = role_schema(schema_role or role)
+        # Offline backends draw their noise per (run, sample): without these keys every sample would be identical.
+        context = {"sample": self.sample, "run_id": self.run_id, **context}
         request = ChatRequest(role=role if role != "react" else "planner", messages=messages, json_schema=schema,
                               schema_name=f"{schema_role or role}_output", context=context)
         t = time.perf_counter()

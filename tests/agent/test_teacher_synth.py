@@ -83,3 +83,19 @@ def test_run_command_prints_the_outcome(suite, tmp_path):
     assert result.exit_code == 0, result.output
     assert f"{tasks[0].id}-s0-" in result.output and "outcome=" in result.output
     assert CliRunner().invoke(app, ["replay", str(out)]).exit_code == 0
+
+
+def test_samples_draw_their_own_noise_and_replay_runs_are_labelled(suite):
+    _, tasks = suite
+    backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.5})})
+
+    async def main():
+        return await asyncio.gather(*[run_task(t, AgentConfig(), backends, sample=s, services={"replay": True})
+                                      for t in tasks for s in (0, 1)])
+
+    records = asyncio.run(main())
+    by_task = collections.defaultdict(list)
+    for r in records:
+        assert r.replay  # the environment said it replays: every record must say so
+        by_task[r.task_id].append([s.raw_output for s in r.steps])
+    assert any(a != b for a, b in by_task.values())  # with noise 0.5 some sample pair must differ
