@@ -74,8 +74,13 @@ def rl_folder(path: str | Path) -> Path:
     return p / "rl" if (p / "rl").is_dir() else p
 
 
-def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "validation")) -> dict[str, Any]:
-    """The RL splits of a harvest folder as `datasets.Dataset`s; checks the columns the rewards need."""
+def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "validation"),
+                   carve: float | None = None, seed: int = 0) -> dict[str, Any]:
+    """The RL splits of a harvest folder as `datasets.Dataset`s; checks the columns the rewards need.
+
+    With `carve` (a fraction), a missing second split is carved out of the first one (seeded) with a warning:
+    a small harvest can have no validation task at all (the harvest writes no file for an empty split).
+    """
     import datasets
 
     folder = rl_folder(path)
@@ -83,6 +88,11 @@ def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "valida
         loaded = datasets.load_from_disk(str(folder))
     else:
         loaded = datasets.load_dataset(str(folder))
+    if carve and len(splits) == 2 and splits[0] in loaded and splits[1] not in loaded:
+        logger.warning("%s: no `%s` split; holding out %.0f%% of `%s` (seed %d)", folder, splits[1], 100 * carve,
+                       splits[0], seed)
+        parts = loaded[splits[0]].train_test_split(test_size=carve, seed=seed)
+        loaded = {splits[0]: parts["train"], splits[1]: parts["test"]}
     out = {}
     for split in splits:
         if split not in loaded:

@@ -104,7 +104,8 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 
     # --- data: RL states (train) and the held-out split
     splits = load_rl_splits(script_args.dataset_dir or script_args.dataset_name,
-                            (script_args.dataset_train_split, script_args.dataset_test_split))
+                            (script_args.dataset_train_split, script_args.dataset_test_split), carve=0.05,
+                            seed=training_args.seed)
     train = splits[script_args.dataset_train_split]
     heldout = splits[script_args.dataset_test_split]
     if script_args.max_train_samples:
