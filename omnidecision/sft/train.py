@@ -137,7 +137,8 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     if trainer.is_world_process_zero():
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
         (out / "sft_run.json").write_text(json.dumps(run, indent=1, default=str))
-    logger.info("trained %d steps, metrics %s, saved to %s", trainer.state.global_step, metrics, out)
+    logger.info("rank %d/%d: trained %d steps, metrics %s, saved to %s", training_args.process_index,
+                training_args.world_size, trainer.state.global_step, metrics, out)
     if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
         trainer.end()
     return run
