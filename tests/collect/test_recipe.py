@@ -75,3 +75,15 @@ def test_cli_bad_recipe_exits_2_with_the_field(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "r.yaml" in proc.stderr and "agent.mode" in proc.stderr
+
+
+def test_omnigaia_replay_recipe_builds_per_task_replay_services() -> None:
+    from omnidecision.collect.runner import build_services, select_tasks
+
+    small = Path(__file__).resolve().parents[1] / "data" / "omnigaia_small.json"
+    recipe = load_recipe(Path(CONFIGS[0]).with_name("omnigaia-replay-api.yaml"), [f"tasks.path={small}"])
+    tasks, selected = select_tasks(recipe)
+    services = build_services(recipe, selected)
+    assert callable(services) and tasks
+    svc = services(tasks[0])
+    assert svc["replay"] is True and {"search", "media"} <= set(svc)

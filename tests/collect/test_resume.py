@@ -111,6 +111,11 @@ def test_shards_together_cover_the_task_set(synth_dir: Path, tmp_path: Path) -> 
     assert sorted(keys) == sorted((t, 0) for t in ids)
     assert len({shard for shard in range(3) if shard_path(tmp_path, shard, 3).stat().st_size}) == 3
     assert (tmp_path / "manifest.json").is_file()
+    merged = tmp_path / "merged" / "all.jsonl"
+    proc = subprocess.run([*CLI, "collect", "merge", str(tmp_path), "--out", str(merged)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted((r.task_id, r.sample) for _, r in read_records(merged)) == sorted(keys)
 
 
 def test_a_different_agent_config_into_the_same_folder_is_refused(synth_dir: Path, tmp_path: Path) -> None:
