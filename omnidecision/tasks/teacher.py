@@ -122,10 +122,16 @@ def _snippet(text: str, value: str, width: int = 200) -> str:
 class TeacherBackend:
     """Scripted offline backend for decompose / planner / critic / finalizer (and trivial judge / summarizer)."""
 
-    def __init__(self, noise: float | dict[str, float] | None = 0.0, seed: int = 0, model: str = "scripted-teacher"):
+    def __init__(self, noise: float | dict[str, float] | None = 0.0, seed: int = 0, model: str = "scripted-teacher",
+                 explicit_query: bool = False):
         self.noise = normalise_noise(noise)
         self.seed = int(seed)
         self.model = model
+        # Ledger mode: by default the teacher writes the short form {"action", "need", "tool"} whenever its query
+        # is the one the tool layer composes anyway (the need's query_focus with upstream values), and a query
+        # only when it deviates (noise). A tiny CPU planner learns that form in minutes; copying free text it
+        # does not (notes/cpu-stack.md). `explicit_query=True` always writes the query, as a strong LLM would.
+        self.explicit_query = bool(explicit_query)
 
     # -- plumbing ------------------------------------------------------------------------------------------------
 
@@ -198,6 +204,8 @@ class TeacherBackend:
             tool = self._pick(task, ctx, step, "tool", [t for t in TOOL_NAMES if t != tool and t != "page_reader"])
         if self.draw(task, ctx, step, "planner", "vague_query"):
             query = task.question
+        if query == composed_query(ledger, i) and not self.explicit_query:
+            return render_action(CallAction(need=i, tool=tool))
         return render_action(CallAction(need=i, tool=tool, query=query))
 
     def _history_planner(self, task: Task, ctx: dict[str, Any]) -> str:

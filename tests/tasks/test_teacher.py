@@ -56,7 +56,7 @@ def test_decompose_reproduces_the_gold_needs_and_usage_is_estimated(tasks):
 
 
 def test_planner_targets_first_actionable_blocking_need_with_composed_query(tasks):
-    teacher = TeacherBackend()
+    teacher = TeacherBackend(explicit_query=True)
     task = next(t for t in tasks if t.category == "audio_subtitle_web" and t.answerable)
     state = _init(task, teacher)
     action, err = parse_planner_output(_chat(teacher, "planner", task=task, ledger=state).text)
@@ -64,8 +64,10 @@ def test_planner_targets_first_actionable_blocking_need_with_composed_query(task
     assert action.query == task.gold.needs[0].query_focus
     state = reduce(state, ToolCalled(need=0, tool="audio_scouting"))
     state = reduce(state, NeedUpdated(need=0, status="filled", value=task.gold.needs[0].value))
-    action, _ = parse_planner_output(_chat(teacher, "planner", task=task, ledger=state).text)
+    action, _ = parse_planner_output(_chat(TeacherBackend(), "planner", task=task, ledger=state).text)
     assert action.need == 1 and action.tool == "subtitle_grounding"
+    assert action.query is None  # the short form: the tool layer composes the default query
+    action, _ = parse_planner_output(_chat(teacher, "planner", task=task, ledger=state).text)
     assert action.query == task.gold.needs[1].query_focus.replace("{#0}", task.gold.needs[0].value)
 
 
