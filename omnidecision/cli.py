@@ -64,3 +64,7 @@ def version() -> None:
 
 
 _mount()
+
+
+if __name__ == "__main__":
+    app()
