@@ -13,6 +13,7 @@ print(asyncio.run(b.chat(ChatRequest(role='planner', messages=[{'role': 'user', 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -28,7 +29,10 @@ logger = logging.getLogger(__name__)
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Connection problems, timeouts, rate limits and server errors are worth retrying; other 4xx are not."""
+    """Connection problems, timeouts, rate limits, server errors and garbled (non-JSON) bodies are worth
+    retrying; other 4xx are not."""
+    if isinstance(exc, json.JSONDecodeError):  # a proxy's error page or a worker that died mid-reply
+        return True
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -39,6 +43,8 @@ def is_retryable(exc: BaseException) -> bool:
 def _reason(exc: BaseException, base_url: str | None) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code} from {base_url}: {str(exc.message)[:300]}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"non-JSON reply from {base_url}: {exc}"
     cause = exc.__cause__ or exc.__context__
     detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
     return f"{type(exc).__name__} talking to {base_url}: {exc}{detail}"[:500]
@@ -101,7 +107,7 @@ class OpenAIBackend:
                 ):
                     with attempt:
                         completion = await self.client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
             raise BackendError(_reason(exc, self.spec.base_url)) from exc
         if not completion.choices:
             raise BackendError(f"no choices in the reply from {self.spec.base_url}")
