@@ -36,7 +36,12 @@ def score_output(text: str, state: Ledger) -> dict[str, bool]:
     if isinstance(action, CallAction):
         need = state.need(action.need)
         fits = need is not None and action.tool in (None, SOURCE_TOOL[need.preferred_source])
-        out["sound"] = action.need in actionable_need_indices(state) and fits
+        actionable = actionable_need_indices(state)
+        # with nothing actionable, working on a conflicted need (attempts left) is how the ledger advances
+        conflicted = {c.need for c in state.conflicts if not c.resolved and c.need is not None
+                      and state.needs[c.need].status != "unfillable"
+                      and state.needs[c.need].attempts < state.max_attempts}
+        out["sound"] = fits and (action.need in actionable or (not actionable and action.need in conflicted))
         out["need_tool_right"] = (isinstance(teacher, CallAction) and action.need == teacher.need
                                   and action.tool in (None, teacher.tool))
     else:

@@ -118,7 +118,8 @@ def _random_step(rng: random.Random, state: Ledger, i: int) -> Ledger:
         return reduce(state, NeedUpdated(need=i, status="filled", value=rng.choice(_VALUES), filled_by=tool))
     if r < 0.8:
         return reduce(state, NeedUpdated(need=i, verdict="omits", status="partial", value=rng.choice(_VALUES)))
-    if r < 0.88:
+    if r < 0.88 and not any(c.need == i and not c.resolved for c in state.conflicts):
+        # (an unresolved conflict on an unfillable need would leave can_advance=yes with no legal call)
         return reduce(state, NeedUpdated(need=i, verdict="omits", status="unfillable"))
     if r < 0.94:
         a, b = rng.sample(_VALUES, 2)
@@ -135,8 +136,12 @@ def rule_action(state: Ledger) -> CallAction | FinishAction:
     actionable = actionable_need_indices(state)
     ordered = [i for i in actionable if state.needs[i].role == "blocking"] + [
         i for i in actionable if state.needs[i].role != "blocking"]
-    if not ordered:  # can_advance only through a conflicted need whose dependencies reopened
-        ordered = [c.need for c in state.conflicts if not c.resolved and c.need is not None]
+    if not ordered:  # can_advance only through a conflicted need that is not actionable itself
+        ordered = [c.need for c in state.conflicts
+                   if not c.resolved and c.need is not None and state.needs[c.need].status != "unfillable"
+                   and state.needs[c.need].attempts < state.max_attempts]
+    if not ordered:
+        return FinishAction()
     i = ordered[0]
     return CallAction(need=i, tool=SOURCE_TOOL[state.needs[i].preferred_source], query=composed_query(state, i))
 

@@ -1,0 +1,42 @@
+"""Closure scoring of planner outputs on held-out states (pure, no model).
+
+    .venv/bin/pytest tests/sft/test_heldout.py -q
+"""
+
+from __future__ import annotations
+
+import random
+
+from omnidecision.agent.actions import CallAction, render_action
+from omnidecision.ledger import SOURCE_TOOL, actionable_need_indices, blocked_need_indices
+from omnidecision.sft.heldout import score_output
+from omnidecision.testing.states import random_ledger, rule_action
+
+
+def test_teacher_action_scores_perfectly():
+    rng = random.Random(3)
+    for _ in range(50):
+        state = random_ledger(rng)
+        assert all(v for k, v in score_output(render_action(rule_action(state)), state).items() if k != "is_call")
+
+
+def test_wrong_outputs_are_caught():
+    rng = random.Random(4)
+    seen_blocked = seen_wrong_tool = False
+    for _ in range(200):
+        state = random_ledger(rng)
+        assert score_output("not json", state)["valid"] is False
+        assert score_output('{"action": "call", "need": 1, "tool": "web_grounding"}', state)["valid"] is False
+        blocked = blocked_need_indices(state)
+        if blocked:
+            s = score_output(render_action(CallAction(need=blocked[0])), state)
+            assert s["valid"] and not s["sound"] and not s["exact"]
+            seen_blocked = True
+        act = actionable_need_indices(state)
+        if act:
+            need = state.needs[act[0]]
+            other = next(t for t in SOURCE_TOOL.values() if t != SOURCE_TOOL[need.preferred_source])
+            s = score_output(render_action(CallAction(need=act[0], tool=other)), state)
+            assert s["valid"] and not s["sound"]
+            seen_wrong_tool = True
+    assert seen_blocked and seen_wrong_tool
