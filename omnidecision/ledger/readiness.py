@@ -62,7 +62,11 @@ def can_advance(state: Ledger) -> bool:
     if actionable_need_indices(state):
         return True
     for c in state.conflicts:
-        if not c.resolved and c.need is not None and state.needs[c.need].attempts < state.max_attempts:
+        if c.resolved or c.need is None:
+            continue
+        need = state.needs[c.need]
+        # An unfillable need takes no tool call (the reducer refuses it), so its conflict cannot be worked on.
+        if is_open(need) and need.attempts < state.max_attempts:
             return True
     return False
 

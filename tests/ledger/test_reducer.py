@@ -160,3 +160,15 @@ def test_step_counter_counts_planner_decisions(n):
     for _ in range(n):
         s = reduce(s, EVENT_ADAPTER.validate_python({"kind": "invalid_action", "role": "planner", "error": "x"}))
     assert s.step == n and s.invalid_counts.get("planner", 0) == n
+
+
+def test_a_conflict_on_a_need_that_became_unfillable_does_not_count_as_advanceable():
+    s = reduce(_base(), NeedUpdated(need=0, status="partial", value="12s"))
+    src = SourceRef(tool="audio_scouting")
+    s = reduce(s, ConflictRaised(need=0, values=[ConflictValue(value="12s", source=src),
+                                                 ConflictValue(value="40s", source=src)]))
+    assert can_advance(s)
+    s = reduce(s, NeedUpdated(need=0, status="unfillable"))
+    assert not can_advance(s) and not ready(s)
+    with pytest.raises(EventRejected, match="unfillable"):
+        reduce(s, ToolCalled(need=0, tool="audio_scouting"))
