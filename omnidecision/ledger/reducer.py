@@ -171,6 +171,8 @@ def _apply_need_update(new: Ledger, event: NeedUpdated) -> None:
         if _has_cycle(new.needs):
             raise EventRejected(event, f"need {event.need}: depending on {event.add_depends_on} makes a cycle")
     if event.status is not None:
+        if event.status != need.status:
+            new.gap_diagnosis = None  # the last failed check described a ledger that has moved on
         need.status = event.status
     if event.value is not None:
         need.value = event.value
@@ -206,6 +208,7 @@ def _apply_resolution(new: Ledger, event: ConflictResolved) -> None:
     if conflict.resolved:
         raise EventRejected(event, f"conflict {event.conflict} is already resolved")
     conflict.resolved, conflict.resolution = True, event.value
+    new.gap_diagnosis = None
     if conflict.need is not None:
         need = new.needs[conflict.need]
         need.value, need.status = event.value, "filled"

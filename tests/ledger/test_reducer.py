@@ -12,6 +12,7 @@ from omnidecision.ledger import (
     ConflictResolved,
     ConflictValue,
     EventRejected,
+    FinalizerChecked,
     InitLedger,
     Ledger,
     NeedSpec,
@@ -172,3 +173,12 @@ def test_a_conflict_on_a_need_that_became_unfillable_does_not_count_as_advanceab
     assert not can_advance(s) and not ready(s)
     with pytest.raises(EventRejected, match="unfillable"):
         reduce(s, ToolCalled(need=0, tool="audio_scouting"))
+
+
+def test_a_failed_check_diagnosis_is_dropped_once_the_ledger_moves_on():
+    s = reduce(_base(), FinalizerChecked(passed=False, diagnosis="need 0 is open"))
+    assert s.gap_diagnosis == "need 0 is open" and s.finalizer_failures == 1
+    s = reduce(s, NeedUpdated(need=0, verdict="omits"))
+    assert s.gap_diagnosis == "need 0 is open"  # nothing changed: the diagnosis still holds
+    s = reduce(s, NeedUpdated(need=0, status="filled", value="12s"))
+    assert s.gap_diagnosis is None and s.finalizer_failures == 1
