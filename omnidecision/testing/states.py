@@ -3,7 +3,8 @@ corpus and the CPU SFT recipe, with no collected trajectories needed.
 
 Every state is built through the reducer (`InitLedger`, `ToolCalled`, `NeedUpdated`, ...), so it is a state the
 agent could really reach. The rule action is the teacher's: `finish` when `finish_available`, else the first
-actionable blocking need (then supplementary), the tool of the need's preferred source and the composed query.
+actionable blocking need (then supplementary) and the tool of the need's preferred source; the query (the need's
+focus with filled values substituted) is written only with `explicit_query=True`, as the scripted teacher does.
 
     python -m omnidecision.testing.states OUT_DIR --train 2000 --validation 200
     # writes OUT_DIR/train.jsonl and OUT_DIR/validation.jsonl (SFT rows, `datasets.load_dataset(OUT_DIR)` reads them)
@@ -129,8 +130,12 @@ def _random_step(rng: random.Random, state: Ledger, i: int) -> Ledger:
     return reduce(state, NeedUpdated(need=i, verdict="omits"))
 
 
-def rule_action(state: Ledger) -> CallAction | FinishAction:
-    """The teacher's decision for `state` (see the module docstring)."""
+def rule_action(state: Ledger, explicit_query: bool = False) -> CallAction | FinishAction:
+    """The teacher's decision for `state` (see the module docstring).
+
+    Like `omnidecision.tasks.teacher.TeacherBackend`, the default is the short form `{"action", "need", "tool"}`
+    (the tool layer composes the query from the need's focus); `explicit_query=True` writes the query too.
+    """
     if finish_available(state):
         return FinishAction()
     actionable = actionable_need_indices(state)
@@ -143,12 +148,14 @@ def rule_action(state: Ledger) -> CallAction | FinishAction:
     if not ordered:
         return FinishAction()
     i = ordered[0]
-    return CallAction(need=i, tool=SOURCE_TOOL[state.needs[i].preferred_source], query=composed_query(state, i))
+    return CallAction(need=i, tool=SOURCE_TOOL[state.needs[i].preferred_source],
+                      query=composed_query(state, i) if explicit_query else None)
 
 
-def sft_row(state: Ledger, *, task_id: str = "synthetic", step: int = 0) -> dict:
+def sft_row(state: Ledger, *, task_id: str = "synthetic", step: int = 0, explicit_query: bool = False) -> dict:
     """One state-SFT row in the harvest format: `messages` (system, user digest, assistant action) + metadata."""
-    messages = render_planner_messages(state) + [{"role": "assistant", "content": render_action(rule_action(state))}]
+    action = render_action(rule_action(state, explicit_query))
+    messages = render_planner_messages(state) + [{"role": "assistant", "content": action}]
     return {"messages": messages, "task_id": task_id, "step": step, "run_id": "rule", "level": 1, "source": "rule"}
 
 
