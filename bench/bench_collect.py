@@ -5,7 +5,7 @@ wall-clock; prints runs/s and the ratio to concurrency 1, and writes bench/resul
 machine description and the command. The planner is the served tiny model; the other roles are the scripted
 teacher, so the time measured is the planner round trips the runner overlaps.
 
-    .venv/bin/python bench/bench_collect.py --tasks 32 --levels 1 4 16
+    .venv/bin/python -m bench.bench_collect --tasks 32 --levels 1 4 16
 """
 
 from __future__ import annotations
@@ -14,29 +14,14 @@ import argparse
 import asyncio
 import json
 import logging
-import os
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.common import machine
+
 logger = logging.getLogger(__name__)
-
-
-def machine() -> dict[str, object]:
-    mem = None
-    try:
-        mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
-    cpu = platform.processor() or ""
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpu": cpu,
-            "cpus": os.cpu_count(), "memory_gib": mem}
 
 
 async def one_level(tasks, config, backends, out: Path, concurrency: int) -> dict[str, float]:
