@@ -56,19 +56,11 @@ def ready(state: Ledger) -> bool:
 def can_advance(state: Ledger) -> bool:
     """Some action can still reduce an open need or resolve a conflict.
 
-    A conflict on a need can be worked on while that need has attempts left; a conflict on a slot
-    only through the needs the slot is built from, which the first clause already covers.
+    Both take a tool call on an actionable need: the reducer reopens a filled need when a conflict is raised on
+    it, so a conflict that can still be worked on always sits on an actionable need. A conflict on an unfillable,
+    blocked or exhausted need cannot be worked on by any call the loop would execute.
     """
-    if actionable_need_indices(state):
-        return True
-    for c in state.conflicts:
-        if c.resolved or c.need is None:
-            continue
-        need = state.needs[c.need]
-        # An unfillable need takes no tool call (the reducer refuses it), so its conflict cannot be worked on.
-        if is_open(need) and need.attempts < state.max_attempts:
-            return True
-    return False
+    return bool(actionable_need_indices(state))
 
 
 def finish_available(state: Ledger) -> bool:

@@ -132,20 +132,14 @@ def effective_query(state: Ledger, action: CallAction) -> str | None:
 
 
 def workable_need_indices(state: Ledger) -> list[int]:
-    """Needs a call can advance: the actionable ones, then needs under an unresolved conflict with attempts left
-    (what `can_advance` counts besides actionable needs)."""
-    out = actionable_need_indices(state)
-    for c in state.conflicts:
-        if (not c.resolved and c.need is not None and c.need not in out
-                and state.needs[c.need].attempts < state.max_attempts and state.needs[c.need].status != "unfillable"):
-            out.append(c.need)
-    return out
+    """Needs a call can advance: exactly the actionable ones, the same rule the agent loop executes calls by
+    (a call on any other need is an invalid action there), so rewards and loop never disagree."""
+    return actionable_need_indices(state)
 
 
 def finish_sound(state: Ledger) -> bool:
-    """`finish_available`, and also when no call can really advance (`can_advance` also counts a conflict on a need
-    that is unfillable, which the reducer refuses to call a tool for)."""
-    return finish_available(state) or not workable_need_indices(state)
+    """Finishing is sound: the ledger is ready or no call can advance it (`finish_available`)."""
+    return finish_available(state)
 
 
 def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> float | None:
