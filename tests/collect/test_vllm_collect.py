@@ -15,7 +15,7 @@ from omnidecision.collect.recipe import load_recipe
 from omnidecision.collect.runner import collect
 from omnidecision.collect.store import read_records, shard_path
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+pytestmark = [pytest.mark.vllm]
 
 
 def test_collect_against_vllm_at_concurrency_16(vllm_server, synth_dir: Path, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from omnidecision.agent.trajectory import OUTCOMES
 from omnidecision.eval.report import REPORT_KEYS
 from omnidecision.eval.runner import eval_recipe_from_dict, load_records, run_eval
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+pytestmark = [pytest.mark.vllm]
 
 vllm = pytest.importorskip("vllm")
 

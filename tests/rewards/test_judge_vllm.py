@@ -12,7 +12,7 @@ import pytest
 
 from omnidecision.rewards.judge import RewardJudge
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+pytestmark = [pytest.mark.vllm]
 
 DECISIONS = ['{"action": "call", "need": 1}', '{"action": "call", "need": 3, "tool": "frame_confirmation"}',
              '{"action": "finish"}', '{"action": "call", "need": 1, "tool": "web_search", "query": "Ada born"}']
