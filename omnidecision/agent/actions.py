@@ -18,22 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from omnidecision.ledger.events import NeedSpec
 from omnidecision.ledger.schema import NeedRole, NeedStatus, Slot
 
-TOOL_NAMES: tuple[str, ...] = (
-    "subtitle_grounding",
-    "audio_scouting",
-    "clip_grounding",
-    "frame_confirmation",
-    "web_search",
-    "page_reader",
-    "code_executor",
-)
 ToolName = Literal[
     "subtitle_grounding",
     "audio_scouting",
@@ -43,6 +34,7 @@ ToolName = Literal[
     "page_reader",
     "code_executor",
 ]
+TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
 
 
 class _Out(BaseModel):

@@ -158,24 +158,27 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(str(x) for x in loc) or "<root>"
 
 
-def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None
-                     ) -> CollectRecipe:
-    """Validate a recipe mapping after overrides and ${VAR} expansion; errors name `source` and the field."""
+def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None,
+                     model: type[CollectRecipe] = CollectRecipe) -> CollectRecipe:
+    """Validate a recipe mapping (a `CollectRecipe`, or a subclass such as eval's) after overrides and ${VAR}
+    expansion; errors name `source` and the field."""
     data = dict(data)
     for ov in overrides or []:
         set_path(data, ov)
     data = _expand(data, "", source)
     try:
-        return CollectRecipe.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         msgs = [f"{_field(e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()[:5]]
         raise RecipeError(f"{source}: " + "; ".join(msgs)) from exc
 
 
-def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> CollectRecipe:
-    """Read a YAML recipe (or start from an empty one when `path` is None) and apply `key.path=value` overrides."""
+def load_recipe(path: str | Path | None, overrides: list[str] | None = None,
+                model: type[CollectRecipe] = CollectRecipe) -> CollectRecipe:
+    """Read a YAML recipe (or start from an empty one when `path` is None) and apply `key.path=value` overrides;
+    errors name the file (and YAML line) and the field."""
     if path is None:
-        return recipe_from_dict({}, "<command line>", overrides)
+        return recipe_from_dict({}, "<command line>", overrides, model)
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text("utf-8"))
@@ -189,4 +192,4 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> 
         data = {}
     if not isinstance(data, dict):
         raise RecipeError(f"{p}: the recipe must be a mapping (tasks:, backends:, agent:, …)")
-    return recipe_from_dict(data, str(p), overrides)
+    return recipe_from_dict(data, str(p), overrides, model)

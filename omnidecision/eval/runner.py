@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from omnidecision.agent.config import BackendSpec
 from omnidecision.agent.trajectory import RunRecord
-from omnidecision.collect.recipe import CollectRecipe, RecipeError, _expand, set_path
+from omnidecision.collect.recipe import CollectRecipe, RecipeError, load_recipe, recipe_from_dict
 from omnidecision.collect.store import read_records
 
 logger = logging.getLogger(__name__)
@@ -72,32 +72,12 @@ class EvalRecipe(CollectRecipe):
 
 def eval_recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None
                           ) -> EvalRecipe:
-    data = dict(data)
-    for ov in overrides or []:
-        set_path(data, ov)
-    data = _expand(data, "", source)
-    try:
-        return EvalRecipe.model_validate(data)
-    except ValidationError as exc:
-        msgs = [f"{'.'.join(str(x) for x in e.get('loc', ())) or '<root>'}: {e.get('msg')}"
-                for e in exc.errors()[:5]]
-        raise RecipeError(f"{source}: " + "; ".join(msgs)) from exc
+    return recipe_from_dict(data, source, overrides, model=EvalRecipe)  # type: ignore[return-value]
 
 
 def load_eval_recipe(path: str | Path, overrides: list[str] | None = None) -> EvalRecipe:
     """Read a YAML eval recipe and apply `key.path=value` overrides; errors name the file (and line) and field."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text("utf-8"))
-    except OSError as exc:
-        raise RecipeError(f"{p}: cannot read the recipe: {exc}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise RecipeError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
-    if not isinstance(data, dict):
-        raise RecipeError(f"{p}: the recipe must be a mapping (tasks:, backends:, agent:, …)")
-    return eval_recipe_from_dict(data, str(p), overrides)
+    return load_recipe(path, overrides, model=EvalRecipe)  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- server

@@ -15,31 +15,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from omnidecision.checkpoints import resolve_resume
 from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig, parse_args
 
 logger = logging.getLogger(__name__)
-
-
-def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
-    """`true` → the last checkpoint in `output_dir` (None with a warning when there is none); a path → itself."""
-    from transformers.trainer_utils import get_last_checkpoint
-
-    if value is None or value is False or str(value).lower() in ("false", "no", "none", ""):
-        return None
-    if value is True or str(value).lower() in ("true", "yes", "last"):
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        if last is None:
-            logger.warning("resume requested but no checkpoint in %s: starting from the start", output_dir)
-        return last
-    if not os.path.isdir(str(value)):
-        raise FileNotFoundError(f"resume_from_checkpoint: no checkpoint folder at {value}")
-    return str(value)
 
 
 def load_policy(model_args: PlannerModelConfig) -> tuple[Any, Any, Any]:

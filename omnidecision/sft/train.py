@@ -17,25 +17,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from omnidecision.checkpoints import resolve_resume
 from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_args
 
 logger = logging.getLogger(__name__)
-
-
-def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
-    """`true` → the last checkpoint in `output_dir` (None, with a warning, when there is none); a path → itself."""
-    from transformers.trainer_utils import get_last_checkpoint
-
-    if value is None or value is False:
-        return None
-    if value is True or str(value).lower() in ("true", "yes", "last"):
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        if last is None:
-            logger.warning("resume requested but no checkpoint in %s: starting from scratch", output_dir)
-        return last
-    if not os.path.isdir(str(value)):
-        raise FileNotFoundError(f"resume_from_checkpoint: no checkpoint folder at {value}")
-    return str(value)
 
 
 def _wandb_env(report_to: list[str] | str | None) -> None:

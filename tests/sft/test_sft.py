@@ -74,7 +74,7 @@ def test_resume_continues_the_same_run(full_run, tmp_path, tiny_model, sft_data)
 
 
 def test_resume_from_missing_path_is_a_clear_error(tmp_path):
-    from omnidecision.sft.train import resolve_resume
+    from omnidecision.checkpoints import resolve_resume
 
     with pytest.raises(FileNotFoundError, match="no checkpoint folder"):
         resolve_resume(str(tmp_path / "nope"), str(tmp_path))
