@@ -259,18 +259,22 @@ def no_repeat_check(decision: Decision, state: Ledger) -> float:
 
 def modality_check(decision: Decision, state: Ledger) -> float:
     """Prefer the least-used modality among the needs worth calling now (actionable blocking needs, else all
-    actionable ones): 1 when the call's tool has the lowest call count among theirs, 0.5 otherwise."""
+    actionable ones): 1 when the targeted need's modality has the lowest call count among theirs, 0.5 otherwise;
+    0 when the tool does not fit the need (an unused tool on the wrong need is a wrong call, not a new modality:
+    rewarding it would pull the policy away from the need's source)."""
     gated = _gate(decision, state)
     if gated is not None:
         return gated
     action: CallAction = decision.action  # type: ignore[assignment]
+    if tool_check(decision, state) < 1.0:
+        return 0.0
     actionable = workable_need_indices(state)
     pool = [i for i in actionable if state.needs[i].role == "blocking"] or actionable
     if action.need not in pool:
         return 0.5
     counts = state.tool_call_counts
     least = min(counts.get(SOURCE_TOOL[state.needs[i].preferred_source], 0) for i in pool)
-    return 1.0 if counts.get(effective_tool(state, action) or "", 0) <= least else 0.5
+    return 1.0 if counts.get(SOURCE_TOOL[state.needs[action.need].preferred_source], 0) <= least else 0.5
 
 
 def _norm(text: str | None) -> str:

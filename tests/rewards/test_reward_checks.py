@@ -95,6 +95,8 @@ def test_modality_prefers_unused_tool(ledgers):
     s.tool_call_counts["web_search"] = 2
     assert CHECKS["modality"](Decision.parse(call(3)), s) == 1.0
     assert CHECKS["modality"](Decision.parse(call(1)), s) == 0.5
+    # an unused tool on the wrong need is a wrong call, not a new modality: no credit
+    assert CHECKS["modality"](Decision.parse(call(1, tool="audio_scouting")), s) == 0.0
 
 
 def test_conversational_and_plain_completions_agree(ledgers):
