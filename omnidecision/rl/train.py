@@ -80,7 +80,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 
     from omnidecision.rewards import get_reward_funcs
     from omnidecision.rl.data import load_rl_splits
-    from omnidecision.rl.evaluate import heldout_closure_reward
+    from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
 
     _check_backend(training_args)
     out = Path(training_args.output_dir)
@@ -130,6 +130,9 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     report = {
         "start": before, "trained": after,
         "delta_mean": round(after["closure"]["mean"] - before["closure"]["mean"], 4) if run_eval else None,
+        # the same states before and after: the per-state difference is the sharp comparison
+        "paired": paired_comparison(before["per_state"], after["per_state"], seed=training_args.seed)
+        if run_eval else None,
         "model": model_args.model_name_or_path, "dataset": script_args.dataset_dir or script_args.dataset_name,
         "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
         "steps": trainer.state.global_step, "train_seconds": round(train_s, 2),
@@ -142,8 +145,11 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
     if run_eval:
-        logger.info("held-out closure reward: start %.4f -> trained %.4f", before["closure"]["mean"],
-                    after["closure"]["mean"])
+        paired = report["paired"]
+        logger.info("held-out closure reward: start %.4f -> trained %.4f (per-state delta %+.4f, 95%% CI "
+                    "[%+.4f, %+.4f]; %d better, %d worse, %d same; sign test p=%.3g)", before["closure"]["mean"],
+                    after["closure"]["mean"], paired["delta_mean"], paired["ci95_low"], paired["ci95_high"],
+                    paired["wins"], paired["losses"], paired["ties"], paired["sign_test_p"])
     return report
 
 

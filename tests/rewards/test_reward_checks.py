@@ -203,3 +203,21 @@ def test_random_reachable_ledgers_teacher_and_hacks():
         hacks = [FINISH, "", call(index, query=s.question)]
         good, *bad = closure_reward([teacher, *hacks], ledger=[s.model_dump_json()] * 4)
         assert max(bad) < good, (teacher, bad, good)
+
+
+@pytest.mark.parametrize("which", ["open", "failed"])
+def test_wrong_tool_on_the_right_need_earns_no_call_credit(which, ledgers):
+    """Gated (the default): a wrong-tool call on an actionable need burns an attempt in the loop, so it must not
+    outscore a call on a filled need (rejected, burns none); ungated it did, which GRPO learned (rubric docs)."""
+    s = ledgers[which].model_dump_json()
+    wrong_tool, filled_need = call(1, "code_executor"), call(0)
+    gated = ClosureRubric()([wrong_tool, filled_need], ledger=[s, s])
+    assert gated[0] <= gated[1], gated
+    ungated = ClosureRubric(gate_on_tool=False)([wrong_tool, filled_need], ledger=[s, s])
+    assert ungated[0] > ungated[1], ungated
+    # the components themselves are logged ungated: the need was right
+    comps = ClosureRubric().components([wrong_tool], [ledgers[which]])
+    assert comps["target"] == [1.0] and comps["tool"] == [0.0]
+    # no effect where the tool fits, or on finish decisions
+    for text in (call(1, "web_search"), FINISH):
+        assert ClosureRubric()([text], ledger=[s]) == ClosureRubric(gate_on_tool=False)([text], ledger=[s])
