@@ -45,7 +45,11 @@ class DemoConfig:
     # saturated on closure (700 steps reached 0.99, leaving GRPO nothing to raise); 150 GRPO steps ≈ 2.3 min.
     sft_steps: int = 300
     grpo_steps: int = 150
-    closure_states: int = 96
+    # GRPO samples its K decisions per state at this temperature (TRL scores them at it too): near the greedy
+    # decoding the planner is evaluated and served with, so the group's differences are the ones greedy can flip.
+    grpo_temperature: float = 0.7
+    grpo_max_completion_length: int = 32
+    closure_states: int = -1  # held-out RL states for the closure reward: -1 = every validation state
     seed: int = 0
 
     @classmethod
@@ -150,8 +154,14 @@ def grpo_recipe(cfg: DemoConfig, model: Path, data: Path, out: Path) -> dict[str
         "model_name_or_path": str(model), "dtype": "float32", "attn_implementation": "sdpa", "use_peft": False,
         "dataset_dir": str(data), "dataset_train_split": "train", "dataset_test_split": "validation",
         "reward_funcs": ["closure", "format"], "reward_weights": [1.0, 0.25],
+        # every state the SFT planner decides wrongly + as many it gets right (omnidecision/rl/select.py), and
+        # the mean of the weights over the last half of the run (omnidecision/rl/averaging.py): measured, these
+        # two turn GRPO's seed-dependent ±0.04 into a steady gain (notes/cpu-stack.md)
+        "select_states": "balanced", "select_right_ratio": 1.0,
+        "weight_average": True, "weight_average_start": 0.5,
         "num_generations": 8, "per_device_train_batch_size": 32, "generation_batch_size": 32,
-        "max_completion_length": 32, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "beta": 0.0,
+        "max_completion_length": cfg.grpo_max_completion_length, "temperature": cfg.grpo_temperature,
+        "top_p": 1.0, "top_k": 0, "beta": 0.0,
         "loss_type": "dapo", "scale_rewards": "group", "mask_truncated_completions": True, "use_vllm": False,
         "chat_template_kwargs": {"enable_thinking": False}, "learning_rate": 2.0e-4,
         "lr_scheduler_type": "constant_with_warmup", "warmup_steps": 5, "max_grad_norm": 1.0,
@@ -162,18 +172,33 @@ def grpo_recipe(cfg: DemoConfig, model: Path, data: Path, out: Path) -> dict[str
     }
 
 
-def closure_rewards(models: dict[str, Path], rl_dir: Path, n: int) -> dict[str, dict[str, Any]]:
-    """Mean closure reward (greedy decisions) of each planner on the same held-out RL states."""
+def closure_rewards(untrained: Path, grpo_run: Path, rl_dir: Path, n: int,
+                    max_new_tokens: int) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Held-out closure reward (greedy decisions) of each planner on the same validation RL states, and the
+    paired per-state comparisons untrained → SFT and SFT → GRPO.
+
+    The SFT and GRPO figures are the GRPO run's own `closure_eval.json` (its start and trained planner, scored on
+    these states in that run; the exported checkpoints hold the same weights), so only the untrained planner is
+    decoded here."""
     import datasets
 
-    from omnidecision.rl.evaluate import heldout_closure_reward
+    from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
 
+    report = json.loads((grpo_run / "closure_eval.json").read_text("utf-8"))
     val = datasets.load_dataset(str(rl_dir), split="validation")
-    return {name: heldout_closure_reward(str(path), val, n=n, mode="greedy") for name, path in models.items()}
+    closure = {"untrained": heldout_closure_reward(str(untrained), val, n=n, mode="greedy",
+                                                   max_new_tokens=max_new_tokens),
+               "sft": report["start"], "grpo": report["trained"]}
+    if len(closure["untrained"]["per_state"]) != len(closure["sft"]["per_state"]):
+        raise RuntimeError(f"closure evaluation: {len(closure['untrained']['per_state'])} states for the untrained "
+                           f"planner, {len(closure['sft']['per_state'])} in {grpo_run / 'closure_eval.json'}")
+    paired = {"sft_vs_untrained": paired_comparison(closure["untrained"]["per_state"], closure["sft"]["per_state"]),
+              "grpo_vs_sft": report["paired"]}
+    return closure, paired
 
 
 def summarise(out: Path, evals: dict[str, Path], closure: dict[str, dict[str, Any]], times: dict[str, float],
-              cfg: DemoConfig) -> dict[str, Any]:
+              cfg: DemoConfig, paired: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     planners = {}
     for name, folder in evals.items():
         report = json.loads((folder / "report.json").read_text("utf-8"))
@@ -188,7 +213,8 @@ def summarise(out: Path, evals: dict[str, Path], closure: dict[str, dict[str, An
             "invalid_action_rate": report.get("invalid_action_rate"),
             "report": str(folder / "report.json"),
         }
-    summary = {"planners": planners, **planners, "stage_wall_s": {k: round(v, 1) for k, v in times.items()},
+    summary = {"planners": planners, **planners, "heldout_closure_paired": paired or {},
+               "stage_wall_s": {k: round(v, 1) for k, v in times.items()},
                "total_wall_s": round(sum(times.values()), 1), "config": asdict(cfg)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2), "utf-8")
     return summary
@@ -206,6 +232,11 @@ def table(summary: dict[str, Any]) -> str:
         invalid = "–" if p["invalid_action_rate"] is None else f"{p['invalid_action_rate']:.3f}"
         rows.append(f"| {name} | {p['accuracy']:.3f} | [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}] | {p['n']} | "
                     f"{outcomes} | {invalid} | {closure} |")
+    for name, p in summary.get("heldout_closure_paired", {}).items():
+        rows.append(f"\nHeld-out closure reward, {name.replace('_vs_', ' vs ')} on the same {p['n']} states: "
+                    f"per-state Δ {p['delta_mean']:+.3f} (95% CI [{p['ci95_low']:+.3f}, {p['ci95_high']:+.3f}]), "
+                    f"{p['wins']} better / {p['losses']} worse / {p['ties']} same, "
+                    f"sign test p = {p['sign_test_p']:.3g}")
     times = ", ".join(f"{k} {v:.0f}s" for k, v in summary["stage_wall_s"].items())
     return "\n".join(rows) + f"\n\nStage wall times: {times} (total {summary['total_wall_s']:.0f}s)\n"
 
@@ -255,7 +286,8 @@ def demo(
     # 5. held-out closure reward of each trained stage on the same validation RL states
     planners = {"untrained": models / "untrained", "sft": models / "sft", "grpo": models / "grpo"}
     with st.timed("closure-eval"):
-        closure = closure_rewards(planners, out / "data" / "rl", cfg.closure_states)
+        closure, paired = closure_rewards(models / "untrained", models / "grpo-run", out / "data" / "rl",
+                                          cfg.closure_states, cfg.grpo_max_completion_length)
         for name, c in closure.items():
             print(f"   {name}: mean closure reward {c['closure']['mean']:.3f} ± {c['closure']['std']:.3f} "
                   f"on {c['n_states']} held-out states", flush=True)
@@ -270,7 +302,7 @@ def demo(
     st.run("compare", _cli("compare", *[str(folders[n]) for n in PLANNERS], "--out", str(out / "compare"),
                            "--title", "Held-out synthetic tasks: planner comparison"))
 
-    summary = summarise(out, folders, closure, st.times, cfg)
+    summary = summarise(out, folders, closure, st.times, cfg, paired)
     text = table(summary)
     (out / "summary.md").write_text("# omnidecision demo\n\n" + text, "utf-8")
     print("\n" + text)

@@ -24,6 +24,14 @@ class GRPOScriptArguments(trl.ScriptArguments):
     )
     dataset_test_split: str = field(default="validation", metadata={"help": "Held-out split of the RL states."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep at most this many training rows."})
+    select_states: Literal["all", "balanced"] = field(
+        default="all",
+        metadata={"help": "all: train on every state. balanced: decode the start planner greedily on every training "
+                          "state first; keep the states it gets wrong plus `select_right_ratio` times as many it "
+                          "gets right (omnidecision.rl.select; costs one greedy pass over the training states)."},
+    )
+    select_right_ratio: float = field(
+        default=1.0, metadata={"help": "balanced: right states kept per wrong state (seeded draw)."})
     reward_funcs: list[str] = field(
         default_factory=lambda: ["closure"],
         metadata={"help": "Reward names from omnidecision.rewards.REWARDS (closure, format, finish, target, tool, "
@@ -34,14 +42,28 @@ class GRPOScriptArguments(trl.ScriptArguments):
         metadata={"help": "Weights of the closure checks inside the `closure` reward (mapping or JSON string); "
                           "default omnidecision.rewards.DEFAULT_WEIGHTS."},
     )
+    closure_gate_on_tool: bool = field(
+        default=True,
+        metadata={"help": "Call credit (target, query, no_repeat, modality) only for a call whose tool fits its need "
+                          "(omnidecision.rewards.closure.CALL_CREDIT); the held-out evaluation scores the same way."},
+    )
     judge_base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the judge."})
     judge_model: str | None = field(default=None, metadata={"help": "Served model name of the reward judge."})
     judge_api_key: str = field(default="EMPTY", metadata={"help": "API key of the judge endpoint."})
     judge_concurrency: int = field(default=16, metadata={"help": "Concurrent judge requests."})
     judge_timeout_s: float = field(default=30.0, metadata={"help": "Per-request judge timeout (seconds)."})
     judge_cache: str | None = field(default=None, metadata={"help": "JSONL file caching judge verdicts."})
+    weight_average: bool = field(
+        default=False,
+        metadata={"help": "Replace the final weights by the running mean of the trainable weights over the tail of "
+                          "the run (omnidecision.rl.averaging); closure_eval.json reports the last weights too."},
+    )
+    weight_average_start: float = field(
+        default=0.5, metadata={"help": "Averaging starts at this fraction of max_steps (0.5: the last half)."})
+    weight_average_every: int = field(default=1, metadata={"help": "Take a snapshot every N optimiser steps."})
     eval_closure_n: int = field(
-        default=64, metadata={"help": "Validation rows for the held-out closure evaluation (0 disables it)."})
+        default=64, metadata={"help": "Validation rows for the held-out closure evaluation (0 disables it, -1 "
+                                      "takes every row)."})
     eval_closure_mode: Literal["greedy", "sampled"] = field(
         default="greedy",
         metadata={"help": "greedy: one deterministic decision per state; sampled: `eval_closure_samples` decisions "
@@ -64,8 +86,13 @@ class GRPOScriptArguments(trl.ScriptArguments):
             raise ValueError("reward_funcs is empty: name at least one reward (e.g. closure)")
         if "judge" in self.reward_funcs and not (self.judge_base_url and self.judge_model):
             raise ValueError("reward `judge` needs judge_base_url and judge_model")
-        if self.eval_closure_n < 0 or self.eval_closure_samples < 1 or self.eval_batch_size < 1:
-            raise ValueError("eval_closure_n >= 0, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
+        if not 0.0 <= self.weight_average_start < 1.0 or self.weight_average_every < 1:
+            raise ValueError("weight_average_start must be in [0, 1) and weight_average_every >= 1, got "
+                             f"{self.weight_average_start}, {self.weight_average_every}")
+        if self.select_right_ratio < 0:
+            raise ValueError(f"select_right_ratio must be >= 0, got {self.select_right_ratio}")
+        if self.eval_closure_n < -1 or self.eval_closure_samples < 1 or self.eval_batch_size < 1:
+            raise ValueError("eval_closure_n >= -1, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
 
     def judge_options(self) -> dict[str, Any]:
         return {"base_url": self.judge_base_url, "model": self.judge_model, "api_key": self.judge_api_key,
@@ -75,8 +102,8 @@ class GRPOScriptArguments(trl.ScriptArguments):
     def reward_params(self) -> dict[str, dict[str, Any]]:
         """Keyword arguments per reward name for `omnidecision.rewards.get_reward_funcs`."""
         params: dict[str, dict[str, Any]] = {}
-        if "closure" in self.reward_funcs and self.closure_weights:
-            params["closure"] = {"weights": self.closure_weights}
+        if "closure" in self.reward_funcs and (self.closure_weights or not self.closure_gate_on_tool):
+            params["closure"] = {"weights": self.closure_weights, "gate_on_tool": self.closure_gate_on_tool}
         if "judge" in self.reward_funcs:
             params["judge"] = self.judge_options()
         return params

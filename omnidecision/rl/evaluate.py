@@ -137,16 +137,17 @@ def generate_decisions(model: Any, tokenizer: Any, prompts: Sequence[list[dict[s
     return out
 
 
-def heldout_closure_reward(model_dir: Any, dataset: Any, n: int = 64, *, tokenizer: Any | None = None,
+def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, tokenizer: Any | None = None,
                            mode: Literal["greedy", "sampled"] = "greedy", samples: int = 4, temperature: float = 1.0,
                            max_new_tokens: int = 64, batch_size: int = 16, weights: dict[str, float] | None = None,
+                           gate_on_tool: bool = True,
                            chat_template_kwargs: dict[str, Any] | None = None, seed: int = 0) -> dict[str, Any]:
     """Mean closure reward of a planner (a folder, or a loaded model with `tokenizer`) on the first `n` rows of
-    `dataset` (rows with `prompt` and `ledger`; a datasets.Dataset or a list of dicts)."""
+    `dataset` (rows with `prompt` and `ledger`; a datasets.Dataset or a list of dicts); `n` None or < 0: all."""
     import torch
 
     model, tokenizer = _load(model_dir, tokenizer)
-    rows = [dataset[i] for i in range(min(n, len(dataset)))]
+    rows = [dataset[i] for i in range(len(dataset) if n is None or n < 0 else min(n, len(dataset)))]
     if not rows:
         raise ValueError("heldout_closure_reward: the dataset has no rows")
     torch.manual_seed(seed)
@@ -156,7 +157,7 @@ def heldout_closure_reward(model_dir: Any, dataset: Any, n: int = 64, *, tokeniz
                                      num_return_sequences=k, temperature=temperature,
                                      max_new_tokens=max_new_tokens, batch_size=batch_size,
                                      chat_template_kwargs=chat_template_kwargs)
-    rubric = ClosureRubric(weights)
+    rubric = ClosureRubric(weights, gate_on_tool=gate_on_tool)
     flat = [c for group in completions for c in group]
     ledgers = [load_ledger(r["ledger"]) for r in rows for _ in range(k)]
     comps = rubric.components(flat, ledgers)
@@ -182,7 +183,7 @@ if __name__ == "__main__":
     p.add_argument("model_dir")
     p.add_argument("dataset_dir")
     p.add_argument("--split", default="validation")
-    p.add_argument("--n", type=int, default=64)
+    p.add_argument("--n", type=int, default=-1, help="validation rows (-1: all)")
     p.add_argument("--mode", choices=["greedy", "sampled"], default="greedy")
     a = p.parse_args()
     logging.basicConfig(level=logging.INFO)

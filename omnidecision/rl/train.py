@@ -79,8 +79,10 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     from trl import GRPOTrainer
 
     from omnidecision.rewards import get_reward_funcs
+    from omnidecision.rl.averaging import TailWeightAverage, check_supported
     from omnidecision.rl.data import load_rl_splits
     from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
+    from omnidecision.rl.select import balanced_selection
 
     _check_backend(training_args)
     out = Path(training_args.output_dir)
@@ -106,27 +108,51 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     # --- policy: SFT checkpoint or adapter
     model, tokenizer, peft_config = load_policy(model_args)
 
+    # --- the training states: all, or balanced by the start planner's own greedy decisions (rl/select.py; a
+    # resumed run selects again from the same start planner: the same states, so the data order carries on)
+    decoding = dict(max_new_tokens=training_args.max_completion_length, batch_size=script_args.eval_batch_size,
+                    weights=script_args.closure_weights, gate_on_tool=script_args.closure_gate_on_tool,
+                    chat_template_kwargs=training_args.chat_template_kwargs)
+    selection: dict[str, Any] = {"mode": "all", "kept": len(train)}
+    if script_args.select_states == "balanced":
+        train, selection = balanced_selection(model, tokenizer, train, right_ratio=script_args.select_right_ratio,
+                                              seed=training_args.seed, **decoding)
+        if len(train) < training_args.generation_batch_size // training_args.num_generations:
+            raise ValueError(f"state selection kept {len(train)} training states, fewer than one generation batch "
+                             f"needs ({training_args.generation_batch_size // training_args.num_generations})")
+        train = train.shuffle(seed=training_args.seed)
+
     # --- held-out closure reward of the starting planner (same run, same rows, same decoding)
     eval_kwargs = dict(n=script_args.eval_closure_n, tokenizer=tokenizer, mode=script_args.eval_closure_mode,
                        samples=script_args.eval_closure_samples, temperature=training_args.temperature,
-                       max_new_tokens=training_args.max_completion_length, batch_size=script_args.eval_batch_size,
-                       weights=script_args.closure_weights, chat_template_kwargs=training_args.chat_template_kwargs,
-                       seed=training_args.seed)
-    run_eval = script_args.eval_closure_n > 0 and training_args.process_index == 0
+                       seed=training_args.seed, **decoding)
+    run_eval = script_args.eval_closure_n != 0 and training_args.process_index == 0
     before = heldout_closure_reward(model, heldout, **eval_kwargs) if run_eval else None
 
-    # --- train
+    # --- train (with tail weight averaging when asked: rl/averaging.py)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train,
                           processing_class=tokenizer, peft_config=peft_config)
+    resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
+    averager = None
+    if script_args.weight_average:
+        check_supported(training_args)
+        # the trainer's model: with `peft_config` the trainer wrapped it, and only the adapter is trainable
+        averager = TailWeightAverage(trainer.model, script_args.weight_average_start,
+                                     script_args.weight_average_every, resume_from=resume)
+        trainer.add_callback(averager)
     start = time.perf_counter()
-    train_result = trainer.train(resume_from_checkpoint=resolve_resume(training_args.resume_from_checkpoint,
-                                                                       training_args.output_dir))
+    train_result = trainer.train(resume_from_checkpoint=resume)
     train_s = time.perf_counter() - start
+
+    # --- held-out closure reward of the trained planner (and of the last weights, before averaging replaces them)
+    last = None
+    if averager is not None:
+        if run_eval:
+            last = heldout_closure_reward(trainer.model, heldout, **eval_kwargs)
+        averaged = averager.apply()
+    after = heldout_closure_reward(trainer.model, heldout, **eval_kwargs) if run_eval else None
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
-
-    # --- held-out closure reward of the trained planner
-    after = heldout_closure_reward(trainer.model, heldout, **eval_kwargs) if run_eval else None
     report = {
         "start": before, "trained": after,
         "delta_mean": round(after["closure"]["mean"] - before["closure"]["mean"], 4) if run_eval else None,
@@ -135,6 +161,11 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         if run_eval else None,
         "model": model_args.model_name_or_path, "dataset": script_args.dataset_dir or script_args.dataset_name,
         "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
+        "selection": selection,
+        "weight_average": None if averager is None else {
+            "snapshots": averaged, "start_step": averager.start_step, "every": averager.every,
+            "last": last, "paired_last": paired_comparison(before["per_state"], last["per_state"],
+                                                           seed=training_args.seed) if run_eval else None},
         "steps": trainer.state.global_step, "train_seconds": round(train_s, 2),
         "train_metrics": train_result.metrics,
     }
@@ -150,6 +181,9 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
                     "[%+.4f, %+.4f]; %d better, %d worse, %d same; sign test p=%.3g)", before["closure"]["mean"],
                     after["closure"]["mean"], paired["delta_mean"], paired["ci95_low"], paired["ci95_high"],
                     paired["wins"], paired["losses"], paired["ties"], paired["sign_test_p"])
+        if last is not None:
+            logger.info("the last weights, before averaging: %.4f (per-state delta %+.4f vs the start)",
+                        last["closure"]["mean"], report["weight_average"]["paired_last"]["delta_mean"])
     return report
 
 

@@ -37,6 +37,12 @@ def test_grpo_runs_and_logs_every_component(tiny_planner, rl_dir, tmp_path):
         assert closure["ci95_low"] <= closure["mean"] <= closure["ci95_high"]
         assert set(saved[key]["components"]) == {"format", "finish", "target", "tool", "query", "no_repeat",
                                                  "modality"}
+    # the paired comparison is over the same states: its mean difference is the difference of the means
+    paired = saved["paired"]
+    assert paired["n"] == 4 and paired["wins"] + paired["losses"] + paired["ties"] == 4
+    start, trained = saved["start"]["per_state"], saved["trained"]["per_state"]
+    assert paired["delta_mean"] == pytest.approx(sum(trained) / 4 - sum(start) / 4, abs=1e-3)
+    assert paired["ci95_low"] <= paired["delta_mean"] <= paired["ci95_high"]
     logged = {k for row in json.loads((out / "log_history.json").read_text()) for k in row}
     for name in ("format", "finish", "target", "tool", "query", "no_repeat", "modality"):
         assert f"closure/{name}" in logged, sorted(logged)
@@ -76,7 +82,11 @@ def test_recipe_checks():
     with pytest.raises(ValueError, match="judge_base_url"):
         parse_args(["--config", str(RECIPE), "--reward_funcs", "closure", "judge"])
     script, _, _ = parse_args(["--config", str(RECIPE), "--closure_weights", '{"format": 2}'])
-    assert script.reward_params() == {"closure": {"weights": {"format": 2}}}
+    assert script.reward_params() == {"closure": {"weights": {"format": 2}, "gate_on_tool": True}}
+    script, _, _ = parse_args(["--config", str(RECIPE), "--closure_gate_on_tool", "false"])
+    assert script.reward_params() == {"closure": {"weights": None, "gate_on_tool": False}}
+    with pytest.raises(ValueError, match="eval_closure_n >= -1"):
+        parse_args(["--config", str(RECIPE), "--eval_closure_n", "-2"])
 
 
 @pytest.mark.parametrize("name", ["qwen3-8b-lora-vllm-server", "qwen3-8b-vllm-colocate"])
@@ -94,3 +104,18 @@ def test_use_vllm_on_cpu_is_a_clear_error(tiny_planner, rl_dir, tmp_path):
         pytest.skip("a GPU machine can use vLLM")
     with pytest.raises(RuntimeError, match="needs CUDA"):
         main(*_args(tiny_planner, rl_dir, tmp_path / "x", "--use_vllm", "true"))
+
+
+def test_balanced_state_selection_keeps_the_wrong_states(tiny_planner, rl_dir, tmp_path):
+    """The untrained tiny planner gets (nearly) every state wrong: all of those are kept, with as many right ones
+    as it has up to the ratio; the stats and the trained step count land in closure_eval.json."""
+    out = tmp_path / "grpo-balanced"
+    report = main(*_args(tiny_planner, rl_dir, out, "--max_steps", "1", "--reward_funcs", "closure",
+                         "--reward_weights", "1.0", "--select_states", "balanced", "--select_right_ratio", "0.5"))
+    sel = report["selection"]
+    assert sel["mode"] == "balanced" and sel["wrong"] + sel["right"] == sel["decoded"] > 0
+    assert sel["kept_right"] == min(sel["right"], round(0.5 * sel["wrong"]))
+    assert sel["kept"] == sel["wrong"] + sel["kept_right"]
+    assert json.loads((out / "closure_eval.json").read_text())["selection"] == sel
+    with pytest.raises(ValueError, match="select_right_ratio"):
+        parse_args(["--config", str(RECIPE), "--select_states", "balanced", "--select_right_ratio", "-1"])
