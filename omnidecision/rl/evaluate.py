@@ -82,7 +82,7 @@ def paired_comparison(before: Sequence[float], after: Sequence[float], *, n_boot
     wins, losses = int((diff > eps).sum()), int((diff < -eps).sum())
     return {"delta_mean": round(float(diff.mean()), 4), "ci95_low": round(float(np.quantile(boots, 0.025)), 4),
             "ci95_high": round(float(np.quantile(boots, 0.975)), 4), "wins": wins, "losses": losses,
-            "ties": len(diff) - wins - losses, "sign_test_p": round(sign_test(wins, losses), 4), "n": len(diff)}
+            "ties": len(diff) - wins - losses, "sign_test_p": float(f"{sign_test(wins, losses):.3g}"), "n": len(diff)}
 
 
 def _load(model_or_dir: Any, tokenizer: Any | None) -> tuple[Any, Any]:
