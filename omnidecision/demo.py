@@ -42,7 +42,8 @@ class DemoConfig:
     digest_max_chars: int = 1000
     concurrency: int = 16
     # Measured on this 2-core machine: 300 SFT steps (≈ 3.5 min) leave the planner good in the loop but not
-    # saturated on closure (700 steps reached 0.99, leaving GRPO nothing to raise); 150 GRPO steps ≈ 2.3 min.
+    # saturated on closure (700 steps reached 0.99, leaving GRPO nothing to raise); the GRPO stage (state
+    # selection, 150 steps, three held-out evaluations) ≈ 2.7 min.
     sft_steps: int = 300
     grpo_steps: int = 150
     # GRPO samples its K decisions per state at this temperature (TRL scores them at it too): near the greedy
