@@ -98,3 +98,6 @@ def test_grpo_saves_the_mean_of_its_checkpointed_weights(tiny_planner, rl_dir, t
     for k in moved:
         assert torch.allclose(final[k], (one[k] + two[k]) / 2, atol=1e-6), k
     assert json.loads((out / "closure_eval.json").read_text())["weight_average"]["snapshots"] == 2
+    # the running mean travels with each checkpoint, for a resume
+    saved = torch.load(out / "checkpoint-2" / STATE_FILE, weights_only=True)
+    assert saved["count"] == 2 and set(saved["mean"]) <= set(dict(final))
