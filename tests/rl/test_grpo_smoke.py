@@ -119,3 +119,31 @@ def test_balanced_state_selection_keeps_the_wrong_states(tiny_planner, rl_dir, t
     assert json.loads((out / "closure_eval.json").read_text())["selection"] == sel
     with pytest.raises(ValueError, match="select_right_ratio"):
         parse_args(["--config", str(RECIPE), "--select_states", "balanced", "--select_right_ratio", "-1"])
+
+
+def test_grpo_saves_the_mean_of_its_checkpointed_weights(tiny_planner, rl_dir, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from omnidecision.rl.averaging import STATE_FILE
+
+    out = tmp_path / "grpo-avg"
+    report = main(*_args(tiny_planner, rl_dir, out, "--max_steps", "2", "--reward_funcs", "closure",
+                         "--reward_weights", "1.0", "--weight_average", "true", "--weight_average_start", "0.0",
+                         "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "2",
+                         # weight decay moves every weight each step even where the untrained planner earns no
+                         # advantage, so the two checkpoints differ
+                         "--learning_rate", "1e-2", "--weight_decay", "0.5"))
+    wa = report["weight_average"]
+    assert wa["snapshots"] == 2 and wa["start_step"] == 1
+    assert wa["last"]["n_states"] == report["trained"]["n_states"] == 4
+    one, two = (load_file(out / f"checkpoint-{s}" / "model.safetensors") for s in (1, 2))
+    final = load_file(out / "model.safetensors")
+    moved = [k for k in final if not torch.equal(one[k], two[k])]
+    assert moved, "the two steps changed no weight: nothing to average"
+    for k in moved:
+        assert torch.allclose(final[k], (one[k] + two[k]) / 2, atol=1e-6), k
+    assert json.loads((out / "closure_eval.json").read_text())["weight_average"]["snapshots"] == 2
+    # the running mean travels with each checkpoint, for a resume
+    saved = torch.load(out / "checkpoint-2" / STATE_FILE, weights_only=True)
+    assert saved["count"] == 2 and set(saved["mean"]) <= set(dict(final))
