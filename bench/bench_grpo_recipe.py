@@ -47,6 +47,23 @@ def run_one(demo: Path, variant: str, seed: int, steps: int, work: Path) -> dict
             "train_seconds": report["train_seconds"]}
 
 
+def summarise(runs: list[dict], variants: list[str]) -> dict[str, dict]:
+    """Per variant: the mean per-state delta over seeds, how many seeds had a CI above zero, and the gain over
+    the plain baseline as a difference and as a ratio of the mean deltas."""
+    summary = {}
+    for variant in variants:
+        rows = [r for r in runs if r["variant"] == variant]
+        deltas = [r["paired"]["delta_mean"] for r in rows]
+        summary[variant] = {"mean_delta": round(statistics.fmean(deltas), 4), "deltas": deltas,
+                            "seeds_ci_above_zero": sum(r["paired"]["ci95_low"] > 0 for r in rows),
+                            "seeds": len(rows)}
+    base = summary.get("plain", {}).get("mean_delta")
+    for row in summary.values():
+        row["gain_over_plain"] = None if base is None else round(row["mean_delta"] - base, 4)
+        row["ratio_over_plain"] = round(row["mean_delta"] / base, 3) if base else None
+    return summary
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--demo", type=Path, default=Path("runs/demo"), help="a finished `omnidecision demo` folder")
@@ -66,16 +83,7 @@ def main() -> None:
                 logging.info("%-17s seed %d: %.4f -> %.4f, per-state delta %+.4f [%+.4f, %+.4f]", variant, seed,
                              r["start"], r["trained"], r["paired"]["delta_mean"], r["paired"]["ci95_low"],
                              r["paired"]["ci95_high"])
-    summary = {}
-    for variant in a.variants:
-        deltas = [r["paired"]["delta_mean"] for r in runs if r["variant"] == variant]
-        summary[variant] = {"mean_delta": round(statistics.fmean(deltas), 4), "deltas": deltas,
-                            "seeds_ci_above_zero": sum(r["paired"]["ci95_low"] > 0 for r in runs
-                                                       if r["variant"] == variant),
-                            "seeds": len(deltas)}
-    base = summary.get("plain", {}).get("mean_delta")
-    for row in summary.values():
-        row["gain_over_plain"] = None if base is None else round(row["mean_delta"] - base, 4)
+    summary = summarise(runs, a.variants)
     path = write_result("grpo_recipe", {"demo": str(a.demo), "steps": a.steps, "seeds": a.seeds,
                                         "baseline": "plain", "summary": summary, "runs": runs})
     print(json.dumps(summary, indent=2))
