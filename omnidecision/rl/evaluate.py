@@ -56,7 +56,7 @@ def sign_test(wins: int, losses: int) -> float:
     n = wins + losses
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2.0**n
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n  # exact ints: no overflow at n > 1023
     return min(1.0, 2.0 * tail)
 
 

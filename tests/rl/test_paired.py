@@ -48,3 +48,8 @@ def test_pairing_is_sharper_than_comparing_means():
     assert r["ci95_low"] > 0 and r["sign_test_p"] < 1e-6
     with pytest.raises(ValueError, match="not the same states"):
         paired_comparison(before, after[:-1])
+
+
+def test_sign_test_on_many_states_does_not_overflow():
+    assert sign_test(2600, 2400) == pytest.approx(0.00480, rel=0.05)  # z ≈ 2.83
+    assert sign_test(3000, 3000) == 1.0
