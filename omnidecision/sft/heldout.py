@@ -1,7 +1,7 @@
 """Greedy decisions of a trained planner on held-out random ledger states, scored by the closure rules.
 
 Per state: is the output a schema-valid action; is it sound (`finish` only when `finish_available`, a call only
-on an actionable need with the tool of its preferred source, or the tool left out); does it equal the rule
+on an actionable need with a tool that fits it or none: `rewards.checks.tool_check`); does it equal the rule
 teacher's action (need and tool; and the whole action, query included).
 
     python -m omnidecision.sft.heldout runs/sft/tiny-cpu --n 200 --seed 777
@@ -19,7 +19,8 @@ from typing import Any
 
 from omnidecision.agent.actions import CallAction, parse_planner_output, render_action
 from omnidecision.agent.prompts import render_planner_messages
-from omnidecision.ledger import SOURCE_TOOL, Ledger, actionable_need_indices, finish_available
+from omnidecision.ledger import Ledger, finish_available
+from omnidecision.rewards.checks import Decision, tool_check
 from omnidecision.testing.states import random_ledger, rule_action
 
 logger = logging.getLogger(__name__)
@@ -34,14 +35,8 @@ def score_output(text: str, state: Ledger) -> dict[str, bool]:
     if action is None:
         return out
     if isinstance(action, CallAction):
-        need = state.need(action.need)
-        fits = need is not None and action.tool in (None, SOURCE_TOOL[need.preferred_source])
-        actionable = actionable_need_indices(state)
-        # with nothing actionable, working on a conflicted need (attempts left) is how the ledger advances
-        conflicted = {c.need for c in state.conflicts if not c.resolved and c.need is not None
-                      and state.needs[c.need].status != "unfillable"
-                      and state.needs[c.need].attempts < state.max_attempts}
-        out["sound"] = fits and (action.need in actionable or (not actionable and action.need in conflicted))
+        # the closure checks' rule, the loop's rule too: an actionable need, with a tool that fits it
+        out["sound"] = tool_check(Decision(text=text, action=action, error=None), state) == 1.0
         out["need_tool_right"] = (isinstance(teacher, CallAction) and action.need == teacher.need
                                   and action.tool in (None, teacher.tool))
     else:

@@ -141,13 +141,7 @@ def rule_action(state: Ledger, explicit_query: bool = False) -> CallAction | Fin
     actionable = actionable_need_indices(state)
     ordered = [i for i in actionable if state.needs[i].role == "blocking"] + [
         i for i in actionable if state.needs[i].role != "blocking"]
-    if not ordered:  # can_advance only through a conflicted need that is not actionable itself
-        ordered = [c.need for c in state.conflicts
-                   if not c.resolved and c.need is not None and state.needs[c.need].status != "unfillable"
-                   and state.needs[c.need].attempts < state.max_attempts]
-    if not ordered:
-        return FinishAction()
-    i = ordered[0]
+    i = ordered[0]  # not empty: without an actionable need `finish_available` holds (readiness.can_advance)
     return CallAction(need=i, tool=SOURCE_TOOL[state.needs[i].preferred_source],
                       query=composed_query(state, i) if explicit_query else None)
 
