@@ -7,8 +7,9 @@ on every training state, scores each decision with the closure rubric, and keeps
 carry the signal, the right ones keep the rest of the policy (finishing, frequent tools) from drifting.
 
 Measured on the demo's harvest (SFT 300 steps, GRPO 150 steps, the same 366 held-out states, per-state delta
-with its bootstrap 95% CI): all 2,235 states +0.022 [-0.001, +0.046]; only the 781 wrong ones -0.117 (finishing
-and the frequent tools were forgotten); wrong + as many right +0.050 [+0.021, +0.078] (notes/cpu-stack.md).
+vs the start): all 2,235 states +0.022 [-0.001, +0.046]; only the 781 wrong ones -0.117 (finishing and the
+frequent tools were forgotten); wrong + as many right, seeds 0/1/2: +0.050, -0.032, +0.019 — steady only
+together with weight averaging (omnidecision/rl/averaging.py; notes/cpu-stack.md).
 
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml --select_states balanced [--select_right_ratio 1.0]
 """
@@ -39,11 +40,10 @@ def balanced_indices(scores: list[float], right_ratio: float, seed: int) -> tupl
         raise ValueError(f"select_right_ratio must be >= 0, got {right_ratio}")
     wrong = [i for i, s in enumerate(scores) if s < PERFECT]
     right = [i for i, s in enumerate(scores) if s >= PERFECT]
-    if not wrong:
-        kept_right = right
-    else:
-        kept_right = random.Random(seed).sample(right, min(len(right), round(right_ratio * len(wrong))))
-    indices = sorted(wrong + kept_right) if wrong else right
+    # no wrong state: nothing to focus on, keep them all
+    n_right = min(len(right), round(right_ratio * len(wrong))) if wrong else len(right)
+    kept_right = random.Random(seed).sample(right, n_right)
+    indices = sorted(wrong + kept_right)
     stats = {"decoded": len(scores), "wrong": len(wrong), "right": len(right), "kept_right": len(kept_right),
              "kept": len(indices), "start_greedy_reward": round(statistics.fmean(scores), 4) if scores else None}
     return indices, stats
