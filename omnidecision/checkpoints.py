@@ -11,17 +11,37 @@ import os
 logger = logging.getLogger(__name__)
 
 
-def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
-    """`true` → the last checkpoint in `output_dir` (None, with a warning, when there is none); a path → itself;
-    false/none → None. A named folder that does not exist is an error (a typo must not restart from scratch)."""
-    from transformers.trainer_utils import get_last_checkpoint
+# The trainer writes this file after the weights, optimiser and RNG state: a folder without it is torn (the process
+# was killed while saving) and must not be resumed from.
+COMPLETE_MARKER = "trainer_state.json"
 
+
+def last_complete_checkpoint(output_dir: str) -> str | None:
+    """The newest `checkpoint-N` folder in `output_dir` that was written to the end (skipping torn ones)."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    if not os.path.isdir(output_dir):
+        return None
+    steps = sorted((int(name.rsplit("-", 1)[1]), name) for name in os.listdir(output_dir)
+                   if name.startswith(PREFIX_CHECKPOINT_DIR + "-") and name.rsplit("-", 1)[1].isdigit())
+    for _, name in reversed(steps):
+        path = os.path.join(output_dir, name)
+        if os.path.isfile(os.path.join(path, COMPLETE_MARKER)):
+            return path
+        logger.warning("skipping %s: no %s (torn by a kill while saving)", path, COMPLETE_MARKER)
+    return None
+
+
+def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
+    """`true` → the newest complete checkpoint in `output_dir` (None, with a warning, when there is none); a path
+    → itself; false/none → None. A named folder that does not exist is an error (a typo must not restart from
+    scratch)."""
     if value is None or value is False or str(value).lower() in ("false", "no", "none", ""):
         return None
     if value is True or str(value).lower() in ("true", "yes", "last"):
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        last = last_complete_checkpoint(output_dir)
         if last is None:
-            logger.warning("resume requested but no checkpoint in %s: starting from scratch", output_dir)
+            logger.warning("resume requested but no complete checkpoint in %s: starting from scratch", output_dir)
         return last
     if not os.path.isdir(str(value)):
         raise FileNotFoundError(f"resume_from_checkpoint: no checkpoint folder at {value}")

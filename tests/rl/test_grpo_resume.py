@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("trl")
 
+from omnidecision.checkpoints import last_complete_checkpoint
+
 RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.yaml"
 
 
@@ -41,8 +43,9 @@ def test_grpo_resumes_from_its_last_checkpoint_after_sigkill(tiny_planner, rl_di
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "checkpoint-6").exists()  # killed part-way
-    # Mark the history saved in the newest checkpoint: only a run that really resumes from it carries it on.
-    newest = max(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    # Mark the history saved in the newest complete checkpoint (the kill may have torn a later one mid-save, which
+    # the resume must skip): only a run that really resumes from it carries the marker on.
+    newest = Path(last_complete_checkpoint(str(out)))
     saved = json.loads((newest / "trainer_state.json").read_text())
     saved["log_history"][0]["resume_marker"] = 1
     (newest / "trainer_state.json").write_text(json.dumps(saved))

@@ -82,6 +82,21 @@ def test_resume_from_missing_path_is_a_clear_error(tmp_path):
     assert resolve_resume(None, str(tmp_path)) is None
 
 
+def test_resume_skips_a_checkpoint_torn_by_a_kill(tmp_path):
+    from omnidecision.checkpoints import resolve_resume
+
+    for step, complete in ((2, True), (10, True), (12, False), (4, True)):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"")
+        if complete:
+            (folder / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-x").mkdir()  # not a step folder
+    assert resolve_resume("true", str(tmp_path)) == str(tmp_path / "checkpoint-10")  # numeric order, 12 torn
+    (tmp_path / "checkpoint-12" / "trainer_state.json").write_text("{}")
+    assert resolve_resume(True, str(tmp_path)) == str(tmp_path / "checkpoint-12")
+
+
 def test_lora_changes_only_the_adapter(lora_run, tiny_model):
     from peft import PeftModel
     from safetensors.torch import load_file
