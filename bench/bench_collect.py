@@ -50,12 +50,13 @@ def main() -> None:
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    from omnidecision.agent.backends.factory import build_backends
-    from omnidecision.agent.config import AgentConfig, BackendSpec
+    from omnidecision.agent.config import AgentConfig
+    from omnidecision.backends.factory import build_backends
+    from omnidecision.protocol.chat import BackendSpec
     from omnidecision.serving.vllm_server import VLLMServer
+    from omnidecision.synthetic.tiny import build_tiny_planner
     from omnidecision.tasks.loaders import load_tasks
     from omnidecision.tasks.synth import write_suite
-    from omnidecision.testing.tiny import build_tiny_planner
 
     with tempfile.TemporaryDirectory(prefix="bench-collect-") as tmp:
         tmp_path = Path(tmp)

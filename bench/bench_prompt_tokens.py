@@ -29,11 +29,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     from transformers import AutoTokenizer
 
-    from omnidecision.agent.backends.factory import build_backends
-    from omnidecision.agent.config import AgentConfig, BackendSpec
+    from omnidecision.agent.config import AgentConfig
     from omnidecision.agent.loop import run_task
+    from omnidecision.backends.factory import build_backends
+    from omnidecision.protocol.chat import BackendSpec
+    from omnidecision.synthetic.tiny import build_tiny_planner
     from omnidecision.tasks import synth
-    from omnidecision.testing.tiny import build_tiny_planner
 
     with tempfile.TemporaryDirectory() as tmp:
         synth.write_suite(a.tasks, 7, Path(tmp) / "synth")

@@ -23,11 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def candidates(row: dict, k: int, rng: random.Random) -> list[str]:
-    from omnidecision.rewards import teacher_decision
+    from omnidecision.protocol.rule import rule_decision_text
     from omnidecision.rewards.checks import load_ledger
 
     state = load_ledger(row["ledger"])
-    pool = [teacher_decision(state), teacher_decision(state, with_query=True), '{"action": "finish"}', "",
+    pool = [rule_decision_text(state), rule_decision_text(state, explicit_query=True), '{"action": "finish"}', "",
             "I will search.", json.dumps({"action": "call", "need": rng.randrange(max(len(state.needs), 1)),
                                           "query": state.question})]
     return [rng.choice(pool) for _ in range(k)]
@@ -66,7 +66,7 @@ def grpo_share(steps: int) -> dict:
     from omnidecision.rl import train as rl_train
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.data import write_rl_dataset
-    from omnidecision.testing.tiny import build_tiny_planner, default_corpus
+    from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
 
     timers: dict[str, float] = {}
 

@@ -1,5 +1,5 @@
 """Measure (not assert): planner decisions per second served by vLLM vs transformers `generate`, at concurrency 16,
-on the tiny planner (omnidecision.testing.tiny), with the agent's real planner prompts.
+on the tiny planner (omnidecision.synthetic.tiny), with the agent's real planner prompts.
 
     .venv/bin/python bench/bench_serving.py [--n 64] [--concurrency 16] [--new-tokens 48] [--hidden 64 --heads 2]
 
@@ -28,8 +28,8 @@ logger = logging.getLogger(__name__)
 
 
 def prompts(n: int, seed: int) -> list[list[dict]]:
-    from omnidecision.agent.prompts import render_planner_messages
-    from omnidecision.testing.states import random_ledger
+    from omnidecision.protocol.prompts import render_planner_messages
+    from omnidecision.synthetic.states import random_ledger
 
     rng = random.Random(seed)
     return [render_planner_messages(random_ledger(rng)) for _ in range(n)]
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from omnidecision.testing.tiny import build_tiny_planner
+    from omnidecision.synthetic.tiny import build_tiny_planner
 
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as work:
         model_dir = build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers, heads=a.heads,

@@ -21,10 +21,11 @@ from bench.common import write_result
 
 
 def harvested(work: Path, n_tasks: int) -> Path:
-    from omnidecision.agent.backends.factory import build_backends
-    from omnidecision.agent.config import AgentConfig, BackendSpec
+    from omnidecision.agent.config import AgentConfig
+    from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
     from omnidecision.collect.runner import collect_runs
+    from omnidecision.protocol.chat import BackendSpec
     from omnidecision.tasks import synth
 
     synth.write_suite(n_tasks, 5, work / "synth")
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--tasks", type=int, default=60)
     a = p.parse_args(argv)
-    from omnidecision.testing.tiny import build_tiny_planner
+    from omnidecision.synthetic.tiny import build_tiny_planner
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

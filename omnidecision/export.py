@@ -21,6 +21,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from omnidecision.modeling import is_adapter, load_planner
+
 logger = logging.getLogger(__name__)
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
@@ -40,10 +42,6 @@ def git_revision(path: str | Path | None = None) -> str | None:
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
-
-
-def is_adapter(ckpt: str | Path) -> bool:
-    return (Path(ckpt) / "adapter_config.json").exists()
 
 
 def _read_json(path: Path) -> Any:
@@ -79,7 +77,7 @@ def final_metrics(history: list[dict]) -> dict[str, float]:
 def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Path:
     """Export `ckpt` (an SFT/GRPO output folder or one of its checkpoints) to `out`; returns `out`."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     src, dst = Path(ckpt), Path(out)
     if not src.is_dir():
@@ -97,10 +95,7 @@ def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: s
 
     # Weights
     if adapter and merge:
-        from peft import PeftModel
-
-        model = AutoModelForCausalLM.from_pretrained(base, dtype="auto")
-        model = PeftModel.from_pretrained(model, str(src)).merge_and_unload()
+        model, _ = load_planner(src, merge=True, base_model=base, dtype="auto")
         mode = "merged"
     elif adapter:
         for name in ADAPTER_FILES:
@@ -110,7 +105,7 @@ def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: s
     else:
         if merge:
             logger.info("%s is a full checkpoint; nothing to merge", src)
-        model = AutoModelForCausalLM.from_pretrained(src, dtype="auto")
+        model, _ = load_planner(src, dtype="auto")
         mode = "full"
     if model is not None:
         model.config.use_cache = True

@@ -24,9 +24,9 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A from-scratch tiny Qwen3 planner (HF checkpoint + tokenizer with a chat template), built once."""
-    if importlib.util.find_spec("omnidecision.testing.tiny") is None:
-        pytest.skip("omnidecision.testing.tiny is not available")
-    from omnidecision.testing.tiny import build_tiny_planner
+    if importlib.util.find_spec("omnidecision.synthetic.tiny") is None:
+        pytest.skip("omnidecision.synthetic.tiny is not available")
+    from omnidecision.synthetic.tiny import build_tiny_planner
 
     return build_tiny_planner(tmp_path_factory.mktemp("tiny") / "planner", **TINY_KWARGS)
 

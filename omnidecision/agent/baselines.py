@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from omnidecision.agent.actions import CallAction, FinishAction, parse_finalizer_output, parse_planner_output
-from omnidecision.agent.backends.base import BackendError
 from omnidecision.agent.roles import history_finalizer_messages, react_messages, summarizer_messages
-from omnidecision.agent.runtime import Run, arguments_for
-from omnidecision.agent.trajectory import Outcome, RoleCall, RunRecord, StepRecord
+from omnidecision.agent.runtime import Run
+from omnidecision.protocol.actions import CallAction, FinishAction, parse_finalizer_output, parse_planner_output
+from omnidecision.protocol.chat import BackendError
+from omnidecision.protocol.records import Outcome, RoleCall, RunRecord, StepRecord
+from omnidecision.tools.registry import arguments_for
 
 logger = logging.getLogger(__name__)
 

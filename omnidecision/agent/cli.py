@@ -48,9 +48,10 @@ def run(
     fmt: str = typer.Option("auto", help="task file format"),
 ) -> None:
     """Run the agent on one task and print the outcome (the full record goes to --out)."""
-    from omnidecision.agent.backends.factory import build_backends, load_backend_specs
-    from omnidecision.agent.config import AgentConfig, BackendSpec
+    from omnidecision.agent.config import AgentConfig
     from omnidecision.agent.loop import run_task
+    from omnidecision.backends.factory import build_backends, load_backend_specs
+    from omnidecision.protocol.chat import BackendSpec
     from omnidecision.tasks.loaders import load_tasks
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

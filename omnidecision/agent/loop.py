@@ -9,10 +9,13 @@ The reducer is the only writer of the ledger: every role output is turned into t
   planner is not asked);
 - forced: the finalizer check failed `revision_budget + 1` times; the best drafted value is returned;
 - budget: `step_budget` planner steps spent, or `max_tool_calls` tool calls made;
+- stuck: the planner made the same rejected decision `max_repeated_rejections` times in a row;
 - error: a backend is dead (after its own retries), with the reason.
 
 Decisions: a planner call aimed at a need that is not actionable (unknown, blocked, closed or out of attempts)
-is NOT executed: it becomes an `InvalidAction` of the planner (a step is spent). A decompose output that fails
+is NOT executed: it becomes an `InvalidAction` of the planner (a step is spent) carrying the decision and the
+reason; the reducer keeps it as the ledger's `last_rejected` (with a streak count) and the digest shows it, so the
+next decision can differ. A decompose output that fails
 its schema (or that the reducer rejects) becomes an `InvalidAction` of `decompose` after a fallback ledger
 with one blocking need (the question itself, searched on the web). A finish while the ledger is not ready but
 can advance is answered by a failed `FinalizerChecked` naming the open needs (no finalizer call), which counts
@@ -28,21 +31,9 @@ from __future__ import annotations
 import logging
 import traceback
 
-from omnidecision.agent.actions import (
-    CallAction,
-    FinishAction,
-    NeedVerdict,
-    parse_critic_output,
-    parse_decompose_output,
-    parse_finalizer_output,
-    parse_planner_output,
-)
-from omnidecision.agent.backends.base import BackendError, ChatBackend
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.prompts import render_planner_messages
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
-from omnidecision.agent.runtime import Run, ToolRunner, arguments_for, config_digest
-from omnidecision.agent.trajectory import Outcome, RoleCall, RunRecord, StepRecord
+from omnidecision.agent.runtime import Run, ToolRunner, config_digest
 from omnidecision.ledger import (
     SOURCE_TOOL,
     ConflictRaised,
@@ -69,6 +60,20 @@ from omnidecision.ledger import (
     unresolved_conflicts,
 )
 from omnidecision.ledger.schema import Ledger
+from omnidecision.protocol.actions import (
+    CallAction,
+    FinishAction,
+    NeedVerdict,
+    parse_critic_output,
+    parse_decompose_output,
+    parse_finalizer_output,
+    parse_planner_output,
+    render_action,
+)
+from omnidecision.protocol.chat import BackendError, ChatBackend
+from omnidecision.protocol.prompts import render_planner_messages
+from omnidecision.protocol.records import Outcome, RoleCall, RunRecord, StepRecord
+from omnidecision.tools.registry import arguments_for
 
 logger = logging.getLogger(__name__)
 
@@ -155,13 +160,23 @@ async def _ledger_loop(run: Run, record: RunRecord) -> None:
         if action is None:
             step.invalid = err
             run.invalid_event(step.events, "planner", err or "invalid action", resp.text)
-            continue
-        step.action = action.model_dump(exclude_none=True)
-        if isinstance(action, FinishAction):
-            if await _finish(run, record, step, budget):
-                return None
-            continue
-        await _call(run, step, action, budget)
+        else:
+            step.action = action.model_dump(exclude_none=True)
+            if isinstance(action, FinishAction):
+                if await _finish(run, record, step, budget):
+                    return None
+            else:
+                await _call(run, step, action, budget)
+        if _stuck(run):
+            r = run.state.last_rejected
+            record.stop_reason = (f"the planner repeated a rejected decision {r.streak} times in a row: "  # type: ignore[union-attr]
+                                  f"{r.decision} ({r.reason})")  # type: ignore[union-attr]
+            return await _finish_without_accept(run, record, "stuck", budget)
+
+
+def _stuck(run: Run) -> bool:
+    limit, r = run.config.max_repeated_rejections, run.state.last_rejected
+    return limit is not None and r is not None and r.streak >= limit
 
 
 def _tool_cap_reached(run: Run) -> bool:
@@ -236,7 +251,7 @@ async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBu
     if need is None or action.need not in actionable_need_indices(state):
         why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
         step.invalid = f"{why}; actionable: {actionable_need_indices(state)}"
-        run.invalid_event(step.events, "planner", step.invalid, step.raw_output)
+        run.invalid_event(step.events, "planner", step.invalid, step.raw_output, decision=render_action(action))
         return
     tool = action.tool or SOURCE_TOOL[need.preferred_source]
     query = action.query if action.query is not None else composed_query(state, action.need)

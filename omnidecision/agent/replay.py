@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from omnidecision.agent.trajectory import RunRecord
 from omnidecision.ledger import EventRejected, Ledger, LedgerEvent, reduce
+from omnidecision.protocol.records import RunRecord
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Message renderers and JSON schemas of the non-planner roles (decompose, critic, finalizer, summarizer, react).
 
-The planner's messages come from `omnidecision.agent.prompts.render_planner_messages` (train/serve parity);
-this module renders the other roles' messages from their prompt files in `omnidecision/agent/prompts/`.
+The planner's messages come from `omnidecision.protocol.prompts.render_planner_messages` (train/serve parity);
+this module renders the other roles' messages from their prompt files in `omnidecision/protocol/prompts/`.
 
     python -c "from omnidecision.agent.roles import decompose_messages; print(decompose_messages('Who?'))"
 """
@@ -12,15 +12,15 @@ import json
 from functools import cache
 from typing import Any
 
-from omnidecision.agent.actions import (
+from omnidecision.ledger import DigestBudget, Ledger, render_digest
+from omnidecision.protocol.actions import (
     CRITIC_ADAPTER,
     DECOMPOSE_ADAPTER,
     FINALIZER_ADAPTER,
     CallAction,
     planner_json_schema,
 )
-from omnidecision.agent.prompts import load_prompt
-from omnidecision.ledger import DigestBudget, Ledger, render_digest
+from omnidecision.protocol.prompts import load_prompt
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import Observation
 

@@ -16,13 +16,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from omnidecision.agent.backends.base import BackendError, ChatBackend, ChatRequest, ChatResponse, Usage
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.roles import role_schema
-from omnidecision.agent.trajectory import RoleCall, Totals
 from omnidecision.ledger import EventRejected, InvalidAction, Ledger, LedgerEvent, reduce
+from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest, ChatResponse, Usage
+from omnidecision.protocol.records import RoleCall, Totals
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import Observation, ToolContext
+from omnidecision.tools.registry import build_tool_context, run_tool
 
 logger = logging.getLogger(__name__)
 
@@ -44,34 +45,8 @@ def config_digest(config: AgentConfig) -> str:
 
 
 def default_tool_runner() -> ToolRunner:
-    """The tools registry's `run_tool` when it is installed, else a runner whose every call fails cleanly."""
-    try:
-        from omnidecision.tools.registry import run_tool
-    except ImportError:  # the registry is optional for the loop itself
-        async def run_tool(name: str, arguments: dict, ctx: ToolContext) -> Observation:
-            return Observation(tool=name, ok=False, error="no tool registry installed (omnidecision.tools.registry)")
+    """The tools registry's `run_tool`."""
     return run_tool
-
-
-def build_context(task: Task, services: dict | None, settings: dict) -> ToolContext:
-    try:
-        from omnidecision.tools.registry import build_tool_context
-    except ImportError:
-        return ToolContext(task=task, services=dict(services or {}), settings=dict(settings))
-    return build_tool_context(task, services, settings)
-
-
-def arguments_for(tool: str, query: str | None, arguments: dict | None) -> dict:
-    """The tool's arguments from the planner's query (the registry's mapping when installed)."""
-    try:
-        from omnidecision.tools.registry import arguments_for as registry_arguments_for
-    except ImportError:
-        primary = {"code_executor": "code", "page_reader": "url"}.get(tool, "query")
-        args = dict(arguments or {})
-        if query is not None and primary not in args:
-            args[primary] = query
-        return args
-    return registry_arguments_for(tool, query, arguments)
 
 
 class Run:
@@ -83,7 +58,7 @@ class Run:
         self.task, self.config, self.backends = task, config, backends
         self.sample, self.run_id = sample, run_id
         self.tool_runner = tool_runner or default_tool_runner()
-        self.ctx = build_context(task, services, config.settings)
+        self.ctx = build_tool_context(task, services, config.settings)
         self.state = Ledger()
         self.usage = Usage()
         self.planner_prompt_tokens = 0
@@ -162,9 +137,10 @@ class Run:
         events.append(event)
         return True
 
-    def invalid_event(self, events: list[LedgerEvent], role: str, error: str, raw: str) -> None:
+    def invalid_event(self, events: list[LedgerEvent], role: str, error: str, raw: str,
+                      decision: str | None = None) -> None:
         self.invalid += 1
-        event = InvalidAction(role=role, error=error[:MAX_RAW_CHARS], raw=raw[:MAX_RAW_CHARS])
+        event = InvalidAction(role=role, error=error[:MAX_RAW_CHARS], raw=raw[:MAX_RAW_CHARS], decision=decision)
         try:
             self.state = reduce(self.state, event)
         except EventRejected:  # only before init; the invalid action is still counted in the totals

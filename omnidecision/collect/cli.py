@@ -2,7 +2,7 @@
 
     omnidecision tasks synth --n 200 --out runs/synth
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --tasks runs/synth --out runs/teacher \
-        --concurrency 8 --shard 0/1 --set agent.step_budget=12
+        --concurrency 8 --shard 0/1 --agent.step_budget 12
     omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl
     omnidecision harvest runs/teacher --out data/harvest --advancing-only --dedup
 """
@@ -48,23 +48,23 @@ def collect(
     samples: Optional[int] = typer.Option(None, "--samples", help="override samples per task"),  # noqa: UP045
     limit: Optional[int] = typer.Option(None, "--limit", help="override tasks.limit"),  # noqa: UP045
     mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
-    set_: list[str] = typer.Option([], "--set", help="override any recipe field: key.path=value (repeatable)"),
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
 
     `omnidecision collect merge DIR… --out FILE` merges shard files instead."""
-    from omnidecision.collect.recipe import RecipeError, load_recipe
+    from omnidecision.collect.recipe import RecipeError, cli_overrides, load_recipe
     from omnidecision.collect.runner import collect as run_collect
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if ctx.args and ctx.args[0] == "merge":
         return _merge(ctx.args[1:], out)
-    if ctx.args:
-        raise _fail(f"unexpected arguments {ctx.args} (use --set key.path=value for recipe fields)")
-    overrides = list(set_)
+    try:
+        overrides = cli_overrides(ctx.args)  # any recipe field: --key.path VALUE
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
     for key, value in (("tasks.path", tasks), ("tasks.format", fmt), ("out", out), ("concurrency", concurrency),
                        ("shard", shard), ("samples", samples), ("tasks.limit", limit), ("agent.mode", mode)):
         if value is not None:
@@ -83,7 +83,7 @@ def collect(
                f"outcomes {s['outcomes']}; {s['wall_s']:.1f}s")
 
 
-collect.passthrough = True  # type: ignore[attr-defined]  # `collect merge …` arrives in ctx.args
+collect.passthrough = True  # type: ignore[attr-defined]  # `collect merge …` and `--key.path VALUE` overrides
 
 
 def harvest(

@@ -30,19 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omnidecision.agent.prompts import render_planner_messages
-from omnidecision.agent.trajectory import RunRecord, StepRecord
 from omnidecision.collect.store import TrajectoryFileError, read_records, stable_hash, trajectory_files
 from omnidecision.ledger import (
     DigestBudget,
     EventRejected,
     FinalizerChecked,
     Ledger,
-    actionable_need_indices,
-    blocked_need_indices,
-    finish_available,
     reduce,
 )
+from omnidecision.protocol import rows
+from omnidecision.protocol.prompts import render_planner_messages
+from omnidecision.protocol.records import RunRecord, StepRecord
 
 logger = logging.getLogger(__name__)
 
@@ -127,23 +125,14 @@ def _user(messages: list[dict[str, Any]]) -> str:
 
 
 def sft_row(rec: RunRecord, step: StepRecord) -> dict[str, Any]:
-    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in step.planner_messages]
-    messages.append({"role": "assistant", "content": step.raw_output})
-    return {"messages": messages, "task_id": rec.task_id, "step": step.step, "run_id": rec.run_id,
-            "sample": rec.sample, "level": rec.level, "category": rec.category, "source": rec.source}
+    return rows.sft_row(step.planner_messages, step.raw_output, task_id=rec.task_id, run_id=rec.run_id,
+                        step=step.step, sample=rec.sample, level=rec.level, category=rec.category, source=rec.source)
 
 
 def rl_row(rec: RunRecord, step: StepRecord, state: Ledger, prompt: list[dict[str, str]]) -> dict[str, Any]:
     correct = rec.judge.correct if rec.judge is not None else None
-    return {
-        "prompt": prompt, "ledger": state.model_dump_json(), "question": state.question,
-        "actionable": actionable_need_indices(state), "blocked": blocked_need_indices(state),
-        "finish_available": finish_available(state),
-        "tool_call_counts": json.dumps(state.tool_call_counts, sort_keys=True),
-        "failed_calls": json.dumps([f.model_dump(mode="json") for f in state.failed_calls]),
-        "task_id": rec.task_id, "run_id": rec.run_id, "step": step.step, "level": rec.level,
-        "category": rec.category, "outcome": rec.outcome, "correct": correct,
-    }
+    return rows.rl_row(state, prompt=prompt, task_id=rec.task_id, run_id=rec.run_id, step=step.step,
+                       level=rec.level, category=rec.category, outcome=rec.outcome, correct=correct)
 
 
 def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: DigestBudget, counts: _Counts
@@ -202,17 +191,17 @@ def split_of(task_ids: list[str], val_fraction: float) -> dict[str, str]:
 
 
 def _schema(kind: str):
+    """The parquet schema of each dataset, column for column the row models of `protocol.rows`."""
     import pyarrow as pa
 
     msg = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
-    common = [("task_id", pa.string()), ("run_id", pa.string()), ("step", pa.int64()), ("level", pa.string()),
-              ("category", pa.string())]
-    if kind == "sft":
-        return pa.schema([("messages", msg), *common, ("sample", pa.int64()), ("source", pa.string())])
-    return pa.schema([("prompt", msg), ("ledger", pa.string()), ("question", pa.string()),
-                      ("actionable", pa.list_(pa.int64())), ("blocked", pa.list_(pa.int64())),
-                      ("finish_available", pa.bool_()), ("tool_call_counts", pa.string()),
-                      ("failed_calls", pa.string()), *common, ("outcome", pa.string()), ("correct", pa.bool_())])
+    types = {"messages": msg, "prompt": msg, "task_id": pa.string(), "run_id": pa.string(), "step": pa.int64(),
+             "level": pa.string(), "category": pa.string(), "sample": pa.int64(), "source": pa.string(),
+             "ledger": pa.string(), "question": pa.string(), "actionable": pa.list_(pa.int64()),
+             "blocked": pa.list_(pa.int64()), "finish_available": pa.bool_(), "tool_call_counts": pa.string(),
+             "failed_calls": pa.string(), "outcome": pa.string(), "correct": pa.bool_(), "label": pa.string()}
+    columns = rows.SFT_COLUMNS if kind == "sft" else rows.RL_COLUMNS
+    return pa.schema([(c, types[c]) for c in columns])
 
 
 def write_splits(rows: list[dict[str, Any]], kind: str, folder: Path, split: dict[str, str]) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """The collection recipe: a YAML file (configs/collect/*.yaml) parsed into a pydantic model, with CLI overrides.
 
-Overrides are `key.path=value` strings (`--set agent.step_budget=10`, `--set backends.planner.temperature=0.7`);
+Overrides come from the command line as `--key.path VALUE` (or `--key.path=VALUE`), the same syntax as TRL's
+`--learning_rate 1e-4` for `sft` / `grpo` (`--agent.step_budget 10`, `--backends.planner.temperature 0.7`);
 the value is parsed as YAML (numbers, booleans, lists). String values may use `${VAR}` or `${VAR:-default}` to
 read the environment (endpoints and model names of API recipes). A bad recipe raises `RecipeError` naming the
 file and the field.
@@ -19,7 +20,33 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from omnidecision.agent.config import AgentConfig, BackendSpec
+from omnidecision.agent.config import AgentConfig
+from omnidecision.protocol.chat import BackendSpec
+
+
+def cli_overrides(args: list[str]) -> list[str]:
+    """The project's one override syntax, `--a.b 3 --c=x`, as ["a.b=3", "c=x"]; raises ValueError on a stray
+    value. A flag with no value is `true`.
+
+    >>> cli_overrides(["--agent.step_budget", "3", "--samples=2"])
+    ['agent.step_budget=3', 'samples=2']
+    """
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("--"):
+            raise ValueError(f"unexpected argument {a!r} (overrides look like --key.path VALUE)")
+        key = a[2:].replace("-", "_") if "." not in a else a[2:]
+        if "=" in key:
+            out.append(key)
+            i += 1
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            out.append(f"{key}={args[i + 1]}")
+            i += 2
+        else:
+            out.append(f"{key}=true")
+            i += 1
+    return out
 
 
 class RecipeError(ValueError):

@@ -25,9 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omnidecision.agent.backends.base import ChatBackend
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.trajectory import OUTCOMES, JudgeResult, RunRecord
 from omnidecision.collect.recipe import CollectRecipe, RecipeError
 from omnidecision.collect.store import (
     RecordWriter,
@@ -37,6 +35,8 @@ from omnidecision.collect.store import (
     shard_path,
     write_json_atomic,
 )
+from omnidecision.protocol.chat import ChatBackend
+from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
 
 async def collect(recipe: CollectRecipe, tool_runner=None) -> CollectSummary:
     """Collect the recipe's shard into `recipe.out` (see the module docstring)."""
-    from omnidecision.agent.backends.factory import build_backend, build_backends
+    from omnidecision.backends.factory import build_backend, build_backends
 
     # tasks and shard
     tasks, selected = select_tasks(recipe)

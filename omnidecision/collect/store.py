@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from omnidecision.agent.trajectory import RunRecord
+from omnidecision.protocol.records import RunRecord
 
 logger = logging.getLogger(__name__)
 

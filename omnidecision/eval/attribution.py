@@ -2,6 +2,9 @@
 
 Categories, checked in this order:
 
+- `stuck_on_rejections`: the run stopped on a repeated rejected planner decision (outcome `stuck`), or ran out
+  of budget while its planner's decisions were being rejected (the last rejection stands in the final ledger) —
+  the planner, not the evidence, is what failed;
 - `premature_stop`: the run finished (accepted) or was forced while a blocking need was open and the ledger
   could still advance — the planner gave up on evidence it could have gathered;
 - `verification_conflict`: an unresolved conflict remains, or a fact slot is unverified;
@@ -26,8 +29,9 @@ from __future__ import annotations
 from omnidecision.ledger import can_advance, unmet_blocking, unresolved_conflicts
 from omnidecision.ledger.schema import Ledger
 
-CATEGORIES: tuple[str, ...] = ("media_perception", "external_retrieval", "verification_conflict", "computation",
-                               "premature_stop", "closed_but_wrong", "no_ledger")
+CATEGORIES: tuple[str, ...] = ("stuck_on_rejections", "media_perception", "external_retrieval",
+                               "verification_conflict", "computation", "premature_stop", "closed_but_wrong",
+                               "no_ledger")
 SOURCE_KIND: dict[str, str] = {"subtitle": "media_perception", "audio": "media_perception",
                                "clip": "media_perception", "frame": "media_perception",
                                "web": "external_retrieval", "code": "computation"}
@@ -47,6 +51,8 @@ def attribute(state: Ledger | None, outcome: str) -> str:
     """The attribution category of one incorrect run from its final ledger and stop outcome."""
     if state is None or not state.initialized:
         return "no_ledger"
+    if outcome == "stuck" or (outcome == "budget" and state.last_rejected is not None):
+        return "stuck_on_rejections"
     open_blocking = unmet_blocking(state)
     if outcome in ("accepted", "forced") and open_blocking and can_advance(state):
         return "premature_stop"

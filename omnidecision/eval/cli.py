@@ -2,11 +2,12 @@
 
     omnidecision serve runs/export/merged --port 8000
     omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --tensor-parallel-size 2
-    omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --set samples=2 --out runs/eval-a
+    omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2 --out runs/eval-a
     omnidecision compare runs/eval-a runs/eval-b --out runs/compare
     omnidecision ablate --config configs/eval/synthetic-tiny-vllm.yaml --max-tool-calls 6 --out runs/ablate
 
-`eval` and `ablate` also take passthrough overrides: `--agent.step_budget 10` is `--set agent.step_budget=10`.
+`eval` and `ablate` override any recipe field as `--key.path VALUE` (e.g. `--agent.step_budget 10`), the syntax of
+`sft`, `grpo` and `collect` too.
 """
 
 from __future__ import annotations
@@ -25,30 +26,6 @@ logger = logging.getLogger(__name__)
 
 def _logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-
-
-def passthrough_overrides(args: list[str]) -> list[str]:
-    """`--a.b 3 --c=x` → ["a.b=3", "c=x"]; raises ValueError on a stray value.
-
-    >>> passthrough_overrides(["--agent.step_budget", "3", "--samples=2"])
-    ['agent.step_budget=3', 'samples=2']
-    """
-    out, i = [], 0
-    while i < len(args):
-        a = args[i]
-        if not a.startswith("--"):
-            raise ValueError(f"unexpected argument {a!r} (overrides look like --key.path VALUE)")
-        key = a[2:].replace("-", "_") if "." not in a else a[2:]
-        if "=" in key:
-            out.append(key)
-            i += 1
-        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
-            out.append(f"{key}={args[i + 1]}")
-            i += 2
-        else:
-            out.append(f"{key}=true")
-            i += 1
-    return out
 
 
 def serve(
@@ -104,12 +81,12 @@ def serve(
         signal.signal(signal.SIGTERM, previous)
 
 
-def _recipe(config: Path, sets: list[str], extra: list[str], out: Path | None):
-    from omnidecision.collect.recipe import RecipeError
+def _recipe(config: Path, extra: list[str], out: Path | None):
+    from omnidecision.collect.recipe import RecipeError, cli_overrides
     from omnidecision.eval.runner import load_eval_recipe
 
     try:
-        overrides = list(sets) + passthrough_overrides(extra)
+        overrides = cli_overrides(extra)
         if out is not None:
             overrides.append(f"out={out}")
         return load_eval_recipe(config, overrides)
@@ -121,7 +98,6 @@ def _recipe(config: Path, sets: list[str], extra: list[str], out: Path | None):
 def eval_cmd(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="eval recipe (configs/eval/*.yaml)"),
-    set_: list[str] = typer.Option([], "--set", help="key.path=value override (repeatable)"),
     out: Optional[Path] = typer.Option(None, help="output folder (overrides the recipe's out)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
@@ -130,7 +106,7 @@ def eval_cmd(
     from omnidecision.eval.runner import run_eval
 
     _logging()
-    recipe = _recipe(config, set_, ctx.args, out)
+    recipe = _recipe(config, ctx.args, out)
     try:
         rep = run_eval(recipe, progress=not no_progress)
     except (RecipeError, ValueError, OSError) as exc:
@@ -166,7 +142,6 @@ def compare(
 def ablate(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="eval recipe (configs/eval/*.yaml)"),
-    set_: list[str] = typer.Option([], "--set", help="key.path=value override (repeatable)"),
     out: Path = typer.Option(Path("runs/ablate"), help="output folder: one sub-folder per mode + compare.*"),
     max_tool_calls: Optional[int] = typer.Option(None, help="equal tool-call cap (default: recipe, else T)"),  # noqa: UP045
     modes: str = typer.Option("ledger,react,memory", help="comma-separated modes"),
@@ -182,7 +157,7 @@ def ablate(
     if bad or not chosen:
         typer.echo(f"error: --modes {modes!r}: unknown mode(s) {bad} (known: {', '.join(MODES)})", err=True)
         raise typer.Exit(2)
-    recipe = _recipe(config, set_, ctx.args, None)
+    recipe = _recipe(config, ctx.args, None)
     try:
         run_ablation(recipe, out, chosen, max_tool_calls, progress=not no_progress)
     except (RecipeError, ValueError, OSError) as exc:

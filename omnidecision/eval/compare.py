@@ -35,7 +35,31 @@ def load_report(path: str | Path) -> dict[str, Any]:
         if key not in rep:
             raise ValueError(f"{f}: not an eval report (no {key!r} field)")
     rep.setdefault("name", p.name if p.is_dir() else p.parent.name)
+    rep["folder"] = str(f.parent)  # where its trajectories are: paired per-task statistics read them
     return rep
+
+
+def task_correct(folder: str | Path) -> dict[str, bool]:
+    """task id → judged correct (first sample; a failed judge counts as not correct) of an eval folder's runs."""
+    from omnidecision.eval.runner import load_records
+
+    return {r.task_id: bool(r.judge is not None and r.judge.correct) for r in load_records(folder) if r.sample == 0}
+
+
+def paired_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Paired in-loop comparison of every run with the first, on the tasks they share (exact McNemar, paired
+    bootstrap CI of the accuracy difference); runs without shared tasks are left out."""
+    from omnidecision.eval.stats import paired_in_loop
+
+    if len(reports) < 2:
+        return []
+    ref = task_correct(reports[0]["folder"])
+    out = []
+    for rep in reports[1:]:
+        other = task_correct(rep["folder"])
+        if set(ref) & set(other):
+            out.append(paired_in_loop(ref, other, (str(reports[0]["name"]), str(rep["name"]))))
+    return out
 
 
 def compare_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,9 +123,17 @@ def write_compare(reports: list[dict[str, Any]], out_dir: str | Path, title: str
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = compare_rows(reports)
-    doc = {"title": title, "runs": rows}
+    paired = paired_rows(reports) if all(r.get("folder") for r in reports) else []
+    doc = {"title": title, "runs": rows, "paired_in_loop": paired}
     (out / "compare.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "compare.md").write_text(render_compare(rows, title), encoding="utf-8")
+    md = render_compare(rows, title)
+    if paired:
+        md += ("\n\nPaired on the same tasks (vs the first run):\n\n"
+               "| a | b | n | a only | b only | Δ accuracy | 95% CI | p |\n")
+        md += "|---|---|---|---|---|---|---|---|\n" + "".join(
+            f"| {p['a']} | {p['b']} | {p['n']} | {p['a_only']} | {p['b_only']} | {p['delta']:+.3f} | "
+            f"[{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}] | {p['p_value']:.3g} |\n" for p in paired)
+    (out / "compare.md").write_text(md, encoding="utf-8")
     if plot and rows:
         from omnidecision.eval.plots import compare_plot
 

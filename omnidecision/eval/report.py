@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from omnidecision.agent.trajectory import OUTCOMES, RunRecord
 from omnidecision.eval.attribution import CATEGORIES, attribute
 from omnidecision.eval.stats import mean, rate, wilson
 from omnidecision.ledger import unmet_blocking
+from omnidecision.protocol.records import OUTCOMES, RunRecord
 
 logger = logging.getLogger(__name__)
 

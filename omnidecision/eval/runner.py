@@ -7,7 +7,7 @@ Runs go through collect's runner (`collect_runs`: concurrent workers, judge, sin
 OUT/trajectories.jsonl, so a killed eval restarts where it stopped: finished (task_id, sample) pairs are skipped,
 a torn last line is dropped.
 
-    omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --set samples=2
+    omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2
     python -m omnidecision.eval.runner configs/eval/synthetic-tiny-vllm.yaml
 """
 
@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnidecision.agent.config import BackendSpec
-from omnidecision.agent.trajectory import RunRecord
-from omnidecision.collect.recipe import CollectRecipe, RecipeError, load_recipe, recipe_from_dict
+from omnidecision.collect.recipe import CollectRecipe, RecipeError, cli_overrides, load_recipe, recipe_from_dict
 from omnidecision.collect.store import read_records
+from omnidecision.protocol.chat import BackendSpec
+from omnidecision.protocol.records import RunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     `specs` (role → BackendSpec) replaces the recipe's backends and its `serve:` block (a caller that serves
     one model for several evals, like `ablate`, passes the served specs)."""
-    from omnidecision.agent.backends.factory import build_backend, build_backends
+    from omnidecision.backends.factory import build_backend, build_backends
     from omnidecision.collect.runner import build_services, collect_runs, select_tasks
     from omnidecision.eval.report import write_report
 
@@ -188,10 +188,9 @@ def main(argv: list[str] | None = None) -> None:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config")
-    p.add_argument("--set", action="append", default=[], help="key.path=value override (repeatable)")
-    a = p.parse_args(argv)
+    a, extra = p.parse_known_args(argv)  # any recipe field: --key.path VALUE
     logging.basicConfig(level=logging.INFO)
-    run_eval(load_eval_recipe(a.config, a.set))
+    run_eval(load_eval_recipe(a.config, cli_overrides(extra)))
 
 
 if __name__ == "__main__":

@@ -58,3 +58,48 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     (True, False)
     """
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value: the binomial test of the discordant pairs (tasks only one planner solved).
+
+    >>> mcnemar_exact(0, 0)
+    1.0
+    >>> round(mcnemar_exact(10, 1), 4)
+    0.0117
+    """
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(a_only, b_only) + 1)) / 2**n
+    return min(1.0, 2.0 * tail)
+
+
+def paired_in_loop(a: dict[str, bool], b: dict[str, bool], names: tuple[str, str] = ("a", "b"), *,
+                   n_boot: int = 4000, seed: int = 0) -> dict[str, object]:
+    """Paired comparison of two planners in the loop on the SAME tasks: task id → correct, for each planner.
+
+    `delta` = accuracy(b) − accuracy(a) over the shared tasks, with a paired-bootstrap 95% CI (tasks resampled) and
+    the exact McNemar p-value; `a_only` / `b_only` count the tasks only that planner solved. Tasks present in one
+    run only are left out (and counted in `unpaired`).
+
+    >>> r = paired_in_loop({"t1": True, "t2": False, "t3": False}, {"t1": True, "t2": True, "t3": True}, ("x", "y"))
+    >>> r["a"], r["b"], r["n"], r["a_only"], r["b_only"], r["delta"]
+    ('x', 'y', 3, 0, 2, 0.6667)
+    """
+    import numpy as np
+
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        raise ValueError(f"paired_in_loop: {names[0]} and {names[1]} share no task")
+    xa = np.array([bool(a[t]) for t in shared], dtype=float)
+    xb = np.array([bool(b[t]) for t in shared], dtype=float)
+    diff = xb - xa
+    rng = np.random.default_rng(seed)
+    boots = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(axis=1)
+    a_only, b_only = int(((xa == 1) & (xb == 0)).sum()), int(((xa == 0) & (xb == 1)).sum())
+    return {"a": names[0], "b": names[1], "n": len(shared), "a_only": a_only, "b_only": b_only,
+            "delta": round(float(diff.mean()), 4),
+            "ci95": [round(float(np.quantile(boots, 0.025)), 4), round(float(np.quantile(boots, 0.975)), 4)],
+            "p_value": float(f"{mcnemar_exact(a_only, b_only):.4g}"), "test": "exact McNemar; paired bootstrap CI",
+            "unpaired": len(set(a) ^ set(b))}

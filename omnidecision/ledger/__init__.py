@@ -44,6 +44,7 @@ from omnidecision.ledger.schema import (
     FailedCall,
     Ledger,
     Need,
+    Rejection,
     Slot,
     SourceRef,
 )
@@ -52,7 +53,7 @@ __all__ = [
     "EVENT_ADAPTER", "SOURCES", "SOURCE_TOOL", "Conflict", "ConflictRaised", "ConflictResolved", "ConflictValue",
     "DigestBudget", "EventRejected", "EvidenceAdded", "EvidenceAtom", "FailedCall", "FinalizerChecked",
     "FinishRequested", "InitLedger", "InvalidAction", "Ledger", "LedgerEvent", "Need", "NeedSpec", "NeedUpdated",
-    "Slot", "SlotUpdated", "SourceRef", "ToolCalled", "actionable_need_indices", "blocked_need_indices",
+    "Rejection", "Slot", "SlotUpdated", "SourceRef", "ToolCalled", "actionable_need_indices", "blocked_need_indices",
     "can_advance", "composed_query", "exhausted_need_indices", "finish_available", "is_open", "parse_event",
     "ready", "reduce", "render_digest", "replay", "unmet_blocking", "unresolved_conflicts",
 ]

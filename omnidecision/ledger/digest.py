@@ -1,10 +1,11 @@
 """The bounded digest: the text the planner, critic and finalizer read instead of a growing history.
 
-Layout "A+I+N" (measured to make a small planner learn far faster, see notes/cpu-stack.md): actionable
+Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable
 needs first, each line saying `status=actionable|blocked|…`; then the rest by priority. Lines are added
 in priority order until the budget (characters, or tokens with a counter) is reached; what does not fit
-is summarised in one "omitted" line. Every number that changes with time has a fixed width, so the
-digest of a fixed ledger has the same length at every step.
+is summarised in one "omitted" line. The planner's last rejected decision, if any, is a header line with
+the loop's reason and how many times in a row it was rejected. Every number that changes with time has a fixed
+width, so the digest of a fixed ledger has the same length at every step.
 
     >>> from omnidecision.ledger import Ledger, render_digest
     >>> print(render_digest(Ledger(question="Who?")).splitlines()[0])
@@ -87,6 +88,10 @@ def _sections(state: Ledger, b: DigestBudget) -> list[list[str]]:
         f"actionable_need_indices={actionable}",
         f"blocked_need_indices={blocked}",
     ]
+    if state.last_rejected is not None:
+        # the planner sees its own rejected decision and why, so the next decision can differ
+        r = state.last_rejected
+        header.append(f"rejected x{r.streak}: {_clip(r.decision, 120)} because {_clip(r.reason, 160)}")
     lines_act = [_need_line(state, state.needs[i], "actionable", w) for i in actionable]
     lines_blk = [_need_line(state, state.needs[i], "blocked", w) for i in blocked]
     rest = []

@@ -51,12 +51,15 @@ class ToolCalled(_Event):
 
 
 class InvalidAction(_Event):
-    """A role's output failed its schema; counted, and a planner one still spends a step."""
+    """A role's output was rejected (failed its schema, or a planner call on a need that is not actionable);
+    counted, and a planner one still spends a step and becomes the ledger's `last_rejected` decision.
+    `decision` is the parsed decision's canonical text when the output parsed (how repeats are recognised)."""
 
     kind: Literal["invalid_action"] = "invalid_action"
     role: str
     error: str
     raw: str = ""
+    decision: str | None = None
 
 
 class NeedUpdated(_Event):

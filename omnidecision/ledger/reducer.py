@@ -27,7 +27,7 @@ from omnidecision.ledger.events import (
     SlotUpdated,
     ToolCalled,
 )
-from omnidecision.ledger.schema import Conflict, EvidenceAtom, FailedCall, Ledger, Need
+from omnidecision.ledger.schema import Conflict, EvidenceAtom, FailedCall, Ledger, Need, Rejection
 
 MAX_RAW_CHARS = 500
 
@@ -94,6 +94,7 @@ def reduce(state: Ledger, event: LedgerEvent) -> Ledger:
         if need.status == "unfillable":
             raise EventRejected(event, f"need {event.need} is unfillable; no tool call can target it")
         new.step += 1
+        new.last_rejected = None
         need.attempts += 1
         new.tool_call_counts[event.tool] = new.tool_call_counts.get(event.tool, 0) + 1
         if not event.ok:
@@ -102,6 +103,11 @@ def reduce(state: Ledger, event: LedgerEvent) -> Ledger:
         new.invalid_counts[event.role] = new.invalid_counts.get(event.role, 0) + 1
         if event.role == "planner":
             new.step += 1
+            # the same decision (its canonical text, else the raw output) rejected again extends the streak
+            decision = event.decision or " ".join(event.raw.split())[:MAX_RAW_CHARS] or "<empty output>"
+            prev = state.last_rejected
+            streak = prev.streak + 1 if prev is not None and prev.decision == decision else 1
+            new.last_rejected = Rejection(decision=decision, reason=event.error, streak=streak)
     elif isinstance(event, NeedUpdated):
         _apply_need_update(new, event)
     elif isinstance(event, EvidenceAdded):
@@ -122,6 +128,7 @@ def reduce(state: Ledger, event: LedgerEvent) -> Ledger:
         slot.value, slot.verified, slot.source = event.value, event.verified, event.source
     elif isinstance(event, FinishRequested):
         new.step += 1
+        new.last_rejected = None
         new.finish_requests += 1
     elif isinstance(event, FinalizerChecked):
         if event.passed:

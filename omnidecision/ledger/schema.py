@@ -103,6 +103,14 @@ class FailedCall(_Record):
     error: str | None = None
 
 
+class Rejection(_Record):
+    """The planner's last rejected decision: what it was, why the loop rejected it, how many times in a row."""
+
+    decision: str
+    reason: str
+    streak: int = 1
+
+
 class Ledger(_Record):
     """The whole per-question state. `step` counts planner decisions committed so far."""
 
@@ -120,6 +128,7 @@ class Ledger(_Record):
     finish_requests: int = 0
     finalizer_failures: int = 0
     gap_diagnosis: str | None = None
+    last_rejected: Rejection | None = None  # cleared by the next accepted decision (a tool call or a finish)
     answer: str | None = None
     initialized: bool = False
 

@@ -3,7 +3,7 @@
     .venv/bin/pytest --doctest-modules omnidecision/rewards tests/rewards -q
 """
 
-from omnidecision.rewards.checks import CHECKS, DEFAULT_WEIGHTS, Decision, load_ledger, teacher_decision
+from omnidecision.rewards.checks import CHECKS, DEFAULT_WEIGHTS, Decision, load_ledger
 from omnidecision.rewards.closure import (
     REWARDS,
     ClosureRubric,
@@ -24,5 +24,5 @@ from omnidecision.rewards.closure import (
 __all__ = [
     "CHECKS", "DEFAULT_WEIGHTS", "REWARDS", "ClosureRubric", "Decision", "closure_reward", "finish_reward",
     "format_reward", "get_check_reward", "get_closure_reward", "get_judge_reward", "get_reward_funcs", "load_ledger",
-    "modality_reward", "no_repeat_reward", "query_reward", "target_reward", "teacher_decision", "tool_reward",
+    "modality_reward", "no_repeat_reward", "query_reward", "target_reward", "tool_reward",
 ]

@@ -6,7 +6,7 @@ decision against the ledger the planner saw, WITHOUT executing it. Scoring rules
 - an unparseable decision scores 0 everywhere;
 - a `finish` scores what the finish check scores (1 when finishing is sound, else 0), so a premature
   finish cannot collect the call checks for free and a sound finish is not outscored by a needless call;
-- a call while finishing is sound (`finish_sound`: `finish_available`, or no need can really advance) scores 0;
+- a call while finishing is sound (`finish_available`: ready, or no need can really advance) scores 0;
 - a call on a need that is not actionable (filled, blocked, exhausted, unknown) scores 0;
 - otherwise the check judges the call itself.
 
@@ -21,12 +21,10 @@ Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from omnidecision.agent.actions import CallAction, FinishAction, extract_json_object, parse_planner_output
 from omnidecision.ledger import (
     SOURCE_TOOL,
     Ledger,
@@ -34,11 +32,16 @@ from omnidecision.ledger import (
     composed_query,
     finish_available,
 )
+from omnidecision.protocol.actions import (
+    PRIMARY_FIELD,
+    CallAction,
+    FinishAction,
+    extract_json_object,
+    parse_planner_output,
+)
 
 # Tools acceptable for a need besides the one its preferred source implies.
 ALTERNATE_TOOLS: dict[str, frozenset[str]] = {"web": frozenset({"page_reader"})}
-# The argument that carries the "query" of each tool (mirrors tools.registry.arguments_for).
-PRIMARY_ARGUMENT: dict[str, str] = {"code_executor": "code", "page_reader": "url"}
 
 _THINK = re.compile(r"<think>.*?</think>", flags=re.S)
 _TOKEN = re.compile(r"\w+", flags=re.U)
@@ -123,7 +126,7 @@ def effective_query(state: Ledger, action: CallAction) -> str | None:
         return action.query
     if action.arguments:
         tool = effective_tool(state, action) or ""
-        value = action.arguments.get(PRIMARY_ARGUMENT.get(tool, "query"))
+        value = action.arguments.get(PRIMARY_FIELD.get(tool, "query"))
         if value is not None:
             return str(value)
     if state.need(action.need) is None:
@@ -131,29 +134,18 @@ def effective_query(state: Ledger, action: CallAction) -> str | None:
     return composed_query(state, action.need)
 
 
-def workable_need_indices(state: Ledger) -> list[int]:
-    """Needs a call can advance: exactly the actionable ones, the same rule the agent loop executes calls by
-    (a call on any other need is an invalid action there), so rewards and loop never disagree."""
-    return actionable_need_indices(state)
-
-
-def finish_sound(state: Ledger) -> bool:
-    """Finishing is sound: the ledger is ready or no call can advance it (`finish_available`)."""
-    return finish_available(state)
-
-
 def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> float | None:
     """The shared rules of the call checks: a final score, or None when the call itself must be judged."""
     if decision.action is None:
         return 0.0
-    sound_finish = finish_sound(state)
+    sound_finish = finish_available(state)
     if decision.is_finish:
         return 1.0 if sound_finish else 0.0
     if sound_finish:
         return 0.0
     if state.need(decision.action.need) is None:
         return 0.0
-    if actionable_only and decision.action.need not in workable_need_indices(state):
+    if actionable_only and decision.action.need not in actionable_need_indices(state):
         return 0.0  # a call that cannot advance the ledger earns nothing for being well-formed
     return None
 
@@ -183,7 +175,7 @@ def finish_check(decision: Decision, state: Ledger) -> float:
     """Stop or continue: finish only when the ledger is ready or nothing can advance; call otherwise."""
     if decision.action is None:
         return 0.0
-    return 1.0 if decision.is_finish == finish_sound(state) else 0.0
+    return 1.0 if decision.is_finish == finish_available(state) else 0.0
 
 
 def target_check(decision: Decision, state: Ledger) -> float:
@@ -193,7 +185,7 @@ def target_check(decision: Decision, state: Ledger) -> float:
     gated = _gate(decision, state, actionable_only=False)
     if gated is not None:
         return gated
-    actionable = workable_need_indices(state)
+    actionable = actionable_need_indices(state)
     index = decision.action.need  # type: ignore[union-attr]
     if index not in actionable:
         return 0.0
@@ -268,7 +260,7 @@ def modality_check(decision: Decision, state: Ledger) -> float:
     action: CallAction = decision.action  # type: ignore[assignment]
     if tool_check(decision, state) < 1.0:
         return 0.0
-    actionable = workable_need_indices(state)
+    actionable = actionable_need_indices(state)
     pool = [i for i in actionable if state.needs[i].role == "blocking"] or actionable
     if action.need not in pool:
         return 0.5
@@ -314,21 +306,3 @@ def load_ledger(value: object) -> Ledger:
     if isinstance(value, dict):
         return Ledger.model_validate(value)
     raise TypeError(f"column `ledger`: expected a Ledger JSON string or dict, got {type(value).__name__}")
-
-
-def teacher_decision(state: Ledger, with_query: bool = False) -> str:
-    """The rule planner's action as text: finish when sound, else the first actionable blocking need (then
-    supplementary) with its tool, and with the composed query when `with_query` (else the tool layer composes it).
-
-    >>> teacher_decision(Ledger())
-    '{"action":"finish"}'
-    """
-    if finish_sound(state):
-        return json.dumps({"action": "finish"}, separators=(",", ":"))
-    actionable = workable_need_indices(state)
-    blocking = [i for i in actionable if state.needs[i].role == "blocking"]
-    index = (blocking or actionable)[0]  # not empty: finish_sound is False only while some need can advance
-    action = {"action": "call", "need": index, "tool": SOURCE_TOOL[state.needs[index].preferred_source]}
-    if with_query:
-        action["query"] = composed_query(state, index)
-    return json.dumps(action, separators=(",", ":"), ensure_ascii=False)

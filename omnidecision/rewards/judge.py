@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -34,9 +33,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from omnidecision.agent.actions import parse_with, render_action
-from omnidecision.agent.backends.base import BackendError, ChatBackend, ChatRequest, ChatResponse, Usage
 from omnidecision.ledger import DigestBudget, Ledger, render_digest
+from omnidecision.protocol.actions import parse_with, render_action
+from omnidecision.protocol.chat import BackendError, BackendSpec, ChatBackend, ChatRequest
 from omnidecision.rewards.checks import Decision
 
 logger = logging.getLogger(__name__)
@@ -83,41 +82,6 @@ class JudgeStats:
                 "skipped_invalid": self.skipped_invalid, "failed": self.failed, "failures": dict(self.failures)}
 
 
-class OpenAIJudgeBackend:
-    """A minimal ChatBackend over `openai.AsyncOpenAI` (no retries: the judge's failure policy decides)."""
-
-    def __init__(self, base_url: str, model: str, api_key: str = "EMPTY", timeout_s: float = 30.0,
-                 max_tokens: int = 96, temperature: float = 0.0, structured: bool = True) -> None:
-        self.base_url, self.model, self.api_key = base_url, model, api_key
-        self.timeout_s, self.max_tokens, self.temperature = timeout_s, max_tokens, temperature
-        self.structured = structured
-        self._client: Any = None
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        import openai
-
-        if self._client is None:  # created on first use, inside the loop that will use it
-            self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key,
-                                              timeout=self.timeout_s, max_retries=0)
-        kwargs: dict[str, Any] = {}
-        if self.structured and request.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": request.schema_name, "schema": request.json_schema, "strict": True}}
-        start = time.perf_counter()
-        try:
-            out = await self._client.chat.completions.create(
-                model=self.model, messages=request.messages, max_tokens=self.max_tokens,
-                temperature=self.temperature, **kwargs)
-        except openai.APIError as exc:
-            raise BackendError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        if not out.choices:
-            raise BackendError("the endpoint returned no choices")
-        usage = Usage(prompt_tokens=getattr(out.usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(out.usage, "completion_tokens", 0) or 0)
-        return ChatResponse(text=out.choices[0].message.content or "", usage=usage,
-                            latency_s=time.perf_counter() - start, model=out.model or self.model)
-
-
 class RewardJudge:
     """Scores (ledger, decision) pairs with an LLM; see the module docstring for the policies."""
 
@@ -140,13 +104,18 @@ class RewardJudge:
             self._load_cache(self.cache_path)
 
     @classmethod
-    def from_options(cls, base_url: str, model: str, api_key: str = "EMPTY", concurrency: int = 8,
+    def from_options(cls, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
                      timeout_s: float = 30.0, cache_path: str | None = None, max_tokens: int = 96,
                      temperature: float = 0.0, structured: bool = True) -> RewardJudge:
-        """A judge on an OpenAI-compatible endpoint (the options a YAML recipe gives under `judge:`)."""
-        backend = OpenAIJudgeBackend(base_url, model, api_key=api_key, timeout_s=timeout_s, max_tokens=max_tokens,
-                                     temperature=temperature, structured=structured)
-        return cls(backend, model=model, concurrency=concurrency, timeout_s=timeout_s, cache_path=cache_path)
+        """A judge on an OpenAI-compatible endpoint (the options a YAML recipe gives under `judge_*`), through the
+        project's one OpenAI backend. No retries: a failed call is left out of the reward (the failure policy)."""
+        from omnidecision.backends.openai_backend import OpenAIBackend
+
+        spec = BackendSpec(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s,
+                           max_retries=0, max_tokens=max_tokens, temperature=temperature,
+                           structured_output=structured, max_concurrency=concurrency)
+        return cls(OpenAIBackend(spec), model=model, concurrency=concurrency, timeout_s=timeout_s,
+                   cache_path=cache_path)
 
     @staticmethod
     def prompt() -> str:
@@ -259,9 +228,9 @@ class RewardJudge:
         """Stop the private loop (and close the HTTP client if the backend has one)."""
         if self._loop is None:
             return
-        client = getattr(self.backend, "_client", None)
-        if client is not None:
-            asyncio.run_coroutine_threadsafe(client.close(), self._loop).result(timeout=10)
+        aclose = getattr(self.backend, "aclose", None)
+        if aclose is not None:
+            asyncio.run_coroutine_threadsafe(aclose(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=10)

@@ -49,7 +49,8 @@ class GRPOScriptArguments(trl.ScriptArguments):
     )
     judge_base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the judge."})
     judge_model: str | None = field(default=None, metadata={"help": "Served model name of the reward judge."})
-    judge_api_key: str = field(default="EMPTY", metadata={"help": "API key of the judge endpoint."})
+    judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
+        "help": "Environment variable holding the judge endpoint's API key (unset: \"EMPTY\", what vLLM accepts)."})
     judge_concurrency: int = field(default=16, metadata={"help": "Concurrent judge requests."})
     judge_timeout_s: float = field(default=30.0, metadata={"help": "Per-request judge timeout (seconds)."})
     judge_cache: str | None = field(default=None, metadata={"help": "JSONL file caching judge verdicts."})
@@ -95,7 +96,7 @@ class GRPOScriptArguments(trl.ScriptArguments):
             raise ValueError("eval_closure_n >= -1, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
 
     def judge_options(self) -> dict[str, Any]:
-        return {"base_url": self.judge_base_url, "model": self.judge_model, "api_key": self.judge_api_key,
+        return {"base_url": self.judge_base_url, "model": self.judge_model, "api_key_env": self.judge_api_key_env,
                 "concurrency": self.judge_concurrency, "timeout_s": self.judge_timeout_s,
                 "cache_path": self.judge_cache}
 

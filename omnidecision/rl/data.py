@@ -1,9 +1,8 @@
 """RL state rows (one reconstructed ledger state per row) and loading them for GRPO.
 
-Columns (the harvest contract): `prompt` (render_planner_messages(ledger)), `ledger` (Ledger JSON), `question`,
-`actionable`, `blocked`, `finish_available`, `tool_call_counts` (JSON), `failed_calls` (JSON), `task_id`,
-`run_id`, `step`, `level`, `category`. `write_rl_dataset` makes a rule-generated folder for tests and the CPU
-recipe (random reachable ledgers from omnidecision.testing.states):
+Columns: `omnidecision.protocol.rows.RL_COLUMNS` (the one row model, shared with the harvest).
+`write_rl_dataset` makes a rule-generated folder for tests and the CPU
+recipe (random reachable ledgers from omnidecision.synthetic.states):
 
     python -m omnidecision.rl.data OUT_DIR --train 2000 --validation 200   # writes OUT_DIR/rl/{train,validation}.jsonl
 """
@@ -17,41 +16,17 @@ import random
 from pathlib import Path
 from typing import Any
 
-from omnidecision.agent.prompts import render_planner_messages
-from omnidecision.ledger import Ledger, actionable_need_indices, blocked_need_indices, finish_available
+from omnidecision.protocol.rows import rl_row
 
 logger = logging.getLogger(__name__)
 
-RL_COLUMNS: tuple[str, ...] = ("prompt", "ledger", "question", "actionable", "blocked", "finish_available",
-                               "tool_call_counts", "failed_calls", "task_id", "run_id", "step", "level", "category")
-
-
-def rl_row(state: Ledger, *, task_id: str = "synthetic", run_id: str = "rule", step: int | None = None,
-           level: int = 1, category: str = "synthetic") -> dict[str, Any]:
-    """One RL state row for `state`."""
-    return {
-        "prompt": render_planner_messages(state),
-        "ledger": state.model_dump_json(),
-        "question": state.question,
-        "actionable": actionable_need_indices(state),
-        "blocked": blocked_need_indices(state),
-        "finish_available": finish_available(state),
-        "tool_call_counts": json.dumps(state.tool_call_counts, sort_keys=True),
-        "failed_calls": json.dumps([f.model_dump() for f in state.failed_calls]),
-        "task_id": task_id,
-        "run_id": run_id,
-        "step": state.step if step is None else step,
-        "level": level,
-        "category": category,
-    }
-
-
 def rl_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     """`n` rows from independent random reachable ledgers (same seed, same rows)."""
-    from omnidecision.testing.states import random_ledger
+    from omnidecision.synthetic.states import random_ledger
 
     rng = random.Random(seed)
-    return [rl_row(random_ledger(rng), task_id=f"syn-{seed}-{k}") for k in range(n)]
+    return [rl_row(random_ledger(rng), task_id=f"syn-{seed}-{k}", run_id="rule", level="1", category="synthetic")
+            for k in range(n)]
 
 
 def write_rl_dataset(out_dir: str | Path, n_train: int = 2000, n_validation: int = 200, seed: int = 0) -> Path:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from omnidecision.modeling import generate_decisions, load_planner
 from omnidecision.rewards.checks import load_ledger
 from omnidecision.rewards.closure import ClosureRubric
 
@@ -90,51 +91,8 @@ def _load(model_or_dir: Any, tokenizer: Any | None) -> tuple[Any, Any]:
         if tokenizer is None:
             raise ValueError("pass `tokenizer` together with a loaded model")
         return model_or_dir, tokenizer
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = Path(model_or_dir)
-    if (path / "adapter_config.json").exists():
-        from peft import AutoPeftModelForCausalLM
-
-        model = AutoPeftModelForCausalLM.from_pretrained(str(path))
-    else:
-        model = AutoModelForCausalLM.from_pretrained(str(path))
-    return model, tokenizer or AutoTokenizer.from_pretrained(str(path))
-
-
-def generate_decisions(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, str]]], *, do_sample: bool,
-                       num_return_sequences: int = 1, temperature: float = 1.0, max_new_tokens: int = 64,
-                       batch_size: int = 16, chat_template_kwargs: dict[str, Any] | None = None) -> list[list[str]]:
-    """`num_return_sequences` decoded completions per prompt (left-padded batched generate)."""
-    import torch
-
-    was_training = model.training
-    model.eval()
-    side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    out: list[list[str]] = []
-    try:
-        for start in range(0, len(prompts), batch_size):
-            chunk = prompts[start:start + batch_size]
-            texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True,
-                                                   **(chat_template_kwargs or {})) for p in chunk]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-            enc = {k: v.to(model.device) for k, v in enc.items()}
-            kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": pad_id,
-                                      "num_return_sequences": num_return_sequences, "do_sample": do_sample}
-            if do_sample:
-                kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
-            with torch.no_grad():
-                ids = model.generate(**enc, **kwargs)
-            new = ids[:, enc["input_ids"].shape[1]:]
-            decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
-            for i in range(len(chunk)):
-                out.append(decoded[i * num_return_sequences:(i + 1) * num_return_sequences])
-    finally:
-        tokenizer.padding_side = side
-        model.train(was_training)
-    return out
+    model, loaded_tokenizer = load_planner(model_or_dir)
+    return model, tokenizer or loaded_tokenizer
 
 
 def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, tokenizer: Any | None = None,

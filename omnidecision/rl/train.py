@@ -29,33 +29,19 @@ logger = logging.getLogger(__name__)
 def load_policy(model_args: PlannerModelConfig) -> tuple[Any, Any, Any]:
     """(model, tokenizer, peft_config): an adapter folder is continued trainable; else the checkpoint, with a new
     LoRA when `use_peft`."""
-    from peft import PeftConfig, PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
-    path = Path(model_args.model_name_or_path)
-    kwargs: dict[str, Any] = {"revision": model_args.model_revision}
-    if model_args.dtype not in (None, "auto"):
-        kwargs["dtype"] = model_args.dtype
-    if model_args.attn_implementation:
-        kwargs["attn_implementation"] = model_args.attn_implementation
-    if (path / "adapter_config.json").exists():
-        base_dir = PeftConfig.from_pretrained(str(path)).base_model_name_or_path
-        if model_args.use_peft:
-            logger.warning("%s is an adapter: it is continued as is, use_peft/lora_* are ignored", path)
-        base = AutoModelForCausalLM.from_pretrained(base_dir, **kwargs)
-        model = PeftModel.from_pretrained(base, str(path), is_trainable=True)
-        peft_config = None
-        tok_dir = model_args.tokenizer_name_or_path or (str(path) if (path / "tokenizer_config.json").exists()
-                                                         else base_dir)
-    else:
-        model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
-        peft_config = get_peft_config(model_args)
-        tok_dir = model_args.tokenizer_name_or_path or str(path)
-    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer, peft_config
+    from omnidecision.modeling import is_adapter, load_planner
+
+    adapter = is_adapter(model_args.model_name_or_path)
+    if adapter and model_args.use_peft:
+        logger.warning("%s is an adapter: it is continued as is, use_peft/lora_* are ignored",
+                       model_args.model_name_or_path)
+    model, tokenizer = load_planner(model_args.model_name_or_path, trainable=True,
+                                    tokenizer_path=model_args.tokenizer_name_or_path,
+                                    revision=model_args.model_revision, dtype=model_args.dtype,
+                                    attn_implementation=model_args.attn_implementation)
+    return model, tokenizer, None if adapter else get_peft_config(model_args)
 
 
 def _check_backend(training_args: PlannerGRPOConfig) -> None:

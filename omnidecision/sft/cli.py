@@ -32,7 +32,7 @@ def tiny_planner(
     seed: int = typer.Option(0, "--seed", help="Seed of the weights and the default corpus."),
 ) -> None:
     """Build a from-scratch tiny Qwen3 planner (byte-level BPE tokenizer, ChatML with generation markers)."""
-    from omnidecision.testing.tiny import build_tiny_planner, harvest_texts
+    from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 
     _logging()
     texts = list(harvest_texts(data)) if data is not None else None

@@ -22,6 +22,9 @@ class SFTScriptArguments(trl.ScriptArguments):
     dataset_test_split: str = field(
         default="validation", metadata={"help": "Split used for evaluation when `eval_strategy` is not 'no'."}
     )
+    max_train_seconds: float | None = field(
+        default=None, metadata={"help": "Stop training after this many seconds of wall time (a compute-matched "
+                                        "control: train as long as another stage ran). None: max_steps decides."})
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N training rows (after the seeded shuffle); None: all."}
     )

@@ -67,7 +67,7 @@ def prepare(dataset, *, where: str, limit: int | None, enable_thinking: bool | N
 
 def data_stats(splits: dict[str, Any]) -> dict[str, Any]:
     """Row counts and the action mix per split (for logs and the provenance card)."""
-    from omnidecision.agent.actions import parse_planner_output
+    from omnidecision.protocol.actions import parse_planner_output
 
     out: dict[str, Any] = {}
     for name, d in splits.items():

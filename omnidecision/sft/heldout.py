@@ -17,11 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnidecision.agent.actions import CallAction, parse_planner_output, render_action
-from omnidecision.agent.prompts import render_planner_messages
 from omnidecision.ledger import Ledger, finish_available
+from omnidecision.modeling import generate_decisions, load_planner
+from omnidecision.protocol.actions import CallAction, parse_planner_output, render_action
+from omnidecision.protocol.prompts import render_planner_messages
+from omnidecision.protocol.rule import rule_action
 from omnidecision.rewards.checks import Decision, tool_check
-from omnidecision.testing.states import random_ledger, rule_action
+from omnidecision.synthetic.states import random_ledger
 
 logger = logging.getLogger(__name__)
 
@@ -48,23 +50,10 @@ def score_output(text: str, state: Ledger) -> dict[str, bool]:
 
 def generate(model_dir: str | Path, prompts: list[list[dict]], batch_size: int = 32,
              max_new_tokens: int = 96) -> list[str]:
-    """Greedy completions for chat prompts with a local checkpoint (left-padded batches)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    tok.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    texts: list[str] = []
-    for i in range(0, len(prompts), batch_size):
-        chunk = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True, enable_thinking=False)
-                 for p in prompts[i : i + batch_size]]
-        enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-        with torch.no_grad():
-            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-        texts += tok.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-    return texts
+    """Greedy completions for chat prompts with a local checkpoint."""
+    model, tok = load_planner(model_dir)
+    return [group[0] for group in generate_decisions(model, tok, prompts, batch_size=batch_size,
+                                                     max_new_tokens=max_new_tokens)]
 
 
 def evaluate(model_dir: str | Path, n: int = 200, seed: int = 777, batch_size: int = 32) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,8 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
+    if script_args.max_train_seconds is not None:
+        trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))
 
     # Train (resuming from a checkpoint when asked)
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
@@ -127,6 +130,27 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
         trainer.end()
     return run
+
+
+def wall_clock_stop(seconds: float) -> Any:
+    """A `TrainerCallback` that stops training once `seconds` of wall time have passed since training began
+    (checked after every optimizer step)."""
+    from transformers import TrainerCallback
+
+    class WallClockStop(TrainerCallback):
+        def __init__(self) -> None:
+            self.start: float | None = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.start = time.monotonic()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.start is not None and time.monotonic() - self.start >= seconds:
+                logger.info("max_train_seconds=%.0f reached at step %d: stopping", seconds, state.global_step)
+                control.should_training_stop = True
+            return control
+
+    return WallClockStop()
 
 
 if __name__ == "__main__":

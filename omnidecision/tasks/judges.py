@@ -25,8 +25,8 @@ import string
 from functools import cache
 from importlib import resources
 
-from omnidecision.agent.backends.base import BackendError, ChatBackend, ChatRequest
-from omnidecision.agent.trajectory import JudgeResult
+from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest
+from omnidecision.protocol.records import JudgeResult
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)

@@ -27,9 +27,9 @@ from typing import Any
 
 from rank_bm25 import BM25Plus
 
-from omnidecision.agent.backends.base import ChatRequest, ChatResponse
 from omnidecision.ledger.readiness import actionable_need_indices
 from omnidecision.ledger.schema import SourceRef
+from omnidecision.protocol.chat import ChatRequest, ChatResponse
 from omnidecision.tasks.schema import Asset, Task
 from omnidecision.tools.base import Observation, SearchHit
 

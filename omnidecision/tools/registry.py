@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from omnidecision.protocol.actions import PRIMARY_FIELD
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.audio import AudioScouting
 from omnidecision.tools.base import Observation, Tool, ToolContext, ToolError
@@ -41,8 +42,6 @@ TOOLS: dict[str, Tool] = {
     )
 }
 
-# The argument a planner's free-text `query` goes into, per tool.
-PRIMARY_FIELD: dict[str, str] = {name: "query" for name in TOOLS} | {"code_executor": "code", "page_reader": "url"}
 
 
 def arguments_for(tool: str, query: str | None, arguments: dict | None) -> dict:

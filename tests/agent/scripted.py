@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from omnidecision.agent.backends.base import ChatRequest, ChatResponse, Usage
 from omnidecision.ledger import actionable_need_indices, finish_available
+from omnidecision.protocol.chat import ChatRequest, ChatResponse, Usage
 from omnidecision.tools.base import Observation, ToolContext
 
 

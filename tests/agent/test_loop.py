@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from omnidecision.agent.backends.base import ChatRequest
-from omnidecision.agent.backends.openai_backend import OpenAIBackend
-from omnidecision.agent.config import AgentConfig, BackendSpec
+from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
-from omnidecision.agent.trajectory import RunRecord
+from omnidecision.backends.openai_backend import OpenAIBackend
+from omnidecision.protocol.chat import BackendSpec, ChatRequest
+from omnidecision.protocol.records import RunRecord
 from omnidecision.serving.vllm_server import free_port
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import Observation, ToolContext

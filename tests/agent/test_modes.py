@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 
-from omnidecision.agent.backends.base import ChatRequest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
+from omnidecision.protocol.chat import ChatRequest
 
 from .scripted import Scripted, critic_from, decompose, echo_tool, greedy_planner
 from .test_loop import TASK

@@ -10,11 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from omnidecision.agent.backends.base import BackendError, ChatRequest
-from omnidecision.agent.backends.factory import build_backends, load_backend_specs
-from omnidecision.agent.backends.openai_backend import OpenAIBackend
-from omnidecision.agent.config import BackendSpec
 from omnidecision.agent.roles import role_schema
+from omnidecision.backends.factory import build_backends, load_backend_specs
+from omnidecision.backends.openai_backend import OpenAIBackend
+from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest
 
 REPLY = {"id": "x", "object": "chat.completion", "created": 0, "model": "stub-model",
          "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"a": 1}'}}],

@@ -9,14 +9,15 @@ import collections
 import pytest
 from typer.testing import CliRunner
 
-from omnidecision.agent.backends.factory import build_backends
-from omnidecision.agent.config import AgentConfig, BackendSpec
+from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
+from omnidecision.backends.factory import build_backends
 from omnidecision.cli import app
+from omnidecision.protocol.chat import BackendSpec
 
 synth = pytest.importorskip("omnidecision.tasks.synth")
-pytest.importorskip("omnidecision.tasks.teacher")
+pytest.importorskip("omnidecision.backends.teacher")
 pytest.importorskip("omnidecision.tools.registry")
 
 

@@ -12,10 +12,11 @@ import asyncio
 
 import pytest
 
-from omnidecision.agent.backends.factory import build_backends
-from omnidecision.agent.config import AgentConfig, BackendSpec
+from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
+from omnidecision.backends.factory import build_backends
+from omnidecision.protocol.chat import BackendSpec
 from omnidecision.tasks.schema import Task
 
 pytestmark = [pytest.mark.vllm]

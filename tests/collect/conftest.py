@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from omnidecision.agent.backends.factory import build_backends
-from omnidecision.agent.config import AgentConfig, BackendSpec
+from omnidecision.agent.config import AgentConfig
+from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import shard_path
+from omnidecision.protocol.chat import BackendSpec
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 
@@ -58,7 +59,7 @@ def tiny_planner(harvested: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     """The tiny Qwen3 planner, tokenizer trained on the harvested prompts (fast to build)."""
     import datasets
 
-    from omnidecision.testing.tiny import build_tiny_planner
+    from omnidecision.synthetic.tiny import build_tiny_planner
 
     ds = datasets.load_dataset(str(harvested / "sft"), split="train")
     texts = [m["content"] for row in ds.select(range(min(200, len(ds)))) for m in row["messages"]]

@@ -9,11 +9,11 @@ from pathlib import Path
 import datasets
 import pytest
 
-from omnidecision.agent.prompts import render_planner_messages
 from omnidecision.collect.harvest import HarvestError, HarvestOptions, advanced, run_harvest
 from omnidecision.collect.parity import check_row_parity, planner_prompt_ids
 from omnidecision.collect.store import read_records, shard_path
 from omnidecision.ledger import Ledger, actionable_need_indices, blocked_need_indices, finish_available, reduce
+from omnidecision.protocol.prompts import render_planner_messages
 
 from .conftest import CLI
 

@@ -71,7 +71,7 @@ def test_parse_shard_rejects_nonsense() -> None:
 def test_cli_bad_recipe_exits_2_with_the_field(tmp_path: Path) -> None:
     f = tmp_path / "r.yaml"
     f.write_text("tasks: {path: x}\nbackends: {default: {kind: teacher}}\n", encoding="utf-8")
-    proc = subprocess.run([*CLI, "collect", "--config", str(f), "--set", "agent.mode=chaos", "--no-progress"],
+    proc = subprocess.run([*CLI, "collect", "--config", str(f), "--agent.mode", "chaos", "--no-progress"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "r.yaml" in proc.stderr and "agent.mode" in proc.stderr

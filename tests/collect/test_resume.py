@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from omnidecision.agent.backends.factory import build_backends
-from omnidecision.agent.config import AgentConfig, BackendSpec
+from omnidecision.agent.config import AgentConfig
+from omnidecision.backends.factory import build_backends
 from omnidecision.collect.recipe import load_recipe
 from omnidecision.collect.runner import collect, collect_runs
 from omnidecision.collect.store import read_records, shard_path
+from omnidecision.protocol.chat import BackendSpec
 from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import CLI, teacher_recipe

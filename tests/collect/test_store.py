@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from omnidecision.agent.trajectory import RunRecord
 from omnidecision.collect.store import (
     RecordWriter,
     TrajectoryFileError,
@@ -20,6 +19,7 @@ from omnidecision.collect.store import (
     repair_tail,
     shard_of,
 )
+from omnidecision.protocol.records import RunRecord
 
 
 def _rec(task: str, sample: int = 0, **kw: object) -> RunRecord:

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from omnidecision.agent.trajectory import OUTCOMES
 from omnidecision.eval.report import REPORT_KEYS, build_report, is_correct, render_markdown
 from omnidecision.eval.runner import load_records, run_eval, trajectories_path
+from omnidecision.protocol.records import OUTCOMES
 
 from .conftest import teacher_recipe
 

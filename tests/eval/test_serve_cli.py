@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.eval.cli import passthrough_overrides
+from omnidecision.collect.recipe import cli_overrides as passthrough_overrides
 
 
 def test_serve_rejects_bad_lora(tmp_path):
@@ -34,7 +34,7 @@ def test_passthrough_overrides():
 def test_serve_then_sigterm(tmp_path):
     pytest.importorskip("vllm")
     from omnidecision.serving.vllm_server import free_port
-    from omnidecision.testing.tiny import build_tiny_planner
+    from omnidecision.synthetic.tiny import build_tiny_planner
 
     model = build_tiny_planner(tmp_path / "tiny", hidden=64, layers=2, heads=2)
     port = free_port()

@@ -9,9 +9,9 @@ import json
 import httpx
 import pytest
 
-from omnidecision.agent.trajectory import OUTCOMES
 from omnidecision.eval.report import REPORT_KEYS
 from omnidecision.eval.runner import eval_recipe_from_dict, load_records, run_eval
+from omnidecision.protocol.records import OUTCOMES
 
 pytestmark = [pytest.mark.vllm]
 
@@ -30,7 +30,7 @@ def make_lora(base_dir, out_dir) -> None:
 
 
 def test_eval_with_served_tiny_planner_and_lora(synth_dir, tmp_path):
-    from omnidecision.testing.tiny import build_tiny_planner
+    from omnidecision.synthetic.tiny import build_tiny_planner
 
     # head_dim 32: vLLM-CPU attention supports head sizes 32, 64, 80, … (not the builder default 64/4 = 16)
     base = build_tiny_planner(tmp_path / "tiny", hidden=64, layers=2, heads=2)

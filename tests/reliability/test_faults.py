@@ -18,10 +18,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from omnidecision.agent.backends.factory import build_backends
-from omnidecision.agent.config import AgentConfig, BackendSpec
+from omnidecision.agent.config import AgentConfig
+from omnidecision.backends.factory import build_backends
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import read_records
+from omnidecision.protocol.chat import BackendSpec
 
 FAULTS = ("ok",) * 7 + ("http500", "http429", "slow", "truncated", "garbage", "drop")
 

@@ -10,11 +10,11 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omnidecision.agent.backends.base import ChatRequest, ChatResponse
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
 from omnidecision.ledger import InvalidAction
+from omnidecision.protocol.chat import ChatRequest, ChatResponse
 
 from .test_fuzz_parsers import adversarial
 

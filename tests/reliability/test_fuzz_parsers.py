@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omnidecision.agent.actions import (
+from omnidecision.protocol.actions import (
     CallAction,
     CriticOutput,
     DecomposeOutput,

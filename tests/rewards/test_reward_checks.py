@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from omnidecision.protocol.rule import rule_decision_text
 from omnidecision.rewards import (
     CHECKS,
     ClosureRubric,
     Decision,
     closure_reward,
     get_reward_funcs,
-    teacher_decision,
 )
 
 Q = "In which year was the narrator of the documentary clip born, and what is that year squared?"
@@ -123,7 +123,7 @@ HACKS = {
 @pytest.mark.parametrize("which", ["open", "failed"])
 def test_hacks_score_below_a_correct_decision(hack, which, ledgers):
     s = ledgers[which]
-    correct = teacher_decision(s, with_query=which == "open")
+    correct = rule_decision_text(s, explicit_query=which == "open")
     if which == "failed":  # the correct move after a failed composed query is a revised query
         correct = call(1, "web_search", "Ada Lovelace born year")
     ledger = [s.model_dump_json()] * 2
@@ -148,7 +148,7 @@ def test_teacher_decision_scores_one_on_every_ledger(ledgers):
     for s in ledgers.values():
         if s.failed_calls:
             continue
-        assert closure_reward([teacher_decision(s)], ledger=[s.model_dump_json()]) == [1.0]
+        assert closure_reward([rule_decision_text(s)], ledger=[s.model_dump_json()]) == [1.0]
 
 
 def test_rubric_logs_every_component_and_skips_none(ledgers):
@@ -188,16 +188,16 @@ def test_random_reachable_ledgers_teacher_and_hacks():
     empty output and the question pasted as query score below it."""
     import random
 
-    from omnidecision.rewards.checks import finish_sound
-    from omnidecision.testing.states import random_ledger
+    from omnidecision.ledger import finish_available
+    from omnidecision.synthetic.states import random_ledger
 
     rng = random.Random(7)
     for _ in range(300):
         s = random_ledger(rng)
-        teacher = teacher_decision(s)
+        teacher = rule_decision_text(s)
         d = Decision.parse(teacher)
         assert CHECKS["finish"](d, s) == CHECKS["target"](d, s) == CHECKS["tool"](d, s) == 1.0, teacher
-        if finish_sound(s) or CHECKS["no_repeat"](d, s) == 0.0:
+        if finish_available(s) or CHECKS["no_repeat"](d, s) == 0.0:
             continue  # (the short-form teacher repeats a failed composed query: not the correct decision there)
         index = json.loads(teacher)["need"]
         hacks = [FINISH, "", call(index, query=s.question)]

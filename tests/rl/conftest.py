@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_planner(tmp_path_factory):
-    from omnidecision.testing.tiny import build_tiny_planner, default_corpus
+    from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
 
     out = tmp_path_factory.mktemp("tiny-planner")
     return build_tiny_planner(out, texts=list(default_corpus(n=200)), hidden=32, layers=1, heads=2)

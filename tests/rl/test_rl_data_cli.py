@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from omnidecision.rl.data import RL_COLUMNS, load_rl_splits, rl_rows
+from omnidecision.protocol.rows import RL_COLUMNS
+from omnidecision.rl.data import load_rl_splits, rl_rows
 
 
 def test_rows_carry_the_contract_columns():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omnidecision.testing.states import write_sft_dataset
+from omnidecision.synthetic.states import write_sft_dataset
 
 pytest.importorskip("trl")
 
@@ -16,7 +16,7 @@ def sft_data(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory, sft_data):
-    from omnidecision.testing.tiny import build_tiny_planner, harvest_texts
+    from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 
     return build_tiny_planner(tmp_path_factory.mktemp("tiny") / "model", list(harvest_texts(sft_data)),
                               hidden=32, layers=1, heads=2, vocab_size=1024, seed=0)

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from omnidecision.sft.data import data_stats, load_sft_splits, prepare
-from omnidecision.testing.states import sft_rows
+from omnidecision.synthetic.states import sft_rows
 
 datasets = pytest.importorskip("datasets")
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import random
 
-from omnidecision.agent.actions import CallAction, render_action
 from omnidecision.ledger import SOURCE_TOOL, actionable_need_indices, blocked_need_indices
+from omnidecision.protocol.actions import CallAction, render_action
+from omnidecision.protocol.rule import rule_action
 from omnidecision.sft.heldout import score_output
-from omnidecision.testing.states import random_ledger, rule_action
+from omnidecision.synthetic.states import random_ledger
 
 
 def test_teacher_action_scores_perfectly():

@@ -54,8 +54,8 @@ def _chat(base_url: str, model: str) -> dict:
 
     import httpx
 
-    from omnidecision.agent.prompts import render_planner_messages
-    from omnidecision.testing.states import random_ledger
+    from omnidecision.protocol.prompts import render_planner_messages
+    from omnidecision.synthetic.states import random_ledger
 
     messages = render_planner_messages(random_ledger(random.Random(5)))
     r = httpx.post(f"{base_url}/chat/completions", timeout=120,

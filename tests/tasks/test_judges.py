@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from omnidecision.agent.backends.base import BackendError, ChatRequest, ChatResponse
+from omnidecision.protocol.chat import BackendError, ChatRequest, ChatResponse
 from omnidecision.tasks.judges import (
     extract_choice,
     extract_prediction,

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
+from omnidecision.backends.teacher import _evidence_text, contains_value
 from omnidecision.ledger.schema import SOURCE_TOOL
 from omnidecision.tasks.synth import load_suite, write_suite
-from omnidecision.tasks.teacher import _evidence_text, contains_value
 from omnidecision.tools.registry import arguments_for, build_tool_context, run_tool
 
 

@@ -7,22 +7,22 @@ import asyncio
 
 import pytest
 
-from omnidecision.agent.actions import (
+from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.loop import run_task
+from omnidecision.agent.replay import check_run
+from omnidecision.backends.teacher import DEFAULT_NOISE, TeacherBackend, contains_value, normalise_noise
+from omnidecision.ledger import reduce
+from omnidecision.ledger.events import InitLedger, NeedUpdated, ToolCalled
+from omnidecision.ledger.schema import Ledger
+from omnidecision.protocol.actions import (
     parse_critic_output,
     parse_decompose_output,
     parse_finalizer_output,
     parse_planner_output,
 )
-from omnidecision.agent.backends.base import BackendError, ChatRequest
-from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.loop import run_task
-from omnidecision.agent.replay import check_run
-from omnidecision.ledger import reduce
-from omnidecision.ledger.events import InitLedger, NeedUpdated, ToolCalled
-from omnidecision.ledger.schema import Ledger
+from omnidecision.protocol.chat import BackendError, ChatRequest
 from omnidecision.tasks.judges import judge_offline
 from omnidecision.tasks.synth import load_suite, write_suite
-from omnidecision.tasks.teacher import DEFAULT_NOISE, TeacherBackend, contains_value, normalise_noise
 from omnidecision.tools.base import Observation
 
 

@@ -35,6 +35,8 @@ ToolName = Literal[
     "code_executor",
 ]
 TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
+# The argument a planner's free-text `query` goes into, per tool (the tools registry and the closure checks use it).
+PRIMARY_FIELD: dict[str, str] = dict.fromkeys(TOOL_NAMES, "query") | {"code_executor": "code", "page_reader": "url"}
 
 
 class _Out(BaseModel):

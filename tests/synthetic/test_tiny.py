@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from omnidecision.agent.actions import parse_planner_output
-from omnidecision.testing.states import random_ledger, rule_action, sft_rows, write_sft_dataset
-from omnidecision.testing.tiny import IM_END, build_tiny_planner, harvest_texts
+from omnidecision.protocol.actions import parse_planner_output
+from omnidecision.protocol.rule import rule_action
+from omnidecision.synthetic.states import random_ledger, sft_rows, write_sft_dataset
+from omnidecision.synthetic.tiny import IM_END, build_tiny_planner, harvest_texts
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["decompose", "planner", "critic", "finalizer", "judge", "perception", "summarizer"]
 
@@ -51,3 +51,26 @@ class BackendError(Exception):
 
 class ChatBackend(Protocol):
     async def chat(self, request: ChatRequest) -> ChatResponse: ...
+
+
+class BackendSpec(BaseModel):
+    """Where one role's model lives. kind="openai": any OpenAI-compatible endpoint (vLLM, OpenAI, Gemini);
+    kind="teacher": the scripted teacher (synthetic tasks); other kinds are registered by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = "openai"
+    base_url: str | None = None
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    structured_output: bool = True  # send response_format json_schema
+    enable_thinking: bool = False  # must match training (train/serve parity)
+    price_per_1k_prompt: float | None = None
+    price_per_1k_completion: float | None = None
+    max_concurrency: int = 64
+    options: dict[str, Any] = Field(default_factory=dict)  # kind-specific (e.g. teacher noise knobs)

@@ -4,8 +4,8 @@ Retries with exponential backoff (tenacity) on connection errors, timeouts, 429 
 a concurrency semaphore; token usage and cost captured; `response_format: json_schema` when the spec asks for
 structured output; `chat_template_kwargs.enable_thinking` sent to vLLM (train/serve parity).
 
-    python -c "import asyncio; from omnidecision.agent.backends.openai_backend import OpenAIBackend; \
-from omnidecision.agent.config import BackendSpec; from omnidecision.agent.backends.base import ChatRequest; \
+    python -c "import asyncio; from omnidecision.backends.openai_backend import OpenAIBackend; \
+from omnidecision.protocol.chat import BackendSpec, ChatRequest; \
 b = OpenAIBackend(BackendSpec(base_url='http://localhost:8000/v1', model='planner')); \
 print(asyncio.run(b.chat(ChatRequest(role='planner', messages=[{'role': 'user', 'content': 'hi'}]))))"
 """
@@ -22,8 +22,7 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from omnidecision.agent.backends.base import BackendError, ChatRequest, ChatResponse, Usage
-from omnidecision.agent.config import BackendSpec
+from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, ChatResponse, Usage
 
 logger = logging.getLogger(__name__)
 

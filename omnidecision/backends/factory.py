@@ -1,9 +1,9 @@
 """Build the per-role backends of a run from `BackendSpec`s (the `backends:` part of a recipe).
 
-kind "openai" → `OpenAIBackend`; kind "teacher" → `omnidecision.tasks.teacher.TeacherBackend(**spec.options)`
+kind "openai" → `OpenAIBackend`; kind "teacher" → `omnidecision.backends.teacher.TeacherBackend(**spec.options)`
 (imported lazily). Specs that are equal share one backend object (one client, one concurrency semaphore).
 
-    >>> from omnidecision.agent.config import BackendSpec
+    >>> from omnidecision.protocol.chat import BackendSpec
     >>> b = build_backends({"planner": BackendSpec(base_url="http://localhost:8000/v1", model="p")})
     >>> type(b["planner"]).__name__
     'OpenAIBackend'
@@ -15,19 +15,18 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from omnidecision.agent.backends.base import ChatBackend
-from omnidecision.agent.config import BackendSpec
+from omnidecision.protocol.chat import BackendSpec, ChatBackend
 
 logger = logging.getLogger(__name__)
 
 
 def build_backend(spec: BackendSpec) -> ChatBackend:
     if spec.kind == "openai":
-        from omnidecision.agent.backends.openai_backend import OpenAIBackend
+        from omnidecision.backends.openai_backend import OpenAIBackend
 
         return OpenAIBackend(spec)
     if spec.kind == "teacher":
-        from omnidecision.tasks.teacher import TeacherBackend
+        from omnidecision.backends.teacher import TeacherBackend
 
         return TeacherBackend(**spec.options)
     raise ValueError(f"unknown backend kind {spec.kind!r} (known: openai, teacher)")

@@ -18,8 +18,8 @@ from omnidecision.ledger import DigestBudget, Ledger, render_digest
 
 @cache
 def load_prompt(name: str) -> str:
-    """The text of `omnidecision/agent/prompts/<name>.md`, without the trailing newline."""
-    return resources.files("omnidecision.agent").joinpath("prompts", f"{name}.md").read_text("utf-8").rstrip("\n")
+    """The text of `omnidecision/protocol/prompts/<name>.md`, without the trailing newline."""
+    return resources.files("omnidecision.protocol").joinpath("prompts", f"{name}.md").read_text("utf-8").rstrip("\n")
 
 
 def render_planner_messages(ledger: Ledger, budget: DigestBudget | None = None) -> list[dict[str, str]]:

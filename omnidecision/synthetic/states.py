@@ -2,11 +2,9 @@
 corpus and the CPU SFT recipe, with no collected trajectories needed.
 
 Every state is built through the reducer (`InitLedger`, `ToolCalled`, `NeedUpdated`, ...), so it is a state the
-agent could really reach. The rule action is the teacher's: `finish` when `finish_available`, else the first
-actionable blocking need (then supplementary) and the tool of the need's preferred source; the query (the need's
-focus with filled values substituted) is written only with `explicit_query=True`, as the scripted teacher does.
+agent could really reach. The action is the rule planner's (`omnidecision.protocol.rule`).
 
-    python -m omnidecision.testing.states OUT_DIR --train 2000 --validation 200
+    python -m omnidecision.synthetic.states OUT_DIR --train 2000 --validation 200
     # writes OUT_DIR/train.jsonl and OUT_DIR/validation.jsonl (SFT rows, `datasets.load_dataset(OUT_DIR)` reads them)
 """
 
@@ -18,8 +16,6 @@ import logging
 import random
 from pathlib import Path
 
-from omnidecision.agent.actions import CallAction, FinishAction, render_action
-from omnidecision.agent.prompts import render_planner_messages
 from omnidecision.ledger import (
     SOURCE_TOOL,
     SOURCES,
@@ -35,9 +31,11 @@ from omnidecision.ledger import (
     ToolCalled,
     actionable_need_indices,
     composed_query,
-    finish_available,
     reduce,
 )
+from omnidecision.protocol import rows
+from omnidecision.protocol.prompts import render_planner_messages
+from omnidecision.protocol.rule import rule_decision_text
 
 logger = logging.getLogger(__name__)
 
@@ -130,27 +128,10 @@ def _random_step(rng: random.Random, state: Ledger, i: int) -> Ledger:
     return reduce(state, NeedUpdated(need=i, verdict="omits"))
 
 
-def rule_action(state: Ledger, explicit_query: bool = False) -> CallAction | FinishAction:
-    """The teacher's decision for `state` (see the module docstring).
-
-    Like `omnidecision.tasks.teacher.TeacherBackend`, the default is the short form `{"action", "need", "tool"}`
-    (the tool layer composes the query from the need's focus); `explicit_query=True` writes the query too.
-    """
-    if finish_available(state):
-        return FinishAction()
-    actionable = actionable_need_indices(state)
-    ordered = [i for i in actionable if state.needs[i].role == "blocking"] + [
-        i for i in actionable if state.needs[i].role != "blocking"]
-    i = ordered[0]  # not empty: without an actionable need `finish_available` holds (readiness.can_advance)
-    return CallAction(need=i, tool=SOURCE_TOOL[state.needs[i].preferred_source],
-                      query=composed_query(state, i) if explicit_query else None)
-
-
 def sft_row(state: Ledger, *, task_id: str = "synthetic", step: int = 0, explicit_query: bool = False) -> dict:
-    """One state-SFT row in the harvest format: `messages` (system, user digest, assistant action) + metadata."""
-    action = render_action(rule_action(state, explicit_query))
-    messages = render_planner_messages(state) + [{"role": "assistant", "content": action}]
-    return {"messages": messages, "task_id": task_id, "step": step, "run_id": "rule", "level": 1, "source": "rule"}
+    """One state-SFT row (`protocol.rows`): the planner messages of `state` and the rule decision."""
+    return rows.sft_row(render_planner_messages(state), rule_decision_text(state, explicit_query), task_id=task_id,
+                        run_id="rule", step=step, level="1", source="rule")
 
 
 def sft_rows(n: int, seed: int = 0) -> list[dict]:

@@ -7,16 +7,17 @@ state after all events before the step) and `final_ledger`, byte for byte (`mode
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnidecision.agent.backends.base import Usage
 from omnidecision.ledger.events import LedgerEvent
 from omnidecision.ledger.schema import Ledger
+from omnidecision.protocol.chat import Usage
 
-Outcome = Literal["accepted", "insufficient", "forced", "budget", "error"]
-OUTCOMES: tuple[str, ...] = ("accepted", "insufficient", "forced", "budget", "error")
+# stuck: the planner repeated the same rejected decision `AgentConfig.max_repeated_rejections` times in a row
+Outcome = Literal["accepted", "insufficient", "forced", "budget", "stuck", "error"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 Mode = Literal["ledger", "react", "memory"]
 
 
@@ -85,6 +86,7 @@ class RunRecord(BaseModel):
     final_calls: list[RoleCall] = Field(default_factory=list)
     final_ledger: Ledger | None = None
     outcome: Outcome
+    stop_reason: str | None = None  # why a run stopped without an accepted answer, in words
     error: str | None = None
     answer: str | None = None
     gold_answer: str | None = None

@@ -1,7 +1,7 @@
 """The scripted teacher: an offline backend for every role that solves tasks from their gold decomposition.
 
 It answers `ChatBackend.chat(request)` with the same JSON an LLM would write (the schemas of
-`omnidecision.agent.actions`), reading `request.context` (task with gold, ledger, action, observation):
+`omnidecision.protocol.actions`), reading `request.context` (task with gold, ledger, action, observation):
 
 - decompose: the gold needs and slots (`DecomposeOutput`);
 - planner: `finish` when the ledger allows it, else the first actionable blocking need (then a supplementary
@@ -11,9 +11,11 @@ It answers `ChatBackend.chat(request)` with the same JSON an LLM would write (th
   and a need no tool can fill becomes `unfillable` after its attempts; slots follow their needs;
 - finalizer: drafts the answer from the ledger (mcq → option letter) and passes iff the ledger is ready.
 
-Noise knobs (`wrong_tool`, `vague_query`, `premature_finish`, `missed_conflict`: probabilities; a float sets all)
-make collections hold correct and incorrect runs. Draws come from a hash of (seed, task id, sample, step,
-role, knob), never from global random state, so a rerun is identical.
+Noise knobs (`wrong_tool`, `vague_query`, `premature_finish`, `missed_conflict`, `invalid_target`: probabilities;
+a float sets all) make collections hold correct and incorrect runs. `invalid_target` calls a need that is not
+actionable (filled or blocked), which the loop rejects: the next state shows the rejection in the digest and the
+teacher's next decision is the rule one, so harvested data holds recoveries from rejected decisions. Draws come
+from a hash of (seed, task id, sample, step, role, knob), never from global random state, so a rerun is identical.
 
     omnidecision run --tasks runs/synth/tasks.jsonl --teacher   # the agent loop with this backend
 
@@ -28,7 +30,15 @@ import json
 import re
 from typing import Any
 
-from omnidecision.agent.actions import (
+from omnidecision.ledger.events import NeedSpec
+from omnidecision.ledger.readiness import (
+    blocked_need_indices,
+    ready,
+    unmet_blocking,
+    unresolved_conflicts,
+)
+from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Slot
+from omnidecision.protocol.actions import (
     TOOL_NAMES,
     CallAction,
     CriticOutput,
@@ -40,20 +50,11 @@ from omnidecision.agent.actions import (
     SlotVerdict,
     render_action,
 )
-from omnidecision.agent.backends.base import BackendError, ChatRequest, ChatResponse, Usage
-from omnidecision.ledger.events import NeedSpec
-from omnidecision.ledger.readiness import (
-    actionable_need_indices,
-    composed_query,
-    finish_available,
-    ready,
-    unmet_blocking,
-    unresolved_conflicts,
-)
-from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Slot
+from omnidecision.protocol.chat import BackendError, ChatRequest, ChatResponse, Usage
+from omnidecision.protocol.rule import rule_action
 from omnidecision.tasks.schema import Task
 
-NOISE_KNOBS: tuple[str, ...] = ("wrong_tool", "vague_query", "premature_finish", "missed_conflict")
+NOISE_KNOBS: tuple[str, ...] = ("wrong_tool", "vague_query", "premature_finish", "missed_conflict", "invalid_target")
 # Default noise of collections: measured to land the teacher between 50% and 85% correct on the synthetic suite
 # (tests/tasks/test_teacher.py).
 DEFAULT_NOISE = 0.25
@@ -190,21 +191,21 @@ class TeacherBackend:
         if ledger is None:
             return self._history_planner(task, ctx)
         step = ledger.step
-        if finish_available(ledger):
-            return render_action(FinishAction())
+        rule = rule_action(ledger, explicit_query=True)  # the one rule decision; the noise goes on top
+        if isinstance(rule, FinishAction):
+            return render_action(rule)
         if self.draw(task, ctx, step, "planner", "premature_finish"):
             return render_action(FinishAction())
-        actionable = actionable_need_indices(ledger)
-        blocking = [i for i in actionable if ledger.needs[i].role == "blocking"]
-        i = (blocking or actionable)[0]
-        need = ledger.needs[i]
-        tool = SOURCE_TOOL[need.preferred_source]
-        query = composed_query(ledger, i)
+        invalid = [n.index for n in ledger.needs if n.status == "filled" or n.index in blocked_need_indices(ledger)]
+        if invalid and self.draw(task, ctx, step, "planner", "invalid_target"):
+            j = int(self._pick(task, ctx, step, "invalid_target", [str(k) for k in invalid]))
+            return render_action(CallAction(need=j, tool=SOURCE_TOOL[ledger.needs[j].preferred_source]))
+        i, tool, query = rule.need, rule.tool, rule.query
         if self.draw(task, ctx, step, "planner", "wrong_tool"):
             tool = self._pick(task, ctx, step, "tool", [t for t in TOOL_NAMES if t != tool and t != "page_reader"])
         if self.draw(task, ctx, step, "planner", "vague_query"):
             query = task.question
-        if query == composed_query(ledger, i) and not self.explicit_query:
+        if query == rule.query and not self.explicit_query:
             return render_action(CallAction(need=i, tool=tool))
         return render_action(CallAction(need=i, tool=tool, query=query))
 

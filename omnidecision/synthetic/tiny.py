@@ -1,13 +1,13 @@
 """A from-scratch tiny Qwen3 planner: byte-level BPE tokenizer + random Qwen3ForCausalLM, saved as a HF checkpoint.
 
 No hub access: the tokenizer is trained with `tokenizers` on the given texts (default: rendered planner prompts
-and rule actions over random ledgers, `omnidecision.testing.states`). The chat template is ChatML with
+and rule actions over random ledgers, `omnidecision.synthetic.states`). The chat template is ChatML with
 `{% generation %}` markers around the assistant content including `<|im_end|>`, so TRL's
 `assistant_only_loss=True` and `apply_chat_template(..., return_assistant_tokens_mask=True)` work. It accepts
 `enable_thinking` (Qwen3 parity) but never renders a think block. A Qwen3 config keeps the fast tokenizer as
 saved (a qwen2 config would make AutoTokenizer swap in Qwen2Tokenizer with different ids).
 
-    python -m omnidecision.testing.tiny OUT_DIR [--hidden 64 --layers 2]
+    python -m omnidecision.synthetic.tiny OUT_DIR [--hidden 64 --layers 2]
     omnidecision tiny-planner --out OUT_DIR [--data HARVEST_DIR]
 """
 
@@ -20,7 +20,7 @@ import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from omnidecision.agent.actions import TOOL_NAMES
+from omnidecision.protocol.actions import TOOL_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ CHAT_TEMPLATE = (
 
 def default_corpus(n: int = 1500, seed: int = 0) -> Iterator[str]:
     """Chat-formatted planner prompts + rule actions over random ledgers (what the tiny planner reads and writes)."""
-    from omnidecision.testing.states import sft_rows
+    from omnidecision.synthetic.states import sft_rows
 
     for row in sft_rows(n, seed):
         yield "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in row["messages"])

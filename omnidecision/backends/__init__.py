@@ -1,0 +1,1 @@
+"""Model backends behind `protocol.chat.ChatBackend`: OpenAI-compatible endpoints, the scripted teacher."""
