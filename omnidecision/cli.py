@@ -7,7 +7,6 @@ command functions, so `omnidecision --help` stays fast); this module only mounts
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 import typer
 
@@ -25,6 +24,7 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.sft.cli", "sft", "sft"),
     ("omnidecision.sft.cli", "export", "export"),
     ("omnidecision.rl.cli", "grpo", "grpo"),
+    ("omnidecision.onpolicy.cli", "rounds", "rounds"),
     ("omnidecision.eval.cli", "serve", "serve"),
     ("omnidecision.eval.cli", "eval_cmd", "eval"),
     ("omnidecision.eval.cli", "compare", "compare"),
@@ -38,11 +38,8 @@ _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 def _mount() -> None:
     for module, attr, name in _MOUNTS:
-        if importlib.util.find_spec(module) is None:
-            continue  # a stage not built yet
-        obj = getattr(importlib.import_module(module), attr, None)
-        if obj is None:
-            continue
+        # a stage that fails to import fails the whole CLI, loudly: a silently missing command hides a broken install
+        obj = getattr(importlib.import_module(module), attr)
         if isinstance(obj, typer.Typer):
             app.add_typer(obj, name=name)
         else:

@@ -1,14 +1,25 @@
-"""`omnidecision demo`: the whole pipeline on a CPU, offline, on its embedded default, with a results table.
+"""`omnidecision demo`: the whole pipeline on a CPU, offline, with an honest train/dev/test protocol.
 
-    omnidecision demo --out runs/demo            # = make demo; ≈ 10–15 minutes on 2 CPU cores
+    omnidecision demo --out runs/demo            # = make demo
     omnidecision demo --out runs/demo-q --quick  # a smaller smoke run (tests use it)
+    omnidecision demo --dry-run                  # the stage plan: what each stage reads and writes
 
-Stages, each one the project's own CLI command run as a subprocess (so every stage shows its own progress and
-the recipes the demo writes under OUT/recipes/ can be rerun by hand):
-synth (train + held-out suites) → collect with the noisy scripted teacher → harvest → tiny planner →
-SFT → GRPO → export → eval in the loop with vLLM (untrained / SFT / GRPO planners; the other roles are the
-noise-free teacher) and the teacher as planner, same held-out tasks and budgets → OUT/summary.json,
-OUT/summary.md, and a side-by-side comparison (OUT/compare.md) of the four eval reports with their plots.
+Three synthetic suites with distinct seeds: TRAIN (collection, SFT, on-policy rounds, GRPO), DEV (the SFT
+checkpoint, the `best` planner) and TEST (reported; read only by the final evaluations). The stages, each one the
+project's own command with the shipped recipe (`configs/*/tiny-cpu.yaml`; the demo overrides only paths and step
+counts):
+
+1. synth the three suites; collect the noisy scripted teacher on train and dev; harvest (dev rows = validation);
+2. tiny planner, SFT (the checkpoint with the best dev loss), export;
+3. post-SFT: on-policy rounds (DAgger: the planner's own visited train states, rule-labelled), then GRPO on
+   those states from the rounds' planner;
+4. `sft_plus`, the compute-matched control: the SFT planner trained further on SFT data for the wall time the
+   post-SFT stages took;
+5. every planner served by vLLM in the loop on dev and test (one server per planner); the scripted teacher as
+   reference; `best` = the highest dev accuracy; paired per-task comparisons on test; held-out closure reward
+   (per-state diagnostic) on dev RL states.
+
+Writes OUT/summary.json, OUT/summary.md, OUT/compare/ and each eval's report with plots.
 """
 
 from __future__ import annotations
@@ -16,10 +27,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +41,9 @@ import yaml
 
 logger = logging.getLogger(__name__)
 
-PLANNERS = ("untrained", "sft", "grpo", "teacher")
+TRAINED = ("sft", "sft_plus", "rounds", "grpo")
+PLANNERS = (*TRAINED, "teacher")
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 
 @dataclass
@@ -36,70 +51,81 @@ class DemoConfig:
     """The embedded default. `quick` shrinks it for a smoke test."""
 
     train_tasks: int = 240
-    heldout_tasks: int = 60
+    dev_tasks: int = 40
+    test_tasks: int = 60
     samples: int = 2
     teacher_noise: float = 0.25
     digest_max_chars: int = 1000
     concurrency: int = 16
-    # Measured on this 2-core machine: 300 SFT steps (≈ 3.5 min) leave the planner good in the loop but not
-    # saturated on closure (700 steps reached 0.99, leaving GRPO nothing to raise); the GRPO stage (state
-    # selection, 150 steps, three held-out evaluations) ≈ 2.7 min.
-    sft_steps: int = 300
-    grpo_steps: int = 150
-    # GRPO samples its K decisions per state at this temperature (TRL scores them at it too): near the greedy
-    # decoding the planner is evaluated and served with, so the group's differences are the ones greedy can flip.
-    grpo_temperature: float = 0.7
-    grpo_max_completion_length: int = 32
-    closure_states: int = -1  # held-out RL states for the closure reward: -1 = every validation state
+    sft_steps: int = 400  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
+    sft_eval_steps: int = 100
+    rounds: int = 1
+    round_tasks: int = 120  # train tasks each on-policy round runs the planner on
+    round_sft_steps: int = 100
+    grpo_steps: int = 40
+    closure_states: int = 200  # dev RL states for the per-state closure diagnostic
     seed: int = 0
 
     @classmethod
     def quick(cls) -> DemoConfig:
-        return cls(train_tasks=40, heldout_tasks=8, samples=1, sft_steps=20, grpo_steps=2, closure_states=16)
+        return cls(train_tasks=40, dev_tasks=8, test_tasks=8, samples=1, sft_steps=20, sft_eval_steps=10,
+                   round_tasks=8, round_sft_steps=5, grpo_steps=2, closure_states=16)
+
+
+@dataclass
+class Stage:
+    """One step of the plan: what it reads and writes (the protocol test checks these) and how it runs."""
+
+    name: str
+    reads: list[str]
+    writes: list[str]
+    run: Callable[[], None]
+    cmd: list[str] = field(default_factory=list)
 
 
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "omnidecision.cli", *args]
 
 
-class Stages:
-    """Runs stage commands, streams their output, and records each stage's wall time."""
+def _args(overrides: dict[str, Any]) -> list[str]:
+    return [a for k, v in overrides.items() for a in (f"--{k}", str(v))]
+
+
+class Runner:
+    """Runs stages, streams their output live (progress bars included) into the console and OUT/demo.log, and
+    records each stage's wall time."""
 
     def __init__(self, out: Path) -> None:
         self.out, self.times = out, {}
         self.log = out / "demo.log"
 
-    def run(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+    def command(self, name: str, cmd: list[str]) -> None:
         print(f"\n=== [{name}] {' '.join(cmd[3:] if cmd[:3] == _cli()[:3] else cmd)}", flush=True)
-        t0 = time.perf_counter()
-        with self.log.open("a", encoding="utf-8") as log:
-            log.write(f"\n=== [{name}] {' '.join(cmd)}\n")
+        with self.log.open("ab") as log:
+            log.write(f"\n=== [{name}] {' '.join(cmd)}\n".encode())
             log.flush()
-            proc = subprocess.run(cmd, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
-        self.times[name] = self.times.get(name, 0.0) + time.perf_counter() - t0
-        tail = self.log.read_text("utf-8", errors="replace").splitlines()[-12:]
-        for line in tail:
-            # tqdm redraws with carriage returns: show the last state of each line only
-            print("   " + line.rsplit("\r", 1)[-1][:160], flush=True)
-        if proc.returncode != 0:
-            raise typer.Exit(f"demo stage {name!r} failed (exit {proc.returncode}); see {self.log}") from None
-        print(f"=== [{name}] done in {self.times[name]:.1f}s", flush=True)
+            proc = subprocess.Popen(cmd, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            assert proc.stdout is not None
+            for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
+                log.write(chunk)
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+            code = proc.wait()
+        if code != 0:
+            raise typer.Exit(f"demo stage {name!r} failed (exit {code}); see {self.log}") from None
 
-    def timed(self, name: str):
-        stages = self
-
-        class _T:
-            def __enter__(self):
-                print(f"\n=== [{name}]", flush=True)
-                self.t0 = time.perf_counter()
-
-            def __exit__(self, *exc):
-                stages.times[name] = stages.times.get(name, 0.0) + time.perf_counter() - self.t0
-                print(f"=== [{name}] done in {stages.times[name]:.1f}s", flush=True)
-
-        return _T()
+    def execute(self, stage: Stage) -> None:
+        t0 = time.perf_counter()
+        if stage.cmd:
+            self.command(stage.name, stage.cmd)
+        else:
+            print(f"\n=== [{stage.name}]", flush=True)
+            stage.run()
+        self.times[stage.name] = round(time.perf_counter() - t0, 1)
+        print(f"=== [{stage.name}] done in {self.times[stage.name]:.1f}s", flush=True)
 
 
+# ---- recipes: the shipped YAMLs with paths and step counts overridden --------------------------------------
 def _write(path: Path, data: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False), "utf-8")
@@ -107,27 +133,19 @@ def _write(path: Path, data: dict[str, Any]) -> Path:
 
 
 def collect_recipe(cfg: DemoConfig, tasks: Path, out: Path) -> dict[str, Any]:
-    return {
-        "tasks": {"path": str(tasks), "format": "synthetic"},
-        "backends": {"default": {"kind": "teacher", "options": {"noise": cfg.teacher_noise, "seed": cfg.seed}}},
-        "agent": {"mode": "ledger", "step_budget": 15, "digest_max_chars": cfg.digest_max_chars},
-        "samples": cfg.samples,
-        "concurrency": cfg.concurrency,
-        "out": str(out),
-    }
+    return {"tasks": {"path": str(tasks), "format": "synthetic"},
+            "backends": {"default": {"kind": "teacher", "options": {"noise": cfg.teacher_noise, "seed": cfg.seed}}},
+            "agent": {"mode": "ledger", "step_budget": 15, "digest_max_chars": cfg.digest_max_chars},
+            "samples": cfg.samples, "concurrency": cfg.concurrency, "out": str(out)}
 
 
 def eval_recipe(cfg: DemoConfig, tasks: Path, out: Path, model: Path | None) -> dict[str, Any]:
-    """The held-out evaluation: same tasks and budgets for every planner; the other roles are the teacher."""
-    recipe = {
-        "name": out.name,
-        "tasks": {"path": str(tasks), "format": "synthetic"},
+    """One evaluation: the same budgets for every planner; the other roles are the noise-free teacher."""
+    recipe: dict[str, Any] = {
+        "name": out.parent.name, "tasks": {"path": str(tasks), "format": "synthetic"},
         "backends": {"default": {"kind": "teacher", "options": {"noise": 0.0, "seed": cfg.seed}}},
         "agent": {"mode": "ledger", "step_budget": 15, "digest_max_chars": cfg.digest_max_chars},
-        "samples": 1,
-        "concurrency": cfg.concurrency,
-        "out": str(out),
-    }
+        "samples": 1, "concurrency": cfg.concurrency, "out": str(out), "progress": False}
     if model is not None:
         recipe["serve"] = {"model": str(model), "max_model_len": 4096, "roles": ["planner"]}
         recipe["backends"]["planner"] = {"kind": "openai", "temperature": 0.0, "max_tokens": 64,
@@ -136,175 +154,221 @@ def eval_recipe(cfg: DemoConfig, tasks: Path, out: Path, model: Path | None) -> 
     return recipe
 
 
-def sft_recipe(cfg: DemoConfig, model: Path, data: Path, out: Path) -> dict[str, Any]:
-    # The measured CPU regime (notes/cpu-stack.md): a 64x2 model, high lr, padded batches grouped by length.
-    return {
-        "model_name_or_path": str(model), "dtype": "float32", "attn_implementation": "sdpa",
-        "dataset_name": str(data), "dataset_train_split": "train", "dataset_test_split": "validation",
-        "output_dir": str(out), "assistant_only_loss": True, "max_length": 1024, "packing": False,
-        "padding_free": False, "train_sampling_strategy": "group_by_length", "per_device_train_batch_size": 32,
-        "gradient_accumulation_steps": 1, "learning_rate": 3.0e-3, "lr_scheduler_type": "cosine",
-        "warmup_steps": 0.03, "weight_decay": 0.0, "max_grad_norm": 1.0, "max_steps": cfg.sft_steps,
-        "gradient_checkpointing": False, "bf16": False, "use_cpu": True, "dataloader_num_workers": 0,
-        "seed": cfg.seed, "logging_steps": 25, "eval_strategy": "no", "save_strategy": "no", "report_to": "none",
-    }
+def build_plan(cfg: DemoConfig, out: Path) -> tuple[list[Stage], dict[str, Any]]:
+    """The stages in order, and the state they fill in (stage results the summary reads)."""
+    tasks = {s: out / f"tasks-{s}" for s in ("train", "dev", "test")}
+    models, data, recipes, evals = out / "models", out / "data", out / "recipes", out / "eval"
+    seeds = {"train": cfg.seed, "dev": cfg.seed + 1000, "test": cfg.seed + 2000}
+    sizes = {"train": cfg.train_tasks, "dev": cfg.dev_tasks, "test": cfg.test_tasks}
+    state: dict[str, Any] = {"suites": {s: {"seed": seeds[s], "n": sizes[s]} for s in seeds}, "reports": {},
+                             "post_sft_wall_s": 0.0}
+    plan: list[Stage] = []
+
+    def add(name: str, reads: list[Path], writes: list[Path], run: Callable[[], None] | None = None,
+            cmd: list[str] | None = None) -> None:
+        plan.append(Stage(name, [str(p) for p in reads], [str(p) for p in writes], run or (lambda: None), cmd or []))
+
+    # 1. suites, teacher collections, harvests (train rows = train, validation rows = dev)
+    for s in ("train", "dev", "test"):
+        add(f"synth-{s}", [], [tasks[s]], cmd=_cli("tasks", "synth", "--n", str(sizes[s]), "--seed", str(seeds[s]),
+                                                    "--out", str(tasks[s])))
+    for s in ("train", "dev"):
+        recipe = _write(recipes / f"collect-{s}.yaml", collect_recipe(cfg, tasks[s], out / f"collect-{s}"))
+        add(f"collect-{s}", [tasks[s]], [out / f"collect-{s}"],
+            cmd=_cli("collect", "--config", str(recipe), "--no-progress"))
+        add(f"harvest-{s}", [out / f"collect-{s}"], [out / f"harvest-{s}"],
+            cmd=_cli("harvest", str(out / f"collect-{s}"), "--out", str(out / f"harvest-{s}"), "--advancing-only",
+                     "--dedup", "--val-fraction", "0"))
+
+    def assemble() -> None:
+        for kind in ("sft", "rl"):
+            (data / kind).mkdir(parents=True, exist_ok=True)
+            shutil.copy(out / "harvest-train" / kind / "train-00000.parquet", data / kind / "train-00000.parquet")
+            shutil.copy(out / "harvest-dev" / kind / "train-00000.parquet", data / kind / "validation-00000.parquet")
+
+    add("assemble-data", [out / "harvest-train", out / "harvest-dev"], [data], assemble)
+
+    # 2. tiny planner and SFT to its best dev loss
+    add("tiny-planner", [data / "sft"], [models / "untrained"],
+        cmd=_cli("tiny-planner", "--out", str(models / "untrained"), "--data", str(data / "sft"), "--heads", "2"))
+    sft_over = {"model_name_or_path": models / "untrained", "dataset_name": data / "sft",
+                "output_dir": models / "sft-run", "max_steps": cfg.sft_steps, "eval_steps": cfg.sft_eval_steps,
+                "save_steps": cfg.sft_eval_steps, "seed": cfg.seed}
+    add("sft", [models / "untrained", data / "sft"], [models / "sft-run"],
+        cmd=_cli("sft", "--config", str(CONFIGS / "sft" / "tiny-cpu.yaml"), *_args(sft_over)))
+    add("export-sft", [models / "sft-run"], [models / "sft"],
+        cmd=_cli("export", str(models / "sft-run"), "--out", str(models / "sft")))
+
+    # 3. post-SFT: on-policy rounds on the train suite, then GRPO on the planner's own states
+    rounds_dir = out / "rounds"
+    rounds_over = {"start_model": models / "sft", "base_sft_data": data / "sft", "out": rounds_dir,
+                   "rounds": cfg.rounds, "sft_steps": cfg.round_sft_steps, "collect.tasks.path": tasks["train"],
+                   "collect.tasks.limit": cfg.round_tasks, "collect.agent.digest_max_chars": cfg.digest_max_chars,
+                   "collect.concurrency": cfg.concurrency}
+    add("rounds", [models / "sft", data / "sft", tasks["train"]], [rounds_dir],
+        cmd=_cli("rounds", "--config", str(CONFIGS / "rounds" / "tiny-cpu.yaml"), *_args(rounds_over)))
+    last = rounds_dir / f"round-{cfg.rounds}"
+    add("export-rounds", [last / "model"], [models / "rounds"],
+        run=lambda: shutil.copytree(last / "model", models / "rounds", dirs_exist_ok=True))
+    grpo_over = {"model_name_or_path": models / "rounds", "dataset_dir": last / "data" / "onpolicy",
+                 "output_dir": models / "grpo-run", "max_steps": cfg.grpo_steps, "seed": cfg.seed}
+    add("grpo", [models / "rounds", last / "data" / "onpolicy"], [models / "grpo-run"],
+        cmd=_cli("grpo", "--config", str(CONFIGS / "grpo" / "tiny-cpu.yaml"), *_args(grpo_over)))
+    add("export-grpo", [models / "grpo-run"], [models / "grpo"],
+        cmd=_cli("export", str(models / "grpo-run"), "--out", str(models / "grpo")))
+
+    # 4. sft_plus: SFT trained further, on SFT data, for the wall time of the post-SFT stages
+    plus = {"model_name_or_path": models / "sft", "dataset_name": data / "sft", "output_dir": models / "sft-plus-run",
+            "seed": cfg.seed}
+
+    def sft_plus() -> None:
+        seconds = sum(runner_times().get(k, 0.0) for k in ("rounds", "export-rounds", "grpo", "export-grpo"))
+        state["post_sft_wall_s"] = round(seconds, 1)
+        # the same fine-tuning settings the rounds use; steps bounded by the wall time only
+        rounds_recipe = yaml.safe_load((CONFIGS / "rounds" / "tiny-cpu.yaml").read_text("utf-8"))
+        over = {**rounds_recipe.get("sft_overrides", {}), **plus, "max_steps": 100_000,
+                "max_train_seconds": round(seconds, 1), "lr_scheduler_type": "constant"}
+        Runner.command(runner_ref[0], "sft-plus", _cli("sft", "--config", str(CONFIGS / "sft" / "tiny-cpu.yaml"),
+                                                       *_args(over)))
+        Runner.command(runner_ref[0], "sft-plus", _cli("export", str(models / "sft-plus-run"), "--out",
+                                                       str(models / "sft_plus")))
+
+    add("sft-plus", [models / "sft", data / "sft"], [models / "sft_plus"], sft_plus)
+
+    # 5. evaluations in the loop: dev (choices) and test (reported), one vLLM server per planner
+    for name in PLANNERS:
+        model = None if name == "teacher" else models / name
+
+        def evaluate(name: str = name, model: Path | None = model) -> None:
+            from omnidecision.eval.runner import eval_recipe_from_dict, maybe_serve, run_eval
+
+            recs = {s: eval_recipe_from_dict(json.loads(json.dumps(eval_recipe(
+                cfg, tasks[s], evals / name / s, model)))) for s in ("dev", "test")}
+            for s, r in recs.items():
+                _write(recipes / f"eval-{name}-{s}.yaml", r.model_dump(mode="json"))
+            with maybe_serve(recs["dev"]) as specs:
+                for s, r in recs.items():
+                    state["reports"][(name, s)] = run_eval(r, specs=specs, progress=False)
+                    print(f"   {name} on {s}: accuracy {state['reports'][(name, s)]['accuracy']:.3f}", flush=True)
+
+        add(f"eval-{name}", ([] if model is None else [model]) + [tasks["dev"], tasks["test"]],
+            [evals / name], evaluate)
+
+    def choose_best() -> None:
+        dev = {n: state["reports"][(n, "dev")] for n in TRAINED}
+        # highest dev accuracy; ties: fewer invalid actions, then the cheaper pipeline (TRAINED order)
+        state["best"] = max(TRAINED, key=lambda n: (dev[n]["accuracy"] or 0.0,
+                                                   -(dev[n].get("invalid_action_rate") or 0.0), -TRAINED.index(n)))
+
+    add("choose-best", [evals / n / "dev" for n in TRAINED], [], choose_best)
+
+    def closure() -> None:
+        import datasets
+
+        from omnidecision.rl.evaluate import heldout_closure_reward
+
+        val = datasets.load_dataset(str(data / "rl"), split="validation")
+        state["closure"] = {n: heldout_closure_reward(str(models / n), val, n=cfg.closure_states, mode="greedy",
+                                                      max_new_tokens=32) for n in TRAINED}
+
+    add("closure-dev", [data / "rl"] + [models / n for n in TRAINED], [], closure)
+    add("compare", [evals / n / "test" for n in PLANNERS], [out / "compare"],
+        cmd=_cli("compare", *[str(evals / n / "test") for n in ("sft", "sft_plus", "rounds", "grpo", "teacher")],
+                 "--out", str(out / "compare"), "--title", "Test suite: planners in the loop"))
+
+    runner_ref: list[Runner] = []
+
+    def runner_times() -> dict[str, float]:
+        return runner_ref[0].times
+
+    state["_runner_ref"] = runner_ref
+    return plan, state
 
 
-def grpo_recipe(cfg: DemoConfig, model: Path, data: Path, out: Path) -> dict[str, Any]:
-    return {
-        "model_name_or_path": str(model), "dtype": "float32", "attn_implementation": "sdpa", "use_peft": False,
-        "dataset_dir": str(data), "dataset_train_split": "train", "dataset_test_split": "validation",
-        "reward_funcs": ["closure", "format"], "reward_weights": [1.0, 0.25],
-        # every state the SFT planner decides wrongly + as many it gets right (omnidecision/rl/select.py), and
-        # the mean of the weights over the last half of the run (omnidecision/rl/averaging.py): measured, these
-        # two turn GRPO's seed-dependent ±0.04 into a steady gain (notes/cpu-stack.md)
-        "select_states": "balanced", "select_right_ratio": 1.0,
-        "weight_average": True, "weight_average_start": 0.5,
-        "num_generations": 8, "per_device_train_batch_size": 32, "generation_batch_size": 32,
-        "max_completion_length": cfg.grpo_max_completion_length, "temperature": cfg.grpo_temperature,
-        "top_p": 1.0, "top_k": 0, "beta": 0.0,
-        "loss_type": "dapo", "scale_rewards": "group", "mask_truncated_completions": True, "use_vllm": False,
-        "chat_template_kwargs": {"enable_thinking": False}, "learning_rate": 2.0e-4,
-        "lr_scheduler_type": "constant_with_warmup", "warmup_steps": 5, "max_grad_norm": 1.0,
-        "max_steps": cfg.grpo_steps, "gradient_checkpointing": False, "bf16": False, "use_cpu": True,
-        "dataloader_num_workers": 0, "seed": cfg.seed, "eval_closure_n": cfg.closure_states,
-        "eval_closure_mode": "greedy", "eval_batch_size": 32, "output_dir": str(out), "logging_steps": 5,
-        "log_completions": True, "num_completions_to_print": 0, "save_strategy": "no", "report_to": "none",
-    }
+# ---- summary ---------------------------------------------------------------------------------------------------
+PAIRS = (("sft", "sft_plus"), ("sft_plus", "rounds"), ("sft_plus", "grpo"), ("sft", "rounds"))
 
 
-def closure_rewards(untrained: Path, grpo_run: Path, rl_dir: Path, n: int,
-                    max_new_tokens: int) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Held-out closure reward (greedy decisions) of each planner on the same validation RL states, and the
-    paired per-state comparisons untrained → SFT and SFT → GRPO.
+def summarise(out: Path, cfg: DemoConfig, state: dict[str, Any], times: dict[str, float]) -> dict[str, Any]:
+    from omnidecision.eval.compare import task_correct
+    from omnidecision.eval.stats import paired_in_loop
 
-    The SFT and GRPO figures are the GRPO run's own `closure_eval.json` (its start and trained planner, scored on
-    these states in that run; the exported checkpoints hold the same weights), so only the untrained planner is
-    decoded here."""
-    import datasets
-
-    from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
-
-    report = json.loads((grpo_run / "closure_eval.json").read_text("utf-8"))
-    val = datasets.load_dataset(str(rl_dir), split="validation")
-    closure = {"untrained": heldout_closure_reward(str(untrained), val, n=n, mode="greedy",
-                                                   max_new_tokens=max_new_tokens),
-               "sft": report["start"], "grpo": report["trained"]}
-    if len(closure["untrained"]["per_state"]) != len(closure["sft"]["per_state"]):
-        raise RuntimeError(f"closure evaluation: {len(closure['untrained']['per_state'])} states for the untrained "
-                           f"planner, {len(closure['sft']['per_state'])} in {grpo_run / 'closure_eval.json'}")
-    paired = {"sft_vs_untrained": paired_comparison(closure["untrained"]["per_state"], closure["sft"]["per_state"]),
-              "grpo_vs_sft": report["paired"]}
-    return closure, paired
-
-
-def summarise(out: Path, evals: dict[str, Path], closure: dict[str, dict[str, Any]], times: dict[str, float],
-              cfg: DemoConfig, paired: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     planners = {}
-    for name, folder in evals.items():
-        report = json.loads((folder / "report.json").read_text("utf-8"))
-        c = closure.get(name)
+    for name in PLANNERS:
+        rep, dev = state["reports"][(name, "test")], state["reports"][(name, "dev")]
+        c = state.get("closure", {}).get(name)
         planners[name] = {
-            "accuracy": report["accuracy"], "ci95": report["ci95"], "n": report["n"],
-            "outcomes": report["outcomes"],
+            "accuracy": rep["accuracy"], "ci95": rep["ci95"], "n": rep["n"], "outcomes": rep["outcomes"],
+            "invalid_action_rate": rep.get("invalid_action_rate"), "dev_accuracy": dev["accuracy"],
             "heldout_closure_reward": None if c is None else c["closure"]["mean"],
-            "heldout_closure_reward_std": None if c is None else c["closure"]["std"],
-            "heldout_closure_reward_ci95": None if c is None else [c["closure"][k] for k in ("ci95_low", "ci95_high")],
-            "heldout_valid_rate": None if c is None else c.get("valid_rate"),
-            "invalid_action_rate": report.get("invalid_action_rate"),
-            "report": str(folder / "report.json"),
+            "heldout_closure_reward_ci95": None if c is None else [c["closure"]["ci95_low"],
+                                                                  c["closure"]["ci95_high"]],
+            "report": str(out / "eval" / name / "test" / "report.json"),
         }
-    summary = {"planners": planners, **planners, "heldout_closure_paired": paired or {},
-               "stage_wall_s": {k: round(v, 1) for k, v in times.items()},
-               "total_wall_s": round(sum(times.values()), 1), "config": asdict(cfg)}
+    correct = {n: task_correct(out / "eval" / n / "test") for n in PLANNERS}
+    paired = [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in PAIRS]
+    teacher = planners["teacher"]["accuracy"] or 0.0
+    best = state["best"]
+    summary = {
+        "suites": state["suites"], "best": best, "planners": planners, "paired_in_loop": paired,
+        "targets": {"sft_over_teacher": round((planners["sft"]["accuracy"] or 0) / teacher, 3) if teacher else None,
+                    "best_over_teacher": round((planners[best]["accuracy"] or 0) / teacher, 3) if teacher else None},
+        "post_sft_wall_s": state["post_sft_wall_s"], "stage_wall_s": times,
+        "total_wall_s": round(sum(times.values()), 1), "config": asdict(cfg),
+        "protocol": "every choice (SFT checkpoint, best) reads dev; the table reports test; sft_plus trains the SFT "
+                    "planner further for the post-SFT stages' wall time",
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2), "utf-8")
     return summary
 
 
 def table(summary: dict[str, Any]) -> str:
-    rows = ["| planner | accuracy | 95% CI | n | outcomes | invalid-action rate | held-out closure reward |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| planner | test accuracy | 95% CI | n | outcomes | invalid-action rate | dev accuracy | "
+            "dev closure reward |", "|---|---|---|---|---|---|---|---|"]
     for name in PLANNERS:
-        p = summary["planners"].get(name)
-        if p is None:
-            continue
+        p = summary["planners"][name]
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(p["outcomes"].items()) if v)
         closure = "–" if p["heldout_closure_reward"] is None else f"{p['heldout_closure_reward']:.3f}"
         invalid = "–" if p["invalid_action_rate"] is None else f"{p['invalid_action_rate']:.3f}"
-        rows.append(f"| {name} | {p['accuracy']:.3f} | [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}] | {p['n']} | "
-                    f"{outcomes} | {invalid} | {closure} |")
-    for name, p in summary.get("heldout_closure_paired", {}).items():
-        rows.append(f"\nHeld-out closure reward, {name.replace('_vs_', ' vs ')} on the same {p['n']} states: "
-                    f"per-state Δ {p['delta_mean']:+.3f} (95% CI [{p['ci95_low']:+.3f}, {p['ci95_high']:+.3f}]), "
-                    f"{p['wins']} better / {p['losses']} worse / {p['ties']} same, "
-                    f"sign test p = {p['sign_test_p']:.3g}")
+        mark = " (best)" if name == summary["best"] else ""
+        rows.append(f"| {name}{mark} | {p['accuracy']:.3f} | [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}] | {p['n']} | "
+                    f"{outcomes} | {invalid} | {p['dev_accuracy']:.3f} | {closure} |")
+    rows += ["", "Paired on the test tasks (exact McNemar; paired bootstrap 95% CI of the accuracy difference b − a):",
+             "", "| a | b | n | a only | b only | Δ (b − a) | 95% CI | p |", "|---|---|---|---|---|---|---|---|"]
+    for p in summary["paired_in_loop"]:
+        rows.append(f"| {p['a']} | {p['b']} | {p['n']} | {p['a_only']} | {p['b_only']} | {p['delta']:+.3f} | "
+                    f"[{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}] | {p['p_value']:.3g} |")
     times = ", ".join(f"{k} {v:.0f}s" for k, v in summary["stage_wall_s"].items())
-    return "\n".join(rows) + f"\n\nStage wall times: {times} (total {summary['total_wall_s']:.0f}s)\n"
+    return ("\n".join(rows) + f"\n\nPost-SFT stages (rounds + GRPO) took {summary['post_sft_wall_s']:.0f}s; sft_plus "
+            f"trained for the same time.\nStage wall times: {times} (total {summary['total_wall_s']:.0f}s)\n")
 
 
 def demo(
     out: Path = typer.Option(Path("runs/demo"), help="output folder (everything the demo makes goes here)"),
     quick: bool = typer.Option(False, help="a small smoke run instead of the embedded default"),
-    sft_steps: int | None = typer.Option(None, help="override the SFT steps"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the stage plan (reads / writes) and stop"),
+    sft_steps: int | None = typer.Option(None, help="override the SFT step budget"),
     grpo_steps: int | None = typer.Option(None, help="override the GRPO steps"),
 ) -> None:
-    """Run synth → collect → harvest → tiny planner → SFT → GRPO → export → serve + eval on CPU, offline."""
+    """synth → collect → harvest → tiny planner → SFT → on-policy rounds → GRPO → sft_plus → eval on CPU, offline."""
     cfg = DemoConfig.quick() if quick else DemoConfig()
     cfg.sft_steps = sft_steps or cfg.sft_steps
     cfg.grpo_steps = grpo_steps or cfg.grpo_steps
     out = out.resolve()
+    plan, state = build_plan(cfg, out)
+    if dry_run:
+        for s in plan:
+            print(json.dumps({"stage": s.name, "reads": s.reads, "writes": s.writes}))
+        return
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("WANDB_MODE", "offline")
-    st = Stages(out)
-    recipes, models, evals = out / "recipes", out / "models", out / "eval"
-
-    # 1. tasks: a training suite and a held-out suite (different seeds: no task in both)
-    st.run("synth", _cli("tasks", "synth", "--n", str(cfg.train_tasks), "--seed", str(cfg.seed),
-                         "--out", str(out / "tasks-train")))
-    st.run("synth", _cli("tasks", "synth", "--n", str(cfg.heldout_tasks), "--seed", str(cfg.seed + 1000),
-                         "--out", str(out / "tasks-heldout")))
-
-    # 2. collect with the noisy scripted teacher, then harvest state-SFT rows and RL states
-    st.run("collect", _cli("collect", "--config", str(_write(recipes / "collect.yaml", collect_recipe(
-        cfg, out / "tasks-train", out / "collect"))), "--no-progress"))
-    st.run("harvest", _cli("harvest", str(out / "collect"), "--out", str(out / "data"), "--advancing-only",
-                           "--dedup"))
-
-    # 3. a from-scratch tiny planner (tokenizer trained on the harvested text), SFT, then GRPO from SFT
-    st.run("tiny-planner", _cli("tiny-planner", "--out", str(models / "untrained"), "--data",
-                                str(out / "data" / "sft"), "--heads", "2"))  # head_dim 32: vLLM-CPU needs it
-    st.run("sft", _cli("sft", "--config", str(_write(recipes / "sft.yaml", sft_recipe(
-        cfg, models / "untrained", out / "data" / "sft", models / "sft-run")))))
-    st.run("grpo", _cli("grpo", "--config", str(_write(recipes / "grpo.yaml", grpo_recipe(
-        cfg, models / "sft-run", out / "data", models / "grpo-run")))))
-
-    # 4. export plain HF checkpoints with provenance cards
-    st.run("export", _cli("export", str(models / "sft-run"), "--out", str(models / "sft")))
-    st.run("export", _cli("export", str(models / "grpo-run"), "--out", str(models / "grpo")))
-
-    # 5. held-out closure reward of each trained stage on the same validation RL states
-    planners = {"untrained": models / "untrained", "sft": models / "sft", "grpo": models / "grpo"}
-    with st.timed("closure-eval"):
-        closure, paired = closure_rewards(models / "untrained", models / "grpo-run", out / "data" / "rl",
-                                          cfg.closure_states, cfg.grpo_max_completion_length)
-        for name, c in closure.items():
-            print(f"   {name}: mean closure reward {c['closure']['mean']:.3f} ± {c['closure']['std']:.3f} "
-                  f"on {c['n_states']} held-out states", flush=True)
-
-    # 6. vLLM serves each planner back into the agent on the held-out suite; the teacher as reference
-    folders = {}
-    for name in PLANNERS:
-        folders[name] = evals / name
-        recipe = eval_recipe(cfg, out / "tasks-heldout", folders[name], planners.get(name))
-        st.run(f"eval-{name}", _cli("eval", "--config", str(_write(recipes / f"eval-{name}.yaml", recipe)),
-                                     "--no-progress"))
-    st.run("compare", _cli("compare", *[str(folders[n]) for n in PLANNERS], "--out", str(out / "compare"),
-                           "--title", "Held-out synthetic tasks: planner comparison"))
-
-    summary = summarise(out, folders, closure, st.times, cfg, paired)
+    for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("WANDB_MODE", "offline")):
+        os.environ.setdefault(var, value)
+    runner = Runner(out)
+    state["_runner_ref"].append(runner)
+    for stage in plan:
+        runner.execute(stage)
+    summary = summarise(out, cfg, state, runner.times)
     text = table(summary)
     (out / "summary.md").write_text("# omnidecision demo\n\n" + text, "utf-8")
     print("\n" + text)
-    print(f"summary: {out / 'summary.json'}; reports and plots under {evals}/*/")
+    print(f"summary: {out / 'summary.json'}; reports and plots under {out / 'eval'}/*/")

@@ -1,0 +1,29 @@
+"""CLI of the on-policy stage, mounted by `omnidecision.cli`:
+
+    omnidecision rounds --config configs/rounds/tiny-cpu.yaml [--rounds 3 --sft_steps 100]
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import typer
+
+
+def rounds(ctx: typer.Context,
+           config: Path = typer.Option(..., "--config", "-c", help="YAML recipe (configs/rounds/*.yaml)")) -> None:
+    """On-policy rounds (DAgger): serve the planner, collect on the training tasks, relabel its states with the
+    rule decision, aggregate, fine-tune. Resumable per round; any recipe field: --key.path VALUE."""
+    from omnidecision.collect.recipe import RecipeError
+    from omnidecision.onpolicy.rounds import rounds_cmd
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        rounds_cmd(ctx, config)
+    except (RecipeError, ValueError, RuntimeError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+
+
+rounds.passthrough = True  # type: ignore[attr-defined]

@@ -1,0 +1,171 @@
+"""`omnidecision rounds`: R on-policy rounds of the planner (DAgger with aggregation), resumable per round.
+
+Each round r = 1..R, in `out/round-r/`:
+1. serve the current planner with vLLM and run the agent on the TRAINING tasks (`collect:`, an eval recipe: the
+   other roles as configured, e.g. the scripted teacher) → `collect/trajectories.jsonl` (resumable);
+2. relabel every state the planner visited with the labeller (`omnidecision.onpolicy.relabel`) → `data/onpolicy`
+   (SFT rows; RL rows with the label: GRPO can train on the planner's own states with `--dataset_dir` there);
+3. aggregate: the base SFT rows + every round's relabelled rows so far → `data/sft` (validation: the base's);
+4. fine-tune the current planner on the aggregate (`omnidecision sft` with `sft_config`, `sft_steps` steps),
+   export it → `model/`, which the next round serves. `round.json` marks the round done (a restart skips it).
+
+    omnidecision rounds --config configs/rounds/tiny-cpu.yaml [--rounds 3 --sft_steps 100]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from omnidecision.collect.recipe import RecipeError, cli_overrides, set_path
+from omnidecision.onpolicy.relabel import LLMLabeller, relabel_runs, rule_labeller, write_rows
+from omnidecision.protocol.chat import BackendSpec
+
+logger = logging.getLogger(__name__)
+
+
+class RoundsRecipe(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rounds: int = Field(2, ge=1, description="R: on-policy rounds")
+    start_model: str = Field(..., description="the planner of round 1 (an exported SFT checkpoint)")
+    base_sft_data: str = Field(..., description="SFT folder (train/validation) every round's data is added to")
+    sft_config: str = Field("configs/sft/tiny-cpu.yaml", description="the SFT recipe each round fine-tunes with")
+    sft_steps: int = Field(100, ge=1, description="SFT steps per round")
+    sft_overrides: dict[str, Any] = Field(default_factory=dict, description="SFT recipe fields to override")
+    collect: dict[str, Any] = Field(..., description="eval recipe run with the current planner on the train tasks")
+    labeller: Literal["rule"] | BackendSpec = Field("rule", description="rule planner, or a chat backend spec")
+    out: str = Field("runs/rounds", description="output folder (round-1/, round-2/, …, rounds.json)")
+
+
+def load_rounds_recipe(path: str | Path, overrides: list[str] | None = None) -> RoundsRecipe:
+    from pydantic import ValidationError
+
+    try:
+        data = yaml.safe_load(Path(path).read_text("utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise RecipeError(f"{path}: cannot read the rounds recipe: {exc}") from exc
+    for o in overrides or []:
+        set_path(data, o)
+    try:
+        return RoundsRecipe.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise RecipeError(f"{path}: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from exc
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "omnidecision.cli", *args]
+
+
+def _run(cmd: list[str], log: Path) -> None:
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n$ {' '.join(cmd)}\n")
+        fh.flush()
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=os.environ.copy())
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[3] if len(cmd) > 3 else cmd[0]} failed (exit {proc.returncode}); see {log}")
+
+
+def _load_rows(folder: Path, split: str) -> list[dict[str, Any]]:
+    import datasets
+
+    files = sorted(str(f) for f in folder.glob(f"{split}-*.parquet"))
+    return datasets.load_dataset("parquet", data_files=files, split="train").to_list() if files else []
+
+
+def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]:
+    """Step 1: the current planner served with vLLM, in the loop on the training tasks."""
+    from omnidecision.eval.runner import eval_recipe_from_dict, run_eval
+
+    data = json.loads(json.dumps(recipe.collect))
+    data.setdefault("serve", {})
+    data["serve"]["model"] = model
+    data["out"] = str(out)
+    data.setdefault("name", out.parent.name)
+    data["plots"] = False
+    return run_eval(eval_recipe_from_dict(data, source="rounds.collect"))
+
+
+def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[str, Any]:
+    out = Path(recipe.out) / f"round-{r}"
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "round.log"
+    times: dict[str, float] = {}
+    # 1. collect with the current planner (resumable: finished runs are skipped)
+    t0 = time.perf_counter()
+    report = collect_round(recipe, model, out / "collect")
+    times["collect"] = time.perf_counter() - t0
+    # 2. relabel every visited state
+    t0 = time.perf_counter()
+    sft_new, rl_new, stats = relabel_runs([str(out / "collect")], labeller, source=f"round-{r}")
+    write_rows(sft_new, "sft", out / "data" / "onpolicy" / "sft")
+    write_rows(rl_new, "rl", out / "data" / "onpolicy" / "rl")
+    # 3. aggregate with the base data and the earlier rounds
+    base = Path(recipe.base_sft_data)
+    train = _load_rows(base, "train")
+    for k in range(1, r + 1):
+        train += _load_rows(Path(recipe.out) / f"round-{k}" / "data" / "onpolicy" / "sft", "train")
+    write_rows(train, "sft", out / "data" / "sft")
+    val = _load_rows(base, "validation")
+    if val:
+        write_rows(val, "sft", out / "data" / "sft", split="validation")
+    times["relabel"] = time.perf_counter() - t0
+    # 4. fine-tune on the aggregate, export for the next round's server
+    t0 = time.perf_counter()
+    overrides = {**recipe.sft_overrides, "model_name_or_path": model, "dataset_name": str(out / "data" / "sft"),
+                 "output_dir": str(out / "sft"), "max_steps": recipe.sft_steps}
+    if not val:
+        overrides["eval_strategy"] = "no"
+    args = [a for k, v in overrides.items() for a in (f"--{k}", str(v))]
+    _run(_cli("sft", "--config", recipe.sft_config, *args), log)
+    _run(_cli("export", str(out / "sft"), "--out", str(out / "model")), log)
+    times["sft"] = time.perf_counter() - t0
+    info = {"round": r, "served": model, "model": str(out / "model"), "accuracy_on_train_tasks": report["accuracy"],
+            "outcomes": report["outcomes"], "invalid_action_rate": report.get("invalid_action_rate"),
+            "relabel": stats, "aggregate_train_rows": len(train),
+            "wall_s": {k: round(v, 1) for k, v in times.items()}}
+    (out / "round.json").write_text(json.dumps(info, indent=2), "utf-8")
+    return info
+
+
+def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
+    """All rounds (done ones are skipped); returns and writes `out/rounds.json`."""
+    labeller: Any = rule_labeller
+    if isinstance(recipe.labeller, BackendSpec):
+        from omnidecision.backends.factory import build_backend
+
+        labeller = LLMLabeller(build_backend(recipe.labeller))
+    model, done = recipe.start_model, []
+    for r in range(1, recipe.rounds + 1):
+        marker = Path(recipe.out) / f"round-{r}" / "round.json"
+        if marker.exists():
+            info = json.loads(marker.read_text("utf-8"))
+            logger.info("round %d already done (%s): skipped", r, marker)
+        else:
+            info = run_round(recipe, r, model, labeller)
+        logger.info("round %d: the served planner scored %s on the training tasks; %d states relabelled",
+                    r, info["accuracy_on_train_tasks"], info["relabel"]["states"])
+        done.append(info)
+        model = info["model"]
+    summary = {"rounds": done, "final_model": model, "recipe": recipe.model_dump(mode="json")}
+    Path(recipe.out).mkdir(parents=True, exist_ok=True)
+    (Path(recipe.out) / "rounds.json").write_text(json.dumps(summary, indent=2), "utf-8")
+    return summary
+
+
+def rounds_cmd(ctx: Any, config: Path) -> None:  # mounted by omnidecision.onpolicy.cli
+    recipe = load_rounds_recipe(config, cli_overrides(ctx.args))
+    summary = run_rounds(recipe)
+    print(json.dumps({"final_model": summary["final_model"],
+                      "rounds": [{k: r[k] for k in ("round", "accuracy_on_train_tasks", "aggregate_train_rows")}
+                                 for r in summary["rounds"]]}, indent=1))
