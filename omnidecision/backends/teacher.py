@@ -131,7 +131,7 @@ class TeacherBackend:
         # Ledger mode: by default the teacher writes the short form {"action", "need", "tool"} whenever its query
         # is the one the tool layer composes anyway (the need's query_focus with upstream values), and a query
         # only when it deviates (noise). A tiny CPU planner learns that form in minutes; copying free text it
-        # does not (notes/cpu-stack.md). `explicit_query=True` always writes the query, as a strong LLM would.
+        # does not (docs/findings.md). `explicit_query=True` always writes the query, as a strong LLM would.
         self.explicit_query = bool(explicit_query)
 
     # -- plumbing ------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 One prompt = one reconstructed ledger state; a group of `num_generations` decisions is sampled and scored
 WITHOUT executing it (closure checks + optional reward judge). Starts from an SFT checkpoint (full, or a new LoRA
 with `use_peft`) or continues an SFT LoRA adapter (a folder with adapter_config.json). Generation by transformers
-(CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see notes/cpu-stack.md). After training, the held-out mean
+(CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see docs/findings.md). After training, the held-out mean
 closure reward of the starting and the trained planner, measured in the same run, goes to
 `output_dir/closure_eval.json`.
 
@@ -49,7 +49,7 @@ def _check_backend(training_args: PlannerGRPOConfig) -> None:
 
     if training_args.use_vllm and not torch.cuda.is_available():
         raise RuntimeError("use_vllm=True needs CUDA: TRL's vLLM weight sync does not work on CPU "
-                           "(notes/cpu-stack.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
+                           "(docs/findings.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
 
 
 def _judges(reward_funcs: list[Any]) -> list[Any]:

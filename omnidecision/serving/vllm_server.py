@@ -3,7 +3,7 @@
 Runs `python -m vllm.entrypoints.openai.api_server` in its own process group with a private TMPDIR and
 VLLM_CACHE_ROOT (ZMQ sockets and compile caches do not pile up in /tmp), waits until `/v1/models` answers,
 and on exit terminates the whole group. On a CPU-only machine it sets the env measured to work
-(notes/cpu-stack.md): VLLM_CPU_KVCACHE_SPACE=1, HF_HUB_OFFLINE=1, VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the
+(docs/findings.md): VLLM_CPU_KVCACHE_SPACE=1, HF_HUB_OFFLINE=1, VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the
 venv's libiomp5.so when present, and `--enforce-eager`.
 
     python -m omnidecision.serving.vllm_server MODEL_DIR [--port 8000]

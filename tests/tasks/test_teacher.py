@@ -114,7 +114,7 @@ def test_finalizer_gives_mcq_letters_and_fails_when_not_ready(tasks):
 
 def test_noise_knobs_are_validated_and_draws_are_deterministic(tasks):
     assert normalise_noise(0.3) == {"wrong_tool": 0.3, "vague_query": 0.3, "premature_finish": 0.3,
-                                    "missed_conflict": 0.3}
+                                    "missed_conflict": 0.3, "invalid_target": 0.3}
     with pytest.raises(ValueError, match="unknown teacher noise knob"):
         TeacherBackend(noise={"wrong_tools": 0.1})
     with pytest.raises(ValueError, match="probability"):
@@ -181,3 +181,15 @@ def test_history_modes_solve_answerable_tasks_without_a_ledger(tasks, mode):
             assert judge_offline(t, r.answer).correct, (t.id, r.answer, t.answer)
         else:
             assert r.outcome != "accepted"
+
+
+def test_invalid_target_noise_calls_a_need_the_loop_rejects_and_the_run_recovers(tasks):
+    """With `invalid_target` the teacher sometimes calls a filled or blocked need; the loop rejects it, the next
+    digest shows the rejection, and the noise-free part of the teacher recovers (the harvest keeps the recovery)."""
+    tasks = tasks[:40]
+    backend = TeacherBackend(noise={"invalid_target": 0.3}, seed=1)
+    records = [asyncio.run(run_task(t, AgentConfig(), {"default": backend})) for t in tasks]
+    rejected = [s for r in records for s in r.steps if s.invalid and "not actionable" in s.invalid]
+    assert rejected, "the knob produced no rejected call"
+    recovered = [r for r in records if any(s.ledger.last_rejected is not None for s in r.steps if s.ledger)]
+    assert recovered and sum(r.outcome == "accepted" for r in recovered) >= len(recovered) // 2
