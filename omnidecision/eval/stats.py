@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from omnidecision.stats import bootstrap_mean_ci, exact_sign_p
+
 Z95 = 1.959963984540054  # the two-sided 95% normal quantile
 
 
@@ -68,11 +70,7 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     >>> round(mcnemar_exact(10, 1), 4)
     0.0117
     """
-    n = a_only + b_only
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(a_only, b_only) + 1)) / 2**n
-    return min(1.0, 2.0 * tail)
+    return exact_sign_p(a_only, b_only)
 
 
 def paired_in_loop(a: dict[str, bool], b: dict[str, bool], names: tuple[str, str] = ("a", "b"), *,
@@ -95,11 +93,10 @@ def paired_in_loop(a: dict[str, bool], b: dict[str, bool], names: tuple[str, str
     xa = np.array([bool(a[t]) for t in shared], dtype=float)
     xb = np.array([bool(b[t]) for t in shared], dtype=float)
     diff = xb - xa
-    rng = np.random.default_rng(seed)
-    boots = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(axis=1)
+    low, high = bootstrap_mean_ci(diff, n_boot, seed)
     a_only, b_only = int(((xa == 1) & (xb == 0)).sum()), int(((xa == 0) & (xb == 1)).sum())
     return {"a": names[0], "b": names[1], "n": len(shared), "a_only": a_only, "b_only": b_only,
             "delta": round(float(diff.mean()), 4),
-            "ci95": [round(float(np.quantile(boots, 0.025)), 4), round(float(np.quantile(boots, 0.975)), 4)],
+            "ci95": [round(low, 4), round(high, 4)],
             "p_value": float(f"{mcnemar_exact(a_only, b_only):.4g}"), "test": "exact McNemar; paired bootstrap CI",
             "unpaired": len(set(a) ^ set(b))}

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from omnidecision.modeling import generate_decisions, load_planner
 from omnidecision.rewards.checks import load_ledger
 from omnidecision.rewards.closure import ClosureRubric
+from omnidecision.stats import bootstrap_mean_ci, exact_sign_p
 
 logger = logging.getLogger(__name__)
 
@@ -46,19 +47,12 @@ def spread(values: Sequence[float]) -> dict[str, float]:
 
 
 def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign test p-value (ties dropped): the chance of a split at least this lopsided if a
-    change were equally likely to help or hurt a state.
+    """Two-sided exact sign test p-value (ties dropped); see `omnidecision.stats.exact_sign_p`.
 
-    >>> sign_test(0, 0)
-    1.0
     >>> round(sign_test(9, 1), 4)
     0.0215
     """
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n  # exact ints: no overflow at n > 1023
-    return min(1.0, 2.0 * tail)
+    return exact_sign_p(wins, losses)
 
 
 def paired_comparison(before: Sequence[float], after: Sequence[float], *, n_boot: int = 2000,
@@ -77,12 +71,11 @@ def paired_comparison(before: Sequence[float], after: Sequence[float], *, n_boot
     if not before:
         raise ValueError("paired_comparison: no states")
     diff = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
-    rng = np.random.default_rng(seed)
-    boots = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(axis=1)
+    low, high = bootstrap_mean_ci(diff, n_boot, seed)
     eps = 1e-9  # scores are sums of rounded components: a difference this small is a tie
     wins, losses = int((diff > eps).sum()), int((diff < -eps).sum())
-    return {"delta_mean": round(float(diff.mean()), 4), "ci95_low": round(float(np.quantile(boots, 0.025)), 4),
-            "ci95_high": round(float(np.quantile(boots, 0.975)), 4), "wins": wins, "losses": losses,
+    return {"delta_mean": round(float(diff.mean()), 4), "ci95_low": round(low, 4),
+            "ci95_high": round(high, 4), "wins": wins, "losses": losses,
             "ties": len(diff) - wins - losses, "sign_test_p": float(f"{sign_test(wins, losses):.3g}"), "n": len(diff)}
 
 

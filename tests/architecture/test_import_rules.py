@@ -29,9 +29,10 @@ ALLOWED: dict[str, set[str]] = {
     "agent": TASKS | {"backends", "agent"},
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
     "sft": PROTOCOL | {"sft", "rewards", "synthetic", "checkpoints", "modeling"},
-    "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling"},
+    "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats"},
     "collect": TASKS | {"backends", "agent", "collect"},
-    "eval": TASKS | {"backends", "agent", "collect", "eval", "serving"},
+    "eval": TASKS | {"backends", "agent", "collect", "eval", "serving", "stats"},
+    "onpolicy": TASKS | {"backends", "agent", "collect", "onpolicy"},
     "serving": {"serving"},
 }
 
