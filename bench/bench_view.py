@@ -80,7 +80,7 @@ def site(runs_file: Path, out: Path) -> dict[str, float]:
     t0 = time.perf_counter()
     write_view([runs_file], out)
     wall = time.perf_counter() - t0
-    return {"write_s": round(wall, 2), "pages": sum(1 for _ in (out / "runs").rglob("*.html")),
+    return {"write_s": round(wall, 2), "pages": sum(1 for _ in (out / "run").rglob("*.html")),
             "runs_js_mb": round((out / "assets" / "runs.js").stat().st_size / 2**20, 2),
             "site_mb": round(sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2**20, 1)}
 

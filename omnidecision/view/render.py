@@ -3,7 +3,7 @@ one side-by-side page per task that two sources share, and the assets. Everythin
 carry a Content-Security-Policy that lets the browser load nothing but this folder.
 
     DIR/index.html                       the run list (assets/runs.js holds its rows; assets/index.js filters them)
-    DIR/runs/<source>/<task>-s<n>.html   one run: context, needs grid, timeline, ending
+    DIR/run/<source>/<task>-s<n>.html    one run: context, needs grid, timeline, ending
     DIR/pairs/<task>-s<n>-<a>-<b>.html   the same task run by source a and source b
     DIR/assets/                          view.css, index.js, runs.js, plots/<source>/*.png
 
@@ -170,7 +170,7 @@ def write_site(collection: Collection, out: str | Path, *, title: str = "omnidec
         cards.append({"label": s.label, "path_label": str(s.path), "n": len(s.records), "mode": s.mode,
                       "model": s.model, "headline": headline(s.report) if s.report else [], "plots": plots})
     # -- page paths, then the side-by-side pages
-    pages = {(i, r.task_id, r.sample): _Page(i, r, f"runs/{i}/{slug(r.task_id)}-s{r.sample}.html")
+    pages = {(i, r.task_id, r.sample): _Page(i, r, f"run/{i}/{slug(r.task_id)}-s{r.sample}.html")
              for i, s in enumerate(sources) for r in s.records}
     pairs = _pairs(sources, pages)
     partners: dict[tuple[int, str, int], list[tuple[int, str]]] = {}

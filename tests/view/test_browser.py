@@ -7,10 +7,12 @@ test-artifacts/view/ (gitignored; OMNIDECISION_TEST_ARTIFACTS moves it).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 from omnidecision.collect.store import read_records
+from omnidecision.view import write_view
 from omnidecision.view.render import slug
 from omnidecision.view.timeline import build, time_window
 
@@ -108,7 +110,7 @@ def test_index_filters_and_pages_change_the_visible_rows(site: Path, runs: Runs,
 def test_run_page_shows_every_step_and_the_ledger(site: Path, runs: Runs, page: Page, artifacts: Path):
     recs = [r for lab, r in all_records(runs) if lab == "collect"]
     rec = max(recs, key=lambda r: (len(r.steps), r.task_id))  # the longest run of the collection
-    open_page(page, site / "runs" / "2" / f"{slug(rec.task_id)}-s{rec.sample}.html")
+    open_page(page, site / "run" / "2" / f"{slug(rec.task_id)}-s{rec.sample}.html")
     page.page.screenshot(path=str(artifacts / "run.png"), full_page=True)
     steps = page.page.eval_on_selector_all("article.step", "els => els.map(e => e.dataset.step)")
     assert steps == [str(s.step) for s in rec.steps] and len(steps) >= 3
@@ -134,7 +136,7 @@ def test_run_page_shows_every_step_and_the_ledger(site: Path, runs: Runs, page: 
 
 def test_rejected_step_and_side_by_side_page(site: Path, runs: Runs, page: Page, artifacts: Path):
     rec = next(r for lab, r in all_records(runs) if lab == "rejected")
-    open_page(page, site / "runs" / "3" / f"{slug(rec.task_id)}-s{rec.sample}.html")
+    open_page(page, site / "run" / "3" / f"{slug(rec.task_id)}-s{rec.sample}.html")
     first = page.page.locator(f"#step-{rec.steps[0].step}")
     assert "rejected" in first.get_attribute("class")
     assert rec.steps[0].invalid in first.inner_text()
@@ -147,5 +149,30 @@ def test_rejected_step_and_side_by_side_page(site: Path, runs: Runs, page: Page,
     assert page.page.locator(".side").nth(1).locator("li.rejected").count() >= 1
     page.page.click(".side >> nth=0 >> text=full run")
     page.page.wait_for_selector("article.step")
-    assert page.page.url.endswith(f"/runs/0/{slug(rec.task_id)}-s{rec.sample}.html")
+    assert page.page.url.endswith(f"/run/0/{slug(rec.task_id)}-s{rec.sample}.html")
+    assert_clean(page)
+
+
+HOSTILE = '<img src="https://evil.example/x.png" onerror="document.title=1"></td><script>window.pwned=1</script>'
+
+
+def test_markup_in_run_data_is_shown_as_text(runs: Runs, page: Page, tmp_path: Path):
+    """Questions, answers and observations are data: a run carrying markup renders it as text, loads nothing."""
+    line = json.loads((runs.ledger_eval / "trajectories.jsonl").read_text("utf-8").splitlines()[0])
+    line["question"] = "Q " + HOSTILE
+    line["answer"] = HOSTILE
+    step = next(s for s in line["steps"] if s.get("observation"))
+    step["observation"]["text"] = HOSTILE
+    f = tmp_path / "hostile.jsonl"
+    f.write_text(json.dumps(line) + "\n", "utf-8")
+    index = write_view([f], tmp_path / "site")
+    open_page(page, index)
+    page.page.wait_for_selector("body[data-ready='1']")
+    assert HOSTILE in page.page.inner_text("#rows")
+    page.page.click("#rows tr.run td a")
+    page.page.wait_for_selector("article.step")
+    assert page.page.inner_text("h1.question") == "Q " + HOSTILE
+    assert HOSTILE in page.page.inner_text("pre.obs")
+    assert page.page.locator("main img, main script").count() == 0
+    assert page.page.evaluate("window.pwned === undefined && document.title !== '1'")
     assert_clean(page)

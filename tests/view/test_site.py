@@ -61,7 +61,7 @@ def test_rejected_decisions_are_marked_with_the_loop_reason(runs: Runs, site: Pa
         view = build(rec)
         assert view.steps[0].rejected == rec.steps[0].invalid
         assert "not actionable" in rec.steps[0].invalid or "unknown need" in rec.steps[0].invalid
-        text = (site / "runs" / "3" / f"{slug(rec.task_id)}-s{rec.sample}.html").read_text("utf-8")  # 4th source
+        text = (site / "run" / "3" / f"{slug(rec.task_id)}-s{rec.sample}.html").read_text("utf-8")  # 4th source
         assert text.count('class="step rejected"') >= 1
         assert str(escape(f"Rejected: {rec.steps[0].invalid}")) in text
     # finishes refused by the finalizer check (premature finishes of the noisy teacher) carry the diagnosis
