@@ -185,3 +185,15 @@ def test_doctests_of_the_view_modules():
     for module in (render, timeline):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_write_view_is_the_demo_hook(runs: Runs, tmp_path: Path):
+    """`write_view(eval_dirs, out_dir)`: what the demo calls on its eval folders; returns index.html."""
+    from omnidecision.view import write_view
+
+    index = write_view((p for p in (runs.ledger_eval, runs.react_eval)), tmp_path / "view")
+    assert index == tmp_path / "view" / "index.html" and index.is_file()
+    data = rows_of(index.parent)
+    assert [s["label"] for s in data["sources"]] == ["teacher", "react"]
+    assert len(data["rows"]) == len(records_of(runs.ledger_eval)) + len(records_of(runs.react_eval))
+    assert len(list((index.parent / "pairs").glob("*.html"))) == len(records_of(runs.ledger_eval))
