@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PIP := $(BIN)/pip install --disable-pip-version-check -q
 
-.PHONY: install test slow-test lint demo bench clean
+.PHONY: install browser test slow-test lint demo bench clean
 
 $(BIN)/omnidecision: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,7 +19,16 @@ $(BIN)/omnidecision: pyproject.toml
 
 install: $(BIN)/omnidecision
 
-test: install
+# Headless Chromium for the viewer's browser tests (tests/view): the distribution's package, installed with apt when
+# root (CI runs as root); playwright drives it through executable_path, so no browser is downloaded.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else echo "chromium is missing and this is not root: install the distribution's chromium package to run" \
+		"the browser tests (they skip without it, and fail under CI=true)"; fi
+
+test: install browser
 	$(BIN)/pytest -q
 
 slow-test: install

@@ -8,7 +8,8 @@ bench/results/<name>.json. Benchmarks:
 - rewards: closure-reward throughput and reward time as a share of a GRPO step;
 - collect: collection speed-up at concurrency 1/4/16 against a real vLLM server;
 - sft_packing: SFT tokens/s with packing vs padding on harvested data, with the final losses;
-- serving: vLLM-served planner decisions/s vs transformers `generate` at concurrency 16.
+- serving: vLLM-served planner decisions/s vs transformers `generate` at concurrency 16;
+- view: `omnidecision view` on 10,000 runs: site write time, index load/filter/page time in headless Chromium.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "collect": ["-m", "bench.bench_collect", "--tasks", "32", "--levels", "1", "4", "16"],
     "sft_packing": ["-m", "bench.bench_sft_packing", "--steps", "30"],
     "serving": ["-m", "bench.bench_serving"],
+    "view": ["-m", "bench.bench_view", "--runs", "10000", "--base-runs", "1000"],
 }
 
 
