@@ -276,6 +276,13 @@ def build_plan(cfg: DemoConfig, out: Path) -> tuple[list[Stage], dict[str, Any]]
         cmd=_cli("compare", *[str(evals / n / "test") for n in ("sft", "sft_plus", "rounds", "grpo", "teacher")],
                  "--out", str(out / "compare"), "--title", "Test suite: planners in the loop"))
 
+    def view() -> None:
+        from omnidecision.view import write_view
+
+        write_view([evals / n / "test" for n in PLANNERS], out / "view")
+
+    add("view", [evals / n / "test" for n in PLANNERS], [out / "view"], view)
+
     runner_ref: list[Runner] = []
 
     def runner_times() -> dict[str, float]:
@@ -369,6 +376,7 @@ def demo(
         runner.execute(stage)
     summary = summarise(out, cfg, state, runner.times)
     text = table(summary)
+    text += "\nRuns step by step (offline HTML, every test-suite run of every planner): [view/index.html](view/index.html)\n"
     (out / "summary.md").write_text("# omnidecision demo\n\n" + text, "utf-8")
     print("\n" + text)
     print(f"summary: {out / 'summary.json'}; reports and plots under {out / 'eval'}/*/")

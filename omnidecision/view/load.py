@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 # The run records: the one place the view imports them (they move to omnidecision.protocol.records).
-from omnidecision.agent.trajectory import RunRecord, StepRecord  # noqa: F401  (StepRecord: re-exported)
+from omnidecision.protocol.records import RunRecord, StepRecord  # noqa: F401  (StepRecord: re-exported)
 
 logger = logging.getLogger(__name__)
 

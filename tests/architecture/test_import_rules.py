@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "eval": TASKS | {"backends", "agent", "collect", "eval", "serving", "stats"},
     "onpolicy": TASKS | {"backends", "agent", "collect", "onpolicy"},
     "serving": {"serving"},
+    "view": PROTOCOL | {"view"},
 }
 
 _PROBE = """

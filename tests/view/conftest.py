@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from omnidecision.agent.backends.base import ChatRequest, ChatResponse, Usage
 from omnidecision.cli import app
+from omnidecision.protocol.chat import ChatRequest, ChatResponse, Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OMNIDECISION_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "view"
@@ -39,7 +39,7 @@ class BlockedFirst:
     actionable (a blocked one, else an unknown index): the loop must reject it with its reason."""
 
     def __init__(self) -> None:
-        from omnidecision.tasks.teacher import TeacherBackend
+        from omnidecision.backends.teacher import TeacherBackend
 
         self.teacher = TeacherBackend(noise=0.0, seed=0)
 
