@@ -51,18 +51,18 @@ class DemoConfig:
     """The embedded default. `quick` shrinks it for a smoke test."""
 
     train_tasks: int = 240
-    dev_tasks: int = 40
+    dev_tasks: int = 30
     test_tasks: int = 60
     samples: int = 2
     teacher_noise: float = 0.25
     digest_max_chars: int = 1000
     concurrency: int = 16
-    sft_steps: int = 400  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
+    sft_steps: int = 300  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
     sft_eval_steps: int = 100
     rounds: int = 1
-    round_tasks: int = 120  # train tasks each on-policy round runs the planner on
-    round_sft_steps: int = 100
-    grpo_steps: int = 40
+    round_tasks: int = 80  # train tasks each on-policy round runs the planner on
+    round_sft_steps: int = 80
+    grpo_steps: int = 30
     closure_states: int = 200  # dev RL states for the per-state closure diagnostic
     seed: int = 0
 
@@ -376,7 +376,8 @@ def demo(
         runner.execute(stage)
     summary = summarise(out, cfg, state, runner.times)
     text = table(summary)
-    text += "\nRuns step by step (offline HTML, every test-suite run of every planner): [view/index.html](view/index.html)\n"
+    text += ("\nEvery test-suite run of every planner, step by step (offline HTML): "
+             "[view/index.html](view/index.html)\n")
     (out / "summary.md").write_text("# omnidecision demo\n\n" + text, "utf-8")
     print("\n" + text)
     print(f"summary: {out / 'summary.json'}; reports and plots under {out / 'eval'}/*/")

@@ -7,6 +7,21 @@ with `use_peft`) or continues an SFT LoRA adapter (a folder with adapter_config.
 closure reward of the starting and the trained planner, measured in the same run, goes to
 `output_dir/closure_eval.json`.
 
+How this GRPO departs from plain GRPO (each a recipe field; measurements in docs/findings.md, "GRPO on the
+closure rubric"):
+1. No reference model, no KL term (`beta: 0.0`, TRL's default): the policy starts from SFT and the closure rubric
+   cannot be gamed by drifting away from valid actions (an invalid decision scores 0 on every check).
+2. Token-level loss normalisation across the batch (`loss_type: dapo`), rewards scaled per group
+   (`scale_rewards: group`), truncated completions masked (`mask_truncated_completions`).
+3. The reward is the closure rubric over states, not an executed trajectory's outcome: K decisions per ledger
+   state are scored without running a tool (`rewards/closure.py`); a call earns its call credit only when its
+   tool fits the need.
+4. State selection (`select_states: balanced`, `rl/select.py`): the states the start planner decides wrongly
+   (greedy) plus as many it gets right, instead of all states.
+5. Weight averaging (`weight_average: true`, `rl/averaging.py`): the saved planner is the running mean of the
+   weights over the last part of the run, not the last weights.
+6. Sampling near the serving decoding (`temperature: 0.7` in the tiny recipe), since the planner is served greedily.
+
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml [--max_steps 50 ...]
     accelerate launch -m omnidecision.rl.train --config configs/grpo/qwen3-8b-lora-vllm-server.yaml
 """
