@@ -167,3 +167,37 @@ def test_check_bad_worldsense_and_unknown_format():
     result = _cli(str(DATA / "worldsense" / "bad_answer.json"), "--format", "worldsense")
     assert result.exit_code == 1 and "key 'vidA'.task3" in result.output and "field: answer" in result.output
     assert _cli(str(DATA / "omnigaia_small.json"), "--format", "xml").exit_code != 0
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "auto"])
+def test_check_non_utf8_jsonl_names_file_line_and_column(tmp_path, fmt):
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(b'{"id": "a", "question": "q"}\n\n{"id": "b", "question": "caf\xe9"}\n')
+    result = _cli(str(bad), "--format", fmt)
+    assert result.exit_code == 1
+    out = result.output
+    assert f"{bad}: line 3: not UTF-8 text: byte 0xe9 at column 29" in out and "record: line 3" in out
+    assert "codec can't decode" not in out
+
+
+@pytest.mark.parametrize("fmt", ["omnigaia", "auto"])
+def test_non_utf8_json_names_the_line(tmp_path, fmt):
+    bad = tmp_path / "meta.json"
+    bad.write_bytes(b'[{"id": 1,\n  "question": "\xff"}]')
+    with pytest.raises(TaskFileError) as err:
+        load_tasks(bad, fmt=fmt)
+    assert (err.value.path, err.value.record) == (str(bad), "line 2") and "byte 0xff at column 16" in str(err.value)
+
+
+def test_synthetic_suite_file_stands_for_its_folder_and_other_files_say_what_to_pass(tmp_path):
+    (tmp_path / "tasks.jsonl").write_text('{"id": "s1", "question": "q", "answer": "1"}\n')
+    (tmp_path / "corpus.jsonl").write_text('{"url": "u", "text": "t"}\n')
+    assert load_tasks(tmp_path / "tasks.jsonl", fmt="synthetic") == load_tasks(tmp_path, fmt="synthetic")
+    with pytest.raises(TaskFileError, match="pass that folder, or format jsonl") as err:
+        load_tasks(tmp_path / "corpus.jsonl", fmt="synthetic")
+    assert err.value.path == str(tmp_path / "corpus.jsonl")
+    with pytest.raises(TaskFileError, match="no such synthetic suite folder"):
+        load_tasks(tmp_path / "nowhere", fmt="synthetic")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TaskFileError, match="tasks.jsonl is missing .*omnidecision tasks synth"):
+        load_tasks(tmp_path / "empty", fmt="synthetic")

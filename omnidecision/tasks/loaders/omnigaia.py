@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from omnidecision.tasks.loaders.errors import TaskFileError, validate_task
+from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8, validate_task
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -193,7 +193,7 @@ def load_omnigaia(path: str | Path, media_dir: str | Path | None = None) -> list
     """All records of a `test_metadata.json`-format file (a list, or a dict of records keyed by id)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, None, None, f"invalid JSON: {exc.msg} at line {exc.lineno}") from exc
     records = list(data.values()) if isinstance(data, dict) else data
