@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -12,14 +13,21 @@ from omnidecision.tasks.loaders import TaskFileError, detect_format, load_tasks
 from omnidecision.tasks.loaders.omnigaia import infer_answer_type, normalize_sources
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-DEV = Path("/work/shared/data/omnigaia/dev_metadata.json")
-needs_dev = pytest.mark.skipif(not DEV.is_file(), reason="OmniGAIA dev subset not present")
+PROJECT = Path(__file__).resolve().parents[2]
+DEV_SHA256 = "509b1439a35b8f951063502eea2ee6c3902696682512af7c60503572ecc69cdb"
 
 
-@needs_dev
-def test_all_72_dev_records_load_and_irregular_ones_survive():
-    raw = json.loads(DEV.read_text())
-    tasks = load_tasks(DEV)
+def test_dev_fixture_is_the_shared_dev_subset(omnigaia_dev):
+    """The repository's copy is the pinned file, and the same as ../shared's where the project has that folder."""
+    assert hashlib.sha256(omnigaia_dev.read_bytes()).hexdigest() == DEV_SHA256
+    shared = PROJECT.parent / "shared" / "data" / "omnigaia" / "dev_metadata.json"
+    if shared.is_file():
+        assert shared.read_bytes() == omnigaia_dev.read_bytes(), f"{shared} changed: refresh tests/data/omnigaia_dev"
+
+
+def test_all_72_dev_records_load_and_irregular_ones_survive(omnigaia_dev):
+    raw = json.loads(omnigaia_dev.read_text())
+    tasks = load_tasks(omnigaia_dev)
     assert len(tasks) == len(raw) == 72
     assert [t.id for t in tasks] == [str(r["id"]) for r in raw]
     by_id = {t.id: t for t in tasks}

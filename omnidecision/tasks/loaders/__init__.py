@@ -5,7 +5,7 @@ Formats: "jsonl" (one Task per line), "omnigaia" (`test_metadata.json`; option `
 and corpus.jsonl). "auto" picks by what the path is. Bad input raises `TaskFileError` (file, record, field).
 
     python -c "from omnidecision.tasks.loaders import load_tasks; \
-        print(len(load_tasks('/work/shared/data/omnigaia/dev_metadata.json')))"
+        print(len(load_tasks('tests/data/omnigaia_dev/dev_metadata.json')))"
 """
 
 from __future__ import annotations
