@@ -1,4 +1,4 @@
-"""The one error every loader raises for a bad file or record, naming the file, the record and the field.
+r"""The one error every loader raises for a bad file or record, naming the file, the record and the field.
 
     >>> str(TaskFileError("tasks.jsonl", "line 3", "answer_type", "unknown answer type 'x'"))
     "tasks.jsonl: line 3: field 'answer_type': unknown answer type 'x'"
