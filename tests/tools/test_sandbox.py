@@ -98,10 +98,25 @@ def method(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def _wait_gone(uid: int, timeout: float = 5.0) -> list[int]:
-    """Processes of `uid` still alive after `timeout` (the kernel tears a pid namespace down asynchronously)."""
+def _sandbox_processes(uid: int) -> list[int]:
+    """Processes of `uid` that belong to a sandbox run: bwrap, the launcher or the program (`... -I -S main.py`)."""
+    found = []
+    for pid in _processes_of(uid):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"main.py" in argv or any(b"OMNIDECISION-SANDBOX" in a or a.endswith(b"bwrap") for a in argv):
+            found.append(pid)
+    return found
+
+
+def _wait_gone(uid: int, timeout: float = 5.0, only_sandbox: bool = False) -> list[int]:
+    """Processes of `uid` (only the sandbox's when the uid is this suite's own) still alive after `timeout` (the
+    kernel tears a pid namespace down asynchronously)."""
+    find = _sandbox_processes if only_sandbox else _processes_of
     end = time.monotonic() + timeout
-    while (left := _processes_of(uid)) and time.monotonic() < end:
+    while (left := find(uid)) and time.monotonic() < end:
         time.sleep(0.05)
     return left
 
@@ -190,6 +205,8 @@ def execute(who: Who, code: str, method: str = "auto", env: dict[str, str] | Non
     if "(throwaway)" in user:
         uid = int(user.split()[1])
         assert _wait_gone(uid) == [], f"sandboxed processes of uid {uid} outlived their run"
+    elif who.uid is None:  # the caller's own uid also runs this suite: look for the sandbox's processes only
+        assert _wait_gone(os.getuid(), only_sandbox=True) == [], "sandboxed processes outlived their run"
     return run
 
 
