@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PIP := $(BIN)/pip install --disable-pip-version-check -q
 
-.PHONY: install browser test slow-test lint demo bench clean
+.PHONY: install sandbox-deps browser test slow-test lint demo bench clean
 
 $(BIN)/omnidecision: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,16 @@ $(BIN)/omnidecision: pyproject.toml
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(BIN)/omnidecision
 
-install: $(BIN)/omnidecision
+install: $(BIN)/omnidecision sandbox-deps
+
+# The code sandbox uses bubblewrap (Debian/Ubuntu package `bubblewrap`) when present, else unprivileged user
+# namespaces; as root on an apt system this installs it, elsewhere it says what is missing.
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get install -y -q bubblewrap >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; \
+	  else echo "note: bubblewrap (bwrap) is not installed: the code sandbox falls back to user namespaces" \
+	    "(install the bubblewrap package for the maintained tool)"; fi; }
 
 # Headless Chromium for the viewer's browser tests (tests/view): the distribution's package, installed with apt when
 # root (CI runs as root); playwright drives it through executable_path, so no browser is downloaded.

@@ -1,4 +1,5 @@
-"""Shared fixtures: a session-scoped tiny planner checkpoint and a session-scoped vLLM server serving it.
+"""Shared fixtures: the OmniGAIA dev subset (in the repository), a session-scoped tiny planner checkpoint and a
+session-scoped vLLM server serving it.
 
 Tests that use `vllm_server` are marked `vllm` automatically (select them with `-m vllm`); the server is
 skipped when vllm is not installed.
@@ -7,8 +8,13 @@ skipped when vllm is not installed.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
+
+# A copy of ../shared/data/omnigaia/dev_metadata.json kept in the repository (tests/data/omnigaia_dev/README.md):
+# a checkout anywhere runs the tests that need it.
+OMNIGAIA_DEV = Path(__file__).resolve().parent / "data" / "omnigaia_dev" / "dev_metadata.json"
 
 # vLLM-CPU's attention kernels do not support head_dim 16 (the builder's 64x2 default with 4 heads):
 # 64 hidden / 2 heads = head_dim 32 serves and trains the same.
@@ -19,6 +25,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "vllm_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.vllm)
+
+
+@pytest.fixture(scope="session")
+def omnigaia_dev() -> Path:
+    """The OmniGAIA dev subset (72 records). Missing, it fails: a test that needs it never skips."""
+    if not OMNIGAIA_DEV.is_file():
+        pytest.fail(f"{OMNIGAIA_DEV} is missing: restore it from git (tests/data/omnigaia_dev)")
+    return OMNIGAIA_DEV
 
 
 @pytest.fixture(scope="session")

@@ -71,6 +71,9 @@ class TaskSource(_Model):
 class JudgeSettings(_Model):
     enabled: bool = Field(True, description="judge each run against the task's gold answer")
     llm: BackendSpec | None = Field(None, description="LLM judge endpoint (OmniGAIA protocol); None: offline judges")
+    scorer: Literal["gaia", "lenient"] = Field(
+        "lenient", description="string scorer before (or without) the LLM judge: gaia = the GAIA benchmark's "
+        "official rules (tasks.judges.gaia_scorer); lenient = this project's variant (tasks.judges.lenient_match)")
 
 
 class Environment(_Model):

@@ -68,12 +68,13 @@ class CollectSummary:
                 "judge_failures": self.judge_failures, "accuracy": self.accuracy, "wall_s": round(self.wall_s, 3)}
 
 
-async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None) -> JudgeResult:
+async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None,
+                       scorer: str = "lenient") -> JudgeResult:
     """`judge_run` on the record's answer; any judge crash is a judge failure (correct=None), never a crash."""
     from omnidecision.tasks.judges import judge_run
 
     try:
-        return await judge_run(task, record.answer, llm, outcome=record.outcome)
+        return await judge_run(task, record.answer, llm, outcome=record.outcome, scorer=scorer)  # type: ignore[arg-type]
     except Exception as exc:  # the judge must not take a batch down
         logger.warning("judge failed on %s: %s: %s", record.run_id, type(exc).__name__, exc)
         return JudgeResult(correct=None, method="judge_error", prediction=record.answer,
@@ -89,8 +90,9 @@ def _postfix(s: CollectSummary) -> str:
 async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
                        out_file: str | Path, *, samples: int = 1, concurrency: int = 8, judge: bool = True,
                        judge_llm: ChatBackend | None = None, services: Services = None, tool_runner=None,
-                       progress: bool = True, desc: str = "collect") -> CollectSummary:
-    """Run every (task, sample) not yet in `out_file`, `concurrency` at a time; append each judged record.
+                       progress: bool = True, desc: str = "collect", judge_scorer: str = "lenient") -> CollectSummary:
+    """Run every (task, sample) not yet in `out_file`, `concurrency` at a time; append each judged record
+    (`judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/judges.py).
     `services`: one dict for every run, or a function task -> dict (per-task environments such as replay)."""
     from omnidecision.agent.loop import run_task
 
@@ -125,7 +127,7 @@ async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[st
                 record = await run_task(task, config, backends, sample=sample, tool_runner=tool_runner,
                                         services=svc)
                 if judge:
-                    record.judge = await judge_record(task, record, judge_llm)
+                    record.judge = await judge_record(task, record, judge_llm, judge_scorer)
                 await writer.put(record)
                 summary.done += 1
                 summary.outcomes[record.outcome] += 1
@@ -250,4 +252,4 @@ async def collect(recipe: CollectRecipe, tool_runner=None) -> CollectSummary:
     return await collect_runs(tasks, recipe.agent, backends, shard_path(out_dir, i, n), samples=recipe.samples,
                               concurrency=recipe.concurrency, judge=recipe.judge.enabled, judge_llm=judge_llm,
                               services=services, tool_runner=tool_runner, progress=recipe.progress,
-                              desc=f"collect {i}/{n}")
+                              desc=f"collect {i}/{n}", judge_scorer=recipe.judge.scorer)

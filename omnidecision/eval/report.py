@@ -5,8 +5,9 @@
 `build_report(records, meta)` returns the dict written to report.json. Keys (always present): accuracy, ci95,
 n, correct, judge_failures, by_level, by_category, outcomes, accuracy_by_outcome, need_closure_rate,
 tool_calls_per_question, prompt_tokens_per_step, tokens_per_question, invalid_action_rate, attribution,
-cost_per_question, wall_time, errors, mode, replay, planner. Accuracy counts a run as correct only when the
-judge said so; a judge failure (`judge.correct is None`) is counted under `judge_failures` and never as correct.
+cost_per_question, wall_time, errors, mode, replay, planner, judge_methods (an eval run adds `judge`: the recipe's
+string scorer and LLM judge). Accuracy counts a run as correct only when the judge said so; a judge failure
+(`judge.correct is None`) is counted under `judge_failures` and never as correct.
 A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g. in the synthetic suite) is
 correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
 counted under `unanswerable`.
@@ -189,6 +190,20 @@ def _acc_row(name: str, a: dict[str, Any]) -> str:
     return f"| {name} | {a['n']} | {a['correct']} | {_pct(a['accuracy'])} | {ci} |"
 
 
+SCORER_NAMES = {"gaia": "the official GAIA scoring rules", "lenient": "this project's lenient match, not GAIA's rules"}
+
+
+def _judge_line(rep: dict[str, Any]) -> str:
+    """Which judge decided: the recipe's string scorer and LLM judge, and the methods the records carry."""
+    judge = rep.get("judge") or {}
+    methods = ", ".join(f"{k} {v}" for k, v in sorted(rep.get("judge_methods", {}).items()))
+    if not judge:
+        return f"judge methods: {methods}"
+    scorer = judge.get("scorer")
+    llm = f"LLM judge `{judge['llm']}`" if judge.get("llm") else "no LLM judge"
+    return f"judge: string scorer **{scorer}** ({SCORER_NAMES.get(scorer, scorer)}), {llm}; methods: {methods}"
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     """report.md: the headline, then one table per metric group."""
     title = rep.get("name") or "eval"
@@ -202,6 +217,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"[{_pct(rep['ci95'][0])}, {_pct(rep['ci95'][1])}]; judge failures: {rep['judge_failures']} "
         f"(never counted as correct); unanswerable tasks {rep['unanswerable']['n']}, of which the agent declined "
         f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
+        "",
+        _judge_line(rep),
         "",
         "## By level", "", "| level | n | correct | accuracy | 95% CI |", "|---|---|---|---|---|",
         *(_acc_row(k, v) for k, v in rep["by_level"].items()),

@@ -166,7 +166,8 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
         summary = asyncio.run(collect_runs(
             tasks, recipe.agent, build_backends(role_specs), trajectories_path(out, i, n), samples=recipe.samples,
             concurrency=recipe.concurrency, judge=recipe.judge.enabled, judge_llm=judge_llm, services=services,
-            progress=progress and recipe.progress, desc=f"eval {recipe.name or out.name}"))
+            progress=progress and recipe.progress, desc=f"eval {recipe.name or out.name}",
+            judge_scorer=recipe.judge.scorer))
     wall = time.perf_counter() - t0
     # -- report over the records of these tasks (a resumed eval reports every finished run)
     ids = {t.id for t in all_tasks}
@@ -177,6 +178,8 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     meta = {"name": recipe.name or out.name, "planner": planner, "wall_s": round(wall, 3),
             "new_runs": summary.done, "skipped_runs": summary.skipped,
             "tasks": len(tasks), "samples": recipe.samples,
+            "judge": {"enabled": recipe.judge.enabled, "scorer": recipe.judge.scorer,
+                      "llm": recipe.judge.llm.model if recipe.judge.enabled and recipe.judge.llm else None},
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
     rep = write_report(out, records, meta, plots=recipe.plots)
     logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)

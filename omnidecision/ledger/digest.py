@@ -3,9 +3,11 @@
 Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable
 needs first, each line saying `status=actionable|blocked|…`; then the rest by priority. Lines are added
 in priority order until the budget (characters, or tokens with a counter) is reached; what does not fit
-is summarised in one "omitted" line. The planner's last rejected decision, if any, is a header line with
-the loop's reason and how many times in a row it was rejected. Every number that changes with time has a fixed
-width, so the digest of a fixed ledger has the same length at every step.
+is summarised in one "omitted" line. The planner's last rejected decision, if any, is a header line with the
+loop's reason and how many times in a row it was rejected. Every number that changes with time has a fixed width
+(the step padded to the width of the step budget, at least 2; a need's attempts to the width of `max_attempts`), so
+the digest of a fixed ledger has the same length at every step up to the budget, whatever the attempts up to their
+cap.
 
     >>> from omnidecision.ledger import Ledger, render_digest
     >>> print(render_digest(Ledger(question="Who?")).splitlines()[0])
@@ -62,27 +64,32 @@ def _q(text: str | None, n: int) -> str:
     return json.dumps(_clip(text or "", n), ensure_ascii=False)
 
 
+def _attempts(state: Ledger, need: Need) -> str:
+    return f"attempts={need.attempts:0{len(str(state.max_attempts))}d}/{state.max_attempts}"
+
+
 def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     head = f"[{need.index}] status={label} role={need.role}"
     if label == "actionable":
         query = _q(composed_query(state, need.index), width)
         return (f"{head} tool={SOURCE_TOOL[need.preferred_source]} query={query}"
-                f" attempts={need.attempts}/{state.max_attempts} need={_q(need.description, width // 2)}")
+                f" {_attempts(state, need)} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]
         return f"{head} waits_on={waits} need={_q(need.description, width // 2)}"
     if label in ("filled", "partial"):
         return f"{head} value={_q(need.value, width // 2)} by={need.filled_by or '-'} need={_q(need.description, 60)}"
-    return f"{head} attempts={need.attempts}/{state.max_attempts} need={_q(need.description, width // 2)}"
+    return f"{head} {_attempts(state, need)} need={_q(need.description, width // 2)}"
 
 
 def _sections(state: Ledger, b: DigestBudget) -> list[list[str]]:
     w = b.max_line_chars
     actionable, blocked = actionable_need_indices(state), blocked_need_indices(state)
     exhausted = set(exhausted_need_indices(state))
+    sw = max(2, len(str(state.step_budget)))  # the step's width: fixed for every step up to the budget
     header = [
         f"QUESTION: {_clip(state.question, b.max_question_chars)}",
-        f"step={state.step:02d}/{state.step_budget:02d} ready={'yes' if ready(state) else 'no'} "
+        f"step={state.step:0{sw}d}/{state.step_budget:0{sw}d} ready={'yes' if ready(state) else 'no'} "
         f"can_advance={'yes' if can_advance(state) else 'no'} "
         f"finish_available={'yes' if finish_available(state) else 'no'}",
         f"actionable_need_indices={actionable}",

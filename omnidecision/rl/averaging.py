@@ -98,14 +98,15 @@ class TailWeightAverage(TrainerCallback):
 
 
 def start_step(max_steps: int, fraction: float) -> int:
-    """First averaged step for averaging over the last `1 - fraction` of a `max_steps` run (at least step 1).
+    """First averaged step for averaging over the last `1 - fraction` of a `max_steps` run: the first step at or
+    after `fraction * max_steps` (at least step 1; 1e-9 absorbs float error such as 0.7 * 10 = 7.000000000000001).
 
-    >>> start_step(150, 0.5), start_step(150, 0.0), start_step(10, 0.99)
-    (75, 1, 10)
+    >>> start_step(150, 0.5), start_step(150, 0.0), start_step(10, 0.99), start_step(10, 0.7)
+    (75, 1, 10, 7)
     """
     if not 0.0 <= fraction < 1.0:
         raise ValueError(f"weight_average_start is a fraction of the run in [0, 1), got {fraction}")
-    return max(1, min(max_steps, math.floor(max_steps * fraction)))
+    return max(1, min(max_steps, math.ceil(max_steps * fraction - 1e-9)))
 
 
 def check_supported(training_args: Any) -> None:

@@ -1,17 +1,27 @@
-"""Answer judges: the OmniGAIA protocol, GAIA quasi-exact match, WorldSense multiple-choice letters.
+"""Answer judges: the OmniGAIA protocol, string scorers (the official GAIA one and a lenient one), WorldSense
+multiple-choice letters.
 
-`judge_run(task, prediction, llm=None)` (async) dispatches by the task's source and answer type:
+String scorers (`SCORERS`, chosen per benchmark by a recipe's `judge.scorer`; the record's `judge.method` and the
+eval report's `judge` block name the one used):
+- "gaia": `gaia_scorer`, the GAIA benchmark's official rules exactly (its leaderboard's `question_scorer`).
+- "lenient": `lenient_match`, this project's variant: units after numbers, articles, collapsed (not removed) spaces.
+
+`judge_run(task, prediction, llm=None, scorer="lenient")` (async) dispatches by the task's source and answer type:
 - OmniGAIA: the prediction is the last `<answer>…</answer>` (else the last 20 words); lower-cased,
   whitespace-collapsed exact match is correct; otherwise the LLM judge (the benchmark's Correct/Incorrect prompt,
   `prompts/omnigaia_judge.md`) decides. An empty/unclear judge reply or a `BackendError` is a judge FAILURE
-  (`JudgeResult(correct=None)`), never counted as correct. Without an LLM, GAIA quasi-exact match stands in and the
-  method says so ("qem_offline").
+  (`JudgeResult(correct=None)`), never counted as correct. Without an LLM the string scorer stands in and the
+  method says so ("gaia_scorer_offline" / "lenient_match_offline").
 - multiple choice (WorldSense): the option letter extracted from the prediction equals the gold letter.
-- anything else (JSONL, synthetic): GAIA quasi-exact match, then the LLM judge (if given) on a miss.
+- anything else (JSONL, synthetic): the string scorer, then the LLM judge (if given) on a miss.
 `judge_offline(task, prediction)` is the same without any LLM.
 
-    >>> quasi_exact_match("$1,234.0", "1234")
-    True
+    python -c "from omnidecision.tasks.judges import gaia_scorer; print(gaia_scorer('2years', '2 years'))"
+
+    >>> lenient_match("$1,234.0", "1234"), gaia_scorer("$1,234.0", "1234")
+    (True, True)
+    >>> lenient_match("790 units", "790"), gaia_scorer("790 units", "790")
+    (True, False)
     >>> extract_choice("A man is walking, so the answer is (C).", ["A. run", "B. sit", "C. walk", "D. swim"])
     'C'
 """
@@ -22,8 +32,10 @@ import logging
 import math
 import re
 import string
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
+from typing import Literal
 
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest
 from omnidecision.protocol.records import JudgeResult
@@ -63,7 +75,65 @@ def normalize_em(text: str | None) -> str:
     return " ".join(str(text or "").lower().split())
 
 
-# ---------------------------------------------------------------- GAIA quasi-exact match
+# ---------------------------------------------------------------- the official GAIA scorer
+
+
+def _gaia_float(text: str) -> float | None:
+    """Python's float() of the text, None where it raises (the rules' `is_float`)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _gaia_number(text: str) -> float:
+    """The rules' number normalisation: drop every `$`, `%` and `,`, then float(); infinity when that fails."""
+    for char in "$%,":
+        text = text.replace(char, "")
+    value = _gaia_float(text)
+    return math.inf if value is None else value
+
+
+def _gaia_str(text: str, remove_punct: bool = True) -> str:
+    """The rules' string normalisation: remove ALL whitespace, lower-case, then (optionally) ASCII punctuation."""
+    text = re.sub(r"\s", "", text).lower()
+    return text.translate(str.maketrans("", "", string.punctuation)) if remove_punct else text
+
+
+def gaia_scorer(prediction: str | None, gold: str) -> bool:
+    """The GAIA benchmark's official scoring rules, exactly:
+    - a gold that float() accepts is a number: the prediction, with `$ % ,` removed, must float() to the same value
+      (anything else, e.g. "790 units", scores as infinity: wrong);
+    - else a gold holding `,` or `;` is a list: both sides split on `,` and `;` (no other trimming), same length,
+      element-wise: numeric gold elements as numbers, the others as strings without whitespace, lower-cased, with
+      punctuation KEPT;
+    - else strings compare with all whitespace and ASCII punctuation removed, lower-cased ("sea gull" = "seagull").
+    A missing prediction is the string "None", as in the official scorer.
+
+    >>> [gaia_scorer(p, g) for p, g in [("2years", "2 years"), ("$1,000", "1000"), ("apple; Pear", "apple, pear")]]
+    [True, True, True]
+    """
+    prediction = "None" if prediction is None else str(prediction)
+    gold = str(gold)
+    gold_num = _gaia_float(gold)
+    if gold_num is not None:
+        return _gaia_number(prediction) == gold_num
+    if "," in gold or ";" in gold:
+        golds, preds = re.split(r"[,;]", gold), re.split(r"[,;]", prediction)
+        if len(golds) != len(preds):
+            return False
+        for p, g in zip(preds, golds, strict=True):
+            g_num = _gaia_float(g)
+            if g_num is not None:
+                if _gaia_number(p) != g_num:
+                    return False
+            elif _gaia_str(p, remove_punct=False) != _gaia_str(g, remove_punct=False):
+                return False
+        return True
+    return _gaia_str(prediction) == _gaia_str(gold)
+
+
+# ---------------------------------------------------------------- the lenient variant
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _UNIT_TAIL = re.compile(r"^[^\W\d_]+(?:[/ ²³°.]*[^\W\d_]*[²³]?){0,3}\.?$")
@@ -120,11 +190,13 @@ def _numbers_equal(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
 
-def quasi_exact_match(prediction: str | None, gold: str) -> bool:
-    """GAIA's quasi-exact match: a numeric gold compares as a float (commas, units, $ and % stripped); a gold with
-    ',' or ';' compares element by element (same count, numbers as numbers); otherwise normalised strings.
+def lenient_match(prediction: str | None, gold: str) -> bool:
+    """This project's lenient quasi-exact match (NOT the official GAIA rules, see `gaia_scorer`): a numeric gold
+    compares as a float (commas, a unit of up to three words, $ and % stripped); a gold with ',' or ';' compares
+    element by element (same count, numbers as numbers, strings normalised); otherwise strings lower-cased without
+    punctuation or articles, whitespace collapsed (not removed).
 
-    >>> [quasi_exact_match(p, g) for p, g in [("Kale; broccoli", "kale, Broccoli"), ("12 km", "12"), ("13", "12")]]
+    >>> [lenient_match(p, g) for p, g in [("Kale; broccoli", "kale, Broccoli"), ("12 km", "12"), ("13", "12")]]
     [True, True, False]
     """
     if prediction is None:
@@ -148,6 +220,17 @@ def quasi_exact_match(prediction: str | None, gold: str) -> bool:
                 return False
         return True
     return normalize_str(prediction) == normalize_str(gold)
+
+
+ScorerName = Literal["gaia", "lenient"]
+SCORERS: dict[str, Callable[[str | None, str], bool]] = {"gaia": gaia_scorer, "lenient": lenient_match}
+SCORER_METHODS = {"gaia": "gaia_scorer", "lenient": "lenient_match"}
+
+
+def get_scorer(name: str) -> Callable[[str | None, str], bool]:
+    if name not in SCORERS:
+        raise ValueError(f"judge.scorer: {name!r} is not one of {', '.join(SCORERS)}")
+    return SCORERS[name]
 
 
 # ---------------------------------------------------------------- multiple-choice letters
@@ -257,8 +340,9 @@ def _is_mcq(task: Task) -> bool:
     return task.answer_type == "mcq" or task.source == "worldsense"
 
 
-def judge_offline(task: Task, prediction: str | None, outcome: str | None = None) -> JudgeResult:
-    """Every judge that needs no LLM (for OmniGAIA: exact match, then quasi-exact match labelled "qem_offline").
+def judge_offline(task: Task, prediction: str | None, outcome: str | None = None,
+                  scorer: ScorerName = "lenient") -> JudgeResult:
+    """Every judge that needs no LLM (for OmniGAIA: exact match, then the string scorer labelled "…_offline").
 
     An unanswerable task (`answerable=False`) is judged on the run's outcome: only `insufficient` is right.
     """
@@ -275,28 +359,29 @@ def judge_offline(task: Task, prediction: str | None, outcome: str | None = None
         detail = None if letter else "no option letter found in the prediction"
         return JudgeResult(correct=letter == task.answer.strip().upper(), method="mcq", prediction=letter,
                            detail=detail)
+    score, method = get_scorer(scorer), SCORER_METHODS[scorer]
     if task.source == "omnigaia":
         pred = extract_prediction(prediction)
         if not pred:
             return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
         if normalize_em(pred) == normalize_em(task.answer):
             return JudgeResult(correct=True, method="exact_match", prediction=pred)
-        return JudgeResult(correct=quasi_exact_match(pred, task.answer), method="qem_offline", prediction=pred,
-                           detail="no LLM judge given: GAIA quasi-exact match stands in")
+        return JudgeResult(correct=score(pred, task.answer), method=f"{method}_offline", prediction=pred,
+                           detail=f"no LLM judge given: the {scorer} string scorer ({method}) stands in")
     tags = _ANSWER_TAG.findall(prediction or "")
     pred = (tags[-1] if tags else prediction or "").strip()
     if not pred:
         return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
-    return JudgeResult(correct=quasi_exact_match(pred, task.answer), method="quasi_exact_match", prediction=pred)
+    return JudgeResult(correct=score(pred, task.answer), method=method, prediction=pred)
 
 
 async def judge_run(task: Task, prediction: str | None, llm: ChatBackend | None = None,
-                    outcome: str | None = None) -> JudgeResult:
-    """Judge a run's answer against the task's gold answer (see the module docstring for the rules)."""
-    offline = judge_offline(task, prediction, outcome)
+                    outcome: str | None = None, scorer: ScorerName = "lenient") -> JudgeResult:
+    """Judge a run's answer against the task's gold answer with the named string scorer (module docstring)."""
+    offline = judge_offline(task, prediction, outcome, scorer)
     if llm is None or _is_mcq(task) or offline.method in ("no_gold", "empty_prediction", "exact_match",
                                                          "unanswerable"):
         return offline
-    if offline.method == "quasi_exact_match" and offline.correct:
+    if offline.method == SCORER_METHODS[scorer] and offline.correct:
         return offline
     return await llm_judge(task.question, offline.prediction or "", task.answer or "", llm)

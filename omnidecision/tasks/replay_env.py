@@ -12,7 +12,7 @@ carries "replay": True, so runs and reports can say the results come from replay
 `ReplayBackend` is a minimal rule-based backend for all roles (decompose one need per asset plus a web need, call
 each need once, accept what the tools return, finish), enough to run every record end to end offline.
 
-    python -m omnidecision.tasks.replay_env /work/shared/data/omnigaia/dev_metadata.json "Mirabel Quebec coordinates"
+    python -m omnidecision.tasks.replay_env tests/data/omnigaia_dev/dev_metadata.json "Mirabel Quebec coordinates"
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""code_executor: run model-written Python in the sandbox (tools/sandbox.py) and report stdout, stderr, exit status
-and which limit, if any, was hit. Limits come from `settings["sandbox"]` (see `SandboxLimits`).
+"""code_executor: run model-written Python in the sandbox (tools/sandbox.py) and report stdout, stderr, exit status,
+which limit, if any, was hit, the limits applied and the isolation in force. Limits come from `settings["sandbox"]`
+(see `SandboxLimits`); `settings["sandbox_method"]` picks the confinement ("auto": bubblewrap when installed, else
+user namespaces; "bubblewrap"; "namespaces"), `settings["sandbox_bwrap"]` the bwrap executable.
 
     omnidecision tool code_executor --args '{"code": "print(2**10)"}'
 """
@@ -33,7 +35,12 @@ class CodeExecutor:
     async def run(self, args: CodeArgs, ctx: ToolContext) -> Observation:
         limits = SandboxLimits.from_settings(ctx.settings)
         result = await run_python(
-            args.code, limits, python=ctx.settings.get("sandbox_python"), site=bool(ctx.settings.get("sandbox_site"))
+            args.code,
+            limits,
+            python=ctx.settings.get("sandbox_python"),
+            site=bool(ctx.settings.get("sandbox_site")),
+            method=ctx.settings.get("sandbox_method", "auto"),
+            bwrap=ctx.settings.get("sandbox_bwrap"),
         )
         fields = {
             "stdout": result.stdout,
@@ -42,6 +49,7 @@ class CodeExecutor:
             "limit_hit": result.limit_hit,
             "truncated": result.truncated,
             "isolation": result.isolation,
+            "limits": result.limits,
         }
         ok = result.error is None and result.limit_hit is None and result.exit_status == 0
         error = None

@@ -9,11 +9,25 @@ from pathlib import Path
 import datasets
 import pytest
 
-from omnidecision.collect.harvest import HarvestError, HarvestOptions, advanced, run_harvest
+from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
 from omnidecision.collect.parity import check_row_parity, planner_prompt_ids
 from omnidecision.collect.store import read_records, shard_path
 from omnidecision.ledger import Ledger, actionable_need_indices, blocked_need_indices, finish_available, reduce
+from omnidecision.ledger.events import (
+    ConflictRaised,
+    ConflictResolved,
+    EvidenceAdded,
+    FinalizerChecked,
+    FinishRequested,
+    InitLedger,
+    NeedSpec,
+    NeedUpdated,
+    SlotUpdated,
+    ToolCalled,
+)
+from omnidecision.ledger.schema import ConflictValue, Slot, SourceRef
 from omnidecision.protocol.prompts import render_planner_messages
+from omnidecision.protocol.records import JudgeResult, RunRecord, StepRecord
 
 from .conftest import CLI
 
@@ -93,14 +107,60 @@ def test_options_advancing_only_dedup_and_cap(teacher_runs: Path, tmp_path: Path
     users = [row["messages"][1]["content"] for row in ds]
     assert len(users) == len(set(users))
     assert max(ds.to_pandas()["task_id"].value_counts()) <= 3
-    runs = _runs(teacher_runs)
-    for row in ds:  # every kept step really advanced the ledger
-        step = next(s for s in runs[row["run_id"]].steps if s.step == row["step"])
-        after = step.ledger
-        for e in step.events:
-            after = reduce(after, e)
-        assert advanced(step.ledger, after, step)
     assert any(json.loads(r["messages"][-1]["content"])["action"] == "finish" for r in ds)  # finishes are kept
+
+
+# A hand-built run whose advancing steps are known by construction (the oracle for `advancing_only`): each step's
+# events, and whether they move the ledger toward an answer (a need's status/value, a verified slot, a resolved
+# conflict, the accepted finish) or not (a failed call, evidence only, an unchanged need, a failed finalizer check).
+SRC = SourceRef(tool="web_search", url="https://example.org/a")
+HAND_STEPS: list[tuple[dict, list, bool]] = [
+    ({"action": "call", "need": 0, "tool": "web_search"},
+     [ToolCalled(need=0, tool="web_search"), NeedUpdated(need=0, status="filled", value="1887")], True),
+    ({"action": "call", "need": 1, "tool": "web_search"},
+     [ToolCalled(need=1, tool="web_search", ok=False, error="timeout")], False),
+    ({"action": "call", "need": 1, "tool": "web_search"},
+     [ToolCalled(need=1, tool="web_search"), EvidenceAdded(claim="a page about harbours", source=SRC)], False),
+    ({"action": "call", "need": 1, "tool": "web_search"},  # two values for a need still unfilled: nothing settled
+     [ToolCalled(need=1, tool="web_search"),
+      ConflictRaised(need=1, values=[ConflictValue(value="Maria", source=SRC),
+                                     ConflictValue(value="Ana", source=SRC)])],
+     False),
+    ({"action": "call", "need": 1, "tool": "web_search"},
+     [ToolCalled(need=1, tool="web_search"), ConflictResolved(conflict=0, value="Maria", source=SRC)], True),
+    ({"action": "finish"}, [FinishRequested(), FinalizerChecked(passed=False, diagnosis="slot not verified")], False),
+    ({"action": "call", "need": 1, "tool": "web_search"},
+     [ToolCalled(need=1, tool="web_search"), SlotUpdated(slot="answer", value="Maria 1887", verified=True)], True),
+    ({"action": "finish"}, [FinishRequested(), FinalizerChecked(passed=True, answer="Maria, 1887")], True),
+]
+
+
+def _hand_run(folder: Path) -> Path:
+    init = InitLedger(question="Who kept the light, and since when?",
+                      needs=[NeedSpec(description="year built"), NeedSpec(description="keeper's name")],
+                      slots=[Slot(name="answer", kind="fact", needs=[0, 1])])
+    state = reduce(Ledger(), init)
+    steps = []
+    for i, (action, events, _) in enumerate(HAND_STEPS):
+        steps.append(StepRecord(step=i, ledger=state, planner_messages=render_planner_messages(state),
+                                raw_output=json.dumps(action), action=action, events=events))
+        for e in events:
+            state = reduce(state, e)
+    rec = RunRecord(run_id="hand-s0", task_id="hand", outcome="accepted", initial_events=[init], steps=steps,
+                    final_ledger=state, answer="Maria, 1887", judge=JudgeResult(correct=True, method="hand"))
+    folder.mkdir(parents=True)
+    shard_path(folder, 0, 1).write_text(rec.model_dump_json() + "\n", encoding="utf-8")
+    return folder
+
+
+def test_advancing_only_keeps_exactly_the_steps_known_to_advance(tmp_path: Path) -> None:
+    runs = _hand_run(tmp_path / "runs")
+    stats = run_harvest([str(runs)], tmp_path / "all", HarvestOptions(val_fraction=0.0))
+    assert stats["sft"]["train"] == len(HAND_STEPS)
+    stats = run_harvest([str(runs)], tmp_path / "adv", HarvestOptions(val_fraction=0.0, advancing_only=True))
+    kept = sorted(datasets.load_dataset(str(tmp_path / "adv" / "sft"), split="train")["step"])
+    assert kept == [i for i, (_, _, advances) in enumerate(HAND_STEPS) if advances] == [0, 4, 6, 7]
+    assert stats["skipped"]["sft_not_advancing"] == 4
 
 
 def test_bad_trajectory_line_names_file_and_line(teacher_runs: Path, tmp_path: Path) -> None:

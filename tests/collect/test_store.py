@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,10 +36,25 @@ def test_shards_partition_the_task_ids(ids: list[str], n: int) -> None:
     assert all(0 <= shard_of(t, n) < n for t in ids)
 
 
-def test_shard_hash_is_stable_across_processes() -> None:
-    # fixed values: Python's hash() would change with PYTHONHASHSEED, sha256 does not
-    assert [shard_of(f"synth-{i:04d}", 4) for i in range(8)] == [shard_of(f"synth-{i:04d}", 4) for i in range(8)]
-    assert {shard_of(f"t{i}", 4) for i in range(200)} == {0, 1, 2, 3}
+SHARD_IDS = [f"synth-{i:04d}" for i in range(64)] + ["t1", "omnigaia-35", "ünïcode-id", "x" * 300]
+SHARD_PINNED = [1, 2, 1, 1, 1, 3, 1, 1]
+
+
+@pytest.mark.parametrize("seed", ["0", "1", "4242"])
+def test_shard_hash_is_stable_across_processes_and_hash_seeds(seed: str) -> None:
+    """Other Python processes, each with its own PYTHONHASHSEED (as on other nodes), shard every id the same way."""
+    code = ("import json, sys; from omnidecision.collect.store import shard_of; "
+            "print(json.dumps([shard_of(t, n) for t in json.loads(sys.argv[1]) for n in (2, 4, 7)]))")
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(SHARD_IDS)], capture_output=True, text=True,
+                         env=env, timeout=120, check=True).stdout
+    assert json.loads(out) == [shard_of(t, n) for t in SHARD_IDS for n in (2, 4, 7)]
+    assert {shard_of(t, 4) for t in SHARD_IDS} == {0, 1, 2, 3}
+
+
+def test_shard_values_are_pinned() -> None:
+    # the values written into shard file names must never move between releases either
+    assert [shard_of(f"synth-{i:04d}", 4) for i in range(8)] == SHARD_PINNED
 
 
 def test_torn_last_line_is_cut_and_complete_lines_kept(tmp_path: Path) -> None:

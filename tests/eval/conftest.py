@@ -16,10 +16,11 @@ def synth_dir(tmp_path_factory) -> Path:
     return out
 
 
-def teacher_recipe(synth_dir: Path, out: Path, **agent):
+def teacher_recipe(synth_dir: Path, out: Path, judge: dict | None = None, **agent):
     from omnidecision.eval.runner import eval_recipe_from_dict
 
     return eval_recipe_from_dict({
+        **({"judge": judge} if judge is not None else {}),
         "name": "teacher",
         "tasks": {"path": str(synth_dir), "format": "synthetic"},
         # noise makes the teacher err (wrong tools, premature finishes, missed conflicts): every report part used

@@ -62,6 +62,19 @@ def test_report_fields_and_counts(teacher_eval):
         assert (out / png).stat().st_size > 1000
     md = (out / "report.md").read_text()
     assert "Wilson 95% CI" in md and "Failure attribution" in md
+    # which judge decided: the recipe's default string scorer, no LLM, and the methods the records carry
+    assert rep["judge"] == {"enabled": True, "scorer": "lenient", "llm": None}
+    assert "lenient_match" in rep["judge_methods"] and "gaia_scorer" not in rep["judge_methods"]
+    assert "string scorer **lenient** (this project's lenient match, not GAIA's rules), no LLM judge" in md
+
+
+def test_a_recipe_chooses_the_gaia_scorer_and_the_report_says_so(synth_dir, tmp_path):
+    rep = run_eval(teacher_recipe(synth_dir, tmp_path, judge={"scorer": "gaia"}, step_budget=15), progress=False)
+    assert rep["judge"]["scorer"] == "gaia" and "gaia_scorer" in rep["judge_methods"]
+    assert "lenient_match" not in rep["judge_methods"]
+    assert {r.judge.method for r in load_records(tmp_path) if r.judge} <= {"gaia_scorer", "no_gold", "mcq",
+                                                                           "empty_prediction", "unanswerable"}
+    assert "string scorer **gaia** (the official GAIA scoring rules)" in (tmp_path / "report.md").read_text()
 
 
 def test_report_matches_records_by_hand(teacher_eval):

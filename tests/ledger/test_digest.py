@@ -72,6 +72,37 @@ def test_digest_length_does_not_grow_with_the_step_count(seq, steps):
     assert len(lengths) == 1
 
 
+@given(event_sequences(max_events=20), st.integers(1, 1000), st.data())
+@settings(max_examples=60, deadline=None)
+def test_digest_length_is_fixed_for_every_step_up_to_any_budget(seq, budget, data):
+    fixed = _states(seq)[-1].model_copy(update={"step_budget": budget})
+    steps = data.draw(st.lists(st.integers(0, budget), min_size=2, max_size=10) | st.just([0, budget]))
+    lengths = {len(render_digest(fixed.model_copy(update={"step": k}))) for k in steps}
+    assert len(lengths) == 1, (budget, steps)
+
+
+def test_step_100_of_a_120_step_budget_is_as_wide_as_step_9():
+    s = reduce(Ledger(), InitLedger(question="q", needs=[NeedSpec(description="a")], step_budget=120))
+    lines = [render_digest(s.model_copy(update={"step": k})).splitlines()[1] for k in (9, 99, 100, 120)]
+    assert [line.split()[0] for line in lines] == ["step=009/120", "step=099/120", "step=100/120", "step=120/120"]
+    assert len({len(line) for line in lines}) == 1
+
+
+@given(st.integers(2, 30), st.data())
+@settings(max_examples=40, deadline=None)
+def test_digest_length_is_fixed_whatever_the_attempts_up_to_their_cap(cap, data):
+    """An actionable need (attempts below the cap) and an unfillable one (any attempts up to the cap) keep their
+    lines' widths while only the attempt counts change."""
+    s = reduce(Ledger(), InitLedger(question="q", max_attempts=cap, needs=[
+        NeedSpec(description="a", query_focus="x"), NeedSpec(description="b", role="supplementary")]))
+    s = reduce(s, NeedUpdated(need=1, status="unfillable"))
+    lengths = set()
+    for a in data.draw(st.lists(st.integers(0, cap - 1), min_size=2, max_size=8)):
+        needs = [s.needs[0].model_copy(update={"attempts": a}), s.needs[1].model_copy(update={"attempts": a + 1})]
+        lengths.add(len(render_digest(s.model_copy(update={"needs": needs}))))
+    assert len(lengths) == 1, cap
+
+
 def test_layout_lists_actionable_needs_first_with_their_tool_and_composed_query():
     s = reduce(Ledger(), InitLedger(question="q", needs=[
         NeedSpec(description="bell moment", preferred_source="audio", query_focus="bell"),

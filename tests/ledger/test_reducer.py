@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -74,9 +76,17 @@ def test_reducer_is_deterministic_and_never_mutates_its_input(seq):
         state = a
 
 
-def _ready_by_definition(s: Ledger) -> bool:
-    blocking_met = all(n.status == "filled" for n in s.needs if n.role == "blocking")
-    return blocking_met and all(sl.verified for sl in s.slots) and all(c.resolved for c in s.conflicts)
+def _ready_by_the_three_conditions(s: Ledger) -> bool:
+    """The paper's readiness, written from its three conditions over the stored JSON (not the model's helpers):
+    (1) no blocking need is left without a value: each one is "filled" (an unfillable blocking need still stands
+    between the ledger and an answer); (2) every slot is verified; (3) every conflict is resolved."""
+    data = json.loads(s.model_dump_json())
+    violations = 0
+    for need in data["needs"]:
+        violations += need["role"] == "blocking" and need["status"] != "filled"
+    violations += sum(1 for slot in data["slots"] if slot["verified"] is not True)
+    violations += sum(1 for conflict in data["conflicts"] if conflict["resolved"] is not True)
+    return violations == 0
 
 
 @given(event_sequences())
@@ -84,7 +94,7 @@ def _ready_by_definition(s: Ledger) -> bool:
 def test_ready_holds_exactly_when_the_definition_holds(seq):
     _, states = _apply_valid(*seq)
     for s in states:
-        assert ready(s) == _ready_by_definition(s)
+        assert ready(s) == _ready_by_the_three_conditions(s)
         act, blk = set(actionable_need_indices(s)), set(blocked_need_indices(s))
         assert not act & blk
         for i in act | blk:
@@ -123,6 +133,87 @@ def test_invalid_event_is_rejected_with_a_clear_message_and_state_unchanged(even
     assert message in str(info.value)
     assert info.value.event is event
     assert state.model_dump_json() == before
+
+
+def _with_conflict(resolved: bool = False) -> Ledger:
+    state = _base()
+    src = SourceRef(tool="subtitle_grounding", asset_id="v1")
+    state = reduce(state, ConflictRaised(need=1, values=[ConflictValue(value="Ann", source=src),
+                                                         ConflictValue(value="Bea", source=src)]))
+    return reduce(state, ConflictResolved(conflict=0, value="Ann")) if resolved else state
+
+
+@pytest.mark.parametrize(
+    ("state", "event", "message"),
+    [
+        (Ledger(), InitLedger(question="q", needs=[NeedSpec(description="a")],
+                              slots=[Slot(name="x", needs=[0]), Slot(name="x", needs=[0])]), "duplicate slot names"),
+        (Ledger(), InitLedger(question="q", needs=[NeedSpec(description="a", depends_on=[3])]),
+         "depends on unknown need 3"),
+        (Ledger(), InitLedger(question="q", needs=[NeedSpec(description="a", depends_on=[1]),
+                                                    NeedSpec(description="b", depends_on=[0])]), "form a cycle"),
+        (Ledger(), InitLedger(question="q", needs=[NeedSpec(description="a")], slots=[Slot(name="x", needs=[2])]),
+         "slot 'x' refers to unknown need 2"),
+        (_base(), ConflictRaised(need=0, slot="speaker", values=[
+            ConflictValue(value="1", source=SourceRef(tool="web_search")),
+            ConflictValue(value="2", source=SourceRef(tool="web_search"))]), "exactly one of `need` or `slot`"),
+        (_base(), ConflictRaised(values=[
+            ConflictValue(value="1", source=SourceRef(tool="web_search")),
+            ConflictValue(value="2", source=SourceRef(tool="web_search"))]), "exactly one of `need` or `slot`"),
+        (_base(), ConflictRaised(slot="nope", values=[
+            ConflictValue(value="1", source=SourceRef(tool="web_search")),
+            ConflictValue(value="2", source=SourceRef(tool="web_search"))]), "unknown slot 'nope'"),
+        (_with_conflict(resolved=True), ConflictResolved(conflict=0, value="Bea"), "conflict 0 is already resolved"),
+        (_base(), SlotUpdated(slot="speaker", value=None, verified=True), "cannot be verified without a value"),
+        (_base(), SlotUpdated(slot="speaker", value="", verified=True), "cannot be verified without a value"),
+        (_base(), FinalizerChecked(passed=True), "must carry the answer"),
+        (reduce(_base(), NeedUpdated(need=0, status="unfillable")), ToolCalled(need=0, tool="audio_scouting"),
+         "need 0 is unfillable"),
+        (reduce(_base(), NeedUpdated(need=0, status="unfillable")), ConflictRaised(need=0, values=[
+            ConflictValue(value="1", source=SourceRef(tool="web_search")),
+            ConflictValue(value="2", source=SourceRef(tool="web_search"))]), "nothing to conflict over"),
+    ],
+    ids=["duplicate-slots", "unknown-dependency", "cycle", "slot-unknown-need", "conflict-need-and-slot",
+         "conflict-neither", "conflict-unknown-slot", "resolve-resolved", "verified-slot-no-value",
+         "verified-slot-empty-value", "passed-check-no-answer", "call-unfillable", "conflict-unfillable"],
+)
+def test_more_rejections_name_the_reason_and_leave_the_state_unchanged(state, event, message):
+    before = state.model_dump_json()
+    with pytest.raises(EventRejected) as info:
+        reduce(state, event)
+    assert message in str(info.value) and info.value.event is event
+    assert state.model_dump_json() == before
+
+
+def _need(i: int, status: str, role: str = "blocking", value: str | None = "v") -> dict:
+    return {"index": i, "description": f"n{i}", "role": role, "status": status,
+            "value": value if status == "filled" else None}
+
+
+# Readiness of small ledgers, labelled by hand from the three conditions (an oracle that shares no code with ready())
+READY_CASES = [
+    ({}, True),  # nothing asked, nothing open
+    ({"needs": [_need(0, "filled"), _need(1, "filled")]}, True),
+    ({"needs": [_need(0, "filled"), _need(1, "partial")]}, False),
+    ({"needs": [_need(0, "filled"), _need(1, "unfilled")]}, False),
+    ({"needs": [_need(0, "filled"), _need(1, "unfillable")]}, False),  # a blocking need no tool can fill
+    ({"needs": [_need(0, "filled"), _need(1, "unfilled", role="supplementary")]}, True),
+    ({"needs": [_need(0, "filled"), _need(1, "unfillable", role="supplementary")]}, True),
+    ({"needs": [_need(0, "filled")], "slots": [{"name": "x", "needs": [0], "value": "v", "verified": True}]}, True),
+    ({"needs": [_need(0, "filled")], "slots": [{"name": "x", "needs": [0], "value": "v", "verified": False}]}, False),
+    ({"needs": [_need(0, "filled")], "conflicts": [{"id": 0, "need": 0, "resolved": False, "values": [
+        {"value": "a", "source": {"tool": "web_search"}}, {"value": "b", "source": {"tool": "web_search"}}]}]}, False),
+    ({"needs": [_need(0, "filled")], "conflicts": [{"id": 0, "need": 0, "resolved": True, "resolution": "a",
+                                                    "values": [{"value": "a", "source": {"tool": "web_search"}},
+                                                               {"value": "b", "source": {"tool": "web_search"}}]}]},
+     True),
+]
+
+
+@pytest.mark.parametrize(("ledger", "expected"), READY_CASES)
+def test_ready_on_hand_labelled_ledgers(ledger, expected):
+    state = Ledger.model_validate({"question": "q", **ledger})
+    assert ready(state) is expected and _ready_by_the_three_conditions(state) is expected
 
 
 def test_unfillable_is_terminal_and_events_before_init_are_rejected():

@@ -1,4 +1,5 @@
-"""Judges: OmniGAIA protocol (exact match, LLM judge, judge failures), GAIA quasi-exact match, MCQ letters."""
+"""Judges: OmniGAIA protocol (exact match, LLM judge, judge failures), the official GAIA scorer and the lenient match,
+the recipe's choice between them, MCQ letters."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from omnidecision.protocol.chat import BackendError, ChatRequest, ChatResponse
 from omnidecision.tasks.judges import (
     extract_choice,
     extract_prediction,
+    gaia_scorer,
     judge_offline,
     judge_run,
+    lenient_match,
     parse_judge_reply,
     parse_number,
-    quasi_exact_match,
 )
 from omnidecision.tasks.schema import Task
 
@@ -76,14 +78,67 @@ def test_extract_choice_without_options_defaults_to_abcd():
         ("Morgan Kevin", "Kevin Morgan", False), (None, "x", False),
     ],
 )
-def test_quasi_exact_match(pred, gold, ok):
-    assert quasi_exact_match(pred, gold) is ok
+def test_lenient_match(pred, gold, ok):
+    assert lenient_match(pred, gold) is ok
+
+
+# The official GAIA rules (the leaderboard's question_scorer): each case names the rule it exercises.
+GAIA_CASES = [
+    # a gold that float() accepts is a number; the prediction loses every "$", "%" and "," and must float() equal
+    ("$1,000", "1000", True), ("46.31%", "46.31", True), ("1,234.0", "1234", True), ("42.0", "42", True),
+    (" 42 ", "42", True), ("1e3", "1000", True), ("42", "43", False), ("12.5", "12", False),
+    ("790 units", "790", False), ("12 km", "12", False), ("twelve", "12", False), ("\u22125", "-5", False),
+    ("nan", "nan", False),  # NaN equals nothing, itself included
+    # strings: ALL whitespace and ASCII punctuation removed, lower-cased ("seagull vs. sea gull" in the rules)
+    ("seagull", "sea gull", True), ("Showmethemoney!", "Show me the money!", True), ("2years", "2 years", True),
+    ("The Marker.", "the marker", True), ("Kevin  Morgan", "kevin morgan", True),
+    ("The Marker", "marker", False), ("an apple", "Apple", False),  # articles are kept
+    ("46.31", "46.31%", True),  # a gold that float() rejects is a string: "." and "%" go with the punctuation
+    ("Morgan Kevin", "Kevin Morgan", False),
+    # lists: a gold with "," or ";" splits on both, same length, element-wise, order kept
+    ("apple; Pear", "apple, pear", True), ("1; 2; 3", "1,2,3", True), ("$1, 2%", "1, 2", True),
+    ("pear, apple", "apple, pear", False), ("1,2", "1,2,3", False), ("a b, c", "ab, c", True),
+    # list elements keep their punctuation: a trailing period is wrong, and so is a dropped one
+    ("Paris, the city of light.", "Paris, the city of light", False), ("St Louis, Rome", "St. Louis, Rome", False),
+    ("34,943", "34,943", True), ("34943", "34,943", False),  # float() rejects "34,943": it is a two-element list
+    # a missing prediction is the string "None"
+    (None, "x", False), (None, "None", True), ("", "x", False),
+]
+
+
+@pytest.mark.parametrize(("pred", "gold", "ok"), GAIA_CASES)
+def test_gaia_scorer_follows_the_official_rules(pred, gold, ok):
+    assert gaia_scorer(pred, gold) is ok
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "gaia", "lenient"),
+    [("790 units", "790", False, True), ("Paris, the city of light.", "Paris, the city of light", False, True),
+     ("2years", "2 years", True, False), ("Showmethemoney!", "Show me the money!", True, False)],
+)
+def test_the_two_scorers_differ_where_the_issue_found_them_differ(pred, gold, gaia, lenient):
+    assert (gaia_scorer(pred, gold), lenient_match(pred, gold)) == (gaia, lenient)
+
+
+def test_the_recipe_scorer_decides_and_the_method_names_it():
+    task = Task(id="s", question="q", answer="790", source="synthetic")
+    assert (judge_offline(task, "790 units").correct, judge_offline(task, "790 units").method) == (
+        True, "lenient_match")
+    gaia = judge_offline(task, "790 units", scorer="gaia")
+    assert (gaia.correct, gaia.method) == (False, "gaia_scorer")
+    og = judge_offline(_og("Show me the money!"), "<answer>Showmethemoney!</answer>", scorer="gaia")
+    assert (og.correct, og.method) == (True, "gaia_scorer_offline") and "gaia" in og.detail
+    with pytest.raises(ValueError, match="judge.scorer"):
+        judge_offline(task, "790", scorer="strict")  # type: ignore[arg-type]
+    judge = FixedJudge("Correct")  # a scorer hit never asks the LLM; a miss does
+    assert _run(judge_run(task, "790", llm=judge, scorer="gaia")).method == "gaia_scorer" and judge.requests == []
+    assert _run(judge_run(task, "790 units", llm=judge, scorer="gaia")).method == "llm_judge"
 
 
 def test_parse_number_rejects_non_numbers():
     assert parse_number("1930") == 1930.0
     assert parse_number("433 Eros") == 433.0 and parse_number("433 Eros", allow_unit=False) is None
-    assert quasi_exact_match("433", "433 Eros") is False and quasi_exact_match("433 eros", "433 Eros") is True
+    assert lenient_match("433", "433 Eros") is False and lenient_match("433 eros", "433 Eros") is True
     assert parse_number("between 3 and 4") is None and parse_number("") is None and parse_number("1e999") is None
 
 
@@ -142,7 +197,7 @@ def test_backend_error_is_a_judge_failure():
 
 def test_omnigaia_offline_and_empty_prediction():
     res = judge_offline(_og("11386"), "The distance is <answer>11,386 km</answer>")
-    assert (res.correct, res.method) == (True, "qem_offline")
+    assert (res.correct, res.method) == (True, "lenient_match_offline")
     assert _run(judge_run(_og(), "", llm=FixedJudge("Correct"))).correct is False  # empty: never sent to the judge
     assert _run(judge_run(_og(), None)).method == "empty_prediction"
 
@@ -156,7 +211,7 @@ def test_mcq_dispatch_never_calls_the_llm():
     assert judge.requests == []
 
 
-def test_generic_tasks_use_quasi_exact_match_then_the_llm():
+def test_generic_tasks_use_the_string_scorer_then_the_llm():
     task = Task(id="s", question="q", answer="1,930", answer_type="number", source="synthetic")
     assert judge_offline(task, "1930").correct is True
     assert judge_offline(task, "1931").correct is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -12,14 +13,21 @@ from omnidecision.tasks.loaders import TaskFileError, detect_format, load_tasks
 from omnidecision.tasks.loaders.omnigaia import infer_answer_type, normalize_sources
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-DEV = Path("/work/shared/data/omnigaia/dev_metadata.json")
-needs_dev = pytest.mark.skipif(not DEV.is_file(), reason="OmniGAIA dev subset not present")
+PROJECT = Path(__file__).resolve().parents[2]
+DEV_SHA256 = "509b1439a35b8f951063502eea2ee6c3902696682512af7c60503572ecc69cdb"
 
 
-@needs_dev
-def test_all_72_dev_records_load_and_irregular_ones_survive():
-    raw = json.loads(DEV.read_text())
-    tasks = load_tasks(DEV)
+def test_dev_fixture_is_the_shared_dev_subset(omnigaia_dev):
+    """The repository's copy is the pinned file, and the same as ../shared's where the project has that folder."""
+    assert hashlib.sha256(omnigaia_dev.read_bytes()).hexdigest() == DEV_SHA256
+    shared = PROJECT.parent / "shared" / "data" / "omnigaia" / "dev_metadata.json"
+    if shared.is_file():
+        assert shared.read_bytes() == omnigaia_dev.read_bytes(), f"{shared} changed: refresh tests/data/omnigaia_dev"
+
+
+def test_all_72_dev_records_load_and_irregular_ones_survive(omnigaia_dev):
+    raw = json.loads(omnigaia_dev.read_text())
+    tasks = load_tasks(omnigaia_dev)
     assert len(tasks) == len(raw) == 72
     assert [t.id for t in tasks] == [str(r["id"]) for r in raw]
     by_id = {t.id: t for t in tasks}
@@ -167,3 +175,37 @@ def test_check_bad_worldsense_and_unknown_format():
     result = _cli(str(DATA / "worldsense" / "bad_answer.json"), "--format", "worldsense")
     assert result.exit_code == 1 and "key 'vidA'.task3" in result.output and "field: answer" in result.output
     assert _cli(str(DATA / "omnigaia_small.json"), "--format", "xml").exit_code != 0
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "auto"])
+def test_check_non_utf8_jsonl_names_file_line_and_column(tmp_path, fmt):
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(b'{"id": "a", "question": "q"}\n\n{"id": "b", "question": "caf\xe9"}\n')
+    result = _cli(str(bad), "--format", fmt)
+    assert result.exit_code == 1
+    out = result.output
+    assert f"{bad}: line 3: not UTF-8 text: byte 0xe9 at column 29" in out and "record: line 3" in out
+    assert "codec can't decode" not in out
+
+
+@pytest.mark.parametrize("fmt", ["omnigaia", "auto"])
+def test_non_utf8_json_names_the_line(tmp_path, fmt):
+    bad = tmp_path / "meta.json"
+    bad.write_bytes(b'[{"id": 1,\n  "question": "\xff"}]')
+    with pytest.raises(TaskFileError) as err:
+        load_tasks(bad, fmt=fmt)
+    assert (err.value.path, err.value.record) == (str(bad), "line 2") and "byte 0xff at column 16" in str(err.value)
+
+
+def test_synthetic_suite_file_stands_for_its_folder_and_other_files_say_what_to_pass(tmp_path):
+    (tmp_path / "tasks.jsonl").write_text('{"id": "s1", "question": "q", "answer": "1"}\n')
+    (tmp_path / "corpus.jsonl").write_text('{"url": "u", "text": "t"}\n')
+    assert load_tasks(tmp_path / "tasks.jsonl", fmt="synthetic") == load_tasks(tmp_path, fmt="synthetic")
+    with pytest.raises(TaskFileError, match="pass that folder, or format jsonl") as err:
+        load_tasks(tmp_path / "corpus.jsonl", fmt="synthetic")
+    assert err.value.path == str(tmp_path / "corpus.jsonl")
+    with pytest.raises(TaskFileError, match="no such synthetic suite folder"):
+        load_tasks(tmp_path / "nowhere", fmt="synthetic")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TaskFileError, match="tasks.jsonl is missing .*omnidecision tasks synth"):
+        load_tasks(tmp_path / "empty", fmt="synthetic")

@@ -13,8 +13,6 @@ from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.replay_env import ReplayBackend, build_replay_services, classify_source
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-DEV = Path("/work/shared/data/omnigaia/dev_metadata.json")
-needs_dev = pytest.mark.skipif(not DEV.is_file(), reason="OmniGAIA dev subset not present")
 PERCEPTION = ("subtitle_grounding", "audio_scouting", "clip_grounding", "frame_confirmation")
 
 
@@ -23,8 +21,8 @@ def _run(coro):
 
 
 @pytest.fixture(scope="module")
-def dev_tasks():
-    return load_tasks(DEV, fmt="omnigaia")
+def dev_tasks(omnigaia_dev):
+    return load_tasks(omnigaia_dev, fmt="omnigaia")
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +78,6 @@ def test_unannotated_asset_is_a_clean_failed_observation():
     assert obs.ok is False and "no annotation describes" in obs.error
 
 
-@needs_dev
 def test_replay_search_finds_each_records_own_source(dev_tasks):
     search = build_replay_services(dev_tasks)(dev_tasks[0])["search"]
     checked, found = 0, 0
@@ -112,7 +109,6 @@ def _computes_or_concludes(step: str) -> bool:
     return bool(re.search(r"=|≈|calculat|comput|round|conclu|final answer|answer is|therefore", step, re.I))
 
 
-@needs_dev
 def test_replay_media_never_shows_a_step_stating_the_answer_as_a_computed_result(dev_tasks):
     services_for = build_replay_services(dev_tasks)
     shown_steps, observations, leaks = 0, Counter(), []
@@ -134,7 +130,6 @@ def test_replay_media_never_shows_a_step_stating_the_answer_as_a_computed_result
     assert shown_steps > 100 and observations[True] > 100  # the replay does show perception steps
 
 
-@needs_dev
 def test_all_72_dev_records_run_in_replay_mode_end_to_end(dev_tasks):
     from omnidecision.agent.config import AgentConfig
     from omnidecision.agent.loop import run_task

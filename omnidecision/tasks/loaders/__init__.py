@@ -5,7 +5,7 @@ Formats: "jsonl" (one Task per line), "omnigaia" (`test_metadata.json`; option `
 and corpus.jsonl). "auto" picks by what the path is. Bad input raises `TaskFileError` (file, record, field).
 
     python -c "from omnidecision.tasks.loaders import load_tasks; \
-        print(len(load_tasks('/work/shared/data/omnigaia/dev_metadata.json')))"
+        print(len(load_tasks('tests/data/omnigaia_dev/dev_metadata.json')))"
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from omnidecision.tasks.loaders.errors import TaskFileError
+from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8
 from omnidecision.tasks.loaders.jsonl import load_jsonl, load_synthetic_dir
 from omnidecision.tasks.loaders.omnigaia import load_omnigaia
 from omnidecision.tasks.loaders.worldsense import load_worldsense
@@ -41,8 +41,8 @@ def detect_format(path: str | Path) -> str:
     if path.suffix == ".jsonl":
         return "jsonl"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(read_utf8(path))
+    except json.JSONDecodeError as exc:
         raise TaskFileError(path, None, None, f"cannot detect the format: not JSON ({exc})") from exc
     records = list(data.values()) if isinstance(data, dict) else data if isinstance(data, list) else []
     first = next((r for r in records if isinstance(r, dict)), {})

@@ -1,7 +1,12 @@
-"""The one error every loader raises for a bad file or record, naming the file, the record and the field.
+r"""The one error every loader raises for a bad file or record, naming the file, the record and the field.
 
     >>> str(TaskFileError("tasks.jsonl", "line 3", "answer_type", "unknown answer type 'x'"))
     "tasks.jsonl: line 3: field 'answer_type': unknown answer type 'x'"
+    >>> try:
+    ...     b"ok\n\xff".decode()
+    ... except UnicodeDecodeError as exc:
+    ...     print(not_utf8("t.jsonl", b"ok\n\xff", exc))
+    t.jsonl: line 2: not UTF-8 text: byte 0xff at column 1 (invalid start byte); save the file as UTF-8
 """
 
 from __future__ import annotations
@@ -34,6 +39,27 @@ class TaskFileError(ValueError):
         if self.field:
             parts.append(f"field {self.field!r}")
         return ": ".join([*parts, self.message]) if self.message else ": ".join(parts)
+
+
+def not_utf8(path: str | Path, raw: bytes, exc: UnicodeDecodeError, line: int | None = None) -> TaskFileError:
+    """The error for bytes that are not UTF-8: the line (counted in `raw` unless given) and the column of the bad
+    byte. `raw` is the whole file, or the one line when `line` is given."""
+    start = exc.start
+    if line is None:
+        line = raw.count(b"\n", 0, start) + 1
+    column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+    return TaskFileError(path, f"line {line}", None,
+                         f"not UTF-8 text: byte 0x{raw[start]:02x} at column {column} ({exc.reason}); "
+                         "save the file as UTF-8")
+
+
+def read_utf8(path: str | Path) -> str:
+    """The text of a UTF-8 file; `TaskFileError` naming the line and column of the first byte that is not UTF-8."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, raw, exc) from exc
 
 
 def loc_to_field(loc: tuple[Any, ...]) -> str:

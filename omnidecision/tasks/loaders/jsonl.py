@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from omnidecision.tasks.loaders.errors import TaskFileError, validate_task
+from omnidecision.tasks.loaders.errors import TaskFileError, not_utf8, validate_task
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -43,8 +43,12 @@ def load_jsonl(path: str | Path) -> list[Task]:
     folder = path.resolve().parent
     tasks: list[Task] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise not_utf8(path, raw, exc, line=lineno) from exc
             if not line.strip():
                 continue
             record = f"line {lineno}"
@@ -66,11 +70,19 @@ def load_jsonl(path: str | Path) -> list[Task]:
 
 def load_synthetic_dir(folder: str | Path) -> list[Task]:
     """A synthetic-suite folder (`omnidecision tasks synth --out DIR`): DIR/tasks.jsonl, and DIR/corpus.jsonl as the
-    page corpus of every task that names none."""
+    page corpus of every task that names none. The suite's own DIR/tasks.jsonl stands for its folder."""
     folder = Path(folder)
+    if folder.is_file() and folder.name == "tasks.jsonl":
+        folder = folder.parent
+    elif folder.is_file():
+        raise TaskFileError(folder, None, None, "a synthetic suite is a folder holding tasks.jsonl (and corpus.jsonl),"
+                            " not another file: pass that folder, or format jsonl to load this file as plain tasks")
+    elif not folder.is_dir():
+        raise TaskFileError(folder, None, None, "no such synthetic suite folder")
     tasks_file = folder / "tasks.jsonl"
     if not tasks_file.is_file():
-        raise TaskFileError(folder, None, None, "not a synthetic task folder: tasks.jsonl is missing")
+        raise TaskFileError(folder, None, None, "not a synthetic task folder: tasks.jsonl is missing (write one with "
+                            "`omnidecision tasks synth --out FOLDER`)")
     tasks = load_jsonl(tasks_file)
     corpus = folder / "corpus.jsonl"
     if corpus.is_file():

@@ -1,12 +1,12 @@
 """OmniGAIA loader: the benchmark's `test_metadata.json` format (a JSON list of records) → `Task`s.
 
-Records are irregular (see /work/shared/data/omnigaia/README.md): `sources` may be a string or a list mixing dicts
+Records are irregular (see ../shared/data/omnigaia/README.md): `sources` may be a string or a list mixing dicts
 (with `url`, `query`, `code`, `time_span`, ... next to `key_information`) and strings; `required_external_tools`,
 `total_steps` or `task_type` may be missing or None; `omni_modal_input` lists 1-3+ assets. Every record is kept:
 the raw record stays in `task.meta["raw"]`, the normalised sources in `task.meta["sources"]`.
 
     python -c "from omnidecision.tasks.loaders import load_tasks; \
-        print(len(load_tasks('/work/shared/data/omnigaia/dev_metadata.json', fmt='omnigaia')))"
+        print(len(load_tasks('tests/data/omnigaia_dev/dev_metadata.json', fmt='omnigaia')))"
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from omnidecision.tasks.loaders.errors import TaskFileError, validate_task
+from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8, validate_task
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -193,7 +193,7 @@ def load_omnigaia(path: str | Path, media_dir: str | Path | None = None) -> list
     """All records of a `test_metadata.json`-format file (a list, or a dict of records keyed by id)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, None, None, f"invalid JSON: {exc.msg} at line {exc.lineno}") from exc
     records = list(data.values()) if isinstance(data, dict) else data

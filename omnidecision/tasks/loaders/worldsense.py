@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from omnidecision.tasks.loaders.errors import TaskFileError, validate_task
+from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8, validate_task
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def load_worldsense(
 ) -> list[Task]:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, None, None, f"invalid JSON: {exc.msg} at line {exc.lineno}") from exc
     if not isinstance(data, dict):
