@@ -317,7 +317,7 @@ def summarise(out: Path, cfg: DemoConfig, state: dict[str, Any], times: dict[str
     teacher = planners["teacher"]["accuracy"] or 0.0
     best = state["best"]
     summary = {
-        "suites": state["suites"], "best": best, "planners": planners, "paired_in_loop": paired,
+        "suites": state["suites"], "best": best, "planners": planners, **planners, "paired_in_loop": paired,
         "targets": {"sft_over_teacher": round((planners["sft"]["accuracy"] or 0) / teacher, 3) if teacher else None,
                     "best_over_teacher": round((planners[best]["accuracy"] or 0) / teacher, 3) if teacher else None},
         "post_sft_wall_s": state["post_sft_wall_s"], "stage_wall_s": times,

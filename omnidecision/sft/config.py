@@ -79,6 +79,10 @@ class PlannerSFTConfig(trl.SFTConfig):
                 self.bf16, self.fp16, self.use_cpu = False, False, True
         if isinstance(self.resume_from_checkpoint, str) and self.resume_from_checkpoint.lower() in ("false", "no", ""):
             self.resume_from_checkpoint = None
+        if self.load_best_model_at_end and str(self.eval_strategy).lower().endswith("no"):
+            # a recipe that keeps its best dev checkpoint, run with evaluation switched off: nothing to choose from
+            logger.warning("eval_strategy=no: load_best_model_at_end switched off (no evaluation to pick a best from)")
+            self.load_best_model_at_end = False
         super().__post_init__()
 
 

@@ -61,7 +61,7 @@ def test_only_the_final_evaluations_read_the_test_suite(tmp_path):
     assert readers and all(n.startswith("eval-") for n in readers)
     # no training or choice stage reads the test suite or any evaluation on it
     for s in plan:
-        if s.name.startswith("eval-") or s.name == "compare":
+        if s.name.startswith("eval-") or s.name in ("compare", "view"):  # reports of the final evaluations
             continue
         assert not any(r.startswith(test_suite) or (r.startswith(evals) and r.endswith("/test")) for r in s.reads), s
     best = next(s for s in plan if s.name == "choose-best")
@@ -69,6 +69,7 @@ def test_only_the_final_evaluations_read_the_test_suite(tmp_path):
     # every model is trained before any evaluation runs
     first_eval = min(i for i, n in enumerate(names) if n.startswith("eval-"))
     assert all(names.index(n) < first_eval for n in ("sft", "rounds", "grpo", "sft-plus"))
+    assert all(names.index(n) > first_eval for n in ("compare", "view"))
     # the recipes each training stage runs do not mention the test suite either
     for s in plan:
         if s.cmd and not s.name.startswith(("synth-", "eval-", "compare")):

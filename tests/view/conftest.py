@@ -74,12 +74,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     synth, coll, ev_a, ev_b = base / "synth", base / "collect", base / "eval-ledger", base / "eval-react"
     cli("tasks", "synth", "--n", "16", "--seed", "5", "--out", str(synth))
     cli("collect", "--config", str(ROOT / "configs/collect/synthetic-teacher.yaml"), "--tasks", str(synth),
-        "--out", str(coll), "--set", "backends.default.options.noise=0.3", "--no-progress")
+        "--out", str(coll), "--backends.default.options.noise", "0.3", "--no-progress")
     eval_cfg = str(ROOT / "configs/eval/synthetic-teacher.yaml")
-    cli("eval", "--config", eval_cfg, "--set", f"tasks.path={synth}", "--set", "backends.default.options.noise=0.3",
+    cli("eval", "--config", eval_cfg, "--tasks.path", str(synth), "--backends.default.options.noise", "0.3",
         "--out", str(ev_a), "--no-progress")
-    cli("eval", "--config", eval_cfg, "--set", f"tasks.path={synth}", "--set", "agent.mode=react",
-        "--set", "name=react", "--out", str(ev_b), "--no-progress")
+    cli("eval", "--config", eval_cfg, "--tasks.path", str(synth), "--agent.mode", "react",
+        "--name", "react", "--out", str(ev_b), "--no-progress")
     # -- runs of the real loop whose first decision is rejected
     from omnidecision.agent.config import AgentConfig
     from omnidecision.agent.loop import run_task
