@@ -334,12 +334,17 @@ for pid in ["self", str(os.getppid()), "1"] + [p for p in os.listdir("/proc") if
     assert "OPENAI_API_KEY" not in run.fields["stdout"] and "HF_TOKEN" not in run.fields["stdout"]
 
 
-def test_home_project_and_other_repositories_are_invisible(who: Who, method: str):
+def test_home_project_and_other_repositories_are_invisible(who: Who, method: str, request):
     private = [who.home / ".cache/huggingface/token", who.home / ".ssh/id_ed25519", who.home, PROJECT,
                PROJECT / "pyproject.toml", PROJECT / ".git", Path("/root"), Path("/home"), Path("/etc/passwd"),
                Path("/etc/shadow"), Path("/var"), Path("/sys"), Path("/run")]  # fmt: skip
     if PROJECT.parent != Path("/"):
-        private.append(PROJECT.parent)  # where other repositories live
+        # where other repositories live: a sibling made here (the folder itself may be /tmp, which the sandbox
+        # provides privately, so its mere existence says nothing)
+        sibling = PROJECT.parent / f".other-repo-{os.getpid()}"
+        sibling.mkdir(exist_ok=True)
+        request.addfinalizer(lambda: sibling.rmdir())
+        private.append(sibling)
     code = f"""
 import os
 for p in {[str(p) for p in private]!r}:
