@@ -14,12 +14,11 @@ import argparse
 import asyncio
 import json
 import logging
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import machine
+from bench.common import command_line, machine
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +82,7 @@ def main() -> None:
     print("speed-up vs concurrency", args.levels[0], ":",
           ", ".join(f"c={r['concurrency']}: {r['speedup_vs_first']}x" for r in results))
     report = {"benchmark": "collect concurrency speed-up (vLLM tiny planner + scripted teacher)",
-              "command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
+              "command": command_line(), "machine": machine(),
               "tasks": args.tasks, "step_budget": args.step_budget, "max_tokens": args.max_tokens,
               "results": results, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -28,10 +28,22 @@ def machine() -> dict[str, object]:
             "cpus": os.cpu_count(), "memory_gib": mem}
 
 
+def command_line() -> str:
+    """The command that ran this benchmark, with the script path relative to the repository (no machine path)."""
+    root = RESULTS.parent.parent.resolve()
+    args = list(sys.argv)
+    if args and Path(args[0]).is_absolute():
+        try:
+            args[0] = str(Path(args[0]).resolve().relative_to(root))
+        except ValueError:
+            args[0] = Path(args[0]).name
+    return " ".join([Path(sys.executable).name, *args])
+
+
 def write_result(name: str, payload: dict[str, Any]) -> Path:
     """bench/results/<name>.json with the command and the machine added."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{name}.json"
-    full = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(), **payload}
+    full = {"command": command_line(), "machine": machine(), **payload}
     out.write_text(json.dumps(full, indent=2), "utf-8")
     return out

@@ -154,7 +154,7 @@ def eval_recipe(cfg: DemoConfig, tasks: Path, out: Path, model: Path | None) -> 
     return recipe
 
 
-def build_plan(cfg: DemoConfig, out: Path) -> tuple[list[Stage], dict[str, Any]]:
+def build_plan(cfg: DemoConfig, out: Path, runner: Runner) -> tuple[list[Stage], dict[str, Any]]:
     """The stages in order, and the state they fill in (stage results the summary reads)."""
     tasks = {s: out / f"tasks-{s}" for s in ("train", "dev", "test")}
     models, data, recipes, evals = out / "models", out / "data", out / "recipes", out / "eval"
@@ -173,9 +173,13 @@ def build_plan(cfg: DemoConfig, out: Path) -> tuple[list[Stage], dict[str, Any]]
         add(f"synth-{s}", [], [tasks[s]], cmd=_cli("tasks", "synth", "--n", str(sizes[s]), "--seed", str(seeds[s]),
                                                     "--out", str(tasks[s])))
     for s in ("train", "dev"):
-        recipe = _write(recipes / f"collect-{s}.yaml", collect_recipe(cfg, tasks[s], out / f"collect-{s}"))
-        add(f"collect-{s}", [tasks[s]], [out / f"collect-{s}"],
-            cmd=_cli("collect", "--config", str(recipe), "--no-progress"))
+        recipe = recipes / f"collect-{s}.yaml"
+
+        def collect(s: str = s, recipe: Path = recipe) -> None:  # the recipe file is written when the stage runs
+            _write(recipe, collect_recipe(cfg, tasks[s], out / f"collect-{s}"))
+            runner.command(f"collect-{s}", _cli("collect", "--config", str(recipe), "--no-progress"))
+
+        add(f"collect-{s}", [tasks[s]], [out / f"collect-{s}"], collect)
         add(f"harvest-{s}", [out / f"collect-{s}"], [out / f"harvest-{s}"],
             cmd=_cli("harvest", str(out / f"collect-{s}"), "--out", str(out / f"harvest-{s}"), "--advancing-only",
                      "--dedup", "--val-fraction", "0"))
@@ -222,16 +226,14 @@ def build_plan(cfg: DemoConfig, out: Path) -> tuple[list[Stage], dict[str, Any]]
             "seed": cfg.seed}
 
     def sft_plus() -> None:
-        seconds = sum(runner_times().get(k, 0.0) for k in ("rounds", "export-rounds", "grpo", "export-grpo"))
+        seconds = sum(runner.times.get(k, 0.0) for k in ("rounds", "export-rounds", "grpo", "export-grpo"))
         state["post_sft_wall_s"] = round(seconds, 1)
         # the same fine-tuning settings the rounds use; steps bounded by the wall time only
         rounds_recipe = yaml.safe_load((CONFIGS / "rounds" / "tiny-cpu.yaml").read_text("utf-8"))
         over = {**rounds_recipe.get("sft_overrides", {}), **plus, "max_steps": 100_000,
                 "max_train_seconds": round(seconds, 1), "lr_scheduler_type": "constant"}
-        Runner.command(runner_ref[0], "sft-plus", _cli("sft", "--config", str(CONFIGS / "sft" / "tiny-cpu.yaml"),
-                                                       *_args(over)))
-        Runner.command(runner_ref[0], "sft-plus", _cli("export", str(models / "sft-plus-run"), "--out",
-                                                       str(models / "sft_plus")))
+        runner.command("sft-plus", _cli("sft", "--config", str(CONFIGS / "sft" / "tiny-cpu.yaml"), *_args(over)))
+        runner.command("sft-plus", _cli("export", str(models / "sft-plus-run"), "--out", str(models / "sft_plus")))
 
     add("sft-plus", [models / "sft", data / "sft"], [models / "sft_plus"], sft_plus)
 
@@ -283,12 +285,6 @@ def build_plan(cfg: DemoConfig, out: Path) -> tuple[list[Stage], dict[str, Any]]
 
     add("view", [evals / n / "test" for n in PLANNERS], [out / "view"], view)
 
-    runner_ref: list[Runner] = []
-
-    def runner_times() -> dict[str, float]:
-        return runner_ref[0].times
-
-    state["_runner_ref"] = runner_ref
     return plan, state
 
 
@@ -310,7 +306,7 @@ def summarise(out: Path, cfg: DemoConfig, state: dict[str, Any], times: dict[str
             "heldout_closure_reward": None if c is None else c["closure"]["mean"],
             "heldout_closure_reward_ci95": None if c is None else [c["closure"]["ci95_low"],
                                                                   c["closure"]["ci95_high"]],
-            "report": str(out / "eval" / name / "test" / "report.json"),
+            "report": f"eval/{name}/test/report.json",  # relative to the demo folder (no machine path)
         }
     correct = {n: task_correct(out / "eval" / n / "test") for n in PLANNERS}
     paired = [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in PAIRS]
@@ -362,7 +358,8 @@ def demo(
     cfg.sft_steps = sft_steps or cfg.sft_steps
     cfg.grpo_steps = grpo_steps or cfg.grpo_steps
     out = out.resolve()
-    plan, state = build_plan(cfg, out)
+    runner = Runner(out)
+    plan, state = build_plan(cfg, out, runner)
     if dry_run:
         for s in plan:
             print(json.dumps({"stage": s.name, "reads": s.reads, "writes": s.writes}))
@@ -370,8 +367,6 @@ def demo(
     out.mkdir(parents=True, exist_ok=True)
     for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("WANDB_MODE", "offline")):
         os.environ.setdefault(var, value)
-    runner = Runner(out)
-    state["_runner_ref"].append(runner)
     for stage in plan:
         runner.execute(stage)
     summary = summarise(out, cfg, state, runner.times)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from omnidecision.demo import PLANNERS, TRAINED, DemoConfig, build_plan, summarise, table
+from omnidecision.demo import PLANNERS, TRAINED, DemoConfig, Runner, build_plan, summarise, table
 from omnidecision.protocol.records import JudgeResult, RunRecord
 from omnidecision.rl.evaluate import spread
 
@@ -54,7 +54,7 @@ def test_summary_has_suites_best_paired_and_every_planner_field(tmp_path):
 
 
 def test_only_the_final_evaluations_read_the_test_suite(tmp_path):
-    plan, _ = build_plan(DemoConfig(), tmp_path)
+    plan, _ = build_plan(DemoConfig(), tmp_path, Runner(tmp_path))
     test_suite, evals = str(tmp_path / "tasks-test"), str(tmp_path / "eval")
     names = [s.name for s in plan]
     readers = [s.name for s in plan if any(r.startswith(test_suite) for r in s.reads)]
