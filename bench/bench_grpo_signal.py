@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for arm in ("decision", "trajectory"):
         rows = [r[arm] for r in repeats]
         arms[arm] = Arm(label=labels[arm], figures={
-            "closure_gain_per_cpu_s": measure([r["closure_gain"] / r["cpu_s"] for r in rows], "closure reward / CPU-s"),
+            "closure_gain_per_cpu_s": measure([r["closure_gain"] / r["cpu_s"] for r in rows],
+                                              "closure reward / CPU-s"),
             "accuracy_gain_per_cpu_s": measure([r["accuracy_gain"] / r["cpu_s"] for r in rows], "accuracy / CPU-s"),
             "closure_gain": measure([r["closure_gain"] for r in rows], "closure reward"),
             "accuracy_gain": measure([r["accuracy_gain"] for r in rows], "accuracy"),

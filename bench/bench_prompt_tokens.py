@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }) for mode, label in (("ledger", "ledger digest (bounded, 1 planner prompt per step)"),
                            ("react", "react history (question + every action and observation so far)"))}
     result = run.result(
-        title=f"planner prompt size at step {T}: ledger digest vs react history (same tasks, same step, Qwen tokenizer)",
+        title=f"planner prompt size at step {T}: ledger digest vs react history (same tasks, same step, Qwen "
+              "tokenizer)",
         arms=arms, candidate="ledger", baseline="react", metric=f"tokens_at_step_{T}", repeats=len(a.seeds),
         better=f"lower: the ledger's step-{T} prompt is that fraction of the react prompt (1/ratio = how many "
                "times larger react's is)",

@@ -3,7 +3,7 @@ SFT planner: the synthetic suite (through the `omnidecision tasks synth` command
 whatever task mix that command generates), a scripted-teacher collection, the harvest, and a tiny planner trained
 with the shipped SFT recipe.
 
-    python -c "from bench.pipeline import synth_suite; print(len(synth_suite(4, 0, __import__('pathlib').Path('/tmp/s'))))"
+    python -m bench.bench_grpo_signal      # uses every helper here (so do bench_sft_layouts, bench_collect)
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ repeat's raw figure kept:
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -24,6 +25,25 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
+# An absolute path (POSIX, home-relative or a Windows drive) at the start of a string or after a space, quote,
+# '=' or ':': a machine path that makes a result file depend on where it was produced.
+_ROOTS = "home|root|tmp|work|Users|usr|var|opt|mnt|srv|scratch|data|private"
+_MACHINE_PATH = re.compile(rf"""(?:^|[\s'"=:(])(?:/(?:{_ROOTS})\b|~/|[A-Za-z]:\\)""")
+
+
+def machine_paths(value: Any, where: str = "") -> list[str]:
+    """Every string inside `value` (nested dicts/lists) that holds a machine path, as 'where: text'.
+
+    >>> machine_paths({"command": "python bench/x.py --out /tmp/r.json", "ok": ["runs/demo"]})
+    ['command: python bench/x.py --out /tmp/r.json']
+    """
+    if isinstance(value, str):
+        return [f"{where}: {value}"] if _MACHINE_PATH.search(value) else []
+    if isinstance(value, dict):
+        return [hit for k, v in value.items() for hit in machine_paths(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, (list, tuple)):
+        return [hit for i, v in enumerate(value) for hit in machine_paths(v, f"{where}[{i}]")]
+    return []
 
 
 def _close(a: float | None, b: float | None, rel: float = 1e-3) -> bool:
@@ -128,6 +148,9 @@ class BenchResult(BaseModel):
             raise ValueError(f"ratio = {self.ratio}, but {self.ratio_method} of the figures gives {expected}")
         if self.ratio is None and not self.ratio_note:
             raise ValueError("ratio is null: ratio_note must say why")
+        paths = machine_paths(self.model_dump(mode="json"))
+        if paths:
+            raise ValueError(f"machine paths in the result: {paths[:3]}")
         return self
 
 

@@ -54,7 +54,8 @@ class LocalPlanner:
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float | None = None, max_new_tokens: int = 32,
                  max_batch: int = 64, record: bool = False) -> None:
         self.model, self.tok = model, tokenizer
-        self.temperature, self.max_new_tokens, self.max_batch, self.record = temperature, max_new_tokens, max_batch, record
+        self.temperature, self.max_new_tokens = temperature, max_new_tokens
+        self.max_batch, self.record = max_batch, record
         self.pending: list[tuple[list[dict], asyncio.Future, list | None]] = []
         self.flusher: asyncio.Task | None = None
         self.eos = {tokenizer.eos_token_id, tokenizer.pad_token_id} - {None}
@@ -199,7 +200,7 @@ def policy_gradient_step(model: Any, batch: Rollouts, advantages: list[float], p
         mask = target[:, 1:]
         loss = -(adv.unsqueeze(1) * logp * mask).sum() / max(total_tokens, 1)
         loss.backward()
-        loss_sum += float(loss)
+        loss_sum += float(loss.detach())
     return {"loss": loss_sum, "completion_tokens": total_tokens, "decisions": len(seqs),
             "decisions_with_signal": len(active)}
 
@@ -238,9 +239,12 @@ def train_trajectory_grpo(model: Any, tokenizer: Any, train_tasks: list[Any], tr
         advantages = group_advantages(batch.rewards, k)
         optimizer.zero_grad(set_to_none=True)
         stats = policy_gradient_step(model, batch, advantages, tokenizer.pad_token_id)
-        if stats["decisions_with_signal"]:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), training_args.max_grad_norm)
-            optimizer.step()
+        if not stats["decisions_with_signal"]:  # as in the Trainer: a zero gradient, and the optimizer still steps
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.grad = torch.zeros_like(p)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), training_args.max_grad_norm)
+        optimizer.step()
         scheduler.step()
         step += 1
         groups = [batch.rewards[g:g + k] for g in range(0, len(batch.rewards), k)]

@@ -31,8 +31,10 @@ def _wandb_env(report_to: list[str] | str | None) -> None:
         os.environ["WANDB_MODE"] = "offline"
 
 
-def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any) -> dict[str, Any]:
-    """Train; returns {"output_dir", "global_step", "metrics", "data"}."""
+def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any,
+         callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Train; returns {"output_dir", "global_step", "metrics", "data"}. `callbacks` (TrainerCallback objects) join
+    the trainer's, e.g. a benchmark's token budget."""
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
@@ -93,6 +95,7 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
         eval_dataset=eval_ds,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
+        callbacks=callbacks,
     )
     if script_args.max_train_seconds is not None:
         trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))

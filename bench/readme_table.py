@@ -1,0 +1,94 @@
+"""The README's benchmark table, generated from bench/results/*.json (no hand-copied figure).
+
+    python -m bench.readme_table            # rewrite the table between the markers in README.md
+    python -m bench.readme_table --check    # exit 1 when README.md's table differs from the JSON files
+
+One row per result file: the baseline and the candidate with the median (and min–max) of the figure the ratio is
+taken on, the ratio with its per-repeat range, the number of repeats and what "better" means.
+tests/bench/test_readme_table.py holds README.md to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.schema import BenchResult, Measure, load_result
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+README = ROOT / "README.md"
+START, END = "<!-- bench-table:start (python -m bench.readme_table) -->", "<!-- bench-table:end -->"
+
+
+def fmt(x: float | None) -> str:
+    """A figure as the table shows it: 4 significant digits, thousands separated.
+
+    >>> fmt(1234.5678), fmt(0.00012345), fmt(None), fmt(5.0)
+    ('1,235', '0.0001234', '–', '5')
+    """
+    if x is None:
+        return "–"
+    if x != 0 and abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{float(f'{x:.4g}'):g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.4g}"
+
+
+def span(m: Measure) -> str:
+    return f"{fmt(m.median)} ({fmt(m.min)}–{fmt(max(m.values))})"
+
+
+def row(r: BenchResult) -> str:
+    cand, base = r.arms[r.candidate], r.arms[r.baseline]
+    known = [x for x in r.ratio_repeats if x is not None]
+    rng = f" ({fmt(min(known))}–{fmt(max(known))})" if known else ""
+    how = "median of per-repeat ratios" if r.ratio_method == "median_of_repeat_ratios" else "ratio of medians"
+    unit = cand.figures[r.metric].unit
+    return (f"| `{r.benchmark}.json` | {r.metric} [{unit}] | {base.label}: {span(base.figures[r.metric])} | "
+            f"{cand.label}: {span(cand.figures[r.metric])} | **{fmt(r.ratio)}**{rng}, {how} | {r.repeats} | "
+            f"{r.better} |")
+
+
+def table(results: list[BenchResult]) -> str:
+    head = ["| result | figure | baseline: median (min–max) | candidate: median (min–max) | candidate / baseline "
+            "(per-repeat range) | repeats | better |", "|---|---|---|---|---|---|---|"]
+    return "\n".join(head + [row(r) for r in sorted(results, key=lambda r: r.benchmark)])
+
+
+def load_all(folder: Path = RESULTS) -> list[BenchResult]:
+    return [load_result(p) for p in sorted(folder.glob("*.json"))]
+
+
+def splice(text: str, body: str) -> str:
+    """`text` with everything between the markers replaced by `body`."""
+    if START not in text or END not in text:
+        raise ValueError(f"README.md has no table markers ({START} … {END})")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{body}\n{END}{tail}"
+
+
+def current(text: str) -> str:
+    """The table now between the markers."""
+    return text.split(START, 1)[1].split(END, 1)[0].strip("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
+    a = p.parse_args(argv)
+    body = table(load_all())
+    text = README.read_text("utf-8")
+    if a.check:
+        same = current(text) == body
+        print("README table is up to date" if same else "README table differs from bench/results: run "
+              "`python -m bench.readme_table`")
+        return 0 if same else 1
+    README.write_text(splice(text, body), "utf-8")
+    print(f"wrote the table of {len(body.splitlines()) - 2} results into README.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
