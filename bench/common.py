@@ -70,17 +70,32 @@ def commit() -> str:
     return (head or "unknown") + ("-dirty" if changed else "")
 
 
+def portable(arg: str) -> str:
+    """A command-line argument without machine paths: an absolute path inside the repository becomes relative to
+    it, any other absolute path its last component (`--out=/x/y` forms included).
+
+    >>> portable(str(ROOT / "runs" / "demo")), portable("/elsewhere/r.json"), portable("--out=/x/y.json")
+    ('runs/demo', 'r.json', '--out=y.json')
+    """
+    flag, eq, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+    path = Path(value)
+    if not path.is_absolute():
+        return arg
+    try:
+        value = path.resolve().relative_to(ROOT.resolve()).as_posix()
+    except ValueError:
+        value = path.name
+    return f"{flag}{eq}{value}"
+
+
 def command_line() -> str:
-    """The command that ran this benchmark, with the script path relative to the repository (no machine path)."""
+    """The command that ran this benchmark, from the repository root, with no machine path in it."""
     args = list(sys.argv)
     if args and Path(args[0]).is_absolute():
-        try:
-            rel = Path(args[0]).resolve().relative_to(ROOT)
-            # `python -m bench.x` puts the module's file in argv[0]: write it back as the -m form
-            args[0] = f"-m {'.'.join(rel.with_suffix('').parts)}" if rel.suffix == ".py" else str(rel)
-        except ValueError:
-            args[0] = Path(args[0]).name
-    return " ".join(["python", *args])
+        rel = portable(args[0])
+        # `python -m bench.x` puts the module's file in argv[0]: write it back as the -m form
+        args[0] = f"-m {rel[:-3].replace('/', '.')}" if rel.endswith(".py") and "/" in rel else rel
+    return " ".join(["python", args[0], *(portable(x) for x in args[1:])] if args else ["python"])
 
 
 class Run:
