@@ -30,7 +30,9 @@ LAYOUTS: dict[str, tuple[str, list[str]]] = {
     "padded": ("padded batches, random order", ["--packing", "false", "--train_sampling_strategy", "random"]),
     "grouped": ("padded batches grouped by length (the CPU recipe)",
                 ["--packing", "false", "--train_sampling_strategy", "group_by_length"]),
-    "packed": ("packing (bfd)", ["--packing", "true", "--train_sampling_strategy", "random"]),
+    # 6 packed sequences of max_length 1024 hold about the tokens of 16 padded rows: equal tokens per step
+    "packed": ("packing (bfd), 6 sequences per batch", ["--packing", "true", "--train_sampling_strategy", "random",
+                                                         "--per_device_train_batch_size", "6"]),
 }
 
 
@@ -54,7 +56,8 @@ def train(model: Path, data: Path, out: Path, layout: str, tokens: int, seed: in
                        "--dataset_name", str(data / "sft"), "--output_dir", str(out), "--max_steps", "100000",
                        "--per_device_train_batch_size", "16", "--eval_strategy", "no", "--save_strategy", "no",
                        "--lr_scheduler_type", "constant", "--logging_steps", "5", "--seed", str(seed),
-                       "--include_num_input_tokens_seen", "non_padding", *LAYOUTS[layout][1]])
+                       *LAYOUTS[layout][1]])
+    args[1].include_num_input_tokens_seen = "non_padding"  # the CLI parser takes this field as a bool only
     run = sft_main(*args, callbacks=[token_budget_callback(tokens)])
     history = json.loads((out / "log_history.json").read_text())
     final = next(h for h in reversed(history) if "train_runtime" in h)
@@ -129,7 +132,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "batches; compare heldout_loss_at_equal_tokens (lower is better) for what the tokens bought",
         notes=["each layout stops at the first step past the token budget (tokens_seen)",
                "held-out loss: one scoring function for every layout, on the same validation rows"],
-        details={"tokens": a.tokens, "tasks": a.tasks, "heldout_rows": len(rows), "batch_size": 16,
+        details={"tokens": a.tokens, "tasks": a.tasks, "heldout_rows": len(rows),
+                 "batch_size": "16 rows (padded, grouped); 6 packed sequences of up to 1024 tokens (packed)",
                  "recipe": "configs/sft/tiny-cpu.yaml, constant lr"})
     path = run.write(result)
     print(f"grouped / padded tokens/s: {result.ratio} (per repeat {result.ratio_repeats}) → {path}")

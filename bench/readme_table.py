@@ -53,7 +53,30 @@ def row(r: BenchResult) -> str:
 def table(results: list[BenchResult]) -> str:
     head = ["| result | figure | baseline: median (min–max) | candidate: median (min–max) | candidate / baseline "
             "(per-repeat range) | repeats | better |", "|---|---|---|---|---|---|---|"]
-    return "\n".join(head + [row(r) for r in sorted(results, key=lambda r: r.benchmark)])
+    lines = head + [row(r) for r in sorted(results, key=lambda r: r.benchmark)]
+    for r in results:
+        if r.benchmark == "grpo_signal":
+            lines += ["", *signal_lines(r)]
+    return "\n".join(lines)
+
+
+SIGNAL_FIGURES = (("closure_gain", "held-out closure-reward gain"), ("accuracy_gain", "in-loop dev accuracy gain"),
+                  ("cpu_s", "CPU-seconds used"), ("optimizer_steps", "optimizer steps"),
+                  ("decisions_with_signal_per_cpu_s", "decisions with a non-zero advantage per CPU-second"))
+
+
+def signal_lines(r: BenchResult) -> list[str]:
+    """The grpo_signal result's own figures, arm by arm (median, min–max over repeats)."""
+    lines = [f"`{r.benchmark}.json`, median (min–max) over {r.repeats} repeats:", ""]
+    lines += ["| figure | " + " | ".join(r.arms[a].label for a in (r.candidate, r.baseline)) + " |", "|---|---|---|"]
+    for key, label in SIGNAL_FIGURES:
+        if all(key in r.arms[a].figures for a in (r.candidate, r.baseline)):
+            lines.append(f"| {label} | " + " | ".join(span(r.arms[a].figures[key]) for a in (r.candidate, r.baseline))
+                         + " |")
+    acc = r.details.get("accuracy_ratio_of_medians")
+    lines += ["", f"Ratio on in-loop accuracy gain per CPU-second (ratio of medians): {fmt(acc)}."
+              + ("" if r.ratio is not None else f" No closure ratio: {r.ratio_note}.")]
+    return lines
 
 
 def load_all(folder: Path = RESULTS) -> list[BenchResult]:
