@@ -6,8 +6,9 @@ SFT recipe on the training harvest: the START planner.
 
 Then per repeat (a seed), both arms from START with the same GRPO recipe (configs/grpo/tiny-cpu.yaml: K
 generations, temperature, completion length, optimizer, lr schedule, clipping; state selection and weight
-averaging off in both, since the trajectory arm has neither), each for the same budget of CPU-seconds (process +
-children CPU time, so other jobs on a shared machine do not eat into it), in alternating order:
+the recipe's tail weight averaging in both, over the last half of the budget in CPU time; state selection off,
+since the trajectory arm has no states to select), each for the same budget of CPU-seconds (process + children
+CPU time, so other jobs on a shared machine do not eat into it), in alternating order:
 
 (a) decision-level (this project): TRL's GRPOTrainer through `omnidecision.rl.train.main`; one prompt = one ledger
     state of the training suite (the teacher's harvested RL states); K decisions per state scored WITHOUT running
@@ -40,7 +41,7 @@ from typing import Any
 from bench.common import RESULTS, ROOT, Run
 from bench.pipeline import DIGEST_MAX_CHARS, sft_planner, synth_suite, teacher_harvest
 from bench.schema import Arm, measure
-from bench.trajectory_grpo import cpu_seconds, in_loop_accuracy, train_trajectory_grpo
+from bench.trajectory_grpo import CpuTailAverage, cpu_seconds, in_loop_accuracy, train_trajectory_grpo
 
 logger = logging.getLogger(__name__)
 RECIPE = ROOT / "configs" / "grpo" / "tiny-cpu.yaml"
@@ -76,6 +77,7 @@ def cpu_budget_callback(budget_cpu_s: float) -> Any:
 def recipe_args(overrides: list[str]) -> tuple[Any, Any, Any]:
     from omnidecision.rl.config import parse_args
 
+    # weight averaging is done by CpuTailAverage (over the tail of the CPU budget, in both arms), so off here
     return parse_args(["--config", str(RECIPE), "--select_states", "all", "--weight_average", "false",
                        "--eval_closure_n", "0", "--log_completions", "false", "--save_strategy", "no",
                        "--max_steps", "100000", "--logging_steps", "1", *overrides])
@@ -87,14 +89,16 @@ def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float)
     callback = cpu_budget_callback(budget)
     args = recipe_args(["--model_name_or_path", str(start), "--dataset_dir", str(rl_dir), "--output_dir", str(out),
                         "--seed", str(seed)])
-    report = rl_train.main(*args, callbacks=[callback])
+    averager = CpuTailAverage(lambda: cpu_seconds() - callback.start if callback.start is not None else 0.0,
+                              budget, args[0].weight_average_start)
+    report = rl_train.main(*args, callbacks=[callback, averager.callback])
     history = json.loads((out / "log_history.json").read_text())
     per_step = args[1].generation_batch_size  # completions per optimizer step (one generation per step)
     steps = [h for h in history if "frac_reward_zero_std" in h]
     with_signal = sum(round((1 - h["frac_reward_zero_std"]) * per_step) for h in steps)
     return out, {"steps": report["steps"], "cpu_s": round(callback.used, 2), "wall_s": round(callback.wall, 2),
                  "decisions": per_step * report["steps"], "decisions_with_signal": with_signal,
-                 "executed_tool_calls": 0,
+                 "averaged_snapshots": averager.applied,
                  "reward_mean_first_last": [steps[0].get("reward"), steps[-1].get("reward")] if steps else None}
 
 
@@ -102,16 +106,17 @@ def trajectory_arm(start: Path, train_tasks: list[Any], seed: int, budget: float
                    teacher: Any, agent_config: Any) -> tuple[Any, dict[str, Any]]:
     from omnidecision.modeling import load_planner
 
-    _, training_args, _ = recipe_args(["--model_name_or_path", str(start), "--dataset_dir", str(start),
-                                       "--output_dir", str(start / "unused"), "--seed", str(seed)])
+    script_args, training_args, _ = recipe_args(["--model_name_or_path", str(start), "--dataset_dir", str(start),
+                                                 "--output_dir", str(start / "unused"), "--seed", str(seed)])
     model, tokenizer = load_planner(start, trainable=True)
     report = train_trajectory_grpo(model, tokenizer, train_tasks, training_args, budget_cpu_s=budget,
                                    tasks_per_step=tasks_per_step, teacher=teacher, agent_config=agent_config,
-                                   seed=seed)
+                                   seed=seed, average_start=script_args.weight_average_start)
     first, last = (report["log"][0], report["log"][-1]) if report["log"] else ({}, {})
     return (model, tokenizer), {
         "steps": report["steps"], "cpu_s": report["cpu_s"], "wall_s": report["wall_s"],
         "decisions": report["decisions"], "decisions_with_signal": report["decisions_with_signal"],
+        "averaged_snapshots": report["averaged_snapshots"],
         "runs": report["steps"] * tasks_per_step * training_args.num_generations,
         "reward_mean_first_last": [first.get("reward_mean"), last.get("reward_mean")],
         "frac_groups_zero_std": round(statistics.fmean(e["frac_groups_zero_std"] for e in report["log"]), 4)
@@ -239,7 +244,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "run over, and each arm's gain is divided by the CPU-seconds it actually used"],
         details={"budget_cpu_s": a.budget_cpu_s, "train_tasks": a.train_tasks, "dev_tasks": a.dev_tasks,
                  "dev_states": len(dev_states), "sft_steps": a.sft_steps, "tasks_per_step": a.tasks_per_step,
-                 "recipe": "configs/grpo/tiny-cpu.yaml (select_states all, weight_average false in both arms)",
+                 "recipe": "configs/grpo/tiny-cpu.yaml; select_states all; weight averaging over the last "
+                           "(1 - weight_average_start) of the CPU budget in both arms",
                  "start": {"dev_closure": base["closure"], "dev_accuracy": base["accuracy"],
                            "valid_rate": base["valid_rate"]},
                  "setup_cpu_s": round(setup_cpu, 1),

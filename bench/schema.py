@@ -92,6 +92,7 @@ class Machine(BaseModel):
     vllm: str | None
     transformers: str | None
     trl: str | None
+    env: dict[str, str] = Field(default_factory=dict, description="threading variables in force (OMP_WAIT_POLICY…)")
     load_avg_start: list[float] = Field(..., description="1, 5 and 15 minute load averages when the run began")
     load_avg_end: list[float] = Field(default_factory=list, description="the same when it ended")
 

@@ -205,12 +205,55 @@ def policy_gradient_step(model: Any, batch: Rollouts, advantages: list[float], p
             "decisions_with_signal": len(active)}
 
 
+class CpuTailAverage:
+    """Tail weight averaging (omnidecision.rl.averaging) over the last `1 - start` of a CPU-second budget instead of
+    a step count: snapshots of the running mean after every optimizer step once `clock()` (CPU-seconds since
+    training began) reaches `start * budget`. A TrainerCallback for TRL (the model comes with the callback
+    arguments; the mean is written into the model when training ends, before the trainer saves it), and callable by
+    hand (`step(model, global_step)`, `apply()`) from a plain loop."""
+
+    def __init__(self, clock: Any, budget: float, start: float = 0.5) -> None:
+        from transformers import TrainerCallback
+
+        from omnidecision.rl.averaging import TailWeightAverage
+
+        self.clock, self.threshold = clock, start * budget
+        self.inner = TailWeightAverage(None, start)
+        self.inner.start_step = None  # fixed when the CPU clock crosses the threshold
+        outer = self
+
+        class Callback(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                outer.step(kwargs["model"], state.global_step)
+
+            def on_train_end(self, args, state, control, **kwargs):
+                outer.apply()
+
+        self.callback = Callback()
+        self.applied = 0
+
+    def step(self, model: Any, global_step: int) -> None:
+        from types import SimpleNamespace
+
+        if self.inner.start_step is None:
+            if self.clock() < self.threshold:
+                return
+            self.inner.start_step, self.inner.model = global_step, model
+        self.inner.on_step_end(None, SimpleNamespace(global_step=global_step), None)
+
+    def apply(self) -> int:
+        if self.inner.model is not None and self.inner.mean is not None:
+            self.applied = self.inner.apply()
+        return self.applied
+
+
 def train_trajectory_grpo(model: Any, tokenizer: Any, train_tasks: list[Any], training_args: Any, *,
                           budget_cpu_s: float, tasks_per_step: int, teacher: Any, agent_config: Any,
-                          seed: int) -> dict[str, Any]:
+                          seed: int, average_start: float | None = None) -> dict[str, Any]:
     """Train `model` in place until `budget_cpu_s` CPU-seconds are spent (checked before each step; the last step
     may run over, and the CPU-seconds actually used are reported). Settings from `training_args` (the GRPO
-    recipe): num_generations (K), temperature, max_completion_length, optimizer, lr schedule, max_grad_norm."""
+    recipe): num_generations (K), temperature, max_completion_length, optimizer, lr schedule, max_grad_norm.
+    `average_start`: keep the mean of the weights over the last `1 - average_start` of the budget (CpuTailAverage)."""
     import torch
     from transformers import Trainer, get_scheduler
 
@@ -226,6 +269,8 @@ def train_trajectory_grpo(model: Any, tokenizer: Any, train_tasks: list[Any], tr
     order: list[int] = []
     log: list[dict[str, Any]] = []
     start_cpu, start_wall = cpu_seconds(), time.perf_counter()
+    averager = None if average_start is None else CpuTailAverage(lambda: cpu_seconds() - start_cpu, budget_cpu_s,
+                                                                 average_start)
     step = 0
     while cpu_seconds() - start_cpu < budget_cpu_s:
         if len(order) < tasks_per_step:  # epochs over the training tasks in a seeded order
@@ -247,14 +292,18 @@ def train_trajectory_grpo(model: Any, tokenizer: Any, train_tasks: list[Any], tr
         optimizer.step()
         scheduler.step()
         step += 1
+        if averager is not None:
+            averager.step(model, step)
         groups = [batch.rewards[g:g + k] for g in range(0, len(batch.rewards), k)]
         log.append({"step": step, "reward_mean": round(sum(batch.rewards) / len(batch.rewards), 4),
                     "frac_groups_zero_std": round(sum(len(set(g)) == 1 for g in groups) / len(groups), 4),
                     "rollout_cpu_s": round(rollout_cpu, 2), "cpu_s": round(cpu_seconds() - start_cpu, 2),
                     **stats})
         logger.info("trajectory GRPO step %d: %s", step, log[-1])
+    used = cpu_seconds() - start_cpu
+    averaged = averager.apply() if averager is not None else 0
     model.eval()
-    return {"steps": step, "cpu_s": round(cpu_seconds() - start_cpu, 2),
+    return {"steps": step, "cpu_s": round(used, 2), "averaged_snapshots": averaged,
             "wall_s": round(time.perf_counter() - start_wall, 2), "log": log,
             "decisions": sum(e["decisions"] for e in log),
             "decisions_with_signal": sum(e["decisions_with_signal"] for e in log)}

@@ -112,3 +112,16 @@ def test_one_training_step_in_the_loop(policy, tmp_path) -> None:
     assert report["steps"] == 1 and report["cpu_s"] > 0
     assert report["decisions"] >= 2  # two runs, at least one planner decision each
     assert report["log"][0]["reward_mean"] in (0.0, 0.5, 1.0)
+
+
+def test_cpu_tail_average_keeps_the_mean_of_the_tail() -> None:
+    layer = torch.nn.Linear(1, 1, bias=False)
+    now = {"t": 0.0}
+    avg = tg.CpuTailAverage(lambda: now["t"], budget=10.0, start=0.5)
+    for step, (t, w) in enumerate([(1.0, 1.0), (4.0, 2.0), (6.0, 3.0), (9.0, 5.0)], start=1):
+        now["t"] = t
+        with torch.no_grad():
+            layer.weight.fill_(w)
+        avg.step(layer, step)
+    assert avg.apply() == 2  # the snapshots taken from CPU-second 5 on: weights 3 and 5
+    assert float(layer.weight) == pytest.approx(4.0)
