@@ -36,6 +36,9 @@ async def collection(tasks, config, backends, out: Path, concurrency: int) -> tu
     t0 = time.perf_counter()
     summary = await collect_runs(tasks, config, backends, out, concurrency=concurrency, progress=False)
     wall = time.perf_counter() - t0
+    for backend in {id(b): b for b in backends.values()}.values():  # close clients inside this event loop
+        if hasattr(backend, "aclose"):
+            await backend.aclose()
     recs = [r for _, r in read_records(out)]
     requests = [s.planner_messages for r in recs for s in r.steps]
     return {"wall_s": wall, "runs_per_s": summary.done / wall, "planner_calls_per_s": len(requests) / wall,
@@ -59,7 +62,9 @@ async def ceiling(spec, requests: list, concurrency: int) -> float:
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(m) for m in requests))
-    return len(requests) / (time.perf_counter() - t0)
+    rate = len(requests) / (time.perf_counter() - t0)
+    await backend.aclose()  # type: ignore[attr-defined]  # inside this event loop, not at garbage collection
+    return rate
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

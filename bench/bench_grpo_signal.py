@@ -23,7 +23,7 @@ Improvement per CPU-second = (result − START) / CPU-seconds the arm used. `rat
 improvement per CPU-second (ratio of the medians over repeats: a single repeat's baseline improvement can be
 ≤ 0); the in-loop figures are reported alongside.
 
-    python -m bench.bench_grpo_signal --budget-cpu-s 120 --seeds 0 1 2      # ≈ 12 min on 2 cores
+    python -m bench.bench_grpo_signal --budget-cpu-s 90 --seeds 0 1 2      # ≈ 15 min on 2 idle cores
 """
 
 from __future__ import annotations
@@ -137,13 +137,13 @@ def score(model: Any, tokenizer: Any, dev_states: Any, dev_tasks: list[Any], tea
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--train-tasks", type=int, default=48)
-    p.add_argument("--dev-tasks", type=int, default=30)
-    p.add_argument("--sft-steps", type=int, default=200, help="SFT steps of the START planner")
-    p.add_argument("--budget-cpu-s", type=float, default=120.0, help="CPU-seconds of training per arm and repeat")
+    p.add_argument("--train-tasks", type=int, default=32)
+    p.add_argument("--dev-tasks", type=int, default=24)
+    p.add_argument("--sft-steps", type=int, default=150, help="SFT steps of the START planner")
+    p.add_argument("--budget-cpu-s", type=float, default=90.0, help="CPU-seconds of training per arm and repeat")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one repeat per seed (>= 3)")
     p.add_argument("--tasks-per-step", type=int, default=2, help="trajectory arm: tasks per optimizer step")
-    p.add_argument("--dev-states", type=int, default=160, help="dev ledger states for the closure reward")
+    p.add_argument("--dev-states", type=int, default=128, help="dev ledger states for the closure reward")
     p.add_argument("--suite-seed", type=int, default=100, help="training suite seed (dev: +1000)")
     p.add_argument("--out", type=Path, default=RESULTS / "grpo_signal.json")
     a = p.parse_args(argv)
