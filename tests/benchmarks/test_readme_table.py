@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import doctest
 
+import bench.common
 import bench.readme_table as rt
 import bench.schema
+import bench.trajectory_grpo
 
 
 def test_readme_table_matches_results() -> None:
@@ -38,5 +40,5 @@ def test_splice_round_trip() -> None:
 
 
 def test_doctests() -> None:
-    for module in (rt, bench.schema):
+    for module in (rt, bench.schema, bench.common, bench.trajectory_grpo):
         assert doctest.testmod(module).failed == 0
