@@ -39,6 +39,17 @@ def span(m: Measure) -> str:
     return f"{fmt(m.median)} ({fmt(m.min)}–{fmt(max(m.values))})"
 
 
+def others(r: BenchResult) -> str:
+    """The candidate's other figures (vs the baseline's, where it has them; medians), and the other arms on the
+    metric."""
+    cand, base = r.arms[r.candidate], r.arms[r.baseline]
+    parts = [f"{k}: {fmt(m.median)}" + (f" vs {fmt(base.figures[k].median)}" if k in base.figures else "")
+             for k, m in cand.figures.items() if k != r.metric]
+    parts += [f"{name} ({arm.label}): {fmt(arm.figures[r.metric].median)} {arm.figures[r.metric].unit}"
+              for name, arm in r.arms.items() if name not in (r.candidate, r.baseline) and r.metric in arm.figures]
+    return "; ".join(parts) or "–"
+
+
 def row(r: BenchResult) -> str:
     cand, base = r.arms[r.candidate], r.arms[r.baseline]
     known = [x for x in r.ratio_repeats if x is not None]
@@ -47,12 +58,13 @@ def row(r: BenchResult) -> str:
     unit = cand.figures[r.metric].unit
     return (f"| `{r.benchmark}.json` | {r.metric} [{unit}] | {base.label}: {span(base.figures[r.metric])} | "
             f"{cand.label}: {span(cand.figures[r.metric])} | **{fmt(r.ratio)}**{rng}, {how} | {r.repeats} | "
-            f"{r.better} |")
+            f"{r.better} | {others(r)} |")
 
 
 def table(results: list[BenchResult]) -> str:
     head = ["| result | figure | baseline: median (min–max) | candidate: median (min–max) | candidate / baseline "
-            "(per-repeat range) | repeats | better |", "|---|---|---|---|---|---|---|"]
+            "(per-repeat range) | repeats | better | other figures, candidate vs baseline (medians) |",
+            "|---|---|---|---|---|---|---|---|"]
     lines = head + [row(r) for r in sorted(results, key=lambda r: r.benchmark)]
     for r in results:
         if r.benchmark == "grpo_signal":
