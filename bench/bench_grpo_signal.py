@@ -130,9 +130,10 @@ def score(model: Any, tokenizer: Any, dev_states: Any, dev_tasks: list[Any], tea
 
     closure = heldout_closure_reward(model, dev_states, n=-1, tokenizer=tokenizer, mode="greedy",
                                      max_new_tokens=32, batch_size=32)
-    correct = in_loop_accuracy(model, tokenizer, dev_tasks, teacher=teacher, agent_config=agent_config)
+    correct, outcomes = in_loop_accuracy(model, tokenizer, dev_tasks, teacher=teacher, agent_config=agent_config)
     return {"closure": closure["closure"]["mean"], "per_state": closure["per_state"],
-            "valid_rate": closure["valid_rate"], "accuracy": sum(correct) / len(correct), "correct": correct}
+            "components": closure["components"], "valid_rate": closure["valid_rate"],
+            "accuracy": sum(correct) / len(correct), "correct": correct, "outcomes": outcomes}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -196,6 +197,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 s = score(trained, tok, dev_states, dev_tasks, teacher, agent_config)
                 paired = paired_comparison(base["per_state"], s["per_state"], seed=seed)
                 info.update(dev_closure=s["closure"], dev_accuracy=s["accuracy"], valid_rate=s["valid_rate"],
+                            dev_outcomes=s["outcomes"], dev_closure_components=s["components"],
                             closure_gain=round(s["closure"] - base["closure"], 4),
                             accuracy_gain=round(s["accuracy"] - base["accuracy"], 4), closure_paired=paired,
                             tasks_flipped={"to_correct": sum(not b and n for b, n in zip(base["correct"],
@@ -247,7 +249,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                  "recipe": "configs/grpo/tiny-cpu.yaml; select_states all; weight averaging over the last "
                            "(1 - weight_average_start) of the CPU budget in both arms",
                  "start": {"dev_closure": base["closure"], "dev_accuracy": base["accuracy"],
-                           "valid_rate": base["valid_rate"]},
+                           "valid_rate": base["valid_rate"], "dev_outcomes": base["outcomes"],
+                           "dev_closure_components": base["components"]},
                  "setup_cpu_s": round(setup_cpu, 1),
                  "accuracy_ratio_of_medians": round(acc_a / acc_b, 4) if acc_b > 0 else None,
                  "repeats": repeats})

@@ -309,22 +309,25 @@ def train_trajectory_grpo(model: Any, tokenizer: Any, train_tasks: list[Any], tr
             "decisions_with_signal": sum(e["decisions_with_signal"] for e in log)}
 
 
-async def _eval_runs(tasks: list[Any], planner: LocalPlanner, teacher: Any, config: Any) -> list[bool]:
+async def _eval_runs(tasks: list[Any], planner: LocalPlanner, teacher: Any, config: Any) -> list[tuple[bool, str]]:
     from omnidecision.agent.loop import run_task
     from omnidecision.collect.runner import judge_record
 
     backends = {"default": teacher, "planner": planner}
 
-    async def one(task: Any) -> bool:
+    async def one(task: Any) -> tuple[bool, str]:
         record = await run_task(task, config, backends, sample=0)
-        return bool((await judge_record(task, record, None)).correct)
+        return bool((await judge_record(task, record, None)).correct), record.outcome
 
     return list(await asyncio.gather(*(one(t) for t in tasks)))
 
 
 def in_loop_accuracy(model: Any, tokenizer: Any, tasks: list[Any], *, teacher: Any, agent_config: Any,
-                     max_new_tokens: int = 32) -> list[bool]:
+                     max_new_tokens: int = 32) -> tuple[list[bool], dict[str, int]]:
     """Greedy planner in the loop on `tasks` (one run each, the same noise-free teacher for the other roles):
-    per task, judged correct or not."""
+    per task, judged correct or not; and the count of each stop outcome (accepted, budget, stuck…)."""
+    from collections import Counter
+
     planner = LocalPlanner(model, tokenizer, temperature=None, max_new_tokens=max_new_tokens)
-    return asyncio.run(_eval_runs(tasks, planner, teacher, agent_config))
+    runs = asyncio.run(_eval_runs(tasks, planner, teacher, agent_config))
+    return [c for c, _ in runs], dict(sorted(Counter(o for _, o in runs).items()))
