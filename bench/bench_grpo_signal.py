@@ -24,6 +24,8 @@ improvement per CPU-second (ratio of the medians over repeats: a single repeat's
 ≤ 0); the in-loop figures are reported alongside.
 
     python -m bench.bench_grpo_signal --budget-cpu-s 90 --seeds 0 1 2      # ≈ 15 min on 2 idle cores
+    python -m bench.bench_grpo_signal --name grpo_signal_long --sft-steps 400 --budget-cpu-s 240 --train-tasks 48 \
+        --dev-tasks 40 --dev-states 200                                    # ≈ 45 min: not in `make bench`
 """
 
 from __future__ import annotations
@@ -146,12 +148,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--tasks-per-step", type=int, default=2, help="trajectory arm: tasks per optimizer step")
     p.add_argument("--dev-states", type=int, default=128, help="dev ledger states for the closure reward")
     p.add_argument("--suite-seed", type=int, default=100, help="training suite seed (dev: +1000)")
-    p.add_argument("--out", type=Path, default=RESULTS / "grpo_signal.json")
+    p.add_argument("--name", default="grpo_signal", help="result name: bench/results/NAME.json (a longer variant "
+                                                             "keeps its own file, e.g. grpo_signal_long)")
+    p.add_argument("--out", type=Path, default=None, help="default: bench/results/NAME.json")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     for noisy in ("httpx", "datasets", "transformers", "trl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    run = Run("grpo_signal")
+    run = Run(a.name)
 
     import datasets
 
@@ -254,7 +258,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                  "setup_cpu_s": round(setup_cpu, 1),
                  "accuracy_ratio_of_medians": round(acc_a / acc_b, 4) if acc_b > 0 else None,
                  "repeats": repeats})
-    path = run.write(result, a.out)
+    path = run.write(result, a.out or RESULTS / f"{a.name}.json")
     f = {k: arms[k].figures for k in arms}
     for k in arms:
         print(f"{k:>10}: closure gain {f[k]['closure_gain'].values} over {f[k]['cpu_s'].values} CPU-s; accuracy "

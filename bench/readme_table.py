@@ -67,7 +67,7 @@ def table(results: list[BenchResult]) -> str:
             "|---|---|---|---|---|---|---|---|"]
     lines = head + [row(r) for r in sorted(results, key=lambda r: r.benchmark)]
     for r in results:
-        if r.benchmark == "grpo_signal":
+        if r.benchmark.startswith("grpo_signal"):
             lines += ["", *signal_lines(r)]
     return "\n".join(lines)
 

@@ -25,7 +25,7 @@ def test_results_exist() -> None:
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_result_validates(path: Path) -> None:
     result = BenchResult.model_validate_json(path.read_text("utf-8"))
-    assert result.benchmark == path.stem
+    assert result.benchmark == path.stem  # the file is named after the benchmark that wrote it
     assert result.repeats >= 3
     assert result.ratio is not None or result.ratio_note
 
