@@ -36,7 +36,7 @@ def fmt(x: float | None) -> str:
 
 
 def span(m: Measure) -> str:
-    return f"{fmt(m.median)} ({fmt(m.min)}–{fmt(max(m.values))})"
+    return f"{fmt(m.median)} ({fmt(m.min)} to {fmt(max(m.values))})"
 
 
 def others(r: BenchResult) -> str:
@@ -53,7 +53,7 @@ def others(r: BenchResult) -> str:
 def row(r: BenchResult) -> str:
     cand, base = r.arms[r.candidate], r.arms[r.baseline]
     known = [x for x in r.ratio_repeats if x is not None]
-    rng = f" ({fmt(min(known))}–{fmt(max(known))})" if known else ""
+    rng = f" ({fmt(min(known))} to {fmt(max(known))})" if known else ""
     how = "median of per-repeat ratios" if r.ratio_method == "median_of_repeat_ratios" else "ratio of medians"
     unit = cand.figures[r.metric].unit
     return (f"| `{r.benchmark}.json` | {r.metric} [{unit}] | {base.label}: {span(base.figures[r.metric])} | "
@@ -62,8 +62,9 @@ def row(r: BenchResult) -> str:
 
 
 def table(results: list[BenchResult]) -> str:
-    head = ["| result | figure | baseline: median (min–max) | candidate: median (min–max) | candidate / baseline "
-            "(per-repeat range) | repeats | better | other figures, candidate vs baseline (medians) |",
+    head = ["| result | figure | baseline: median (min to max) | candidate: median (min to max) | "
+            "candidate / baseline (per-repeat range) | repeats | better | other figures, candidate vs baseline "
+            "(medians) |",
             "|---|---|---|---|---|---|---|---|"]
     lines = head + [row(r) for r in sorted(results, key=lambda r: r.benchmark)]
     for r in results:
@@ -79,12 +80,24 @@ SIGNAL_FIGURES = (("closure_gain", "held-out closure-reward gain"), ("accuracy_g
 
 def signal_lines(r: BenchResult) -> list[str]:
     """The grpo_signal result's own figures, arm by arm (median, min–max over repeats)."""
-    lines = [f"`{r.benchmark}.json`, median (min–max) over {r.repeats} repeats:", ""]
+    start = r.details.get("start", {})
+    outcomes = ", ".join(f"{k} {v}" for k, v in start.get("dev_outcomes", {}).items())
+    lines = [f"`{r.benchmark}.json`, median (min to max) over {r.repeats} repeats; the start planner: dev closure "
+             f"reward {fmt(start.get('dev_closure'))}, in-loop dev accuracy {fmt(start.get('dev_accuracy'))} "
+             f"({r.details.get('dev_tasks')} tasks; outcomes: {outcomes or '–'}); budget "
+             f"{fmt(r.details.get('budget_cpu_s'))} CPU-s per arm and repeat:", ""]
     lines += ["| figure | " + " | ".join(r.arms[a].label for a in (r.candidate, r.baseline)) + " |", "|---|---|---|"]
     for key, label in SIGNAL_FIGURES:
         if all(key in r.arms[a].figures for a in (r.candidate, r.baseline)):
             lines.append(f"| {label} | " + " | ".join(span(r.arms[a].figures[key]) for a in (r.candidate, r.baseline))
                          + " |")
+    for key, what in (("closure_gain", "the dev closure reward"), ("accuracy_gain", "the in-loop dev accuracy")):
+        counts = []
+        for a in (r.candidate, r.baseline):
+            vals = r.arms[a].figures[key].values if key in r.arms[a].figures else []
+            counts.append(f"{a}-level raised {what} in {sum(v > 0 for v in vals)} of {len(vals)} repeats "
+                          f"(lowered it in {sum(v < 0 for v in vals)})")
+        lines += ["", "; ".join(counts) + "."]
     acc = r.details.get("accuracy_ratio_of_medians")
     lines += ["", f"Ratio on in-loop accuracy gain per CPU-second (ratio of medians): {fmt(acc)}."
               + ("" if r.ratio is not None else f" No closure ratio: {r.ratio_note}.")]
@@ -121,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
               "`python -m bench.readme_table`")
         return 0 if same else 1
     README.write_text(splice(text, body), "utf-8")
-    print(f"wrote the table of {len(body.splitlines()) - 2} results into README.md")
+    print(f"wrote the table of {len(load_all())} result files into README.md")
     return 0
 
 
