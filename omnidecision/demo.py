@@ -9,7 +9,9 @@ checkpoint, the `best` planner) and TEST (reported; read only by the final evalu
 project's own command with the shipped recipe (`configs/*/tiny-cpu.yaml`; the demo overrides only paths and step
 counts):
 
-1. synth the three suites; collect the noisy scripted teacher on train and dev; harvest (dev rows = validation);
+1. synth the three suites; collect the noisy scripted teacher on train and dev; harvest every state its runs
+   visited, labelled with the rule decision (`harvest --label rule`: the noise's detours and their recoveries are
+   in the data; dev rows = validation);
 2. tiny planner, SFT (the checkpoint with the best dev loss), export;
 3. post-SFT: on-policy rounds (DAgger: the planner's own visited train states, rule-labelled), then GRPO on
    those states from the rounds' planner;
@@ -54,10 +56,10 @@ class DemoConfig:
     dev_tasks: int = 30
     test_tasks: int = 60
     samples: int = 2
-    teacher_noise: float = 0.25
+    teacher_noise: float = 0.15  # = backends.teacher.DEFAULT_NOISE (measured on the default mix)
     digest_max_chars: int = 1000
     concurrency: int = 16
-    sft_steps: int = 300  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
+    sft_steps: int = 400  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
     sft_eval_steps: int = 100
     rounds: int = 1
     round_tasks: int = 80  # train tasks each on-policy round runs the planner on
@@ -181,7 +183,7 @@ def build_plan(cfg: DemoConfig, out: Path, runner: Runner) -> tuple[list[Stage],
 
         add(f"collect-{s}", [tasks[s]], [out / f"collect-{s}"], collect)
         add(f"harvest-{s}", [out / f"collect-{s}"], [out / f"harvest-{s}"],
-            cmd=_cli("harvest", str(out / f"collect-{s}"), "--out", str(out / f"harvest-{s}"), "--advancing-only",
+            cmd=_cli("harvest", str(out / f"collect-{s}"), "--out", str(out / f"harvest-{s}"), "--label", "rule",
                      "--dedup", "--val-fraction", "0"))
 
     def assemble() -> None:

@@ -8,7 +8,8 @@ The reducer is the only writer of the ledger: every role output is turned into t
 - insufficient: the ledger is not ready and nothing can advance (checked before each planner call, so the
   planner is not asked);
 - forced: the finalizer check failed `revision_budget + 1` times; the best drafted value is returned;
-- budget: `step_budget` planner steps spent, or `max_tool_calls` tool calls made;
+- budget: `step_budget` planner steps spent, or the tool calls allowed made (the recipe's `max_tool_calls`, or
+  the task's own budget, which the ledger carries and the digest shows);
 - stuck: the planner made the same rejected decision `max_repeated_rejections` times in a row;
 - error: a backend is dead (after its own retries), with the reason.
 
@@ -56,6 +57,7 @@ from omnidecision.ledger import (
     composed_query,
     ready,
     reduce,
+    tool_calls_made,
     unmet_blocking,
     unresolved_conflicts,
 )
@@ -123,7 +125,8 @@ async def _decompose(run: Run, record: RunRecord) -> None:
     resp = await run.chat("decompose", decompose_messages(task.question, task), {"task": task})
     out, err = parse_decompose_output(resp.text)
     record.decompose = Run.role_call("decompose", resp, err)
-    budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts}
+    budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts,
+               "max_tool_calls": task.max_tool_calls}
     if out is not None:
         # slots start empty and unverified whatever the decomposer wrote: only evidence verifies a slot
         slots = [s.model_copy(update={"value": None, "verified": False, "source": None}) for s in out.slots]
@@ -148,7 +151,8 @@ async def _ledger_loop(run: Run, record: RunRecord) -> None:
     await _decompose(run, record)
     while True:
         state = run.state
-        if state.step >= config.step_budget or _tool_cap_reached(run):
+        # a spent tool budget ends the run unless the ledger is ready: then the planner can still finish
+        if state.step >= config.step_budget or (_tool_cap_reached(run) and not ready(state)):
             return await _finish_without_accept(run, record, "budget", budget)
         if not ready(state) and not can_advance(state):
             return await _finish_without_accept(run, record, "insufficient", budget)
@@ -180,8 +184,9 @@ def _stuck(run: Run) -> bool:
 
 
 def _tool_cap_reached(run: Run) -> bool:
-    cap = run.config.max_tool_calls
-    return cap is not None and sum(run.state.tool_call_counts.values()) >= cap
+    """The recipe's cap (budget-matched comparisons) or the task's own tool budget (in the ledger) is spent."""
+    caps = [c for c in (run.config.max_tool_calls, run.state.max_tool_calls) if c is not None]
+    return bool(caps) and tool_calls_made(run.state) >= min(caps)
 
 
 def gap_diagnosis(state: Ledger) -> str:
@@ -248,8 +253,11 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
 async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBudget) -> None:
     state = run.state
     need = state.need(action.need)
-    if need is None or action.need not in actionable_need_indices(state):
-        why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
+    if need is None or action.need not in actionable_need_indices(state) or _tool_cap_reached(run):
+        if _tool_cap_reached(run):
+            why = f"the tool budget is spent ({tool_calls_made(state)} calls)"
+        else:
+            why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
         step.invalid = f"{why}; actionable: {actionable_need_indices(state)}"
         run.invalid_event(step.events, "planner", step.invalid, step.raw_output, decision=render_action(action))
         return

@@ -97,6 +97,9 @@ def harvest(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="skip malformed trajectory lines (counted)"),
     check_replay: bool = typer.Option(True, "--check-replay/--no-check-replay",
                                       help="RL: check each rebuilt state equals the recorded snapshot"),
+    label: str = typer.Option("emitted", "--label",
+                              help="SFT labels: 'emitted' (the collected decisions, correct runs only) or 'rule' "
+                                   "(every visited state of every run, labelled by the rule planner)"),
 ) -> None:
     """Turn trajectories into a state-SFT dataset (judge-correct runs) and an RL state dataset (all runs)."""
     from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
@@ -104,7 +107,7 @@ def harvest(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = HarvestOptions(advancing_only=advancing_only, dedup=dedup, max_rows_per_task=max_rows_per_task,
                           val_fraction=val_fraction, tokenizer=tokenizer, skip_bad=skip_bad,
-                          check_replay=check_replay)
+                          check_replay=check_replay, label=label)
     try:
         stats = run_harvest([str(r) for r in runs], out, opts)
     except (HarvestError, ValueError, OSError) as exc:

@@ -31,6 +31,8 @@ from omnidecision.ledger.readiness import (
     finish_available,
     is_open,
     ready,
+    tool_calls_made,
+    unblocks,
     unmet_blocking,
     unresolved_conflicts,
 )
@@ -55,5 +57,6 @@ __all__ = [
     "FinishRequested", "InitLedger", "InvalidAction", "Ledger", "LedgerEvent", "Need", "NeedSpec", "NeedUpdated",
     "Rejection", "Slot", "SlotUpdated", "SourceRef", "ToolCalled", "actionable_need_indices", "blocked_need_indices",
     "can_advance", "composed_query", "exhausted_need_indices", "finish_available", "is_open", "parse_event",
-    "ready", "reduce", "render_digest", "replay", "unmet_blocking", "unresolved_conflicts",
+    "ready", "reduce", "render_digest", "replay", "tool_calls_made", "unblocks", "unmet_blocking",
+    "unresolved_conflicts",
 ]

@@ -28,6 +28,8 @@ from omnidecision.ledger.readiness import (
     exhausted_need_indices,
     finish_available,
     ready,
+    tool_calls_made,
+    unblocks,
 )
 from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Need
 
@@ -72,7 +74,15 @@ def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     head = f"[{need.index}] status={label} role={need.role}"
     if label == "actionable":
         query = _q(composed_query(state, need.index), width)
-        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]} query={query}"
+        # what a planner needs beyond the listed tool: other sources, tools already tried, the needs it unblocks
+        extra = ""
+        if need.alt_sources:
+            extra += f" alt=[{','.join(SOURCE_TOOL[s] for s in need.alt_sources)}]"
+        if need.tried:
+            extra += f" tried=[{','.join(need.tried)}]"
+        if waiting := unblocks(state, need.index):
+            extra += f" unblocks={waiting}"
+        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]}{extra} query={query}"
                 f" {_attempts(state, need)} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]
@@ -92,6 +102,8 @@ def _sections(state: Ledger, b: DigestBudget) -> list[list[str]]:
         f"step={state.step:0{sw}d}/{state.step_budget:0{sw}d} ready={'yes' if ready(state) else 'no'} "
         f"can_advance={'yes' if can_advance(state) else 'no'} "
         f"finish_available={'yes' if finish_available(state) else 'no'}",
+        *([f"tool_calls={tool_calls_made(state):0{len(str(state.max_tool_calls))}d}/{state.max_tool_calls}"]
+          if state.max_tool_calls is not None else []),
         f"actionable_need_indices={actionable}",
         f"blocked_need_indices={blocked}",
     ]

@@ -26,6 +26,7 @@ class NeedSpec(_Event):
     query_focus: str = ""
     preferred_source: Source = "web"
     depends_on: list[int] = Field(default_factory=list)
+    alt_sources: list[Source] = Field(default_factory=list)
 
 
 class InitLedger(_Event):
@@ -37,6 +38,7 @@ class InitLedger(_Event):
     slots: list[Slot] = Field(default_factory=list)
     step_budget: int = Field(15, ge=1)
     max_attempts: int = Field(3, ge=1)
+    max_tool_calls: int | None = Field(None, ge=0)
 
 
 class ToolCalled(_Event):

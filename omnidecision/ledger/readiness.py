@@ -41,6 +41,15 @@ def exhausted_need_indices(state: Ledger) -> list[int]:
     return [n.index for n in state.needs if is_open(n) and _deps_filled(state, n) and n.attempts >= state.max_attempts]
 
 
+def unblocks(state: Ledger, index: int) -> list[int]:
+    """Open needs that wait on need `index` directly (filling it moves them toward actionable)."""
+    return [n.index for n in state.needs if index in n.depends_on and is_open(n)]
+
+
+def tool_calls_made(state: Ledger) -> int:
+    return sum(state.tool_call_counts.values())
+
+
 def unresolved_conflicts(state: Ledger) -> list[int]:
     return [c.id for c in state.conflicts if not c.resolved]
 
@@ -59,7 +68,10 @@ def can_advance(state: Ledger) -> bool:
     Both take a tool call on an actionable need: the reducer reopens a filled need when a conflict is raised on
     it, so a conflict that can still be worked on always sits on an actionable need. A conflict on an unfillable,
     blocked or exhausted need cannot be worked on by any call the loop would execute.
+    A spent tool budget (the ledger's `max_tool_calls`) means no call can be executed: nothing can advance.
     """
+    if state.max_tool_calls is not None and tool_calls_made(state) >= state.max_tool_calls:
+        return False
     return bool(actionable_need_indices(state))
 
 

@@ -96,6 +96,8 @@ def reduce(state: Ledger, event: LedgerEvent) -> Ledger:
         new.step += 1
         new.last_rejected = None
         need.attempts += 1
+        if event.tool not in need.tried:
+            need.tried.append(event.tool)
         new.tool_call_counts[event.tool] = new.tool_call_counts.get(event.tool, 0) + 1
         if not event.ok:
             new.failed_calls.append(FailedCall(need=event.need, tool=event.tool, query=event.query, error=event.error))
@@ -162,7 +164,8 @@ def _init(state: Ledger, event: InitLedger) -> Ledger:
             if not 0 <= i < len(needs):
                 raise EventRejected(event, f"slot {s.name!r} refers to unknown need {i}")
     return Ledger(question=event.question, needs=needs, slots=[s.model_copy(deep=True) for s in event.slots],
-                  step_budget=event.step_budget, max_attempts=event.max_attempts, initialized=True)
+                  step_budget=event.step_budget, max_attempts=event.max_attempts,
+                  max_tool_calls=event.max_tool_calls, initialized=True)
 
 
 def _apply_need_update(new: Ledger, event: NeedUpdated) -> None:

@@ -52,9 +52,12 @@ class Need(_Record):
     query_focus: str = ""
     preferred_source: Source = "web"
     depends_on: list[int] = Field(default_factory=list)
+    # other sources that can answer the need, in order of preference after `preferred_source`
+    alt_sources: list[Source] = Field(default_factory=list)
     filled_by: str | None = None
     value: str | None = None
     attempts: int = 0
+    tried: list[str] = Field(default_factory=list)  # tools called on this need so far (first-call order, no repeats)
 
 
 class Slot(_Record):
@@ -125,6 +128,7 @@ class Ledger(_Record):
     step: int = 0
     step_budget: int = 15
     max_attempts: int = 3
+    max_tool_calls: int | None = None  # the task's tool-call budget (R0), shown in the digest; None: no cap
     finish_requests: int = 0
     finalizer_failures: int = 0
     gap_diagnosis: str | None = None

@@ -65,6 +65,8 @@ class GoldNeed(_Rec):
     asset_id: str | None = None
     conflicting_value: str | None = None  # a wrong value some source states; the teacher must resolve it
     confirm_query_focus: str | None = None  # a query (same `{#i}` placeholders) that reaches a confirming source
+    alt_sources: list[Source] = Field(default_factory=list)  # other sources that hold the value
+    resolved_by: Source | None = None  # only this (independent) source settles a conflict on the need
 
 
 class GoldSlot(_Rec):
@@ -96,6 +98,7 @@ class Task(_Rec):
     blocked_domains: list[str] = Field(default_factory=list)
     gold: GoldDecomposition | None = None
     answerable: bool = True
+    max_tool_calls: int | None = Field(None, ge=1)  # the task's tool-call budget (part of R0), None: the recipe's
     base_dir: str | None = None  # relative asset/corpus paths resolve against this
     meta: dict[str, Any] = Field(default_factory=dict)
 
