@@ -309,6 +309,8 @@ def summarise(out: Path, cfg: DemoConfig, state: dict[str, Any], times: dict[str
             "heldout_closure_reward_ci95": None if c is None else [c["closure"]["ci95_low"],
                                                                   c["closure"]["ci95_high"]],
             "report": f"eval/{name}/test/report.json",  # relative to the demo folder (no machine path)
+            # per synthetic family: which decisions the planner gets right (README, "The synthetic suite")
+            "by_family": {f: {"n": v["n"], "accuracy": v["accuracy"]} for f, v in rep.get("by_category", {}).items()},
         }
     correct = {n: task_correct(out / "eval" / n / "test") for n in PLANNERS}
     paired = [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in PAIRS]
@@ -343,6 +345,14 @@ def table(summary: dict[str, Any]) -> str:
     for p in summary["paired_in_loop"]:
         rows.append(f"| {p['a']} | {p['b']} | {p['n']} | {p['a_only']} | {p['b_only']} | {p['delta']:+.3f} | "
                     f"[{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}] | {p['p_value']:.3g} |")
+    families = sorted({f for p in summary["planners"].values() for f in p.get("by_family", {})})
+    rows += ["", "Test accuracy per synthetic family (n tasks):", "",
+             "| family | n | " + " | ".join(PLANNERS) + " |", "|---|---|" + "---|" * len(PLANNERS)]
+    for f in families:
+        fam = {n: summary["planners"][n].get("by_family", {}).get(f) for n in PLANNERS}
+        n = next((v["n"] for v in fam.values() if v), 0)
+        rows.append(f"| {f} | {n} | " + " | ".join("–" if v is None or v["accuracy"] is None
+                                                  else f"{v['accuracy']:.2f}" for v in fam.values()) + " |")
     times = ", ".join(f"{k} {v:.0f}s" for k, v in summary["stage_wall_s"].items())
     return ("\n".join(rows) + f"\n\nPost-SFT stages (rounds + GRPO) took {summary['post_sft_wall_s']:.0f}s; sft_plus "
             f"trained for the same time.\nStage wall times: {times} (total {summary['total_wall_s']:.0f}s)\n")
