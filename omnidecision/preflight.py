@@ -99,8 +99,15 @@ def check_precision(args: Any, where: str) -> None:
     `deferred_device_checks` the requested precision is kept in `args.requested_precision` and the config is
     resolved as a CPU one, so that a dry run on a CPU-only login node still shows the recipe.
     """
+    if getattr(args, "use_cpu", False) or cuda_available():
+        return
     wants = [name for name in ("bf16", "fp16") if getattr(args, name, False)]
-    if not wants or getattr(args, "use_cpu", False) or cuda_available():
+    if not wants:
+        if getattr(args, "bf16", False) is None:
+            # a recipe that sets no precision (TRL would default to bf16, a GPU setting): a CPU run, said out loud
+            logger.warning("%s: no CUDA device is visible and the recipe sets no precision: training on the CPU in "
+                           "float32", where)
+            args.bf16, args.use_cpu = False, True
         return
     if _DEFER_DEVICE_CHECKS.get():
         args.requested_precision = {"bf16": bool(args.bf16), "fp16": bool(args.fp16), "use_cpu": bool(args.use_cpu)}

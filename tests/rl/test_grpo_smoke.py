@@ -80,6 +80,8 @@ def test_recipe_checks():
     with pytest.raises(ValueError, match="num_generations must be >= 2"):
         parse_args(["--config", str(RECIPE), "--num_generations", "1", "--generation_batch_size", "4"])
     with pytest.raises(ValueError, match="judge_base_url"):
+        parse_args(["--config", str(RECIPE), "--reward_funcs", "judge", "--reward_weights", "1"])
+    with pytest.raises(ValueError, match="nansum"):  # a separate judge next to other rewards: failures would be 0
         parse_args(["--config", str(RECIPE), "--reward_funcs", "closure", "judge"])
     script, _, _ = parse_args(["--config", str(RECIPE), "--closure_weights", '{"format": 2}'])
     assert script.reward_params() == {"closure": {"weights": {"format": 2}, "gate_on_tool": True}}
