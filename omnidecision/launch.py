@@ -25,8 +25,8 @@ def accelerate_command(stage: str, stage_args: Sequence[str], *, config_file: st
                        num_processes: int | None = None, python: str | None = None) -> list[str]:
     """The `accelerate launch` command line that runs `stage` with `stage_args` (recipe and overrides).
 
-    >>> render(accelerate_command("grpo", ["--config", "r.yaml"], num_processes=8, python="python"))[:62]
-    'python -m accelerate.commands.launch --multi_gpu --num_processes'
+    >>> accelerate_command("grpo", ["--config", "r.yaml"], num_processes=8, python="python")[3:6]
+    ['--multi_gpu', '--num_processes', '8']
     >>> accelerate_command("grpo", ["--config", "r.yaml"], num_processes=8, python="python")[-4:]
     ['-m', 'omnidecision.rl.train', '--config', 'r.yaml']
     """
