@@ -4,7 +4,8 @@
 `--accelerate-config configs/accelerate/zero3.yaml` (and/or `--num-processes N`) the command re-runs the stage's
 module under `accelerate launch`, one process per GPU, with the same recipe and overrides:
 
-    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml --config configs/grpo/qwen3-8b-vllm-colocate.yaml
+    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml \
+        --config configs/grpo/qwen3-8b-vllm-colocate.yaml
     # runs: python -m accelerate.commands.launch --config_file configs/accelerate/zero3.yaml \
     #           -m omnidecision.rl.train --config configs/grpo/qwen3-8b-vllm-colocate.yaml
 """

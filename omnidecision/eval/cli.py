@@ -2,7 +2,7 @@
 
     omnidecision serve runs/export/merged --port 8000
     omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --tensor-parallel-size 2
-    omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --dry-run    # print the vLLM command, start nothing
+    omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --dry-run   # the vLLM command; start nothing
     omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2 --out runs/eval-a
     omnidecision compare runs/eval-a runs/eval-b --out runs/compare
     omnidecision ablate --config configs/eval/synthetic-tiny-vllm.yaml --max-tool-calls 6 --out runs/ablate
@@ -121,10 +121,9 @@ def eval_cmd(
     _logging()
     recipe = _recipe(config, ctx.args, out)
     if dry_run:
+        from omnidecision.collect.recipe import cli_overrides
         from omnidecision.eval.dryrun import eval_dry_run
         from omnidecision.preflight import emit
-
-        from omnidecision.collect.recipe import cli_overrides
 
         raise typer.Exit(emit(eval_dry_run(recipe, config, len(cli_overrides(ctx.args)) + (out is not None))))
     try:
@@ -180,10 +179,9 @@ def ablate(
         raise typer.Exit(2)
     recipe = _recipe(config, ctx.args, None)
     if dry_run:
+        from omnidecision.collect.recipe import cli_overrides
         from omnidecision.eval.dryrun import eval_dry_run
         from omnidecision.preflight import emit
-
-        from omnidecision.collect.recipe import cli_overrides
 
         report = eval_dry_run(recipe, config, len(cli_overrides(ctx.args)), command="ablate")
         report.extra.update({"modes": list(chosen), "max_tool_calls": max_tool_calls, "out": str(out)})

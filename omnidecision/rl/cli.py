@@ -5,7 +5,8 @@ Unknown options are TrlParser overrides of the recipe (e.g. `--max_steps 20 --le
 GPU); `--dry-run` resolves and checks everything and prints the configuration and the command, starting nothing.
 
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml --max_steps 20
-    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml --config configs/grpo/qwen3-8b-vllm-colocate.yaml
+    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml \
+        --config configs/grpo/qwen3-8b-vllm-colocate.yaml
     omnidecision grpo --config configs/grpo/qwen3-8b-lora-vllm-server.yaml --dataset_name data/harvest/rl --dry-run
 """
 
@@ -22,10 +23,10 @@ def grpo(
     ctx: typer.Context,
     config: str = typer.Option(..., "--config", help="GRPO recipe (configs/grpo/*.yaml)."),
     accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
-        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/*.yaml)."),
+        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
     num_processes: Optional[int] = typer.Option(  # noqa: UP045
         None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."""
     stage_args = ["--config", config, *ctx.args]

@@ -101,8 +101,8 @@ class GRPOScriptArguments(trl.ScriptArguments):
             # TRL sums the reward functions with nansum: a separate judge that fails (None -> NaN) would count as 0
             # for that sample, not be left out. Inside the closure rubric its weight leaves with it.
             raise ValueError(f"reward_funcs {self.reward_funcs}: `judge` next to other rewards would score a failed "
-                             "judge call as 0 (TRL sums reward functions with nansum). Put the judge inside the closure "
-                             "reward instead: reward_funcs: [closure] with judge_weight: W")
+                             "judge call as 0 (TRL sums reward functions with nansum). Put the judge inside the "
+                             "closure reward instead: reward_funcs: [closure] with judge_weight: W")
         if self.judge_weight is not None:
             if "closure" not in self.reward_funcs:
                 raise ValueError("judge_weight adds the judge to the `closure` reward: add closure to reward_funcs")

@@ -28,7 +28,8 @@ sharded parameters (ZeRO-3, FSDP) no rank holds the whole model: the in-run eval
 (evaluate afterwards with `python -m omnidecision.rl.evaluate`) and balanced selection is refused.
 
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml [--max_steps 50 ...]
-    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml --config configs/grpo/qwen3-8b-vllm-colocate.yaml
+    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml \
+        --config configs/grpo/qwen3-8b-vllm-colocate.yaml
     accelerate launch -m omnidecision.rl.train --config configs/grpo/qwen3-8b-lora-vllm-server.yaml
 """
 

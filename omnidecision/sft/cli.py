@@ -2,7 +2,8 @@
 
     omnidecision tiny-planner --out runs/tiny-planner [--data runs/demo/sft]
     omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
-    omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml [--dry-run]
+    omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml \
+        [--dry-run]
     omnidecision export runs/sft/tiny-cpu --out runs/export/tiny [--merge]
 
 Heavy imports (torch, transformers, TRL) happen inside the functions.
@@ -46,10 +47,10 @@ def sft(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="YAML recipe (configs/sft/*.yaml)."),
     accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
-        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/*.yaml)."),
+        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
     num_processes: Optional[int] = typer.Option(  # noqa: UP045
         None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe."""
     stage_args = ["--config", str(config), *ctx.args]

@@ -23,6 +23,7 @@ from omnidecision.preflight import (
     split_files,
 )
 
+
 def sft_split_files(path: str) -> dict[str, list[str]]:
     """Split name -> files of a harvested SFT folder (`dataset_name`), without loading it."""
     if not Path(path).is_dir():

@@ -220,7 +220,8 @@ def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path):
     assert code == 0, report
     assert report["resolved"]["training"]["bf16"] is True  # the recipe's request, not the CPU stand-in
     assert _check(report, "model_name_or_path")["status"] == "warning"  # Qwen/Qwen3-8B: a hub id, not checked
-    assert "--num_processes 4 -m omnidecision.sft.train --config configs/sft/qwen3-8b-lora.yaml" in report["would_run"][0]
+    launch = "--num_processes 4 -m omnidecision.sft.train --config configs/sft/qwen3-8b-lora.yaml"
+    assert launch in report["would_run"][0]
     code, report = _report(["sft", "--config", "configs/sft/qwen3-8b-lora.yaml", "--dataset_name",
                             str(tmp_path / "absent"), "--dry-run"])
     assert code == 2 and _check(report, "dataset_name")["status"] == "error"
@@ -291,7 +292,6 @@ def test_gpu_recipe_attention_is_installed_by_a_documented_extra(recipe):
 
 def test_serve_extra_pins_the_vllm_range_trl_supports():
     import tomllib
-
     from packaging.requirements import Requirement
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -45,8 +45,9 @@ class _Judge(BaseHTTPRequestHandler):
             return
         score = 0.0 if "web_search" in decision else JUDGE_SCORE
         content = json.dumps({"score": score, "reason": "stub"})
+        message = {"role": "assistant", "content": content}
         reply = {"id": "x", "object": "chat.completion", "created": 0, "model": "judge",
-                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                 "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
         self._send(200, json.dumps(reply).encode())
 
