@@ -88,7 +88,7 @@ def grpo_share(steps: int) -> dict:
         model = build_tiny_planner(work / "tiny", texts=list(default_corpus(n=300)), hidden=64, layers=2)
         data = write_rl_dataset(work / "harvest", n_train=256, n_validation=8, seed=5)
         args = parse_args(["--config", str(ROOT / "configs/grpo/tiny-cpu.yaml"), "--model_name_or_path", str(model),
-                           "--dataset_dir", str(data), "--output_dir", str(work / "grpo"), "--max_steps", str(steps),
+                           "--dataset_name", str(data), "--output_dir", str(work / "grpo"), "--max_steps", str(steps),
                            "--eval_closure_n", "0", "--save_strategy", "no", "--log_completions", "false",
                            "--reward_funcs", "closure", "format", "finish", "target", "tool", "query", "no_repeat",
                            "modality", "--reward_weights", "1", "0", "0", "0", "0", "0", "0", "0"])

@@ -216,7 +216,7 @@ def build_plan(cfg: DemoConfig, out: Path, runner: Runner) -> tuple[list[Stage],
     last = rounds_dir / f"round-{cfg.rounds}"
     add("export-rounds", [last / "model"], [models / "rounds"],
         run=lambda: shutil.copytree(last / "model", models / "rounds", dirs_exist_ok=True))
-    grpo_over = {"model_name_or_path": models / "rounds", "dataset_dir": last / "data" / "onpolicy",
+    grpo_over = {"model_name_or_path": models / "rounds", "dataset_name": last / "data" / "onpolicy",
                  "output_dir": models / "grpo-run", "max_steps": cfg.grpo_steps, "seed": cfg.seed}
     add("grpo", [models / "rounds", last / "data" / "onpolicy"], [models / "grpo-run"],
         cmd=_cli("grpo", "--config", str(CONFIGS / "grpo" / "tiny-cpu.yaml"), *_args(grpo_over)))

@@ -3,6 +3,7 @@
     omnidecision tasks synth --n 200 --out runs/synth
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --tasks runs/synth --out runs/teacher \
         --concurrency 8 --shard 0/1 --agent.step_budget 12
+    omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --dry-run   # check, print
     omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl
     omnidecision harvest runs/teacher --out data/harvest --advancing-only --dedup
 """
@@ -50,6 +51,8 @@ def collect(
     mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints' "
+                                                          "syntax; print the resolved recipe; run nothing"),
 ) -> None:
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
 
@@ -71,6 +74,11 @@ def collect(
             overrides.append(f"{key}={json.dumps(str(value)) if isinstance(value, (str, Path)) else value}")
     if no_progress:
         overrides.append("progress=false")
+    if dry_run:
+        from omnidecision.collect.dryrun import dry_run as make_report
+        from omnidecision.preflight import emit
+
+        raise typer.Exit(emit(make_report(config, overrides)))
     try:
         recipe = load_recipe(config, overrides)
         summary = asyncio.run(run_collect(recipe))

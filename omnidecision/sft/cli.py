@@ -2,6 +2,8 @@
 
     omnidecision tiny-planner --out runs/tiny-planner [--data runs/demo/sft]
     omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
+    omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml \
+        [--dry-run]
     omnidecision export runs/sft/tiny-cpu --out runs/export/tiny [--merge]
 
 Heavy imports (torch, transformers, TRL) happen inside the functions.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -43,20 +46,39 @@ def tiny_planner(
 def sft(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="YAML recipe (configs/sft/*.yaml)."),
+    accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
+    num_processes: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe."""
+    stage_args = ["--config", str(config), *ctx.args]
+    if dry_run:
+        from omnidecision.preflight import emit
+        from omnidecision.sft.dryrun import dry_run as make_report
+
+        raise typer.Exit(emit(make_report(stage_args, accelerate_config=accelerate_config,
+                                          num_processes=num_processes)))
+    if not config.exists():
+        raise typer.BadParameter(f"recipe {config} does not exist", param_hint="--config")
+    if accelerate_config is not None or num_processes is not None:
+        from omnidecision.launch import accelerate_command, render, run
+
+        cmd = accelerate_command("sft", stage_args, config_file=accelerate_config, num_processes=num_processes)
+        typer.echo(f"launching: {render(cmd)}", err=True)
+        raise typer.Exit(run(cmd))
+
     from omnidecision.sft.config import parse_args
     from omnidecision.sft.train import main
 
     _logging()
-    if not config.exists():
-        raise typer.BadParameter(f"recipe {config} does not exist", param_hint="--config")
     try:
-        args = parse_args(["--config", str(config), *ctx.args])
+        args = parse_args(stage_args)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    run = main(*args)
-    print(f"saved to {run['output_dir']} (step {run['global_step']})")
+    run_info = main(*args)
+    print(f"saved to {run_info['output_dir']} (step {run_info['global_step']})")
 
 
 sft.passthrough = True  # type: ignore[attr-defined]

@@ -1,0 +1,86 @@
+"""`omnidecision sft ... --dry-run`: resolve the SFT recipe and its overrides, check the model, the data splits,
+the attention implementation and the accelerate config, print the resolved configuration and the command a real
+run starts; load no model, start nothing.
+
+    omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml \
+        --dataset_name data/harvest/sft --dry-run
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from omnidecision.preflight import (
+    DryRunReport,
+    changed_fields,
+    check_accelerate_config,
+    check_attention,
+    check_folder,
+    check_model,
+    check_tracking,
+    deferred_device_checks,
+    split_files,
+)
+
+
+def sft_split_files(path: str) -> dict[str, list[str]]:
+    """Split name -> files of a harvested SFT folder (`dataset_name`), without loading it."""
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"dataset_name: {path} is not a folder (a harvested sft/ folder)")
+    return split_files(path)
+
+
+def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
+            num_processes: int | None = None) -> DryRunReport:
+    """The dry-run report of `omnidecision sft` with `stage_args` (`--config RECIPE` + overrides)."""
+    from omnidecision.launch import accelerate_command, render
+    from omnidecision.sft.config import parse_args
+
+    recipe = stage_args[stage_args.index("--config") + 1] if "--config" in stage_args else None
+    report = DryRunReport(command="sft", recipe=recipe)
+    if recipe is not None and not Path(recipe).is_file():
+        report.add("recipe", "error", f"{recipe} does not exist")
+        return report
+    try:
+        with deferred_device_checks():
+            script, training, model = parse_args(list(stage_args))
+    except (ValueError, FileNotFoundError) as exc:
+        report.add("recipe", "error", str(exc))
+        return report
+    report.add("recipe", "ok", f"{recipe} + {len(stage_args) - 2} override argument(s) parsed by TrlParser")
+    requested = getattr(training, "requested_precision", None)
+    training_fields = changed_fields(training)
+    if requested:
+        training_fields.update(requested)
+        report.add("precision", "deferred", f"{'bf16' if requested['bf16'] else 'fp16'} needs a CUDA device: none "
+                                            "on this machine; checked when the run starts on the GPU node")
+    report.resolved = {"script": changed_fields(script), "training": training_fields, "model": changed_fields(model)}
+
+    report.checks.append(check_model(model.model_name_or_path, "model_name_or_path"))
+    report.checks.append(check_attention(model.attn_implementation))
+    try:
+        files = sft_split_files(script.dataset_name) if script.dataset_name else None
+    except FileNotFoundError as exc:
+        report.add("dataset_name", "error", str(exc))
+    else:
+        if files is None:
+            report.add("dataset_name", "error", "not set (a harvested sft/ folder)")
+        elif script.dataset_train_split not in files:
+            report.add("dataset_name", "error", f"{script.dataset_name}: no `{script.dataset_train_split}` split "
+                                                f"(found {sorted(files)})")
+        elif str(training.eval_strategy).lower().endswith("no") or script.dataset_test_split in files:
+            report.add("dataset_name", "ok", f"{script.dataset_name}: splits {sorted(files)}")
+        else:
+            report.add("dataset_name", "error", f"{script.dataset_name}: eval_strategy={training.eval_strategy} but "
+                                                f"no `{script.dataset_test_split}` split (found {sorted(files)})")
+    report.checks.append(check_tracking(training.report_to))
+    report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
+    report.checks.append(check_accelerate_config(accelerate_config))
+    if accelerate_config or num_processes:
+        cmd = accelerate_command("sft", stage_args, config_file=accelerate_config, num_processes=num_processes)
+    else:
+        cmd = [sys.executable, "-m", "omnidecision.sft.train", *stage_args]
+    report.would_run = [render(cmd)]
+    report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}
+    return report
