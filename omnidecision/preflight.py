@@ -339,6 +339,26 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def parse_stage(report: DryRunReport, stage_args: list[str], parse_args: Any) -> tuple[Any, Any, Any] | None:
+    """Parse a TRL stage's `--config RECIPE` + overrides the way the real run does (device checks deferred);
+    fills `report.resolved` and returns (script, training, model) args, or None after adding the error."""
+    recipe = report.recipe
+    if recipe is not None and not Path(recipe).is_file():
+        report.add("recipe", "error", f"{recipe} does not exist")
+        return None
+    try:
+        with deferred_device_checks():
+            script, training, model = parse_args(list(stage_args))
+    except (ValueError, FileNotFoundError) as exc:
+        report.add("recipe", "error", str(exc))
+        return None
+    report.add("recipe", "ok", f"{recipe} + {len(stage_args) - 2} override argument(s) parsed by TrlParser")
+    training_fields = changed_fields(training)
+    training_fields.update(getattr(training, "requested_precision", None) or {})
+    report.resolved = {"script": changed_fields(script), "training": training_fields, "model": changed_fields(model)}
+    return script, training, model
+
+
 def emit(report: DryRunReport) -> int:
     """Print the report on stdout and the failed checks on stderr; the exit code (0 ok, 2 some check failed)."""
     import sys

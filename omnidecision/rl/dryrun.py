@@ -11,7 +11,6 @@ from pathlib import Path
 
 from omnidecision.preflight import (
     DryRunReport,
-    changed_fields,
     check_accelerate_config,
     check_attention,
     check_folder,
@@ -19,7 +18,7 @@ from omnidecision.preflight import (
     check_tracking,
     check_url,
     cuda_available,
-    deferred_device_checks,
+    parse_stage,
 )
 
 
@@ -61,21 +60,11 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
 
     recipe = stage_args[stage_args.index("--config") + 1] if "--config" in stage_args else None
     report = DryRunReport(command="grpo", recipe=recipe)
-    if recipe is not None and not Path(recipe).is_file():
-        report.add("recipe", "error", f"{recipe} does not exist")
+    parsed = parse_stage(report, stage_args, parse_args)
+    if parsed is None:
         return report
-    try:
-        with deferred_device_checks():
-            script, training, model = parse_args(list(stage_args))
-    except (ValueError, FileNotFoundError) as exc:
-        report.add("recipe", "error", str(exc))
-        return report
-    report.add("recipe", "ok", f"{recipe} + {len(stage_args) - 2} override argument(s) parsed by TrlParser")
+    script, training, model = parsed
     requested = getattr(training, "requested_precision", None)
-    training_fields = changed_fields(training)
-    if requested:
-        training_fields.update({k: v for k, v in requested.items()})
-    report.resolved = {"script": changed_fields(script), "training": training_fields, "model": changed_fields(model)}
 
     # --- the machine: precision and vLLM need CUDA, which a login node may not have
     if requested:

@@ -13,13 +13,12 @@ from pathlib import Path
 
 from omnidecision.preflight import (
     DryRunReport,
-    changed_fields,
     check_accelerate_config,
     check_attention,
     check_folder,
     check_model,
     check_tracking,
-    deferred_device_checks,
+    parse_stage,
     split_files,
 )
 
@@ -39,23 +38,14 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
 
     recipe = stage_args[stage_args.index("--config") + 1] if "--config" in stage_args else None
     report = DryRunReport(command="sft", recipe=recipe)
-    if recipe is not None and not Path(recipe).is_file():
-        report.add("recipe", "error", f"{recipe} does not exist")
+    parsed = parse_stage(report, stage_args, parse_args)
+    if parsed is None:
         return report
-    try:
-        with deferred_device_checks():
-            script, training, model = parse_args(list(stage_args))
-    except (ValueError, FileNotFoundError) as exc:
-        report.add("recipe", "error", str(exc))
-        return report
-    report.add("recipe", "ok", f"{recipe} + {len(stage_args) - 2} override argument(s) parsed by TrlParser")
+    script, training, model = parsed
     requested = getattr(training, "requested_precision", None)
-    training_fields = changed_fields(training)
     if requested:
-        training_fields.update(requested)
         report.add("precision", "deferred", f"{'bf16' if requested['bf16'] else 'fp16'} needs a CUDA device: none "
                                             "on this machine; checked when the run starts on the GPU node")
-    report.resolved = {"script": changed_fields(script), "training": training_fields, "model": changed_fields(model)}
 
     report.checks.append(check_model(model.model_name_or_path, "model_name_or_path"))
     report.checks.append(check_attention(model.attn_implementation))
