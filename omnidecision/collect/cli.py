@@ -3,6 +3,7 @@
     omnidecision tasks synth --n 200 --out runs/synth
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --tasks runs/synth --out runs/teacher \
         --concurrency 8 --shard 0/1 --agent.step_budget 12
+    omnidecision collect --config configs/collect/omnigaia-live.yaml --dry-run   # what is missing, nothing run
     omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl
     omnidecision harvest runs/teacher --out data/harvest --advancing-only --dedup
 """
@@ -49,6 +50,8 @@ def collect(
     limit: Optional[int] = typer.Option(None, "--limit", help="override tasks.limit"),  # noqa: UP045
     mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="load the recipe and the tasks, check every endpoint, "
+                                 "API key and media file (endpoints are probed), print what is missing; run nothing"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
@@ -71,6 +74,8 @@ def collect(
             overrides.append(f"{key}={json.dumps(str(value)) if isinstance(value, (str, Path)) else value}")
     if no_progress:
         overrides.append("progress=false")
+    if dry_run:
+        return _dry_run(config, overrides)
     try:
         recipe = load_recipe(config, overrides)
         summary = asyncio.run(run_collect(recipe))
@@ -81,6 +86,38 @@ def collect(
     typer.echo(f"{s['out_file']}: {s['done']} new runs, {s['skipped']} already done, {s['jobs']} total; "
                f"accuracy {acc} ({s['correct']}/{s['judged']}, {s['judge_failures']} judge failures); "
                f"outcomes {s['outcomes']}; {s['wall_s']:.1f}s")
+
+
+def _dry_run(config: Path | None, overrides: list[str]) -> None:
+    """`collect --dry-run`: every problem at once (unset variables, endpoints, keys, media files); exit 1 if any."""
+    from omnidecision.collect.live import live_problems
+    from omnidecision.collect.recipe import RecipeError, load_recipe
+    from omnidecision.collect.runner import select_tasks
+    from omnidecision.tasks.loaders import TaskFileError
+
+    try:
+        recipe = load_recipe(config, overrides)
+    except RecipeError as exc:  # every unset variable is named, each with its field
+        head, _, rest = str(exc).partition(": ")
+        typer.echo(f"not ready: {head}", err=True)
+        for item in rest.split("; "):
+            typer.echo(f"  - {item}", err=True)
+        raise typer.Exit(1) from None
+    try:
+        tasks, selected = select_tasks(recipe)
+    except (TaskFileError, RecipeError, ValueError, OSError) as exc:
+        typer.echo(f"not ready: tasks: {exc}", err=True)
+        raise typer.Exit(1) from None
+    problems = live_problems(recipe, tasks, probe=True)
+    env = recipe.environment
+    typer.echo(f"recipe {config}: environment {env.kind}; {len(tasks)} tasks in this shard ({len(selected)} "
+               f"selected), {sum(len(t.assets) for t in tasks)} assets; out {recipe.out}")
+    if problems:
+        typer.echo(f"not ready: {len(problems)} problem(s):", err=True)
+        for p in problems:
+            typer.echo(f"  - {p}", err=True)
+        raise typer.Exit(1)
+    typer.echo("ready: every endpoint answers and every media file is there")
 
 
 collect.passthrough = True  # type: ignore[attr-defined]  # `collect merge …` and `--key.path VALUE` overrides
