@@ -100,6 +100,13 @@ def build_tiny_vlm(out_dir: str | Path, hidden: int = 64, layers: int = 2, heads
     return out
 
 
+def image_tokens(model_dir: str | Path) -> int:
+    """Tokens one image takes in the prompt of a model built here: <fake_token_around_image><global-img>,
+    image_seq_len × <image>, <fake_token_around_image>."""
+    config = json.loads((Path(model_dir) / "processor_config.json").read_text("utf-8"))
+    return int(config["image_seq_len"]) + 3
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir")

@@ -18,8 +18,10 @@ and the status otherwise. Keys come from the environment variable the spec names
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, Literal
@@ -32,6 +34,7 @@ from omnidecision.tools.base import SearchHit
 
 logger = logging.getLogger(__name__)
 
+_TAG = re.compile(r"<[^>]+>")
 SearchKind = Literal["searxng", "tavily", "brave", "serper"]
 DEFAULT_URLS: dict[str, str] = {
     "tavily": "https://api.tavily.com",
@@ -86,8 +89,9 @@ def _hits(items: Any, url_key: str, title_key: str, text_key: str, score: Callab
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not item.get(url_key):
             continue  # answers/infoboxes mixed into a list, or a result without a link: nothing to read
-        out.append(SearchHit(url=str(item[url_key]), title=str(item.get(title_key) or ""),
-                             snippet=" ".join(str(item.get(text_key) or "").split()), score=score(i, item)))
+        text = html.unescape(_TAG.sub("", str(item.get(text_key) or "")))  # Brave marks matches with <strong>
+        out.append(SearchHit(url=str(item[url_key]), title=html.unescape(_TAG.sub("", str(item.get(title_key) or ""))),
+                             snippet=" ".join(text.split()), score=score(i, item)))
     return out
 
 
