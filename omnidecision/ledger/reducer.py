@@ -174,7 +174,9 @@ def _init(state: Ledger, event: InitLedger) -> Ledger:
         known = [a.id for a in event.context.assets]
         for n in needs:
             if n.asset_id is not None and n.asset_id not in known:
-                raise EventRejected(event, f"need {n.index} names asset {n.asset_id!r}, not one of the task's {known}")
+                shown = ", ".join(known[:8]) + (f", … ({len(known)} in all)" if len(known) > 8 else "")
+                raise EventRejected(event, f"need {n.index} names asset {n.asset_id!r}, not one of the task's: "
+                                           f"{shown}")
     context = event.context.model_copy(deep=True) if event.context is not None else None
     return Ledger(question=event.question, context=context, needs=needs,
                   slots=[s.model_copy(deep=True) for s in event.slots], step_budget=event.step_budget,
