@@ -38,8 +38,11 @@ def serve(
     max_lora_rank: int = typer.Option(16, help="largest adapter rank"),
     served_name: Optional[str] = typer.Option(None, help="name clients request (default: folder name)"),  # noqa: UP045
     startup_timeout: float = typer.Option(600.0, help="seconds to wait until /v1/models answers"),
+    limit_mm_per_prompt: Optional[str] = typer.Option(  # noqa: UP045
+        None, help='a perception model: media items per request, as JSON (e.g. \'{"image": 16, "audio": 2}\')'),
 ) -> None:
-    """Serve a planner with vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp/cache dir)."""
+    """Serve a planner (or a multimodal perception model) with vLLM's OpenAI-compatible server until Ctrl-C /
+    SIGTERM (private temp/cache dir)."""
     from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
 
     _logging()
@@ -54,6 +57,13 @@ def serve(
             raise typer.Exit(2)
         loras[name] = path
     extra = ["--tensor-parallel-size", str(tensor_parallel_size)] if tensor_parallel_size else []
+    if limit_mm_per_prompt:
+        try:
+            json.loads(limit_mm_per_prompt)
+        except ValueError as exc:
+            typer.echo(f"error: --limit-mm-per-prompt {limit_mm_per_prompt!r}: not JSON ({exc})", err=True)
+            raise typer.Exit(2) from None
+        extra += ["--limit-mm-per-prompt", limit_mm_per_prompt]
     server = VLLMServer(model, port=port, lora_modules=loras, extra_args=extra, served_name=served_name,
                         max_model_len=max_model_len, max_lora_rank=max_lora_rank, host=host,
                         startup_timeout_s=startup_timeout)
