@@ -183,3 +183,13 @@ def test_router_picks_the_tools_endpoint_else_the_default():
     assert router.service("clip_grounding").spec.model == "vl" == router.service("frame_confirmation").spec.model
     with pytest.raises(ValueError, match="unknown tool"):
         PerceptionRouter({"frames": PerceptionSpec()})
+
+
+def test_subtitle_grounding_without_a_subtitle_file_asks_the_endpoint_to_listen(media):
+    svc, endpoint = service(SPEC, "hello and welcome")
+    obs = call("subtitle_grounding", {"query": "welcome", "asset_id": "talk", "end": 2.0}, media, svc)
+    assert obs.ok and obs.text == "hello and welcome" and len(endpoint.audio) == 1
+    assert (obs.source.tool, obs.source.asset_id, obs.source.start, obs.source.end) == ("subtitle_grounding", "talk",
+                                                                                        0.0, 2.0)
+    obs = call("subtitle_grounding", {"query": "welcome", "asset_id": "talk"}, media, None)  # no service: as before
+    assert not obs.ok and "has no subtitles" in obs.error
