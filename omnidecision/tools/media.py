@@ -209,6 +209,8 @@ async def ask_media(
     if frame_times is not None and path is not None and asset.type == "video" and hasattr(service, "perceive_frames"):
         frames = decode_frames(path, frame_times, int(ctx.settings.get("frame_max_side", 512)))
         obs = await service.perceive_frames(tool, asset, query, frames)
+        if obs is None:  # a service that does not look at frames may take the window another way (video)
+            obs = await service.perceive(tool, asset, query, start, end)
     else:
         obs = await service.perceive(tool, asset, query, start, end)
     if obs is not None and obs.tool != tool:

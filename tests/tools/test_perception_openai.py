@@ -193,3 +193,11 @@ def test_subtitle_grounding_without_a_subtitle_file_asks_the_endpoint_to_listen(
                                                                                         0.0, 2.0)
     obs = call("subtitle_grounding", {"query": "welcome", "asset_id": "talk"}, media, None)  # no service: as before
     assert not obs.ok and "has no subtitles" in obs.error
+
+
+def test_a_video_only_endpoint_gets_the_window_as_video_url_from_the_frame_tools(media):
+    svc, endpoint = service(PerceptionSpec(base_url="http://x/v1", model="omni", inputs=["video"]), "a fade")
+    obs = call("clip_grounding", {"query": "fade", "asset_id": "clip", "start": 0.5, "end": 2.5}, media, svc)
+    assert obs.ok and endpoint.images == [] and len(endpoint.videos) == 1
+    assert (obs.source.start, obs.source.end) == (0.5, 2.5)
+    assert "Look at 0.50s to 2.50s" in endpoint.requests[0].messages[1]["content"][0]["text"]
