@@ -12,8 +12,9 @@ A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g
 correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
 counted under `unanswerable`.
 `insufficient` runs abstain ("insufficient evidence") and keep their best-effort draft apart: `accuracy` judges what
-was submitted, `accuracy_with_drafts` counts each abstaining run's draft instead (its `draft_judge`), side by side
-(`drafts`: how many runs abstained with a draft, and how many of those drafts were right).
+was submitted, `accuracy_with_drafts` counts each abstaining run's draft instead (its `draft_judge`; on a task
+without an answer a submitted draft is wrong), side by side (`drafts`: how many runs abstained with a draft, and
+how many of those drafts were right).
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ def is_correct(r: RunRecord) -> bool:
 
 
 def is_correct_with_draft(r: RunRecord) -> bool:
-    """Correct when the abstaining run's drafted answer is submitted instead (unanswerable tasks: as `is_correct`)."""
-    if not unanswerable(r) and r.outcome == "insufficient" and r.draft_judge is not None:
-        return r.draft_judge.correct is True
+    """Correct when an abstaining run's drafted answer is submitted instead: judged by its `draft_judge` (on a task
+    without an answer, a submitted draft is a guess, so wrong). Other runs: as `is_correct`."""
+    if r.outcome == "insufficient" and r.draft_answer is not None:
+        return r.draft_judge is not None and r.draft_judge.correct is True
     return is_correct(r)
 
 

@@ -152,3 +152,11 @@ def test_r0_reaches_the_planner_and_a_needs_asset_reaches_its_tool():
                                "clip_grounding, code_executor)"
     assert [name for name, _ in seen] == ["subtitle_grounding"]
     assert "rejected x1" in r.steps[2].planner_messages[1]["content"]
+
+
+def test_with_drafts_an_unanswerable_tasks_guess_is_wrong():
+    declined = RunRecord(run_id="u", task_id="u1", outcome="insufficient", answer=ABSTAIN_ANSWER, draft_answer="1900",
+                         judge=JudgeResult(correct=None, method="no_gold"),
+                         draft_judge=JudgeResult(correct=None, method="no_gold"))
+    rep = build_report([declined])
+    assert (rep["accuracy"], rep["accuracy_with_drafts"]) == (1.0, 0.0)
