@@ -181,9 +181,10 @@ class TeacherBackend:
         if task.gold is None:  # no gold: one web need for the whole question
             out = DecomposeOutput(needs=[NeedSpec(description=task.question, query_focus=task.question)])
             return out.model_dump_json()
+        assets = {a.id for a in task.assets}
         needs = [NeedSpec(description=g.description, role=g.role, query_focus=g.query_focus,
                           preferred_source=g.preferred_source, depends_on=list(g.depends_on),
-                          alt_sources=list(g.alt_sources))
+                          alt_sources=list(g.alt_sources), asset_id=g.asset_id if g.asset_id in assets else None)
                  for g in task.gold.needs]
         slots = [Slot(name=s.name, kind=s.kind, needs=list(s.needs), expression=s.expression)
                  for s in task.gold.slots]
@@ -197,6 +198,8 @@ class TeacherBackend:
         rule = rule_action(ledger, explicit_query=True)  # the one rule decision; the noise goes on top
         if isinstance(rule, FinishAction):
             return render_action(rule)
+        if rule.slot is not None:  # a slot to compute: the short form, the tool layer writes the code
+            return render_action(rule if self.explicit_query else rule.model_copy(update={"query": None}))
         if self.draw(task, ctx, step, "planner", "premature_finish"):
             return render_action(FinishAction())
         invalid = [n.index for n in ledger.needs if n.status == "filled" or n.index in blocked_need_indices(ledger)]
@@ -272,6 +275,9 @@ class TeacherBackend:
         ledger = self._ledger(ctx)
         action, observation = ctx.get("action"), ctx.get("observation")
         i = action.get("need") if isinstance(action, dict) else getattr(action, "need", None)
+        slot = action.get("slot") if isinstance(action, dict) else getattr(action, "slot", None)
+        if ledger is not None and slot is not None:
+            return self._slot_critic(ledger, slot, observation)
         gold = task.gold.needs if task.gold else []
         if ledger is None or not isinstance(i, int) or not 0 <= i < min(len(gold), len(ledger.needs)):
             return CriticOutput().model_dump_json()
@@ -310,6 +316,14 @@ class TeacherBackend:
             verdicts.append(NeedVerdict(need=i, verdict="omits", status=status))
         slots = self._slot_verdicts(ledger, verdicts)
         return CriticOutput(verdicts=verdicts, evidence=evidence, slots=slots).model_dump_json(exclude_defaults=True)
+
+    def _slot_critic(self, ledger: Ledger, name: str, observation: Any) -> str:
+        """A call on a slot: the code's last printed line verifies it (nothing printed: no verdict)."""
+        value = self._code_output(observation) if _tool_of(observation) == "code_executor" else None
+        if value is None or ledger.slot(name) is None:
+            return CriticOutput().model_dump_json()
+        return CriticOutput(slots=[SlotVerdict(slot=name, value=value, verified=True)]).model_dump_json(
+            exclude_defaults=True)
 
     @staticmethod
     def _code_output(observation: Any) -> str | None:

@@ -4,6 +4,7 @@
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --tasks runs/synth --out runs/teacher \
         --concurrency 8 --shard 0/1 --agent.step_budget 12
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --dry-run   # check, print
+    omnidecision collect --config configs/collect/omnigaia-live.yaml --dry-run   # what is missing, nothing run
     omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl
     omnidecision harvest runs/teacher --out data/harvest --advancing-only --dedup
 """
@@ -50,6 +51,8 @@ def collect(
     limit: Optional[int] = typer.Option(None, "--limit", help="override tasks.limit"),  # noqa: UP045
     mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="load the recipe and the tasks, check every endpoint, "
+                                 "API key and media file (endpoints are probed), print what is missing; run nothing"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints' "
                                                           "syntax; print the resolved recipe; run nothing"),

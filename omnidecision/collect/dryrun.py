@@ -1,6 +1,7 @@
 """`omnidecision collect ... --dry-run`: resolve the recipe and its overrides (`${VAR}` expanded), load and filter
 the tasks, count this shard's share, check the backends' endpoints (syntax; none is contacted) and the output
-folder, print the resolved recipe; run no agent, write nothing.
+folder, print the resolved recipe; with a live environment also ask every endpoint (GET /models) and look for every
+media file (`collect.live`); run no agent, write nothing.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
 """
@@ -72,9 +73,32 @@ def dry_run(config: Path | None, overrides: list[str]) -> DryRunReport:
     try:
         recipe = load_recipe(config, overrides)
     except (RecipeError, ValueError) as exc:
-        report.add("recipe", "error", str(exc))
+        # an unset-variables error lists every variable ("...: a; b; c"): one failed check each
+        head, sep, rest = str(exc).partition(": ")
+        items = rest.split("; ") if sep and "environment variable" in rest else [str(exc)]
+        for item in items:
+            report.add("recipe", "error", item)
         return report
     report.add("recipe", "ok", f"{config} + {len(overrides)} override(s)")
     report.resolved = recipe.model_dump(mode="json")
     recipe_checks(report, recipe)
+    live_checks(report, recipe)
     return report
+
+
+def live_checks(report: DryRunReport, recipe: CollectRecipe) -> None:
+    """A live environment: every endpoint is asked (GET /models), every media file looked for, every key read."""
+    if recipe.environment.kind != "live":
+        return
+    from omnidecision.collect.live import live_problems
+    from omnidecision.collect.runner import select_tasks
+
+    try:
+        tasks, _ = select_tasks(recipe)
+    except (RecipeError, ValueError, OSError):
+        return  # recipe_checks reported it
+    problems = live_problems(recipe, tasks, probe=True)
+    for problem in problems:
+        report.add("environment", "error", problem)
+    if not problems:
+        report.add("environment", "ok", "live: every endpoint answers and every media file is there")

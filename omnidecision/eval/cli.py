@@ -41,9 +41,11 @@ def serve(
     startup_timeout: float = typer.Option(600.0, help="seconds to wait until /v1/models answers"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check the model and adapters, print the vLLM command and "
                                                           "its environment, start nothing"),
+    limit_mm_per_prompt: Optional[str] = typer.Option(  # noqa: UP045
+        None, help='a perception model: media items per request, as JSON (e.g. \'{"image": 16, "audio": 2}\')'),
 ) -> None:
-    """Serve a planner (a local folder or a hub id such as Qwen/Qwen3-8B) with vLLM's OpenAI-compatible server
-    until Ctrl-C / SIGTERM (private temp/cache dir)."""
+    """Serve a planner or a multimodal perception model (a local folder or a hub id such as Qwen/Qwen3-8B) with
+    vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp/cache dir)."""
     from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
 
     _logging()
@@ -58,6 +60,13 @@ def serve(
             raise typer.Exit(2)
         loras[name] = path
     extra = ["--tensor-parallel-size", str(tensor_parallel_size)] if tensor_parallel_size else []
+    if limit_mm_per_prompt:
+        try:
+            json.loads(limit_mm_per_prompt)
+        except ValueError as exc:
+            typer.echo(f"error: --limit-mm-per-prompt {limit_mm_per_prompt!r}: not JSON ({exc})", err=True)
+            raise typer.Exit(2) from None
+        extra += ["--limit-mm-per-prompt", limit_mm_per_prompt]
     server = VLLMServer(model, port=port, lora_modules=loras, extra_args=extra, served_name=served_name,
                         max_model_len=max_model_len, max_lora_rank=max_lora_rank, host=host,
                         startup_timeout_s=startup_timeout)

@@ -4,6 +4,8 @@
   actionable supplementary needs finishes: they are not worth a call (and a tight tool budget may not allow one).
 - Otherwise the actionable blocking need that unblocks the most open needs (ties: the lowest index), then a
   supplementary one: under a tight tool budget the need on the answer's path goes first.
+- With no actionable need, the first slot a code call can verify (`actionable_slot_names`): a computation
+  whose inputs are filled is computed with `code_executor` before finishing.
 - The tool: the first of the need's sources (its preferred source, then `alt_sources`) not yet tried on it; when
   all were tried, the preferred one. So a need whose listed source came back without the value switches to the
   next source, and a conflict raised from one source goes to an independent one.
@@ -23,25 +25,29 @@ relabelling of visited states (`rounds`).
 from __future__ import annotations
 
 from omnidecision.ledger import (
+    SLOT_TOOL,
     SOURCE_TOOL,
     Ledger,
     Need,
     actionable_need_indices,
+    actionable_slot_names,
     composed_query,
     finish_available,
+    slot_program,
     unblocks,
 )
 from omnidecision.protocol.actions import CallAction, FinishAction, render_action
 
 
 def rule_need(state: Ledger) -> int | None:
-    """The need the rule planner calls on, or None when it finishes."""
+    """The need the rule planner calls on, or None when it finishes or calls a slot."""
     if finish_available(state):
         return None
     actionable = actionable_need_indices(state)
     blocking = [i for i in actionable if state.needs[i].role == "blocking"]
-    # not empty: without an actionable need `finish_available` holds (readiness.can_advance)
     pool = blocking or actionable
+    if not pool:  # no actionable need: a slot can still be verified (readiness.can_advance)
+        return None
     return min(pool, key=lambda i: (-len(unblocks(state, i)), i))
 
 
@@ -63,6 +69,9 @@ def rule_tool(need: Need) -> str:
 def rule_action(state: Ledger, explicit_query: bool = False) -> CallAction | FinishAction:
     """The rule decision for `state` (see the module docstring)."""
     i = rule_need(state)
+    if i is None and not finish_available(state):  # no actionable need: a slot can still be verified
+        name = actionable_slot_names(state)[0]
+        return CallAction(slot=name, tool=SLOT_TOOL, query=slot_program(state, name) if explicit_query else None)
     if i is None:
         return FinishAction()
     return CallAction(need=i, tool=rule_tool(state.needs[i]),

@@ -26,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from omnidecision.ledger import (
+    SLOT_TOOL,
     SOURCE_TOOL,
     Ledger,
     actionable_need_indices,
+    actionable_slot_names,
     composed_query,
     finish_available,
 )
@@ -144,6 +146,11 @@ def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> fl
         return 1.0 if sound_finish else 0.0
     if sound_finish:
         return 0.0
+    action = decision.action
+    if action.slot is not None:  # a slot call: right when the slot is actionable, no need is, and code computes it
+        ok = (action.slot in actionable_slot_names(state) and not actionable_need_indices(state)
+              and (action.tool or SLOT_TOOL) == SLOT_TOOL)
+        return 1.0 if ok else 0.0
     if state.need(decision.action.need) is None:
         return 0.0
     if actionable_only and decision.action.need not in actionable_need_indices(state):

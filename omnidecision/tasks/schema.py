@@ -95,7 +95,8 @@ class Task(_Rec):
     assets: list[Asset] = Field(default_factory=list)
     pages: list[Page] = Field(default_factory=list)
     corpus: str | None = None  # path to a JSONL page corpus shared by many tasks
-    blocked_domains: list[str] = Field(default_factory=list)
+    blocked_domains: list[str] = Field(default_factory=list)  # a host ("hf.co") or host + path prefix, as written
+    tools: list[str] | None = None  # the tools this task allows (None: every tool); shown in the digest's R0
     gold: GoldDecomposition | None = None
     answerable: bool = True
     max_tool_calls: int | None = Field(None, ge=1)  # the task's tool-call budget (part of R0), None: the recipe's
