@@ -51,11 +51,10 @@ def collect(
     limit: Optional[int] = typer.Option(None, "--limit", help="override tasks.limit"),  # noqa: UP045
     mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="load the recipe and the tasks, check every endpoint, "
-                                 "API key and media file (endpoints are probed), print what is missing; run nothing"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints' "
-                                                          "syntax; print the resolved recipe; run nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints "
+                                 "(a live environment: probe them, its API keys and media files); print the resolved "
+                                 "recipe and what is missing; run nothing"),
 ) -> None:
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
 
