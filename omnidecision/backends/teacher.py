@@ -349,6 +349,9 @@ class TeacherBackend:
         for slot in ledger.slots:
             if slot.verified or not slot.needs or not all(values.get(n) for n in slot.needs):
                 continue
+            if slot.kind == "computation" and slot.expression and not all(
+                    ledger.needs[n].preferred_source == "code" for n in slot.needs if 0 <= n < len(ledger.needs)):
+                continue  # computed by a call on the slot itself (code_executor), not by restating its inputs
             out.append(SlotVerdict(slot=slot.name, value=", ".join(str(values[n]) for n in slot.needs), verified=True))
         return out
 
@@ -356,7 +359,7 @@ class TeacherBackend:
         ledger = self._ledger(ctx)
         if ledger is None:
             found, _ = self._memory(task, ctx)
-            value = self._draft_from_values(task, found)
+            value = self._draft_from_values(task, found, compute=True)
             out = FinalizerOutput(answer=self._format(task, value), check="pass" if value is not None else "fail",
                                   diagnosis=None if value else "the history does not hold the answer")
             return out.model_dump_json(exclude_none=True)
@@ -384,13 +387,23 @@ class TeacherBackend:
                                    exclude_none=True)
 
     @staticmethod
-    def _draft_from_values(task: Task, values: dict[int, str]) -> str | None:
+    def _draft_from_values(task: Task, values: dict[int, str], compute: bool = False) -> str | None:
+        """The answer slot's value from its needs' values. `compute` (react/memory modes, which have no slot to
+        call): a computation slot without a code need is computed here, as the history's finalizer would; in ledger
+        mode only a call on the slot computes it."""
         if task.gold is None:
             return None
         slot = next((s for s in task.gold.slots if s.name == "answer"), None)
-        if slot is not None and slot.needs and all(values.get(n) for n in slot.needs):
-            return ", ".join(values[n] for n in slot.needs)
-        return None
+        if slot is None or not slot.needs or not all(values.get(n) for n in slot.needs):
+            return None
+        code_need = any(task.gold.needs[n].preferred_source == "code" for n in slot.needs)
+        if compute and slot.kind == "computation" and slot.expression and not code_need:
+            try:  # the gold's own arithmetic over numbers found in the history
+                env = {f"n{n}": int(values[n].replace(",", "")) for n in slot.needs}
+                return str(eval(slot.expression, {"__builtins__": {}, "abs": abs, "max": max}, env))
+            except (ValueError, SyntaxError, NameError):
+                return None
+        return ", ".join(values[n] for n in slot.needs)
 
     @staticmethod
     def _format(task: Task, value: str | None) -> str:

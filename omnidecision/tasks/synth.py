@@ -21,7 +21,9 @@ Planning families (`PLANNING_FAMILIES`), where "the first actionable need with i
 - supplementary_finish: a supplementary need opens up right after the first hop; the budget covers only the
   blocking needs, and once they are filled finishing is right although a need is still actionable;
 - conflict_second_source: two web pages disagree; searching again finds the same pair, and only the need's
-  `alt` source (a plaque seen in the video) settles the conflict.
+  `alt` source (a plaque seen in the video) settles the conflict;
+- compute_slot: the answer is a computation slot with no code need: once its input is filled no need is
+  actionable, and the right call aims at the slot with code_executor before finishing.
 Some web facts have a conflicting source (a forum page with a wrong value, `conflicting_value` in gold) that
 an official registry page resolves; some tasks are unanswerable (a need no tool can fill: `answerable=False`).
 
@@ -62,13 +64,14 @@ FAMILIES: dict[str, tuple[str, float]] = {  # family -> (level, weight)
     "two_audio_list": ("medium", 0.06),
     "hard_join": ("hard", 0.12),
     # planning families: the right decision is not "first actionable need, listed tool" (see the README)
-    "source_switch": ("medium", 0.14),
-    "tight_budget": ("hard", 0.12),
-    "supplementary_finish": ("medium", 0.12),
-    "conflict_second_source": ("medium", 0.12),
+    "source_switch": ("medium", 0.10),
+    "tight_budget": ("hard", 0.10),
+    "supplementary_finish": ("medium", 0.10),
+    "conflict_second_source": ("medium", 0.10),
+    "compute_slot": ("medium", 0.10),
 }
 PLANNING_FAMILIES: tuple[str, ...] = ("source_switch", "tight_budget", "supplementary_finish",
-                                      "conflict_second_source")
+                                      "conflict_second_source", "compute_slot")
 SITES = ("encyclopedia.example.org", "people.example.net", "news.example.com", "archive.example.org")
 P_CONFLICT = 0.3
 P_UNANSWERABLE = 0.08
@@ -371,6 +374,20 @@ def _planning_family(b: _Build, family: str):
         w, fact, v, _ = web_hop(b, vi, org, oref, "org", True, conflict=True, settle_in_frame=True)
         return (rng.choice(fact["q"]).format(ref=oref), "number", v, None,
                 [GoldSlot(name="answer", needs=[w], value=v)], None)
+    if family == "compute_slot":
+        # a computation slot and no code need: once its inputs are filled no need is actionable, and the right call
+        # aims at the slot (`{"action": "call", "slot": "answer"}`, code_executor) before finishing
+        x = b.names.word()
+        s, sref, p = subtitle_hop(b, None, x, x)
+        w, fact, v, _ = web_hop(b, s, p, sref, "person", True)
+        comp = rng.choice([c for c in tx.COMPUTATIONS if c["const"]])
+        const = rng.randint(2030, 2100) if fact["key"] == "born year" else rng.randint(100, 900)
+        expr = comp["expr"].replace("n{b}", str(const)).format(a=w)
+        value = str(eval(expr, {"__builtins__": {}, "abs": abs, "max": max}, {f"n{w}": int(v)}))  # our own expression
+        q = rng.choice(comp["q"]).format(A=fact["np"].format(ref=sref), B=const)
+        slots = [GoldSlot(name="fact_a", needs=[w], value=v),
+                 GoldSlot(name="answer", kind="computation", needs=[w], expression=expr, value=value)]
+        return q, "number", value, None, slots, expr
     raise ValueError(f"unknown family {family!r}")  # pragma: no cover
 
 

@@ -22,6 +22,7 @@ from omnidecision.ledger import (
     Ledger,
     NeedSpec,
     NeedUpdated,
+    Slot,
     SourceRef,
     ToolCalled,
     reduce,
@@ -53,6 +54,10 @@ def test_every_family_is_in_the_default_mix_with_what_it_tests(suite):
             assert sum(bool(n.alt_sources) and n.resolved_by is None for n in needs) == 1
         if t.category == "conflict_second_source":
             assert any(n.conflicting_value and n.resolved_by == "frame" and n.alt_sources == ["frame"] for n in needs)
+        if t.category == "compute_slot":
+            answer = next(sl for sl in t.gold.slots if sl.name == "answer")
+            assert answer.kind == "computation" and answer.expression
+            assert not any(n.preferred_source == "code" for n in needs)  # only a call on the slot computes it
         if t.category in ("tight_budget", "supplementary_finish"):
             blocking = sum(n.role == "blocking" for n in needs)
             # the budget covers exactly the blocking needs: one call on a side need leaves one unfilled
@@ -125,6 +130,12 @@ def conflict_needs_second_source() -> Ledger:
                                                     ConflictValue(value="1916", source=SourceRef(tool="web_search"))]))
 
 
+def computable_slot() -> Ledger:
+    s = reduce(Ledger(), InitLedger(question="q?", needs=[NeedSpec(description="born")], slots=[
+        Slot(name="answer", kind="computation", needs=[0], expression="abs(n0 - 2083)")]))
+    return _fill(s, 0, "web_search", "1963")
+
+
 def _call(need: int, tool: str) -> str:
     return f'{{"action": "call", "need": {need}, "tool": "{tool}"}}'
 
@@ -151,6 +162,13 @@ CASES = [
     ("the need that unblocks two others first", hub_first, _call(1, "subtitle_grounding"), [
         (_call(1, "subtitle_grounding"), {"target": 1.0, "tool": 1.0}),
         (_call(3, "web_search"), {"target": 0.0}),  # blocked
+    ]),
+    ("a computation slot once its inputs are filled", computable_slot,
+     '{"action": "call", "slot": "answer", "tool": "code_executor"}', [
+        ('{"action": "call", "slot": "answer", "tool": "code_executor"}', {"finish": 1.0, "target": 1.0, "tool": 1.0}),
+        ('{"action": "call", "slot": "answer", "tool": "web_search"}', {"tool": 0.0}),
+        (_call(0, "web_search"), {"target": 0.0}),  # filled
+        (FINISH, {"finish": 0.0}),  # the copy rule's decision: no need is actionable
     ]),
     ("a conflict goes to an independent source", conflict_needs_second_source, _call(0, "frame_confirmation"), [
         (_call(0, "frame_confirmation"), {"tool": 1.0, "target": 1.0, "finish": 1.0}),
