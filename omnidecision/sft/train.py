@@ -24,12 +24,13 @@ from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_
 logger = logging.getLogger(__name__)
 
 
-def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any) -> dict[str, Any]:
-    """Train; returns {"output_dir", "global_step", "metrics", "data"}."""
+def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConfig,
+                  model_args: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """(trainer, eval dataset or None, data stats): the `SFTTrainer` that `main` trains, its data loaded, validated
+    and tokenized by TRL (chat template, assistant-only mask). Tests read the tokenized rows from it."""
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
-    from omnidecision.export import git_revision
     from omnidecision.preflight import require_attention, wandb_offline_fallback
     from omnidecision.sft.data import data_stats, load_sft_splits, prepare
 
@@ -91,6 +92,14 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     )
     if script_args.max_train_seconds is not None:
         trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))
+    return trainer, eval_ds, stats
+
+
+def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any) -> dict[str, Any]:
+    """Train; returns {"output_dir", "global_step", "metrics", "data"}."""
+    from omnidecision.export import git_revision
+
+    trainer, eval_ds, stats = build_trainer(script_args, training_args, model_args)
 
     # Train (resuming from a checkpoint when asked)
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
