@@ -150,11 +150,16 @@ def _dry_run(call: dict, monkeypatch) -> dict:
 
     monkeypatch.chdir(call["cwd"])
     res = CliRunner().invoke(app, [*call["args"], "--dry-run"], env=call["env"])
-    assert res.exit_code == 0, f"omnidecision {' '.join(call['args'])} --dry-run exited {res.exit_code}:\n" \
-                               f"{res.output[-3000:]}"
+    assert "{" in res.stdout, f"omnidecision {' '.join(call['args'])} --dry-run printed no report:\n" \
+                              f"{res.output[-3000:]}"
     report = json.loads(res.stdout[res.stdout.index("{"):])
-    failed = [c for c in report["checks"] if c["status"] == "error"]
+    # a live environment's endpoints and media files are on the cluster, not here: the documented dry run is there
+    # to name them when they are missing; what must resolve is the recipe, the tasks and everything else
+    failed = [c for c in report["checks"] if c["status"] == "error" and c["what"] != "environment"]
     assert not failed, f"omnidecision {' '.join(call['args'])}: failed checks {failed}"
+    missing_live = [c for c in report["checks"] if c["status"] == "error" and c["what"] == "environment"]
+    assert res.exit_code == (2 if missing_live else 0), \
+        f"omnidecision {' '.join(call['args'])} --dry-run exited {res.exit_code}:\n{res.output[-3000:]}"
     return report
 
 
