@@ -377,7 +377,10 @@ def demo(
             print(json.dumps({"stage": s.name, "reads": s.reads, "writes": s.writes}))
         return
     out.mkdir(parents=True, exist_ok=True)
-    for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("WANDB_MODE", "offline")):
+    # OMP_WAIT_POLICY=PASSIVE: on a busy 2-core machine torch's spinning OpenMP threads lose most of their time
+    # (docs/findings.md, "OpenMP"); every stage inherits it, a user's own setting wins
+    for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("WANDB_MODE", "offline"),
+                       ("OMP_WAIT_POLICY", "PASSIVE")):
         os.environ.setdefault(var, value)
     for stage in plan:
         runner.execute(stage)
