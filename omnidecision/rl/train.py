@@ -104,7 +104,8 @@ def _judges(reward_funcs: list[Any]) -> list[Any]:
 
 
 def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-         model_args: PlannerModelConfig) -> dict[str, Any]:
+         model_args: PlannerModelConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget."""
     from trl import GRPOTrainer
 
     from omnidecision.preflight import require_attention, wandb_offline_fallback
@@ -166,7 +167,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 
     # --- train (with tail weight averaging when asked: rl/averaging.py)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train,
-                          processing_class=tokenizer, peft_config=peft_config)
+                          processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks)
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
     averager = None
     if script_args.weight_average:

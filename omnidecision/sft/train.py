@@ -25,9 +25,10 @@ logger = logging.getLogger(__name__)
 
 
 def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConfig,
-                  model_args: Any) -> tuple[Any, Any, dict[str, Any]]:
+                  model_args: Any, callbacks: list[Any] | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """(trainer, eval dataset or None, data stats): the `SFTTrainer` that `main` trains, its data loaded, validated
-    and tokenized by TRL (chat template, assistant-only mask). Tests read the tokenized rows from it."""
+    and tokenized by TRL (chat template, assistant-only mask). Tests read the tokenized rows from it. `callbacks`
+    (TrainerCallback objects) join the trainer's, e.g. a benchmark's token budget."""
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
@@ -89,17 +90,19 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
         eval_dataset=eval_ds,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
+        callbacks=callbacks,
     )
     if script_args.max_train_seconds is not None:
         trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))
     return trainer, eval_ds, stats
 
 
-def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any) -> dict[str, Any]:
-    """Train; returns {"output_dir", "global_step", "metrics", "data"}."""
+def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any,
+         callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Train; returns {"output_dir", "global_step", "metrics", "data"}. `callbacks`: see `build_trainer`."""
     from omnidecision.export import git_revision
 
-    trainer, eval_ds, stats = build_trainer(script_args, training_args, model_args)
+    trainer, eval_ds, stats = build_trainer(script_args, training_args, model_args, callbacks)
 
     # Train (resuming from a checkpoint when asked)
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
