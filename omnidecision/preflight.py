@@ -339,24 +339,31 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def parse_stage(report: DryRunReport, stage_args: list[str], parse_args: Any) -> tuple[Any, Any, Any] | None:
-    """Parse a TRL stage's `--config RECIPE` + overrides the way the real run does (device checks deferred);
-    fills `report.resolved` and returns (script, training, model) args, or None after adding the error."""
-    recipe = report.recipe
+def parse_stage(command: str, stage_args: list[str], parse_args: Any
+                ) -> tuple[DryRunReport, tuple[Any, Any, Any] | None]:
+    """The dry-run report of a TRL stage (`--config RECIPE` + overrides) after parsing them the way the real run
+    does (device checks deferred: a bf16/fp16 request is reported as `deferred` on a machine without CUDA), and the
+    parsed (script, training, model) args, or None after the report names what failed."""
+    recipe = stage_args[stage_args.index("--config") + 1] if "--config" in stage_args else None
+    report = DryRunReport(command=command, recipe=recipe)
     if recipe is not None and not Path(recipe).is_file():
         report.add("recipe", "error", f"{recipe} does not exist")
-        return None
+        return report, None
     try:
         with deferred_device_checks():
             script, training, model = parse_args(list(stage_args))
     except (ValueError, FileNotFoundError) as exc:
         report.add("recipe", "error", str(exc))
-        return None
+        return report, None
     report.add("recipe", "ok", f"{recipe} + {len(stage_args) - 2} override argument(s) parsed by TrlParser")
+    requested = getattr(training, "requested_precision", None) or {}
     training_fields = changed_fields(training)
-    training_fields.update(getattr(training, "requested_precision", None) or {})
+    training_fields.update(requested)
     report.resolved = {"script": changed_fields(script), "training": training_fields, "model": changed_fields(model)}
-    return script, training, model
+    if requested:
+        report.add("precision", "deferred", f"{'bf16' if requested['bf16'] else 'fp16'} needs a CUDA device: none "
+                                            "on this machine; checked when the run starts on the GPU node")
+    return report, (script, training, model)
 
 
 def emit(report: DryRunReport) -> int:

@@ -58,18 +58,12 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.data import rl_split_files
 
-    recipe = stage_args[stage_args.index("--config") + 1] if "--config" in stage_args else None
-    report = DryRunReport(command="grpo", recipe=recipe)
-    parsed = parse_stage(report, stage_args, parse_args)
+    report, parsed = parse_stage("grpo", stage_args, parse_args)
     if parsed is None:
         return report
     script, training, model = parsed
-    requested = getattr(training, "requested_precision", None)
 
-    # --- the machine: precision and vLLM need CUDA, which a login node may not have
-    if requested:
-        report.add("precision", "deferred", f"{'bf16' if requested['bf16'] else 'fp16'} needs a CUDA device: none "
-                                            "on this machine; checked when the run starts on the GPU node")
+    # --- the machine: vLLM needs CUDA, which a login node may not have
     if training.use_vllm:
         report.add("use_vllm", "ok" if cuda_available() else "deferred",
                    f"vllm_mode={training.vllm_mode}" + ("" if cuda_available() else

@@ -36,16 +36,10 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     from omnidecision.launch import accelerate_command, render
     from omnidecision.sft.config import parse_args
 
-    recipe = stage_args[stage_args.index("--config") + 1] if "--config" in stage_args else None
-    report = DryRunReport(command="sft", recipe=recipe)
-    parsed = parse_stage(report, stage_args, parse_args)
+    report, parsed = parse_stage("sft", stage_args, parse_args)
     if parsed is None:
         return report
     script, training, model = parsed
-    requested = getattr(training, "requested_precision", None)
-    if requested:
-        report.add("precision", "deferred", f"{'bf16' if requested['bf16'] else 'fp16'} needs a CUDA device: none "
-                                            "on this machine; checked when the run starts on the GPU node")
 
     report.checks.append(check_model(model.model_name_or_path, "model_name_or_path"))
     report.checks.append(check_attention(model.attn_implementation))
