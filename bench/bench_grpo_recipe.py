@@ -36,7 +36,7 @@ VARIANTS: dict[str, list[str]] = {
 def run_one(demo: Path, variant: str, seed: int, steps: int, work: Path) -> dict:
     out = work / f"{variant}-{seed}"
     cmd = [sys.executable, "-m", "omnidecision.cli", "grpo", "--config", str(demo / "recipes" / "grpo.yaml"),
-           "--model_name_or_path", str(demo / "models" / "sft-run"), "--dataset_dir", str(demo / "data"),
+           "--model_name_or_path", str(demo / "models" / "sft-run"), "--dataset_name", str(demo / "data"),
            "--output_dir", str(out), "--seed", str(seed), "--max_steps", str(steps), "--eval_closure_n", "-1",
            "--log_completions", "false", *VARIANTS[variant]]
     with (work / f"{variant}-{seed}.log").open("w") as log:

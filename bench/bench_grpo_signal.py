@@ -89,7 +89,7 @@ def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float)
     from omnidecision.rl import train as rl_train
 
     callback = cpu_budget_callback(budget)
-    args = recipe_args(["--model_name_or_path", str(start), "--dataset_dir", str(rl_dir), "--output_dir", str(out),
+    args = recipe_args(["--model_name_or_path", str(start), "--dataset_name", str(rl_dir), "--output_dir", str(out),
                         "--seed", str(seed)])
     averager = CpuTailAverage(lambda: cpu_seconds() - callback.start if callback.start is not None else 0.0,
                               budget, args[0].weight_average_start)
@@ -108,7 +108,7 @@ def trajectory_arm(start: Path, train_tasks: list[Any], seed: int, budget: float
                    teacher: Any, agent_config: Any) -> tuple[Any, dict[str, Any]]:
     from omnidecision.modeling import load_planner
 
-    script_args, training_args, _ = recipe_args(["--model_name_or_path", str(start), "--dataset_dir", str(start),
+    script_args, training_args, _ = recipe_args(["--model_name_or_path", str(start), "--dataset_name", str(start),
                                                  "--output_dir", str(start / "unused"), "--seed", str(seed)])
     model, tokenizer = load_planner(start, trainable=True)
     report = train_trajectory_grpo(model, tokenizer, train_tasks, training_args, budget_cpu_s=budget,

@@ -77,7 +77,7 @@ def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int) -> di
 
     out = work / f"grpo-{seed}"
     args = parse_args(["--config", str(ROOT / "configs/grpo/tiny-cpu.yaml"), "--model_name_or_path", str(model),
-                       "--dataset_dir", str(data), "--output_dir", str(out), "--max_steps", str(steps + 1),
+                       "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", str(steps + 1),
                        "--eval_closure_n", "0", "--save_strategy", "no", "--log_completions", "false",
                        "--select_states", "all", "--weight_average", "false", "--logging_steps", "1",
                        "--seed", str(seed)])

@@ -51,6 +51,9 @@ def _mount() -> None:
 @app.callback()
 def main() -> None:
     """omnidecision: collect → harvest → sft → grpo → export → serve → eval for the ledger agent's planner."""
+    from omnidecision.gpustats import install
+
+    install()  # OMNIDECISION_GPU_STATS=FILE: peak GPU memory of this command, recorded at exit
 
 
 @app.command()

@@ -9,7 +9,9 @@ checkpoint, the `best` planner) and TEST (reported; read only by the final evalu
 project's own command with the shipped recipe (`configs/*/tiny-cpu.yaml`; the demo overrides only paths and step
 counts):
 
-1. synth the three suites; collect the noisy scripted teacher on train and dev; harvest (dev rows = validation);
+1. synth the three suites; collect the noisy scripted teacher on train and dev; harvest every state its runs
+   visited, labelled with the rule decision (`harvest --label rule`: the noise's detours and their recoveries are
+   in the data; dev rows = validation);
 2. tiny planner, SFT (the checkpoint with the best dev loss), export;
 3. post-SFT: on-policy rounds (DAgger: the planner's own visited train states, rule-labelled), then GRPO on
    those states from the rounds' planner;
@@ -54,10 +56,10 @@ class DemoConfig:
     dev_tasks: int = 30
     test_tasks: int = 60
     samples: int = 2
-    teacher_noise: float = 0.25
+    teacher_noise: float = 0.15  # = backends.teacher.DEFAULT_NOISE (measured on the default mix)
     digest_max_chars: int = 1000
     concurrency: int = 16
-    sft_steps: int = 300  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
+    sft_steps: int = 400  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
     sft_eval_steps: int = 100
     rounds: int = 1
     round_tasks: int = 80  # train tasks each on-policy round runs the planner on
@@ -181,7 +183,7 @@ def build_plan(cfg: DemoConfig, out: Path, runner: Runner) -> tuple[list[Stage],
 
         add(f"collect-{s}", [tasks[s]], [out / f"collect-{s}"], collect)
         add(f"harvest-{s}", [out / f"collect-{s}"], [out / f"harvest-{s}"],
-            cmd=_cli("harvest", str(out / f"collect-{s}"), "--out", str(out / f"harvest-{s}"), "--advancing-only",
+            cmd=_cli("harvest", str(out / f"collect-{s}"), "--out", str(out / f"harvest-{s}"), "--label", "rule",
                      "--dedup", "--val-fraction", "0"))
 
     def assemble() -> None:
@@ -214,7 +216,7 @@ def build_plan(cfg: DemoConfig, out: Path, runner: Runner) -> tuple[list[Stage],
     last = rounds_dir / f"round-{cfg.rounds}"
     add("export-rounds", [last / "model"], [models / "rounds"],
         run=lambda: shutil.copytree(last / "model", models / "rounds", dirs_exist_ok=True))
-    grpo_over = {"model_name_or_path": models / "rounds", "dataset_dir": last / "data" / "onpolicy",
+    grpo_over = {"model_name_or_path": models / "rounds", "dataset_name": last / "data" / "onpolicy",
                  "output_dir": models / "grpo-run", "max_steps": cfg.grpo_steps, "seed": cfg.seed}
     add("grpo", [models / "rounds", last / "data" / "onpolicy"], [models / "grpo-run"],
         cmd=_cli("grpo", "--config", str(CONFIGS / "grpo" / "tiny-cpu.yaml"), *_args(grpo_over)))
@@ -307,6 +309,8 @@ def summarise(out: Path, cfg: DemoConfig, state: dict[str, Any], times: dict[str
             "heldout_closure_reward_ci95": None if c is None else [c["closure"]["ci95_low"],
                                                                   c["closure"]["ci95_high"]],
             "report": f"eval/{name}/test/report.json",  # relative to the demo folder (no machine path)
+            # per synthetic family: which decisions the planner gets right (README, "The synthetic suite")
+            "by_family": {f: {"n": v["n"], "accuracy": v["accuracy"]} for f, v in rep.get("by_category", {}).items()},
         }
     correct = {n: task_correct(out / "eval" / n / "test") for n in PLANNERS}
     paired = [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in PAIRS]
@@ -341,6 +345,14 @@ def table(summary: dict[str, Any]) -> str:
     for p in summary["paired_in_loop"]:
         rows.append(f"| {p['a']} | {p['b']} | {p['n']} | {p['a_only']} | {p['b_only']} | {p['delta']:+.3f} | "
                     f"[{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}] | {p['p_value']:.3g} |")
+    families = sorted({f for p in summary["planners"].values() for f in p.get("by_family", {})})
+    rows += ["", "Test accuracy per synthetic family (n tasks):", "",
+             "| family | n | " + " | ".join(PLANNERS) + " |", "|---|---|" + "---|" * len(PLANNERS)]
+    for f in families:
+        fam = {n: summary["planners"][n].get("by_family", {}).get(f) for n in PLANNERS}
+        n = next((v["n"] for v in fam.values() if v), 0)
+        rows.append(f"| {f} | {n} | " + " | ".join("–" if v is None or v["accuracy"] is None
+                                                  else f"{v['accuracy']:.2f}" for v in fam.values()) + " |")
     times = ", ".join(f"{k} {v:.0f}s" for k, v in summary["stage_wall_s"].items())
     return ("\n".join(rows) + f"\n\nPost-SFT stages (rounds + GRPO) took {summary['post_sft_wall_s']:.0f}s; sft_plus "
             f"trained for the same time.\nStage wall times: {times} (total {summary['total_wall_s']:.0f}s)\n")
@@ -365,7 +377,10 @@ def demo(
             print(json.dumps({"stage": s.name, "reads": s.reads, "writes": s.writes}))
         return
     out.mkdir(parents=True, exist_ok=True)
-    for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("WANDB_MODE", "offline")):
+    # OMP_WAIT_POLICY=PASSIVE: on a busy 2-core machine torch's spinning OpenMP threads lose most of their time
+    # (docs/findings.md, "OpenMP"); every stage inherits it, a user's own setting wins
+    for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("WANDB_MODE", "offline"),
+                       ("OMP_WAIT_POLICY", "PASSIVE")):
         os.environ.setdefault(var, value)
     for stage in plan:
         runner.execute(stage)

@@ -7,6 +7,7 @@ Always: `use_cache=True` restored (a model saved out of a trainer has it off), t
 saved, and `PROVENANCE.md` + `provenance.json` (base model, data stats, recipe, final metrics, git revision).
 
     omnidecision export runs/sft/tiny-cpu --out runs/export/tiny --merge
+    omnidecision export runs/sft/tiny-cpu --out runs/export/tiny --merge --dry-run   # check; write nothing
     python -m omnidecision.export CKPT OUT [--merge]
 """
 
@@ -72,6 +73,33 @@ def final_metrics(history: list[dict]) -> dict[str, float]:
             if isinstance(v, (int, float)) and k not in ("epoch",):
                 out[k] = v
     return out
+
+
+def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Any:
+    """The `--dry-run` report of `export`: what the checkpoint is, the base a merge loads, what would be written."""
+    from omnidecision.preflight import DryRunReport, check_folder, check_model
+
+    src, dst = Path(ckpt), Path(out)
+    report = DryRunReport(command="export", resolved={"checkpoint": str(src), "out": str(dst), "merge": merge,
+                                                      "base_model": base_model})
+    check = check_model(str(src), "checkpoint", local_only=True)
+    report.checks.append(check)
+    if check.status != "ok":
+        return report
+    if dst.resolve() == src.resolve():
+        report.add("out", "error", "--out must differ from the checkpoint folder")
+    else:
+        report.checks.append(check_folder(str(dst), "out", must_exist=False))
+    mode = "full"
+    if is_adapter(src):
+        base = base_model or (_read_json(src / "adapter_config.json") or {}).get("base_model_name_or_path")
+        report.checks.append(check_model(base, "base_model"))
+        mode = "merged" if merge else "adapter"
+    has_tokenizer = any((src / f).exists() for f in TOKENIZER_FILES)
+    report.add("tokenizer", "ok", f"from {src}" if has_tokenizer else "from the base model")
+    report.would_run = [f"export {mode} checkpoint {src} -> {dst} (+ tokenizer, PROVENANCE.md, provenance.json)"]
+    report.extra = {"mode": mode}
+    return report
 
 
 def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Path:

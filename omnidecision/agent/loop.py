@@ -8,7 +8,8 @@ The reducer is the only writer of the ledger: every role output is turned into t
 - insufficient: the ledger is not ready and nothing can advance (checked before each planner call, so the
   planner is not asked);
 - forced: the finalizer check failed `revision_budget + 1` times; the best drafted value is returned;
-- budget: `step_budget` planner steps spent, or `max_tool_calls` tool calls made;
+- budget: `step_budget` planner steps spent, or the tool calls allowed made (the recipe's `max_tool_calls`, or
+  the task's own budget, which the ledger carries and the digest shows);
 - stuck: the planner made the same rejected decision `max_repeated_rejections` times in a row;
 - error: a backend is dead (after its own retries), with the reason.
 
@@ -21,7 +22,15 @@ with one blocking need (the question itself, searched on the web). A finish whil
 can advance is answered by a failed `FinalizerChecked` naming the open needs (no finalizer call), which counts
 toward the revision budget. On `budget`, `insufficient` and `forced` stops without an answer in the ledger the
 finalizer drafts a best-effort answer that is recorded in `final_calls` (no ledger event); switch it off with
-`AgentConfig.settings["draft_on_stop"] = False`.
+`AgentConfig.settings["draft_on_stop"] = False`. An `insufficient` stop abstains: its answer is
+`ABSTAIN_ANSWER` ("insufficient evidence") and the draft goes to `record.draft_answer` (judged apart, so reports show
+accuracy with and without drafted answers); `settings["abstain_on_insufficient"] = False` submits the draft instead.
+
+Task context: the ledger starts with the task's R0 (assets, options, answer format, allowed tools), which the digest
+shows. A call with a tool the task does not allow is rejected like a call on a closed need. A need with an `asset_id`
+sends it to its perception tools (unless the planner names another asset). A call may aim at a slot
+(`{"action": "call", "slot": name}`) whose needs are all filled: code_executor runs the slot's program
+(`ledger.slot_program`) unless the planner writes the code, and the critic verifies the slot.
 
     omnidecision run --tasks tasks.jsonl --task-id t1 --teacher
 """
@@ -35,7 +44,9 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
 from omnidecision.agent.runtime import Run, ToolRunner, config_digest
 from omnidecision.ledger import (
+    SLOT_TOOL,
     SOURCE_TOOL,
+    AssetRef,
     ConflictRaised,
     ConflictResolved,
     ConflictValue,
@@ -50,12 +61,16 @@ from omnidecision.ledger import (
     NeedUpdated,
     SlotUpdated,
     SourceRef,
+    TaskContext,
     ToolCalled,
     actionable_need_indices,
+    actionable_slot_names,
     can_advance,
     composed_query,
     ready,
     reduce,
+    slot_program,
+    tool_calls_made,
     unmet_blocking,
     unresolved_conflicts,
 )
@@ -72,8 +87,9 @@ from omnidecision.protocol.actions import (
 )
 from omnidecision.protocol.chat import BackendError, ChatBackend
 from omnidecision.protocol.prompts import render_planner_messages
-from omnidecision.protocol.records import Outcome, RoleCall, RunRecord, StepRecord
-from omnidecision.tools.registry import arguments_for
+from omnidecision.protocol.records import ABSTAIN_ANSWER, Outcome, RoleCall, RunRecord, StepRecord
+from omnidecision.tasks.schema import Task
+from omnidecision.tools.registry import PERCEPTION_TOOLS, arguments_for
 
 logger = logging.getLogger(__name__)
 
@@ -118,16 +134,30 @@ def _stop(record: RunRecord, outcome: Outcome, run: Run | None) -> None:
 
 
 # -- decompose ---------------------------------------------------------------------------------------------
+def task_context(task: Task) -> TaskContext:
+    """R0 of a task: its assets (id, type, duration when known), options, answer format and allowed tools."""
+    return TaskContext(assets=[AssetRef(id=a.id, type=a.type, duration=a.duration) for a in task.assets],
+                       options=list(task.options) if task.options else None, answer_format=task.answer_type,
+                       tools=list(task.tools) if task.tools is not None else None)
+
+
 async def _decompose(run: Run, record: RunRecord) -> None:
     task, events = run.task, record.initial_events
     resp = await run.chat("decompose", decompose_messages(task.question, task), {"task": task})
     out, err = parse_decompose_output(resp.text)
     record.decompose = Run.role_call("decompose", resp, err)
-    budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts}
+    context = task_context(task)
+    budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts, "context": context,
+               "max_tool_calls": task.max_tool_calls}
     if out is not None:
         # slots start empty and unverified whatever the decomposer wrote: only evidence verifies a slot
-        slots = [s.model_copy(update={"value": None, "verified": False, "source": None}) for s in out.slots]
-        init = InitLedger(question=task.question, needs=out.needs, slots=slots, **budgets)
+        slots = [s.model_copy(update={"value": None, "verified": False, "source": None, "attempts": 0})
+                 for s in out.slots]
+        known = {a.id for a in task.assets}
+        # an asset the task does not have is dropped (the tool then picks its default asset), not a failed init
+        needs = [n if n.asset_id is None or n.asset_id in known else n.model_copy(update={"asset_id": None})
+                 for n in out.needs]
+        init = InitLedger(question=task.question, needs=needs, slots=slots, **budgets)
         try:
             run.state = reduce(run.state, init)
         except EventRejected as exc:  # recorded as an invalid decompose after the fallback init below
@@ -148,7 +178,8 @@ async def _ledger_loop(run: Run, record: RunRecord) -> None:
     await _decompose(run, record)
     while True:
         state = run.state
-        if state.step >= config.step_budget or _tool_cap_reached(run):
+        # a spent tool budget ends the run unless the ledger is ready: then the planner can still finish
+        if state.step >= config.step_budget or (_tool_cap_reached(run) and not ready(state)):
             return await _finish_without_accept(run, record, "budget", budget)
         if not ready(state) and not can_advance(state):
             return await _finish_without_accept(run, record, "insufficient", budget)
@@ -180,8 +211,9 @@ def _stuck(run: Run) -> bool:
 
 
 def _tool_cap_reached(run: Run) -> bool:
-    cap = run.config.max_tool_calls
-    return cap is not None and sum(run.state.tool_call_counts.values()) >= cap
+    """The recipe's cap (budget-matched comparisons) or the task's own tool budget (in the ledger) is spent."""
+    caps = [c for c in (run.config.max_tool_calls, run.state.max_tool_calls) if c is not None]
+    return bool(caps) and tool_calls_made(run.state) >= min(caps)
 
 
 def gap_diagnosis(state: Ledger) -> str:
@@ -228,7 +260,8 @@ async def _finish(run: Run, record: RunRecord, step: StepRecord, budget: DigestB
 
 
 async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, budget: DigestBudget) -> None:
-    """Stop with `outcome`; the answer is the ledger's best value, else a best-effort draft."""
+    """Stop with `outcome`; the answer is the ledger's best value, else a best-effort draft. An `insufficient` stop
+    abstains (answer `ABSTAIN_ANSWER`) and keeps that value as `record.draft_answer` instead."""
     answer = run.state.answer
     if answer is None and run.config.settings.get("draft_on_stop", True):
         try:
@@ -240,26 +273,65 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
                 answer = out.answer.strip()
         except BackendError as exc:  # the stop outcome stands; the draft is best effort
             record.final_calls.append(RoleCall(role="finalizer", error=exc.reason))
+    if outcome == "insufficient" and run.config.settings.get("abstain_on_insufficient", True):
+        # the seed's distinction: an insufficient ledger abstains; the draft is kept, judged apart
+        record.draft_answer, answer = answer, ABSTAIN_ANSWER
     record.answer = answer
     _stop(record, outcome, run)
 
 
 # -- one tool call -----------------------------------------------------------------------------------------
+def _rejection(state: Ledger, task: Task, action: CallAction) -> str | None:
+    """Why the loop must not execute this call (None: it may)."""
+    allowed = task.tools
+    if action.slot is not None:
+        slot = state.slot(action.slot)
+        if slot is None or action.slot not in actionable_slot_names(state):
+            why = "unknown slot" if slot is None else f"slot {action.slot} is not actionable (verified=" \
+                f"{'yes' if slot.verified else 'no'}, needs {slot.needs} must be filled)"
+            return f"{why}; actionable slots: {actionable_slot_names(state)}"
+        tool = action.tool or SLOT_TOOL
+    else:
+        need = state.need(action.need)  # type: ignore[arg-type]
+        if need is None or action.need not in actionable_need_indices(state):
+            why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
+            return f"{why}; actionable: {actionable_need_indices(state)}"
+        tool = action.tool or SOURCE_TOOL[need.preferred_source]
+    if allowed is not None and tool not in allowed:
+        return f"tool {tool} is not allowed for this task (tools: {', '.join(allowed) or 'none'})"
+    return None
+
+
+def _resolve(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
+    """The call's tool, query and arguments, with the defaults filled in: the need's tool and composed query (and
+    its asset for a perception tool), or for a slot code_executor and the slot's program."""
+    if action.slot is not None:
+        tool = action.tool or SLOT_TOOL
+        query = action.query if action.query is not None else slot_program(state, action.slot)
+        return tool, query, arguments_for(tool, query, action.arguments)
+    need = state.needs[action.need]  # type: ignore[index]
+    tool = action.tool or SOURCE_TOOL[need.preferred_source]
+    query = action.query if action.query is not None else composed_query(state, action.need)  # type: ignore[arg-type]
+    arguments = arguments_for(tool, query, action.arguments)
+    if need.asset_id is not None and tool in PERCEPTION_TOOLS and not arguments.get("asset_id"):
+        arguments["asset_id"] = need.asset_id
+    return tool, query, arguments
+
+
 async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBudget) -> None:
     state = run.state
-    need = state.need(action.need)
-    if need is None or action.need not in actionable_need_indices(state):
-        why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
-        step.invalid = f"{why}; actionable: {actionable_need_indices(state)}"
+    why = (f"the tool budget is spent ({tool_calls_made(state)} calls)" if _tool_cap_reached(run)
+           else _rejection(state, run.task, action))
+    if why is not None:
+        step.invalid = why
         run.invalid_event(step.events, "planner", step.invalid, step.raw_output, decision=render_action(action))
         return
-    tool = action.tool or SOURCE_TOOL[need.preferred_source]
-    query = action.query if action.query is not None else composed_query(state, action.need)
+    tool, query, arguments = _resolve(state, action)
     resolved = action.model_copy(update={"tool": tool, "query": query})
-    obs = await run.run_tool(tool, arguments_for(tool, query, action.arguments))
+    obs = await run.run_tool(tool, arguments)
     step.observation = obs.model_dump(mode="json")
-    run.commit(step.events, ToolCalled(need=action.need, tool=tool, query=query, ok=obs.ok, error=obs.error),
-               "planner")
+    run.commit(step.events, ToolCalled(need=action.need, slot=action.slot, tool=tool, query=query, ok=obs.ok,
+                                       error=obs.error), "planner")
     state = run.state
     resp = await run.chat("critic", critic_messages(state, resolved, obs, budget),
                           {"task": run.task, "ledger": state, "action": resolved, "observation": obs})
@@ -289,11 +361,18 @@ def _value_source(state: Ledger, index: int) -> SourceRef:
     return SourceRef(tool=(need.filled_by if need is not None else None) or "unknown")
 
 
+def _differs(a: str, b: str) -> bool:
+    """Two values differ beyond case and spacing."""
+    return " ".join(a.split()).casefold() != " ".join(b.split()).casefold()
+
+
 def verdict_events(state: Ledger, v: NeedVerdict, source: SourceRef) -> list[LedgerEvent]:
     """The ledger events of one critic verdict, given the current state.
 
     - supports a need with an open conflict → `ConflictResolved` picking the supported value;
-    - conflicts with a need holding a different value → `ConflictRaised` keeping both values with sources;
+    - conflicts with a need holding a different value, or "supports" a different value than the one a filled
+      need holds → `ConflictRaised` keeping both values with sources (a later observation never silently
+      overwrites a settled value);
     - otherwise → `NeedUpdated` (a "supports" with a value and no status files the need as filled).
     """
     need = state.need(v.need)
@@ -308,13 +387,14 @@ def verdict_events(state: Ledger, v: NeedVerdict, source: SourceRef) -> list[Led
         if v.revised_query_focus or v.revised_need_role or v.add_depends_on:
             events.append(NeedUpdated(need=v.need, verdict="supports", **revisions))
         return events
-    if (v.verdict == "conflicts" and v.value is not None and need.value is not None
-            and v.value.strip() != need.value.strip() and open_conflict is None):
+    contradicts = (v.verdict == "conflicts" or (v.verdict == "supports" and need.status == "filled"))
+    if (contradicts and v.value is not None and need.value is not None and open_conflict is None
+            and _differs(v.value, need.value)):
         values = [ConflictValue(value=need.value, source=_value_source(state, v.need)),
                   ConflictValue(value=v.value, source=source)]
         events.append(ConflictRaised(need=v.need, values=values))
         if v.revised_query_focus or v.revised_need_role or v.add_depends_on:
-            events.append(NeedUpdated(need=v.need, verdict="conflicts", **revisions))
+            events.append(NeedUpdated(need=v.need, verdict=v.verdict, **revisions))
         return events
     status = v.status
     if status is None and v.verdict == "supports" and v.value is not None:

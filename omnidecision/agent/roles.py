@@ -46,6 +46,8 @@ def _task_line(task: Task | None) -> str:
         parts.append("options: " + " | ".join(task.options))
     if task.assets:
         parts.append("assets: " + ", ".join(f"{a.id} ({a.type})" for a in task.assets))
+    if task.tools is not None:
+        parts.append("tools: " + (", ".join(task.tools) or "none"))
     return "\n".join(parts)
 
 
@@ -72,7 +74,8 @@ def observation_text(obs: Observation, limit: int = MAX_OBSERVATION_CHARS) -> st
 
 def critic_messages(ledger: Ledger, action: CallAction, obs: Observation,
                     budget: DigestBudget | None = None) -> list[dict[str, str]]:
-    user = (f"{render_digest(ledger, budget)}\n\nCALL: need={action.need} tool={action.tool} "
+    target = f"need={action.need}" if action.slot is None else f"slot={action.slot}"
+    user = (f"{render_digest(ledger, budget)}\n\nCALL: {target} tool={action.tool} "
             f"query={json.dumps(action.query or '', ensure_ascii=False)}\nOBSERVATION:\n{observation_text(obs)}")
     return [{"role": "system", "content": load_prompt("critic")}, {"role": "user", "content": user}]
 

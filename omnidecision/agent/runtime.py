@@ -58,7 +58,8 @@ class Run:
         self.task, self.config, self.backends = task, config, backends
         self.sample, self.run_id = sample, run_id
         self.tool_runner = tool_runner or default_tool_runner()
-        self.ctx = build_tool_context(task, services, config.settings)
+        # the registry's own per-tool timeout follows the agent's (a perception call may need minutes)
+        self.ctx = build_tool_context(task, services, {"tool_timeout_s": config.tool_timeout_s, **config.settings})
         self.state = Ledger()
         self.usage = Usage()
         self.planner_prompt_tokens = 0

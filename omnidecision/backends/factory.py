@@ -1,7 +1,8 @@
 """Build the per-role backends of a run from `BackendSpec`s (the `backends:` part of a recipe).
 
-kind "openai" → `OpenAIBackend`; kind "teacher" → `omnidecision.backends.teacher.TeacherBackend(**spec.options)`
-(imported lazily). Specs that are equal share one backend object (one client, one concurrency semaphore).
+kind "openai" → `OpenAIBackend`; kind "teacher" → `omnidecision.backends.teacher.TeacherBackend(**spec.options)`;
+kind "first-actionable" → the copy-rule baseline planner (`backends.first_actionable`); imported lazily.
+Specs that are equal share one backend object (one client, one concurrency semaphore).
 
     >>> from omnidecision.protocol.chat import BackendSpec
     >>> b = build_backends({"planner": BackendSpec(base_url="http://localhost:8000/v1", model="p")})
@@ -29,7 +30,11 @@ def build_backend(spec: BackendSpec) -> ChatBackend:
         from omnidecision.backends.teacher import TeacherBackend
 
         return TeacherBackend(**spec.options)
-    raise ValueError(f"unknown backend kind {spec.kind!r} (known: openai, teacher)")
+    if spec.kind == "first-actionable":
+        from omnidecision.backends.first_actionable import FirstActionableBackend
+
+        return FirstActionableBackend(**spec.options)
+    raise ValueError(f"unknown backend kind {spec.kind!r} (known: openai, teacher, first-actionable)")
 
 
 def build_backends(specs: dict[str, BackendSpec]) -> dict[str, ChatBackend]:

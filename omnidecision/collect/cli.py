@@ -3,6 +3,8 @@
     omnidecision tasks synth --n 200 --out runs/synth
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --tasks runs/synth --out runs/teacher \
         --concurrency 8 --shard 0/1 --agent.step_budget 12
+    omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --dry-run   # check, print
+    omnidecision collect --config configs/collect/omnigaia-live.yaml --dry-run   # what is missing, nothing run
     omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl
     omnidecision harvest runs/teacher --out data/harvest --advancing-only --dedup
 """
@@ -50,6 +52,9 @@ def collect(
     mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints "
+                                 "(a live environment: probe them, its API keys and media files); print the resolved "
+                                 "recipe and what is missing; run nothing"),
 ) -> None:
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
 
@@ -71,6 +76,11 @@ def collect(
             overrides.append(f"{key}={json.dumps(str(value)) if isinstance(value, (str, Path)) else value}")
     if no_progress:
         overrides.append("progress=false")
+    if dry_run:
+        from omnidecision.collect.dryrun import dry_run as make_report
+        from omnidecision.preflight import emit
+
+        raise typer.Exit(emit(make_report(config, overrides)))
     try:
         recipe = load_recipe(config, overrides)
         summary = asyncio.run(run_collect(recipe))
@@ -97,6 +107,9 @@ def harvest(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="skip malformed trajectory lines (counted)"),
     check_replay: bool = typer.Option(True, "--check-replay/--no-check-replay",
                                       help="RL: check each rebuilt state equals the recorded snapshot"),
+    label: str = typer.Option("emitted", "--label",
+                              help="SFT labels: 'emitted' (the collected decisions, correct runs only) or 'rule' "
+                                   "(every visited state of every run, labelled by the rule planner)"),
 ) -> None:
     """Turn trajectories into a state-SFT dataset (judge-correct runs) and an RL state dataset (all runs)."""
     from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
@@ -104,7 +117,7 @@ def harvest(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = HarvestOptions(advancing_only=advancing_only, dedup=dedup, max_rows_per_task=max_rows_per_task,
                           val_fraction=val_fraction, tokenizer=tokenizer, skip_bad=skip_bad,
-                          check_replay=check_replay)
+                          check_replay=check_replay, label=label)
     try:
         stats = run_harvest([str(r) for r in runs], out, opts)
     except (HarvestError, ValueError, OSError) as exc:

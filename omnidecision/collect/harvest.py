@@ -4,7 +4,8 @@
   agent sent at that step + the assistant action as emitted (`raw_output`); columns task_id, step, run_id,
   sample, level, category, source. Options: `advancing_only` (the step's events changed a need's status or
   value, verified a slot, resolved a conflict, or passed the finalizer check), `dedup` (same user message),
-  `max_rows_per_task`. Invalid-action steps are skipped.
+  `max_rows_per_task`. Invalid-action steps are skipped. With `label="rule"` (`--label rule`) instead: every
+  state of every run (correct or not) with the rule planner's decision as the assistant turn.
 - RL (all runs, ledger mode): one row per ledger state the planner saw, REBUILT by replaying the events (and
   checked byte for byte against the recorded snapshot): `prompt` (the planner messages), `ledger` (JSON),
   `question`, `actionable`, `blocked`, `finish_available`, `tool_call_counts` (JSON), `failed_calls` (JSON),
@@ -41,6 +42,7 @@ from omnidecision.ledger import (
 from omnidecision.protocol import rows
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import RunRecord, StepRecord
+from omnidecision.protocol.rule import rule_decision_text
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +63,14 @@ class HarvestOptions:
     skip_bad: bool = False
     check_replay: bool = True
     digest_max_chars: int | None = None  # None: from the collection's manifest.json, else the AgentConfig default
+    # SFT labels: "emitted" = the decisions the collected planner made, in judge-correct runs only; "rule" = every
+    # state any run visited, labelled with the rule planner's decision (exact for the synthetic suite): a noisy
+    # teacher's detours (rejected calls, wrong tools, empty sources) become states with their recovery as label
+    label: str = "emitted"
 
     def __post_init__(self) -> None:
+        if self.label not in ("emitted", "rule"):
+            raise ValueError(f"label must be 'emitted' or 'rule', got {self.label!r}")
         if not 0.0 <= self.val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
         if self.max_rows_per_task is not None and self.max_rows_per_task < 1:
@@ -160,12 +168,17 @@ def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: Digest
                 counts.skipped["rl_prompt_rerender_differs"] += 1
                 prompt = [{"role": str(m["role"]), "content": str(m["content"])} for m in step.planner_messages]
             rl.append(rl_row(rec, step, state, prompt))
+            if opts.label == "rule":
+                label = rule_decision_text(state)
+                rl[-1]["label"] = label
+                sft.append(rows.sft_row(prompt, label, task_id=rec.task_id, run_id=rec.run_id, step=step.step,
+                                        sample=rec.sample, level=rec.level, category=rec.category, source="rule"))
             try:
                 state = _apply(state, step)
             except EventRejected as exc:
                 raise HarvestError(f"{where}: run {rec.run_id} step {step.step}: field steps.events does not "
                                    f"replay: {exc.reason}") from exc
-        if not correct:
+        if not correct or opts.label == "rule":
             continue
         if step.invalid is not None or step.action is None or not step.raw_output.strip():
             counts.skipped["sft_invalid_step"] += 1

@@ -3,8 +3,9 @@
 Overrides come from the command line as `--key.path VALUE` (or `--key.path=VALUE`), the same syntax as TRL's
 `--learning_rate 1e-4` for `sft` / `grpo` (`--agent.step_budget 10`, `--backends.planner.temperature 0.7`);
 the value is parsed as YAML (numbers, booleans, lists). String values may use `${VAR}` or `${VAR:-default}` to
-read the environment (endpoints and model names of API recipes). A bad recipe raises `RecipeError` naming the
-file and the field.
+read the environment (endpoints and model names of API recipes), and `${RECIPE_DIR}` for the recipe's own folder
+(defaults relative to the recipe, never a machine path). Every unset variable is named at once, with the field
+that needs it. A bad recipe raises `RecipeError` naming the file and the field.
 
     python -c "from omnidecision.collect.recipe import load_recipe; \
         print(load_recipe('configs/collect/synthetic-teacher.yaml').model_dump_json(indent=1))"
@@ -21,7 +22,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from omnidecision.agent.config import AgentConfig
+from omnidecision.backends.perception import PerceptionSpec
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.tools.page_fetch import PageReaderSpec
+from omnidecision.tools.search_apis import SearchSpec
 
 
 def cli_overrides(args: list[str]) -> list[str]:
@@ -77,11 +81,33 @@ class JudgeSettings(_Model):
 
 
 class Environment(_Model):
-    kind: Literal["offline", "replay"] = Field(
-        "offline", description="offline: text surrogates + BM25 over local pages; replay: OmniGAIA replay services")
+    kind: Literal["offline", "replay", "live"] = Field(
+        "offline", description="offline: text surrogates + BM25 over local pages; replay: OmniGAIA replay services; "
+        "live: real tools (perception endpoints over the media files, a search API, the page reader)")
     services: dict[str, str] = Field(
         default_factory=dict, description="extra tool services: name -> 'module:factory' (called with options)")
     options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments for the service factories")
+    media_root: str | None = Field(
+        None, description="folder of the downloaded media (OmniGAIA: images/ audios/ videos/; WorldSense: the "
+        "videos and .srt files), handed to the task loader")
+    perception: dict[str, PerceptionSpec] = Field(
+        default_factory=dict, description="live: tool name (or 'default') -> OpenAI-compatible multimodal endpoint")
+    search: SearchSpec | None = Field(None, description="live: the web search API (None: no web search)")
+    pages: PageReaderSpec = Field(default_factory=PageReaderSpec, description="live: the page reader's limits")
+    tools: list[str] | None = Field(
+        None, description="the tools every task allows (None: all; a task's own `tools` wins); shown in the digest")
+    blocked_domains: list[str] = Field(
+        default_factory=list, description="added to every task's block list (host, or host + path prefix)")
+
+    @field_validator("tools")
+    @classmethod
+    def _check_tools(cls, v: list[str] | None) -> list[str] | None:
+        from omnidecision.protocol.actions import TOOL_NAMES
+
+        unknown = sorted(set(v or []) - set(TOOL_NAMES))
+        if unknown:
+            raise ValueError(f"unknown tool(s) {unknown}; known: {', '.join(TOOL_NAMES)}")
+        return v
 
 
 class CollectRecipe(_Model):
@@ -132,28 +158,42 @@ def parse_shard(text: str) -> tuple[int, int]:
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^${}]*))?\}")  # innermost first: defaults may nest
 
 
-def _expand(value: Any, where: str, source: str) -> Any:
-    """Expand ${VAR} / ${VAR:-default} in every string of a YAML tree."""
+def _expand(value: Any, where: str, source: str, builtins: dict[str, str] | None = None,
+            missing: list[str] | None = None) -> Any:
+    """Expand ${VAR} / ${VAR:-default} in every string of a YAML tree (`builtins` such as RECIPE_DIR first, then
+    the environment). Unset variables without a default are collected in `missing` (raised at once when None)."""
+    top = missing is None
+    missing = [] if missing is None else missing
+    builtins = builtins or {}
     if isinstance(value, dict):
-        return {k: _expand(v, f"{where}.{k}" if where else str(k), source) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_expand(v, f"{where}.{i}", source) for i, v in enumerate(value)]
-    if not isinstance(value, str):
-        return value
+        out: Any = {k: _expand(v, f"{where}.{k}" if where else str(k), source, builtins, missing)
+                    for k, v in value.items()}
+    elif isinstance(value, list):
+        out = [_expand(v, f"{where}.{i}", source, builtins, missing) for i, v in enumerate(value)]
+    elif not isinstance(value, str):
+        out = value
+    else:
+        def sub(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in builtins:
+                return builtins[name]
+            if name in os.environ:
+                return os.environ[name]
+            if default is not None:
+                return default
+            missing.append(f"{where}: environment variable {name} is not set (export it, or write "
+                           f"${{{name}:-default}})")
+            return ""
 
-    def sub(m: re.Match[str]) -> str:
-        name, default = m.group(1), m.group(2)
-        if name in os.environ:
-            return os.environ[name]
-        if default is not None:
-            return default
-        raise RecipeError(f"{source}: {where}: environment variable {name} is not set (write ${{{name}:-default}})")
-
-    while True:
-        expanded = _VAR.sub(sub, value)
-        if expanded == value:
-            return expanded
-        value = expanded
+        out = value
+        while True:
+            expanded = _VAR.sub(sub, out)
+            if expanded == out:
+                break
+            out = expanded
+    if top and missing:
+        raise RecipeError(f"{source}: " + "; ".join(dict.fromkeys(missing)))
+    return out
 
 
 def set_path(data: dict[str, Any], override: str) -> None:
@@ -189,13 +229,15 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 
 def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None,
-                     model: type[CollectRecipe] = CollectRecipe) -> CollectRecipe:
+                     model: type[CollectRecipe] = CollectRecipe,
+                     recipe_dir: str | Path | None = None) -> CollectRecipe:
     """Validate a recipe mapping (a `CollectRecipe`, or a subclass such as eval's) after overrides and ${VAR}
-    expansion; errors name `source` and the field."""
+    expansion (`recipe_dir` is ${RECIPE_DIR}); errors name `source` and the field."""
     data = dict(data)
     for ov in overrides or []:
         set_path(data, ov)
-    data = _expand(data, "", source)
+    builtins = {"RECIPE_DIR": str(Path(recipe_dir).resolve())} if recipe_dir is not None else {}
+    data = _expand(data, "", source, builtins)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -222,4 +264,4 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None,
         data = {}
     if not isinstance(data, dict):
         raise RecipeError(f"{p}: the recipe must be a mapping (tasks:, backends:, agent:, …)")
-    return recipe_from_dict(data, str(p), overrides, model)
+    return recipe_from_dict(data, str(p), overrides, model, recipe_dir=p.parent)

@@ -81,6 +81,16 @@ async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None,
                            detail=f"{type(exc).__name__}: {exc}"[:500])
 
 
+async def judge_draft(task: Task, record: RunRecord, llm: ChatBackend | None,
+                      scorer: str = "lenient") -> JudgeResult | None:
+    """The judge on an abstaining run's draft (`record.draft_answer`), so reports can show accuracy with drafted
+    answers next to the accuracy of what the agent submitted; None when the run has no draft."""
+    if record.draft_answer is None:
+        return None
+    return await judge_record(task, record.model_copy(update={"answer": record.draft_answer, "outcome": "forced"}),
+                              llm, scorer)
+
+
 def _postfix(s: CollectSummary) -> str:
     acc = f"{s.accuracy:.3f}" if s.accuracy is not None else "-"
     counts = " ".join(f"{o}={s.outcomes[o]}" for o in OUTCOMES if s.outcomes.get(o))
@@ -128,6 +138,7 @@ async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[st
                                         services=svc)
                 if judge:
                     record.judge = await judge_record(task, record, judge_llm, judge_scorer)
+                    record.draft_judge = await judge_draft(task, record, judge_llm, judge_scorer)
                 await writer.put(record)
                 summary.done += 1
                 summary.outcomes[record.outcome] += 1
@@ -154,7 +165,10 @@ def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
     from omnidecision.tasks.loaders import load_tasks
 
     src = recipe.tasks
-    tasks = load_tasks(src.path, src.format, **src.options)
+    options = dict(src.options)
+    if recipe.environment.media_root and "media_root" not in options:
+        options["media_root"] = recipe.environment.media_root
+    tasks = load_tasks(src.path, src.format, **options)
     if src.ids is not None:
         wanted = set(src.ids)
         tasks = [t for t in tasks if t.id in wanted]
@@ -169,13 +183,20 @@ def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise RecipeError(f"{src.path}: task id {dup!r} appears more than once (ids must be unique to resume)")
+    from omnidecision.collect.live import apply_environment, fill_durations
+
+    apply_environment(recipe.environment, tasks)
     i, n = recipe.shard_index
-    return [t for t in tasks if shard_of(t.id, n) == i], tasks
+    mine = [t for t in tasks if shard_of(t.id, n) == i]
+    if recipe.environment.kind == "live":
+        fill_durations(mine)
+    return mine, tasks
 
 
 def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
     """Tool services from the recipe's environment. kind "replay": the OmniGAIA replay environment built over all
-    selected tasks (`omnidecision.tasks.replay_env.build_replay_services`, per-task services). Each extra
+    selected tasks (`omnidecision.tasks.replay_env.build_replay_services`, per-task services); kind "live": real
+    perception endpoints, search API and page reader (`collect.live.build_live_services`). Each extra
     `name: 'module:factory'` is called with `environment.options` and added to every run's services."""
     env = recipe.environment
     extra: dict[str, Any] = {}
@@ -186,6 +207,10 @@ def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
         except (ImportError, AttributeError) as exc:
             raise RecipeError(f"environment.services.{name}: cannot import {target!r}: {exc}") from exc
         extra[name] = factory(**env.options)
+    if env.kind == "live":
+        from omnidecision.collect.live import build_live_services
+
+        return {**build_live_services(env), **extra}
     if env.kind != "replay":
         return extra or None
     from omnidecision.tasks.replay_env import build_replay_services
@@ -236,8 +261,15 @@ async def collect(recipe: CollectRecipe, tool_runner=None) -> CollectSummary:
     """Collect the recipe's shard into `recipe.out` (see the module docstring)."""
     from omnidecision.backends.factory import build_backend, build_backends
 
-    # tasks and shard
+    # tasks and shard; a live environment must have every endpoint and media file before the first run
     tasks, selected = select_tasks(recipe)
+    if recipe.environment.kind == "live":
+        from omnidecision.collect.live import live_problems
+
+        problems = live_problems(recipe, tasks)
+        if problems:
+            raise RecipeError("the live environment is not ready (run with --dry-run to check):\n  - "
+                              + "\n  - ".join(problems))
     i, n = recipe.shard_index
     out_dir = Path(recipe.out)
     out_dir.mkdir(parents=True, exist_ok=True)

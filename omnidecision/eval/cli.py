@@ -2,12 +2,13 @@
 
     omnidecision serve runs/export/merged --port 8000
     omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --tensor-parallel-size 2
+    omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --dry-run   # the vLLM command; start nothing
     omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2 --out runs/eval-a
     omnidecision compare runs/eval-a runs/eval-b --out runs/compare
     omnidecision ablate --config configs/eval/synthetic-tiny-vllm.yaml --max-tool-calls 6 --out runs/ablate
 
 `eval` and `ablate` override any recipe field as `--key.path VALUE` (e.g. `--agent.step_budget 10`), the syntax of
-`sft`, `grpo` and `collect` too.
+`sft`, `grpo` and `collect` too. `serve`, `eval` and `ablate` take `--dry-run`: resolve, check, print, start nothing.
 """
 
 from __future__ import annotations
@@ -38,8 +39,13 @@ def serve(
     max_lora_rank: int = typer.Option(16, help="largest adapter rank"),
     served_name: Optional[str] = typer.Option(None, help="name clients request (default: folder name)"),  # noqa: UP045
     startup_timeout: float = typer.Option(600.0, help="seconds to wait until /v1/models answers"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check the model and adapters, print the vLLM command and "
+                                                          "its environment, start nothing"),
+    limit_mm_per_prompt: Optional[str] = typer.Option(  # noqa: UP045
+        None, help='a perception model: media items per request, as JSON (e.g. \'{"image": 16, "audio": 2}\')'),
 ) -> None:
-    """Serve a planner with vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp/cache dir)."""
+    """Serve a planner or a multimodal perception model (a local folder or a hub id such as Qwen/Qwen3-8B) with
+    vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp/cache dir)."""
     from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
 
     _logging()
@@ -49,14 +55,28 @@ def serve(
         if not sep or not name or not path:
             typer.echo(f"error: --lora {item!r}: expected NAME=DIR", err=True)
             raise typer.Exit(2)
-        if not Path(path).is_dir():
+        if not dry_run and not Path(path).is_dir():
             typer.echo(f"error: --lora {item!r}: {path} is not a folder", err=True)
             raise typer.Exit(2)
         loras[name] = path
     extra = ["--tensor-parallel-size", str(tensor_parallel_size)] if tensor_parallel_size else []
+    if limit_mm_per_prompt:
+        try:
+            json.loads(limit_mm_per_prompt)
+        except ValueError as exc:
+            typer.echo(f"error: --limit-mm-per-prompt {limit_mm_per_prompt!r}: not JSON ({exc})", err=True)
+            raise typer.Exit(2) from None
+        extra += ["--limit-mm-per-prompt", limit_mm_per_prompt]
     server = VLLMServer(model, port=port, lora_modules=loras, extra_args=extra, served_name=served_name,
                         max_model_len=max_model_len, max_lora_rank=max_lora_rank, host=host,
                         startup_timeout_s=startup_timeout)
+    if dry_run:
+        from omnidecision.eval.dryrun import serve_report
+        from omnidecision.preflight import DryRunReport, emit
+
+        report = DryRunReport(command="serve", resolved={"model": model, "loras": loras, "host": host, "port": port})
+        serve_report(report, server)
+        raise typer.Exit(emit(report))
 
     def on_term(signum, frame):  # SIGTERM: leave through the same clean path as Ctrl-C
         raise KeyboardInterrupt
@@ -100,6 +120,8 @@ def eval_cmd(
     config: Path = typer.Option(..., "--config", help="eval recipe (configs/eval/*.yaml)"),
     out: Optional[Path] = typer.Option(None, help="output folder (overrides the recipe's out)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, help="no progress bar"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe, print it and the vLLM "
+                                                          "command of its serve: block; start nothing"),
 ) -> None:
     """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
     from omnidecision.collect.recipe import RecipeError
@@ -107,6 +129,12 @@ def eval_cmd(
 
     _logging()
     recipe = _recipe(config, ctx.args, out)
+    if dry_run:
+        from omnidecision.collect.recipe import cli_overrides
+        from omnidecision.eval.dryrun import eval_dry_run
+        from omnidecision.preflight import emit
+
+        raise typer.Exit(emit(eval_dry_run(recipe, config, len(cli_overrides(ctx.args)) + (out is not None))))
     try:
         rep = run_eval(recipe, progress=not no_progress)
     except (RecipeError, ValueError, OSError) as exc:
@@ -146,6 +174,7 @@ def ablate(
     max_tool_calls: Optional[int] = typer.Option(None, help="equal tool-call cap (default: recipe, else T)"),  # noqa: UP045
     modes: str = typer.Option("ledger,react,memory", help="comma-separated modes"),
     no_progress: bool = typer.Option(False, help="no progress bar"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe, print it; start nothing"),
 ) -> None:
     """Budget-matched ablation: the same tasks in ledger / react / memory modes with equal tool-call caps."""
     from omnidecision.collect.recipe import RecipeError
@@ -158,6 +187,14 @@ def ablate(
         typer.echo(f"error: --modes {modes!r}: unknown mode(s) {bad} (known: {', '.join(MODES)})", err=True)
         raise typer.Exit(2)
     recipe = _recipe(config, ctx.args, None)
+    if dry_run:
+        from omnidecision.collect.recipe import cli_overrides
+        from omnidecision.eval.dryrun import eval_dry_run
+        from omnidecision.preflight import emit
+
+        report = eval_dry_run(recipe, config, len(cli_overrides(ctx.args)), command="ablate")
+        report.extra.update({"modes": list(chosen), "max_tool_calls": max_tool_calls, "out": str(out)})
+        raise typer.Exit(emit(report))
     try:
         run_ablation(recipe, out, chosen, max_tool_calls, progress=not no_progress)
     except (RecipeError, ValueError, OSError) as exc:

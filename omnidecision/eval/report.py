@@ -11,6 +11,10 @@ string scorer and LLM judge). Accuracy counts a run as correct only when the jud
 A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g. in the synthetic suite) is
 correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
 counted under `unanswerable`.
+`insufficient` runs abstain ("insufficient evidence") and keep their best-effort draft apart: `accuracy` judges what
+was submitted, `accuracy_with_drafts` counts each abstaining run's draft instead (its `draft_judge`; on a task
+without an answer a submitted draft is wrong), side by side (`drafts`: how many runs abstained with a draft, and
+how many of those drafts were right).
 """
 
 from __future__ import annotations
@@ -47,6 +51,14 @@ def is_correct(r: RunRecord) -> bool:
     if unanswerable(r):
         return r.outcome == "insufficient"
     return r.judge is not None and r.judge.correct is True
+
+
+def is_correct_with_draft(r: RunRecord) -> bool:
+    """Correct when an abstaining run's drafted answer is submitted instead: judged by its `draft_judge` (on a task
+    without an answer, a submitted draft is a guess, so wrong). Other runs: as `is_correct`."""
+    if r.outcome == "insufficient" and r.draft_answer is not None:
+        return r.draft_judge is not None and r.draft_judge.correct is True
+    return is_correct(r)
 
 
 def judge_failed(r: RunRecord) -> bool:
@@ -142,6 +154,10 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "unanswerable": {"n": sum(unanswerable(r) for r in rs),
                          "abstained": sum(unanswerable(r) and r.outcome == "insufficient" for r in rs)},
         "accuracy_judged": rate(overall["correct"], n - sum(judge_failed(r) for r in rs)),
+        "accuracy_with_drafts": rate(sum(is_correct_with_draft(r) for r in rs), n),
+        "drafts": {"abstained_with_draft": sum(r.outcome == "insufficient" and r.draft_answer is not None
+                                               for r in rs),
+                   "draft_correct": sum(r.draft_judge is not None and r.draft_judge.correct is True for r in rs)},
         "by_level": {k: _acc(v) for k, v in sorted(levels.items())},
         "by_category": {k: _acc(v) for k, v in sorted(cats.items())},
         "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
@@ -219,6 +235,13 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
         "",
         _judge_line(rep),
+        "",
+        "| answers judged | accuracy |", "|---|---|",
+        f"| submitted (insufficient runs abstain) | {_pct(rep['accuracy'])} |",
+        f"| with drafted answers (each abstaining run's draft instead) | {_pct(rep.get('accuracy_with_drafts'))} |",
+        "",
+        f"{rep.get('drafts', {}).get('abstained_with_draft', 0)} runs abstained with a draft; "
+        f"{rep.get('drafts', {}).get('draft_correct', 0)} of those drafts were right.",
         "",
         "## By level", "", "| level | n | correct | accuracy | 95% CI |", "|---|---|---|---|---|",
         *(_acc_row(k, v) for k, v in rep["by_level"].items()),

@@ -23,7 +23,9 @@ from omnidecision.ledger.events import (
     parse_event,
 )
 from omnidecision.ledger.readiness import (
+    SLOT_TOOL,
     actionable_need_indices,
+    actionable_slot_names,
     blocked_need_indices,
     can_advance,
     composed_query,
@@ -31,6 +33,9 @@ from omnidecision.ledger.readiness import (
     finish_available,
     is_open,
     ready,
+    slot_program,
+    tool_calls_made,
+    unblocks,
     unmet_blocking,
     unresolved_conflicts,
 )
@@ -38,6 +43,7 @@ from omnidecision.ledger.reducer import EventRejected, reduce, replay
 from omnidecision.ledger.schema import (
     SOURCE_TOOL,
     SOURCES,
+    AssetRef,
     Conflict,
     ConflictValue,
     EvidenceAtom,
@@ -47,13 +53,15 @@ from omnidecision.ledger.schema import (
     Rejection,
     Slot,
     SourceRef,
+    TaskContext,
 )
 
 __all__ = [
-    "EVENT_ADAPTER", "SOURCES", "SOURCE_TOOL", "Conflict", "ConflictRaised", "ConflictResolved", "ConflictValue",
-    "DigestBudget", "EventRejected", "EvidenceAdded", "EvidenceAtom", "FailedCall", "FinalizerChecked",
-    "FinishRequested", "InitLedger", "InvalidAction", "Ledger", "LedgerEvent", "Need", "NeedSpec", "NeedUpdated",
-    "Rejection", "Slot", "SlotUpdated", "SourceRef", "ToolCalled", "actionable_need_indices", "blocked_need_indices",
-    "can_advance", "composed_query", "exhausted_need_indices", "finish_available", "is_open", "parse_event",
-    "ready", "reduce", "render_digest", "replay", "unmet_blocking", "unresolved_conflicts",
+    "EVENT_ADAPTER", "SLOT_TOOL", "SOURCES", "SOURCE_TOOL", "AssetRef", "Conflict", "ConflictRaised",
+    "ConflictResolved", "ConflictValue", "DigestBudget", "EventRejected", "EvidenceAdded", "EvidenceAtom",
+    "FailedCall", "FinalizerChecked", "FinishRequested", "InitLedger", "InvalidAction", "Ledger", "LedgerEvent",
+    "Need", "NeedSpec", "NeedUpdated", "Rejection", "Slot", "SlotUpdated", "SourceRef", "TaskContext", "ToolCalled",
+    "actionable_need_indices", "actionable_slot_names", "blocked_need_indices", "can_advance", "composed_query",
+    "exhausted_need_indices", "finish_available", "is_open", "parse_event", "ready", "reduce", "render_digest",
+    "replay", "slot_program", "tool_calls_made", "unblocks", "unmet_blocking", "unresolved_conflicts",
 ]

@@ -1,9 +1,12 @@
 """The bounded digest: the text the planner, critic and finalizer read instead of a growing history.
 
-Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable
-needs first, each line saying `status=actionable|blocked|…`; then the rest by priority. Lines are added
-in priority order until the budget (characters, or tokens with a counter) is reached; what does not fit
-is summarised in one "omitted" line. The planner's last rejected decision, if any, is a header line with the
+The header starts with the task's immutable context R0 (when the ledger has one): the assets (id, type, duration),
+the options, the answer format and, when the task restricts them, the tools it allows. R0 lines have their own caps
+(options up to `max_question_chars`, assets up to `max_line_chars`), so R0 never grows the digest past its budget.
+Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable needs first
+(then the slots a call can verify), each line saying `status=actionable|blocked|…`; then the rest by priority.
+Lines are added in priority order until the budget (characters, or tokens with a counter) is reached; what does not
+fit is summarised in one "omitted" line. The planner's last rejected decision, if any, is a header line with the
 loop's reason and how many times in a row it was rejected. Every number that changes with time has a fixed width
 (the step padded to the width of the step budget, at least 2; a need's attempts to the width of `max_attempts`), so
 the digest of a fixed ledger has the same length at every step up to the budget, whatever the attempts up to their
@@ -21,15 +24,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from omnidecision.ledger.readiness import (
+    SLOT_TOOL,
     actionable_need_indices,
+    actionable_slot_names,
     blocked_need_indices,
     can_advance,
     composed_query,
     exhausted_need_indices,
     finish_available,
     ready,
+    tool_calls_made,
+    unblocks,
 )
-from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Need
+from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Need, Slot, TaskContext
 
 
 @dataclass(frozen=True)
@@ -69,10 +76,18 @@ def _attempts(state: Ledger, need: Need) -> str:
 
 
 def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
-    head = f"[{need.index}] status={label} role={need.role}"
+    head = f"[{need.index}] status={label} role={need.role}" + (f" asset={need.asset_id}" if need.asset_id else "")
     if label == "actionable":
         query = _q(composed_query(state, need.index), width)
-        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]} query={query}"
+        # what a planner needs beyond the listed tool: other sources, tools already tried, the needs it unblocks
+        extra = ""
+        if need.alt_sources:
+            extra += f" alt=[{','.join(SOURCE_TOOL[s] for s in need.alt_sources)}]"
+        if need.tried:
+            extra += f" tried=[{','.join(need.tried)}]"
+        if waiting := unblocks(state, need.index):
+            extra += f" unblocks={waiting}"
+        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]}{extra} query={query}"
                 f" {_attempts(state, need)} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]
@@ -82,24 +97,62 @@ def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     return f"{head} {_attempts(state, need)} need={_q(need.description, width // 2)}"
 
 
-def _sections(state: Ledger, b: DigestBudget) -> list[list[str]]:
+def _duration(seconds: float | None) -> str:
+    return "" if seconds is None else f" {seconds:.1f}s"
+
+
+def context_lines(context: TaskContext | None, b: DigestBudget) -> list[str]:
+    """R0, each line within its own cap: assets, options, answer format, allowed tools (when restricted)."""
+    if context is None:
+        return []
+    lines = []
+    if context.assets:
+        assets = "; ".join(f"{a.id} ({a.type}{_duration(a.duration)})" for a in context.assets)
+        lines.append(_clip(f"ASSETS: {assets}", b.max_line_chars))
+    if context.options:
+        lines.append(_clip("OPTIONS: " + " | ".join(context.options), b.max_question_chars))
+    if context.answer_format:
+        lines.append(_clip(f"ANSWER_FORMAT: {context.answer_format}", b.max_line_chars))
+    if context.tools is not None:
+        lines.append(_clip("TOOLS: " + (", ".join(context.tools) or "none"), b.max_line_chars))
+    return lines
+
+
+def _slot_line(state: Ledger, s: Slot, actionable: bool) -> str:
+    head = f"slot {s.name} ({s.kind})"
+    if actionable:  # a call aimed at the slot computes it from its (filled) needs
+        head += f" status=actionable tool={SLOT_TOOL} needs={s.needs} "
+        head += f"attempts={s.attempts:0{len(str(state.max_attempts))}d}/{state.max_attempts}"
+    return (head + f" value={_q(s.value, 60)} verified={'yes' if s.verified else 'no'}"
+            + (f" expr={_q(s.expression, 80)}" if s.expression else ""))
+
+
+def _sections(state: Ledger, b: DigestBudget) -> tuple[list[str], list[list[str]]]:
+    """(the header, each line already within its cap; the other sections in priority order)."""
     w = b.max_line_chars
     actionable, blocked = actionable_need_indices(state), blocked_need_indices(state)
+    slots_open = actionable_slot_names(state)
     exhausted = set(exhausted_need_indices(state))
     sw = max(2, len(str(state.step_budget)))  # the step's width: fixed for every step up to the budget
-    header = [
-        f"QUESTION: {_clip(state.question, b.max_question_chars)}",
+    control = [
         f"step={state.step:0{sw}d}/{state.step_budget:0{sw}d} ready={'yes' if ready(state) else 'no'} "
         f"can_advance={'yes' if can_advance(state) else 'no'} "
         f"finish_available={'yes' if finish_available(state) else 'no'}",
+        *([f"tool_calls={tool_calls_made(state):0{len(str(state.max_tool_calls))}d}/{state.max_tool_calls}"]
+          if state.max_tool_calls is not None else []),
         f"actionable_need_indices={actionable}",
         f"blocked_need_indices={blocked}",
     ]
+    if slots_open:
+        control.append(f"actionable_slot_names={slots_open}")
     if state.last_rejected is not None:
         # the planner sees its own rejected decision and why, so the next decision can differ
         r = state.last_rejected
-        header.append(f"rejected x{r.streak}: {_clip(r.decision, 120)} because {_clip(r.reason, 160)}")
+        control.append(f"rejected x{r.streak}: {_clip(r.decision, 120)} because {_clip(r.reason, 160)}")
+    header = [f"QUESTION: {_clip(state.question, b.max_question_chars)}", *context_lines(state.context, b),
+              *(_clip(line, w) for line in control)]
     lines_act = [_need_line(state, state.needs[i], "actionable", w) for i in actionable]
+    lines_act += [_slot_line(state, s, True) for s in state.slots if s.name in slots_open]
     lines_blk = [_need_line(state, state.needs[i], "blocked", w) for i in blocked]
     rest = []
     for n in state.needs:
@@ -112,29 +165,27 @@ def _sections(state: Ledger, b: DigestBudget) -> list[list[str]]:
         for c in state.conflicts
         if not c.resolved
     ]
-    slots = [
-        f"slot {s.name} ({s.kind}) value={_q(s.value, 60)} verified={'yes' if s.verified else 'no'}"
-        + (f" expr={_q(s.expression, 80)}" if s.expression else "")
-        for s in state.slots
-    ]
+    slots = [_slot_line(state, s, False) for s in state.slots if s.name not in slots_open]
     counts = ",".join(f"{k}={v}" for k, v in sorted(state.tool_call_counts.items())) or "none"
     misc = [f"tool_call_counts: {counts}"]
     if state.gap_diagnosis:
         misc.append(f"gap_diagnosis: {_clip(state.gap_diagnosis, w)}")
     failed = [
-        f"failed: need {f.need} {f.tool} query={_q(f.query, 80)} error={_q(f.error, 60)}"
+        f"failed: {'need ' + str(f.need) if f.need is not None else 'slot ' + str(f.slot)} {f.tool} "
+        f"query={_q(f.query, 80)} error={_q(f.error, 60)}"
         for f in state.failed_calls[-b.max_failed_calls :]
     ]
     evidence = [f"evidence#{e.id} [{e.source.label()}] {_clip(e.claim, w)}" for e in reversed(state.evidence)]
-    return [header, lines_act, lines_blk, conflicts, rest, slots, misc, failed, evidence]
+    return header, [lines_act, lines_blk, conflicts, rest, slots, misc, failed, evidence]
 
 
 def render_digest(state: Ledger, budget: DigestBudget | None = None) -> str:
     """Render `state` within `budget`; the result always measures at most `budget.limit`."""
     b = budget or DigestBudget()
-    # Every line but the question is clipped to max_line_chars; the question has its own cap.
-    flat = [line for section in _sections(state, b) for line in section]
-    lines = flat[:1] + [_clip(line, b.max_line_chars) for line in flat[1:]]
+    # Header lines come clipped to their own caps (the question and the options have larger ones); every other
+    # line is clipped to max_line_chars.
+    header, sections = _sections(state, b)
+    lines = header + [_clip(line, b.max_line_chars) for section in sections for line in section]
     kept, omitted = _fit(lines, b, reserve="")
     if omitted:  # second pass, keeping room for the note that says how much was left out
         kept, omitted = _fit(lines, b, reserve="\n(+9999 lines omitted for size)")

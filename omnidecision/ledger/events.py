@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from omnidecision.ledger.schema import ConflictValue, NeedRole, NeedStatus, Slot, Source, SourceRef
+from omnidecision.ledger.schema import ConflictValue, NeedRole, NeedStatus, Slot, Source, SourceRef, TaskContext
 
 
 class _Event(BaseModel):
@@ -26,24 +26,30 @@ class NeedSpec(_Event):
     query_focus: str = ""
     preferred_source: Source = "web"
     depends_on: list[int] = Field(default_factory=list)
+    alt_sources: list[Source] = Field(default_factory=list)
+    asset_id: str | None = None  # the asset this need's perception calls look at (one of R0's assets)
 
 
 class InitLedger(_Event):
-    """Decompose's output: the initial needs and slots, before any tool call."""
+    """Decompose's output: the initial needs and slots, before any tool call, and the task's context R0."""
 
     kind: Literal["init"] = "init"
     question: str
+    context: TaskContext | None = None
     needs: list[NeedSpec]
     slots: list[Slot] = Field(default_factory=list)
     step_budget: int = Field(15, ge=1)
     max_attempts: int = Field(3, ge=1)
+    max_tool_calls: int | None = Field(None, ge=0)
 
 
 class ToolCalled(_Event):
-    """The planner called `tool` for `need` (one planner step); `ok=False` records a failed call."""
+    """The planner called `tool` for `need`, or for the slot `slot` (one planner step); `ok=False` records a failed
+    call. Exactly one of `need` and `slot` is set."""
 
     kind: Literal["tool_call"] = "tool_call"
-    need: int
+    need: int | None = None
+    slot: str | None = None
     tool: str
     query: str | None = None
     ok: bool = True

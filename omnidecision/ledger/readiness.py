@@ -7,7 +7,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from omnidecision.ledger.schema import OPEN_STATUSES, Ledger, Need
+
+# The tool that works on a slot: a code call computes (or, without an expression, restates) it from its needs.
+SLOT_TOOL = "code_executor"
+_NUMBER = re.compile(r"[-+]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?|[-+]?\.\d+")
 
 
 def is_open(need: Need) -> bool:
@@ -41,6 +48,15 @@ def exhausted_need_indices(state: Ledger) -> list[int]:
     return [n.index for n in state.needs if is_open(n) and _deps_filled(state, n) and n.attempts >= state.max_attempts]
 
 
+def unblocks(state: Ledger, index: int) -> list[int]:
+    """Open needs that wait on need `index` directly (filling it moves them toward actionable)."""
+    return [n.index for n in state.needs if index in n.depends_on and is_open(n)]
+
+
+def tool_calls_made(state: Ledger) -> int:
+    return sum(state.tool_call_counts.values())
+
+
 def unresolved_conflicts(state: Ledger) -> list[int]:
     return [c.id for c in state.conflicts if not c.resolved]
 
@@ -53,14 +69,39 @@ def ready(state: Ledger) -> bool:
     return not unmet_blocking(state) and all(s.verified for s in state.slots) and not unresolved_conflicts(state)
 
 
-def can_advance(state: Ledger) -> bool:
-    """Some action can still reduce an open need or resolve a conflict.
+def actionable_slot_names(state: Ledger) -> list[str]:
+    """Unverified slots a call can still verify: every need they are built from is filled, they are built from
+    something (needs or an expression), no conflict on them is open, and their attempt budget is not spent.
 
-    Both take a tool call on an actionable need: the reducer reopens a filled need when a conflict is raised on
-    it, so a conflict that can still be worked on always sits on an actionable need. A conflict on an unfillable,
-    blocked or exhausted need cannot be worked on by any call the loop would execute.
+    This is what frees the "slot trap": with every need filled and a computation slot unverified, a code call
+    aimed at the slot (`{"action": "call", "slot": name}`) computes it and the critic verifies it.
+
+    >>> from omnidecision.ledger.schema import Ledger, Need, Slot
+    >>> s = Ledger(needs=[Need(index=0, description="a", status="filled", value="3")],
+    ...            slots=[Slot(name="answer", kind="computation", needs=[0], expression="n0 * 2")])
+    >>> actionable_slot_names(s), can_advance(s)
+    (['answer'], True)
     """
-    return bool(actionable_need_indices(state))
+    disputed = {c.slot for c in state.conflicts if c.slot is not None and not c.resolved}
+    return [
+        s.name for s in state.slots
+        if not s.verified and (s.needs or s.expression) and s.name not in disputed and s.attempts < state.max_attempts
+        and all(0 <= i < len(state.needs) and state.needs[i].status == "filled" for i in s.needs)
+    ]
+
+
+def can_advance(state: Ledger) -> bool:
+    """Some action can still reduce an open need, verify a slot or resolve a conflict.
+
+    Needs and conflicts take a tool call on an actionable need: the reducer reopens a filled need when a conflict
+    is raised on it, so a conflict that can still be worked on always sits on an actionable need. A conflict on an
+    unfillable, blocked or exhausted need cannot be worked on by any call the loop would execute. An unverified
+    slot whose needs are all filled takes a call aimed at the slot (`actionable_slot_names`). A spent tool budget
+    (the ledger's `max_tool_calls`) means no call can be executed: nothing can advance.
+    """
+    if state.max_tool_calls is not None and tool_calls_made(state) >= state.max_tool_calls:
+        return False
+    return bool(actionable_need_indices(state)) or bool(actionable_slot_names(state))
 
 
 def finish_available(state: Ledger) -> bool:
@@ -85,3 +126,45 @@ def composed_query(state: Ledger, index: int) -> str:
         if token in text and dep.value is not None:
             text = text.replace(token, dep.value)
     return text
+
+
+def _literal(value: str | None) -> str:
+    """A need's value as a Python literal: a number when it reads as one (commas allowed), else a string."""
+    text = (value or "").strip()
+    plain = text.replace(",", "")
+    digits = plain.lstrip("+-").split(".")[0]
+    if _NUMBER.fullmatch(text) and not (len(digits) > 1 and digits.startswith("0")):  # 007 is not a Python literal
+        return plain
+    return json.dumps(text, ensure_ascii=False)
+
+
+def slot_program(state: Ledger, name: str) -> str:
+    """The code a call on slot `name` runs when the planner leaves the code out: the slot's needs bound to
+    `n<i>` (numbers as numbers; with the filled needs its expression names), then its expression printed (a slot
+    without one prints its values joined by ", ").
+
+    >>> from omnidecision.ledger.schema import Ledger, Need, Slot
+    >>> s = Ledger(needs=[Need(index=0, description="a", status="filled", value="1,200"),
+    ...                   Need(index=1, description="b", status="filled", value="Ada")],
+    ...            slots=[Slot(name="x", kind="computation", needs=[0], expression="n0 / 4"),
+    ...                   Slot(name="y", needs=[1])])
+    >>> print(slot_program(s, "x"))
+    n0 = 1200
+    print(n0 / 4)
+    >>> print(slot_program(s, "y"))
+    n1 = "Ada"
+    print(", ".join(str(v) for v in [n1]))
+    """
+    slot = state.slot(name)
+    if slot is None:
+        return ""
+    # the slot's needs, plus any filled need its expression names (`n3`)
+    named = {int(m) for m in re.findall(r"\bn(\d+)\b", slot.expression or "")}
+    bound = [i for i in sorted(set(slot.needs) | named) if 0 <= i < len(state.needs)
+             and (i in slot.needs or state.needs[i].status == "filled")]
+    lines = [f"n{i} = {_literal(state.needs[i].value)}" for i in bound]
+    if slot.expression:
+        lines.append(f"print({slot.expression})")
+    else:
+        lines.append('print(", ".join(str(v) for v in [' + ", ".join(f"n{i}" for i in slot.needs) + "]))")
+    return "\n".join(lines)

@@ -90,15 +90,26 @@ def reduce(state: Ledger, event: LedgerEvent) -> Ledger:
     _require_init(state, event)
     new = state.model_copy(deep=True)
     if isinstance(event, ToolCalled):
-        need = _need(new, event, event.need)
-        if need.status == "unfillable":
-            raise EventRejected(event, f"need {event.need} is unfillable; no tool call can target it")
+        if (event.need is None) == (event.slot is None):
+            raise EventRejected(event, "a tool call targets exactly one of `need` or `slot`")
+        if event.need is not None:
+            need = _need(new, event, event.need)
+            if need.status == "unfillable":
+                raise EventRejected(event, f"need {event.need} is unfillable; no tool call can target it")
+            need.attempts += 1
+            if event.tool not in need.tried:
+                need.tried.append(event.tool)
+        else:
+            slot = new.slot(event.slot or "")
+            if slot is None:
+                raise EventRejected(event, f"unknown slot {event.slot!r} (slots: {[s.name for s in new.slots]})")
+            slot.attempts += 1
         new.step += 1
         new.last_rejected = None
-        need.attempts += 1
         new.tool_call_counts[event.tool] = new.tool_call_counts.get(event.tool, 0) + 1
         if not event.ok:
-            new.failed_calls.append(FailedCall(need=event.need, tool=event.tool, query=event.query, error=event.error))
+            new.failed_calls.append(FailedCall(need=event.need, slot=event.slot, tool=event.tool, query=event.query,
+                                               error=event.error))
     elif isinstance(event, InvalidAction):
         new.invalid_counts[event.role] = new.invalid_counts.get(event.role, 0) + 1
         if event.role == "planner":
@@ -161,8 +172,18 @@ def _init(state: Ledger, event: InitLedger) -> Ledger:
         for i in s.needs:
             if not 0 <= i < len(needs):
                 raise EventRejected(event, f"slot {s.name!r} refers to unknown need {i}")
-    return Ledger(question=event.question, needs=needs, slots=[s.model_copy(deep=True) for s in event.slots],
-                  step_budget=event.step_budget, max_attempts=event.max_attempts, initialized=True)
+    if event.context is not None and event.context.assets:
+        known = [a.id for a in event.context.assets]
+        for n in needs:
+            if n.asset_id is not None and n.asset_id not in known:
+                shown = ", ".join(known[:8]) + (f", … ({len(known)} in all)" if len(known) > 8 else "")
+                raise EventRejected(event, f"need {n.index} names asset {n.asset_id!r}, not one of the task's: "
+                                           f"{shown}")
+    context = event.context.model_copy(deep=True) if event.context is not None else None
+    return Ledger(question=event.question, context=context, needs=needs,
+                  slots=[s.model_copy(deep=True) for s in event.slots], step_budget=event.step_budget,
+                  max_attempts=event.max_attempts, max_tool_calls=event.max_tool_calls,
+                  initialized=True)
 
 
 def _apply_need_update(new: Ledger, event: NeedUpdated) -> None:

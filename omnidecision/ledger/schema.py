@@ -42,8 +42,27 @@ class SourceRef(_Record):
         return f"{self.tool}:{where}{span}" if where else f"{self.tool}{span}"
 
 
+class AssetRef(_Record):
+    """One asset of the task as the planner sees it (R0): id, type and duration when known."""
+
+    id: str
+    type: str
+    duration: float | None = None
+
+
+class TaskContext(_Record):
+    """The task's immutable context R0, shown at the top of every digest: the assets, the options of a
+    multiple-choice question, the answer format, and the tools this task allows (None: every tool)."""
+
+    assets: list[AssetRef] = Field(default_factory=list)
+    options: list[str] | None = None
+    answer_format: str | None = None
+    tools: list[str] | None = None
+
+
 class Need(_Record):
-    """An evidence need: what must be found, from which source, after which other needs."""
+    """An evidence need: what must be found, from which source, after which other needs; `asset_id` names the
+    asset its perception calls look at (None: the tool's default asset)."""
 
     index: int
     description: str
@@ -52,13 +71,18 @@ class Need(_Record):
     query_focus: str = ""
     preferred_source: Source = "web"
     depends_on: list[int] = Field(default_factory=list)
+    # other sources that can answer the need, in order of preference after `preferred_source`
+    alt_sources: list[Source] = Field(default_factory=list)
     filled_by: str | None = None
     value: str | None = None
     attempts: int = 0
+    asset_id: str | None = None
+    tried: list[str] = Field(default_factory=list)  # tools called on this need so far (first-call order, no repeats)
 
 
 class Slot(_Record):
-    """A fact or computation slot; `needs` are the needs whose values it is built from."""
+    """A fact or computation slot; `needs` are the needs whose values it is built from. `attempts` counts the
+    tool calls aimed at the slot itself (a code call that computes it once its needs are filled)."""
 
     name: str
     kind: SlotKind = "fact"
@@ -67,6 +91,7 @@ class Slot(_Record):
     value: str | None = None
     verified: bool = False
     source: str | None = None
+    attempts: int = 0
 
 
 class EvidenceAtom(_Record):
@@ -95,9 +120,11 @@ class Conflict(_Record):
 
 
 class FailedCall(_Record):
-    """A tool call that returned an error or nothing useful; the planner should not repeat it verbatim."""
+    """A tool call that returned an error or nothing useful; the planner should not repeat it verbatim.
+    It targeted a need, or (`need` None) the slot `slot`."""
 
-    need: int
+    need: int | None = None
+    slot: str | None = None
     tool: str
     query: str | None = None
     error: str | None = None
@@ -115,6 +142,7 @@ class Ledger(_Record):
     """The whole per-question state. `step` counts planner decisions committed so far."""
 
     question: str = ""
+    context: TaskContext | None = None
     needs: list[Need] = Field(default_factory=list)
     slots: list[Slot] = Field(default_factory=list)
     evidence: list[EvidenceAtom] = Field(default_factory=list)
@@ -125,6 +153,7 @@ class Ledger(_Record):
     step: int = 0
     step_budget: int = 15
     max_attempts: int = 3
+    max_tool_calls: int | None = None  # the task's tool-call budget (R0), shown in the digest; None: no cap
     finish_requests: int = 0
     finalizer_failures: int = 0
     gap_diagnosis: str | None = None

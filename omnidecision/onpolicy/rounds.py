@@ -4,7 +4,7 @@ Each round r = 1..R, in `out/round-r/`:
 1. serve the current planner with vLLM and run the agent on the TRAINING tasks (`collect:`, an eval recipe: the
    other roles as configured, e.g. the scripted teacher) → `collect/trajectories.jsonl` (resumable);
 2. relabel every state the planner visited with the labeller (`omnidecision.onpolicy.relabel`) → `data/onpolicy`
-   (SFT rows; RL rows with the label: GRPO can train on the planner's own states with `--dataset_dir` there);
+   (SFT rows; RL rows with the label: GRPO can train on the planner's own states with `--dataset_name` there);
 3. aggregate: the base SFT rows + every round's relabelled rows so far → `data/sft` (validation: the base's);
 4. fine-tune the current planner on the aggregate (`omnidecision sft` with `sft_config`, `sft_steps` steps),
    export it → `model/`, which the next round serves. `round.json` marks the round done (a restart skips it).

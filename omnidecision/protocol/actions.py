@@ -2,6 +2,7 @@
 
 Planner action shape (field order matters for small models: action, need, tool, query):
     {"action": "call", "need": 1, "tool": "web_search", "query": "birth year of Ada Lovelace"}
+    {"action": "call", "slot": "answer"}      # a slot whose needs are filled: code_executor computes it
     {"action": "finish"}
 `tool` defaults to the tool of the need's preferred source and `query` to the need's `query_focus` with the
 filled upstream values substituted, so a tiny planner may emit `{"action": "call", "need": 1}`.
@@ -20,7 +21,7 @@ import json
 import re
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from omnidecision.ledger.events import NeedSpec
 from omnidecision.ledger.schema import NeedRole, NeedStatus, Slot
@@ -44,11 +45,24 @@ class _Out(BaseModel):
 
 
 class CallAction(_Out):
+    """A tool call aimed at one need, or at one slot (`slot`: an unverified slot whose needs are all filled)."""
+
     action: Literal["call"] = "call"
-    need: int = Field(ge=0, le=10_000)
+    need: int | None = Field(None, ge=0, le=10_000)
+    slot: str | None = Field(None, min_length=1, max_length=200)
     tool: ToolName | None = None
     query: str | None = Field(None, max_length=2000)
     arguments: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> CallAction:
+        if (self.need is None) == (self.slot is None):
+            raise ValueError("a call names exactly one of `need` or `slot`")
+        return self
+
+    def target(self) -> str:
+        """"need 3" or "slot answer" (for messages)."""
+        return f"need {self.need}" if self.need is not None else f"slot {self.slot}"
 
 
 class FinishAction(_Out):

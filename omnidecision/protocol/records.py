@@ -19,6 +19,9 @@ from omnidecision.protocol.chat import Usage
 Outcome = Literal["accepted", "insufficient", "forced", "budget", "stuck", "error"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 Mode = Literal["ledger", "react", "memory"]
+# What an `insufficient` stop answers by default: the agent abstains (its best-effort draft is kept apart, in
+# `RunRecord.draft_answer`, and judged apart, so reports can show accuracy with and without drafted answers).
+ABSTAIN_ANSWER = "insufficient evidence"
 
 
 class RoleCall(BaseModel):
@@ -89,6 +92,8 @@ class RunRecord(BaseModel):
     stop_reason: str | None = None  # why a run stopped without an accepted answer, in words
     error: str | None = None
     answer: str | None = None
+    draft_answer: str | None = None  # the finalizer's best-effort draft of a run that abstained (insufficient)
     gold_answer: str | None = None
     judge: JudgeResult | None = None
+    draft_judge: JudgeResult | None = None  # the judge on `draft_answer` (reports: accuracy with drafted answers)
     totals: Totals = Totals()

@@ -1,9 +1,17 @@
 """The rule planner: THE rule decision for a ledger state (one copy for the whole project).
 
-`finish` when the ledger allows it (`finish_available`); otherwise the first actionable blocking need (then the
-first actionable supplementary one), with the tool of its preferred source. The query is written only with
-`explicit_query=True`: by default the tool layer composes it from the need's `query_focus` and the filled
-upstream values, the short form a tiny planner learns in minutes (docs/findings.md, "tiny planner").
+- `finish` when the ledger allows it (`finish_available`: ready, or nothing can advance). A ready ledger with
+  actionable supplementary needs finishes: they are not worth a call (and a tight tool budget may not allow one).
+- Otherwise the actionable blocking need that unblocks the most open needs (ties: the lowest index), then a
+  supplementary one: under a tight tool budget the need on the answer's path goes first.
+- With no actionable need, the first slot a code call can verify (`actionable_slot_names`): a computation
+  whose inputs are filled is computed with `code_executor` before finishing.
+- The tool: the first of the need's sources (its preferred source, then `alt_sources`) not yet tried on it; when
+  all were tried, the preferred one. So a need whose listed source came back without the value switches to the
+  next source, and a conflict raised from one source goes to an independent one.
+The query is written only with `explicit_query=True`: by default the tool layer composes it from the need's
+`query_focus` and the filled upstream values, the short form a tiny planner learns in minutes (docs/findings.md,
+"tiny planner").
 
 Users: the scripted teacher (`backends.teacher`, which adds its noise on top), the closure checks and held-out
 scoring (`rewards`, `sft.heldout`), the synthetic state generators (`synthetic.states`) and the on-policy
@@ -16,26 +24,57 @@ relabelling of visited states (`rounds`).
 
 from __future__ import annotations
 
-from omnidecision.ledger import SOURCE_TOOL, Ledger, actionable_need_indices, composed_query, finish_available
+from omnidecision.ledger import (
+    SLOT_TOOL,
+    SOURCE_TOOL,
+    Ledger,
+    Need,
+    actionable_need_indices,
+    actionable_slot_names,
+    composed_query,
+    finish_available,
+    slot_program,
+    unblocks,
+)
 from omnidecision.protocol.actions import CallAction, FinishAction, render_action
 
 
 def rule_need(state: Ledger) -> int | None:
-    """The need the rule planner calls on, or None when it finishes."""
+    """The need the rule planner calls on, or None when it finishes or calls a slot."""
     if finish_available(state):
         return None
     actionable = actionable_need_indices(state)
     blocking = [i for i in actionable if state.needs[i].role == "blocking"]
-    # not empty: without an actionable need `finish_available` holds (readiness.can_advance)
-    return (blocking or actionable)[0]
+    pool = blocking or actionable
+    if not pool:  # no actionable need: a slot can still be verified (readiness.can_advance)
+        return None
+    return min(pool, key=lambda i: (-len(unblocks(state, i)), i))
+
+
+def candidate_tools(need: Need) -> list[str]:
+    """The tools of the need's sources in order of preference (preferred source first, no repeats)."""
+    out: list[str] = []
+    for source in (need.preferred_source, *need.alt_sources):
+        if SOURCE_TOOL[source] not in out:
+            out.append(SOURCE_TOOL[source])
+    return out
+
+
+def rule_tool(need: Need) -> str:
+    """The first candidate tool not tried on the need yet; the preferred one when every candidate was tried."""
+    candidates = candidate_tools(need)
+    return next((t for t in candidates if t not in need.tried), candidates[0])
 
 
 def rule_action(state: Ledger, explicit_query: bool = False) -> CallAction | FinishAction:
     """The rule decision for `state` (see the module docstring)."""
     i = rule_need(state)
+    if i is None and not finish_available(state):  # no actionable need: a slot can still be verified
+        name = actionable_slot_names(state)[0]
+        return CallAction(slot=name, tool=SLOT_TOOL, query=slot_program(state, name) if explicit_query else None)
     if i is None:
         return FinishAction()
-    return CallAction(need=i, tool=SOURCE_TOOL[state.needs[i].preferred_source],
+    return CallAction(need=i, tool=rule_tool(state.needs[i]),
                       query=composed_query(state, i) if explicit_query else None)
 
 

@@ -26,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from omnidecision.ledger import (
+    SLOT_TOOL,
     SOURCE_TOOL,
     Ledger,
     actionable_need_indices,
+    actionable_slot_names,
     composed_query,
     finish_available,
 )
@@ -39,6 +41,7 @@ from omnidecision.protocol.actions import (
     extract_json_object,
     parse_planner_output,
 )
+from omnidecision.protocol.rule import candidate_tools, rule_tool
 
 # Tools acceptable for a need besides the one its preferred source implies.
 ALTERNATE_TOOLS: dict[str, frozenset[str]] = {"web": frozenset({"page_reader"})}
@@ -143,6 +146,11 @@ def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> fl
         return 1.0 if sound_finish else 0.0
     if sound_finish:
         return 0.0
+    action = decision.action
+    if action.slot is not None:  # a slot call: right when the slot is actionable, no need is, and code computes it
+        ok = (action.slot in actionable_slot_names(state) and not actionable_need_indices(state)
+              and (action.tool or SLOT_TOOL) == SLOT_TOOL)
+        return 1.0 if ok else 0.0
     if state.need(decision.action.need) is None:
         return 0.0
     if actionable_only and decision.action.need not in actionable_need_indices(state):
@@ -194,16 +202,27 @@ def target_check(decision: Decision, state: Ledger) -> float:
 
 
 def tool_check(decision: Decision, state: Ledger) -> float:
-    """The tool fits the need's preferred source (an omitted tool defaults to it; page_reader is fine for web)."""
+    """The tool is the rule's: the first of the need's sources (preferred, then `alt_sources`) not tried on it yet
+    (an omitted tool defaults to the preferred one; page_reader stands in for web_search): 1. A source of the need
+    that was already tried while an untried one remains (repeating a source that came back without the value, or
+    that raised a conflict only an independent source settles): 0.5. A tool of none of the need's sources: 0."""
     gated = _gate(decision, state)
     if gated is not None:
         return gated
     action = decision.action
     need = state.needs[action.need]  # type: ignore[union-attr]
     tool = effective_tool(state, action)  # type: ignore[arg-type]
-    if tool == SOURCE_TOOL[need.preferred_source] or tool in ALTERNATE_TOOLS.get(need.preferred_source, ()):
+    best = rule_tool(need)
+    if tool == best or tool in ALTERNATE_TOOLS.get(_source_of(best), ()):
         return 1.0
+    candidates = candidate_tools(need)
+    if tool in candidates or any(tool in ALTERNATE_TOOLS.get(_source_of(c), ()) for c in candidates):
+        return 0.5
     return 0.0
+
+
+def _source_of(tool: str) -> str:
+    return next((s for s, t in SOURCE_TOOL.items() if t == tool), "")
 
 
 def query_check(decision: Decision, state: Ledger) -> float:

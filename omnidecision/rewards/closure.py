@@ -226,11 +226,18 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def get_closure_reward(weights: dict[str, float] | None = None, judge: dict[str, Any] | None = None,
-                       judge_weight: float = 1.0, gate_on_tool: bool = True) -> RewardFunc:
-    """The combined closure reward; with `judge` (RewardJudge options) the judge joins as a weighted component."""
+                       judge_share: float = 1.0, gate_on_tool: bool = True) -> RewardFunc:
+    """The combined closure reward; with `judge` (RewardJudge options) the judge joins as one more component:
+    the closure checks together count 1 and the judge `judge_share`, i.e. reward = (closure + s * judge) / (1 + s).
+
+    The judge must live here, inside one reward function, for a failed call to be left out: TRL sums separate
+    reward functions with `nansum`, so a separate judge's None would count as 0 for that sample; the rubric drops
+    the missing component and its weight, and the sample keeps its closure score.
+    """
     extra = {}
     if judge:
-        extra["judge"] = (get_judge_reward(**judge), judge_weight)
+        checks = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        extra["judge"] = (get_judge_reward(**judge), judge_share * (sum(checks.values()) or 1.0))
     return ClosureRubric(weights, extra=extra, gate_on_tool=gate_on_tool)
 
 

@@ -4,7 +4,9 @@ The judge reads the bounded ledger digest and one candidate decision (prompt: re
 answers `{"score": 0..1, "reason": "..."}` (JSON-schema constrained when the server supports it).
 
 - Concurrency limit (a semaphore), a per-request timeout, and a cache keyed by (digest the judge saw,
-  canonical decision, model, prompt): in memory, and optionally an append-only JSONL file on disk.
+  canonical decision, model, prompt): in memory, and optionally an append-only JSONL file on disk. With several
+  training processes (`cache_rank`), each appends to its own `<stem>.rank<R>.jsonl` beside the named file and
+  reads every rank's file at start: one writer per file.
 - Failure policy: a timeout, a backend error or an unparseable/out-of-range judgment gives None for that
   sample (TRL skips it: NaN in its weighted sum), is counted in `stats.failures[reason]` and logged. Never a
   silent 0 or 1. Failures are not cached, so the next batch retries them. An unparseable *decision* is not
@@ -63,6 +65,23 @@ def _prompt_text() -> str:
     return resources.files("omnidecision.rewards").joinpath("prompts", "judge.md").read_text("utf-8").rstrip("\n")
 
 
+def rank_cache_path(base: Path, rank: int) -> Path:
+    """The cache file training process `rank` appends to.
+
+    >>> rank_cache_path(Path("runs/judge_cache.jsonl"), 3).name
+    'judge_cache.rank3.jsonl'
+    """
+    return base.with_name(f"{base.stem}.rank{rank}{base.suffix}")
+
+
+def cache_files(base: Path) -> list[Path]:
+    """Every cache file of a run: the named one and the per-rank ones beside it (those that exist)."""
+    found = [base] if base.exists() else []
+    if base.parent.is_dir():
+        found += sorted(base.parent.glob(f"{base.stem}.rank*{base.suffix}"))
+    return found
+
+
 @dataclass
 class JudgeStats:
     """Counters since the judge was built: requests sent, cache hits, successes, failures by reason."""
@@ -86,7 +105,8 @@ class RewardJudge:
     """Scores (ledger, decision) pairs with an LLM; see the module docstring for the policies."""
 
     def __init__(self, backend: ChatBackend, *, model: str = "", concurrency: int = 8, timeout_s: float = 30.0,
-                 cache_path: str | Path | None = None, budget: DigestBudget | None = None) -> None:
+                 cache_path: str | Path | None = None, budget: DigestBudget | None = None,
+                 cache_rank: int | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"judge concurrency must be >= 1, got {concurrency}")
         if timeout_s <= 0:
@@ -95,18 +115,21 @@ class RewardJudge:
         self.concurrency, self.timeout_s, self.budget = concurrency, timeout_s, budget
         self.stats = JudgeStats()
         self.cache: dict[str, JudgeVerdict] = {}
-        self.cache_path = Path(cache_path) if cache_path else None
+        base = Path(cache_path) if cache_path else None
+        # the file this process appends to: its own per rank, so that no two processes write one file
+        self.cache_path = base if base is None or cache_rank is None else rank_cache_path(base, cache_rank)
         self._prompt_hash = hashlib.sha256(_prompt_text().encode()).hexdigest()[:12]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sem: asyncio.Semaphore | None = None
-        if self.cache_path is not None and self.cache_path.exists():
-            self._load_cache(self.cache_path)
+        if base is not None:
+            for path in cache_files(base):
+                self._load_cache(path)
 
     @classmethod
     def from_options(cls, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
                      timeout_s: float = 30.0, cache_path: str | None = None, max_tokens: int = 96,
-                     temperature: float = 0.0, structured: bool = True) -> RewardJudge:
+                     temperature: float = 0.0, structured: bool = True, cache_rank: int | None = None) -> RewardJudge:
         """A judge on an OpenAI-compatible endpoint (the options a YAML recipe gives under `judge_*`), through the
         project's one OpenAI backend. No retries: a failed call is left out of the reward (the failure policy)."""
         from omnidecision.backends.openai_backend import OpenAIBackend
@@ -115,7 +138,7 @@ class RewardJudge:
                            max_retries=0, max_tokens=max_tokens, temperature=temperature,
                            structured_output=structured, max_concurrency=concurrency)
         return cls(OpenAIBackend(spec), model=model, concurrency=concurrency, timeout_s=timeout_s,
-                   cache_path=cache_path)
+                   cache_path=cache_path, cache_rank=cache_rank)
 
     @staticmethod
     def prompt() -> str:

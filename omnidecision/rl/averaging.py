@@ -112,10 +112,7 @@ def start_step(max_steps: int, fraction: float) -> int:
 def check_supported(training_args: Any) -> None:
     """Refuse sharded parameters (ZeRO-3, FSDP): each rank would average only its shard. Looks at the training
     arguments and at what `accelerate launch` exports for its config file."""
-    import os
+    from omnidecision.preflight import sharded_parameters
 
-    ds = getattr(training_args, "hf_deepspeed_config", None)
-    zero3 = (ds is not None and ds.is_zero3()) or os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
-    fsdp = bool(getattr(training_args, "fsdp", None)) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
-    if zero3 or fsdp:
+    if sharded_parameters(training_args):
         raise ValueError("weight_average needs whole parameters on every rank: not supported with FSDP or ZeRO-3")

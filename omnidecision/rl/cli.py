@@ -1,12 +1,20 @@
 """`omnidecision grpo --config RECIPE.yaml [--field value ...]`: closure-aligned GRPO of the planner.
 
 Unknown options are TrlParser overrides of the recipe (e.g. `--max_steps 20 --learning_rate 1e-4`).
+`--accelerate-config FILE` / `--num-processes N` run the same recipe under `accelerate launch` (one process per
+GPU); `--dry-run` resolves and checks everything and prints the configuration and the command, starting nothing.
+
+    omnidecision grpo --config configs/grpo/tiny-cpu.yaml --max_steps 20
+    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml \
+        --config configs/grpo/qwen3-8b-vllm-colocate.yaml
+    omnidecision grpo --config configs/grpo/qwen3-8b-lora-vllm-server.yaml --dataset_name data/harvest/rl --dry-run
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from typing import Optional
 
 import typer
 
@@ -14,14 +22,33 @@ import typer
 def grpo(
     ctx: typer.Context,
     config: str = typer.Option(..., "--config", help="GRPO recipe (configs/grpo/*.yaml)."),
+    accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
+    num_processes: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."""
+    stage_args = ["--config", config, *ctx.args]
+    if dry_run:
+        from omnidecision.preflight import emit
+        from omnidecision.rl.dryrun import dry_run as make_report
+
+        raise typer.Exit(emit(make_report(stage_args, accelerate_config=accelerate_config,
+                                          num_processes=num_processes)))
+    if accelerate_config is not None or num_processes is not None:
+        from omnidecision.launch import accelerate_command, render, run
+
+        cmd = accelerate_command("grpo", stage_args, config_file=accelerate_config, num_processes=num_processes)
+        typer.echo(f"launching: {render(cmd)}", err=True)
+        raise typer.Exit(run(cmd))
+
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.train import main
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        args = parse_args(["--config", config, *ctx.args])
+        args = parse_args(stage_args)
     except (ValueError, FileNotFoundError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--config") from exc
     report = main(*args)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,10 +18,10 @@ import trl
 class GRPOScriptArguments(trl.ScriptArguments):
     """Data, rewards and the held-out closure evaluation of a GRPO run."""
 
-    dataset_dir: str | None = field(
+    dataset_name: str | None = field(
         default=None,
-        metadata={"help": "Harvest folder holding `rl/` (train/validation splits), or that `rl/` folder itself. "
-                          "Read with datasets.load_dataset (JSONL/parquet files) or load_from_disk (save_to_disk)."},
+        metadata={"help": "The RL states: a harvest folder holding rl/ (train/validation splits), or that rl/ folder "
+                          "itself. Read with datasets.load_dataset (JSONL/parquet files) or load_from_disk."},
     )
     dataset_test_split: str = field(default="validation", metadata={"help": "Held-out split of the RL states."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep at most this many training rows."})
@@ -51,9 +52,19 @@ class GRPOScriptArguments(trl.ScriptArguments):
     judge_model: str | None = field(default=None, metadata={"help": "Served model name of the reward judge."})
     judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
         "help": "Environment variable holding the judge endpoint's API key (unset: \"EMPTY\", what vLLM accepts)."})
-    judge_concurrency: int = field(default=16, metadata={"help": "Concurrent judge requests."})
+    judge_weight: float | None = field(
+        default=None,
+        metadata={"help": "The reward judge as a component of the `closure` reward: closure checks count 1, the judge "
+                          "this much (reward = (closure + w * judge) / (1 + w)). A failed judge call is left out of "
+                          "that sample's mean, weight and all. Needs judge_base_url and judge_model."},
+    )
+    judge_concurrency: int = field(default=16, metadata={
+        "help": "Concurrent judge requests of the whole run: each of the N training processes sends at most "
+                "ceil(judge_concurrency / N) (one judge server serves every rank)."})
     judge_timeout_s: float = field(default=30.0, metadata={"help": "Per-request judge timeout (seconds)."})
-    judge_cache: str | None = field(default=None, metadata={"help": "JSONL file caching judge verdicts."})
+    judge_cache: str | None = field(default=None, metadata={
+        "help": "JSONL file caching judge verdicts. With several processes each appends to its own "
+                "`<stem>.rank<R>.jsonl` next to it and reads them all at start (no two writers on one file)."})
     weight_average: bool = field(
         default=False,
         metadata={"help": "Replace the final weights by the running mean of the trainable weights over the tail of "
@@ -74,8 +85,9 @@ class GRPOScriptArguments(trl.ScriptArguments):
     eval_batch_size: int = field(default=16, metadata={"help": "Prompts per generate() call in the evaluation."})
 
     def __post_init__(self) -> None:
-        if self.dataset_dir is None and self.dataset_name is None:
-            raise ValueError("GRPO needs RL states: set `dataset_dir` (a harvest folder with rl/) or `dataset_name`")
+        if self.dataset_name is None:
+            raise ValueError("GRPO needs RL states: set `dataset_name` (a harvest folder holding rl/, or the rl/ "
+                             "folder itself)")
         if isinstance(self.closure_weights, str):
             try:
                 self.closure_weights = json.loads(self.closure_weights)
@@ -85,8 +97,22 @@ class GRPOScriptArguments(trl.ScriptArguments):
             raise ValueError(f"closure_weights must be a mapping, got {type(self.closure_weights).__name__}")
         if not self.reward_funcs:
             raise ValueError("reward_funcs is empty: name at least one reward (e.g. closure)")
-        if "judge" in self.reward_funcs and not (self.judge_base_url and self.judge_model):
-            raise ValueError("reward `judge` needs judge_base_url and judge_model")
+        if "judge" in self.reward_funcs and len(self.reward_funcs) > 1:
+            # TRL sums the reward functions with nansum: a separate judge that fails (None -> NaN) would count as 0
+            # for that sample, not be left out. Inside the closure rubric its weight leaves with it.
+            raise ValueError(f"reward_funcs {self.reward_funcs}: `judge` next to other rewards would score a failed "
+                             "judge call as 0 (TRL sums reward functions with nansum). Put the judge inside the "
+                             "closure reward instead: reward_funcs: [closure] with judge_weight: W")
+        if self.judge_weight is not None:
+            if "closure" not in self.reward_funcs:
+                raise ValueError("judge_weight adds the judge to the `closure` reward: add closure to reward_funcs")
+            if not (self.judge_weight > 0 and math.isfinite(self.judge_weight)):
+                raise ValueError(f"judge_weight must be a finite number > 0, got {self.judge_weight}")
+        if ("judge" in self.reward_funcs or self.judge_weight is not None) and not (
+                self.judge_base_url and self.judge_model):
+            raise ValueError("the reward judge (reward `judge` or judge_weight) needs judge_base_url and judge_model")
+        if self.judge_concurrency < 1:
+            raise ValueError(f"judge_concurrency must be >= 1, got {self.judge_concurrency}")
         if not 0.0 <= self.weight_average_start < 1.0 or self.weight_average_every < 1:
             raise ValueError("weight_average_start must be in [0, 1) and weight_average_every >= 1, got "
                              f"{self.weight_average_start}, {self.weight_average_every}")
@@ -95,18 +121,25 @@ class GRPOScriptArguments(trl.ScriptArguments):
         if self.eval_closure_n < -1 or self.eval_closure_samples < 1 or self.eval_batch_size < 1:
             raise ValueError("eval_closure_n >= -1, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
 
-    def judge_options(self) -> dict[str, Any]:
+    def judge_options(self, process_index: int = 0, num_processes: int = 1) -> dict[str, Any]:
+        """RewardJudge options of one training process: its share of the run's concurrency, its own cache file."""
         return {"base_url": self.judge_base_url, "model": self.judge_model, "api_key_env": self.judge_api_key_env,
-                "concurrency": self.judge_concurrency, "timeout_s": self.judge_timeout_s,
-                "cache_path": self.judge_cache}
+                "concurrency": max(1, math.ceil(self.judge_concurrency / max(1, num_processes))),
+                "timeout_s": self.judge_timeout_s, "cache_path": self.judge_cache,
+                "cache_rank": process_index if num_processes > 1 else None}
 
-    def reward_params(self) -> dict[str, dict[str, Any]]:
+    def reward_params(self, process_index: int = 0, num_processes: int = 1) -> dict[str, dict[str, Any]]:
         """Keyword arguments per reward name for `omnidecision.rewards.get_reward_funcs`."""
         params: dict[str, dict[str, Any]] = {}
-        if "closure" in self.reward_funcs and (self.closure_weights or not self.closure_gate_on_tool):
-            params["closure"] = {"weights": self.closure_weights, "gate_on_tool": self.closure_gate_on_tool}
+        closure: dict[str, Any] = {}
+        if self.closure_weights or not self.closure_gate_on_tool:
+            closure.update(weights=self.closure_weights, gate_on_tool=self.closure_gate_on_tool)
+        if self.judge_weight is not None:
+            closure.update(judge=self.judge_options(process_index, num_processes), judge_share=self.judge_weight)
+        if "closure" in self.reward_funcs and closure:
+            params["closure"] = closure
         if "judge" in self.reward_funcs:
-            params["judge"] = self.judge_options()
+            params["judge"] = self.judge_options(process_index, num_processes)
         return params
 
 
@@ -128,6 +161,9 @@ class PlannerGRPOConfig(trl.GRPOConfig):
     """TRL's GRPOConfig with the checks a planner run needs before any model is loaded."""
 
     def __post_init__(self) -> None:
+        from omnidecision.preflight import check_precision
+
+        check_precision(self, "GRPO recipe")
         if self.num_generations is None or self.num_generations < 2:
             raise ValueError(f"num_generations must be >= 2 (GRPO compares a group), got {self.num_generations}")
         if self.max_completion_length is not None and self.max_completion_length < 8:

@@ -42,11 +42,18 @@ def write_rl_dataset(out_dir: str | Path, n_train: int = 2000, n_validation: int
 
 
 def rl_folder(path: str | Path) -> Path:
-    """The folder holding the RL splits: `path/rl` when it exists, else `path`."""
+    """The folder holding the RL splits: `path/rl` when it exists, else `path` (`dataset_name` may name either)."""
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"dataset_dir {p} does not exist")
+        raise FileNotFoundError(f"dataset_name: {p} does not exist (a harvest folder holding rl/, or rl/ itself)")
     return p / "rl" if (p / "rl").is_dir() else p
+
+
+def rl_split_files(path: str | Path) -> dict[str, list[str]]:
+    """Split name -> data files of an RL folder (`dataset_name`), without loading it (what a dry run checks)."""
+    from omnidecision.preflight import split_files
+
+    return split_files(rl_folder(path))
 
 
 def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "validation"),

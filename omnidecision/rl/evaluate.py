@@ -8,7 +8,7 @@ states can be compared pair-wise (`paired_comparison`: mean per-state difference
 losses / ties and an exact sign test; far tighter than comparing two independent means). Used by GRPO (start vs
 trained, same run) and the demo.
 
-    python -m omnidecision.rl.evaluate MODEL_DIR DATASET_DIR [--n 64 --mode greedy]
+    python -m omnidecision.rl.evaluate MODEL_DIR DATASET_NAME [--n 64 --mode greedy]
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir")
-    p.add_argument("dataset_dir")
+    p.add_argument("dataset_name", help="harvest folder holding rl/, or the rl/ folder itself")
     p.add_argument("--split", default="validation")
     p.add_argument("--n", type=int, default=-1, help="validation rows (-1: all)")
     p.add_argument("--mode", choices=["greedy", "sampled"], default="greedy")
@@ -140,5 +140,5 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
     from omnidecision.rl.data import load_rl_splits
 
-    ds = load_rl_splits(a.dataset_dir, (a.split,))[a.split]
+    ds = load_rl_splits(a.dataset_name, (a.split,))[a.split]
     print(json.dumps(heldout_closure_reward(a.model_dir, ds, a.n, mode=a.mode), indent=2))

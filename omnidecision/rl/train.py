@@ -22,7 +22,14 @@ closure rubric"):
    weights over the last part of the run, not the last weights.
 6. Sampling near the serving decoding (`temperature: 0.7` in the tiny recipe), since the planner is served greedily.
 
+Placement: the policy is moved to this process's training device before the held-out evaluation and the state
+selection (on a GPU node they would otherwise decode an 8B model on the CPU while the other ranks wait). With
+sharded parameters (ZeRO-3, FSDP) no rank holds the whole model: the in-run evaluation is skipped with a warning
+(evaluate afterwards with `python -m omnidecision.rl.evaluate`) and balanced selection is refused.
+
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml [--max_steps 50 ...]
+    omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml \
+        --config configs/grpo/qwen3-8b-vllm-colocate.yaml
     accelerate launch -m omnidecision.rl.train --config configs/grpo/qwen3-8b-lora-vllm-server.yaml
 """
 
@@ -67,6 +74,27 @@ def _check_backend(training_args: PlannerGRPOConfig) -> None:
                            "(docs/findings.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
 
 
+def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig) -> bool:
+    """Put the policy on this process's training device; returns whether the in-run closure evaluation can run
+    (False, with a warning, when the launch shards the parameters)."""
+    from omnidecision.preflight import sharded_parameters
+
+    sharded = sharded_parameters(training_args)
+    if sharded is None:
+        # DDP / ZeRO-2 / one process: the trainer would move it there anyway; doing it now makes the evaluation and
+        # the state selection below run on the GPU instead of the CPU
+        model.to(training_args.device)
+        return script_args.eval_closure_n != 0
+    if script_args.select_states == "balanced":
+        raise ValueError(f"select_states=balanced decodes with the whole model on every rank, which {sharded} "
+                         "shards: use select_states: all")
+    if script_args.eval_closure_n != 0:
+        logger.warning("%s shards the parameters: the in-run held-out closure evaluation is skipped "
+                       "(eval_closure_n=%d). Evaluate afterwards: python -m omnidecision.rl.evaluate OUTPUT_DIR "
+                       "DATASET --n %d", sharded, script_args.eval_closure_n, script_args.eval_closure_n)
+    return False
+
+
 def _judges(reward_funcs: list[Any]) -> list[Any]:
     """The RewardJudge objects behind the reward functions (alone, or inside a ClosureRubric)."""
     funcs = list(reward_funcs)
@@ -80,6 +108,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget."""
     from trl import GRPOTrainer
 
+    from omnidecision.preflight import require_attention, wandb_offline_fallback
     from omnidecision.rewards import get_reward_funcs
     from omnidecision.rl.averaging import TailWeightAverage, check_supported
     from omnidecision.rl.data import load_rl_splits
@@ -87,11 +116,13 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     from omnidecision.rl.select import balanced_selection
 
     _check_backend(training_args)
+    require_attention(model_args.attn_implementation, "GRPO recipe")
+    wandb_offline_fallback(training_args.report_to)
     out = Path(training_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     # --- data: RL states (train) and the held-out split
-    splits = load_rl_splits(script_args.dataset_dir or script_args.dataset_name,
+    splits = load_rl_splits(script_args.dataset_name,
                             (script_args.dataset_train_split, script_args.dataset_test_split), carve=0.05,
                             seed=training_args.seed)
     train = splits[script_args.dataset_train_split]
@@ -102,13 +133,16 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     logger.info("RL states: %d train, %d held-out", len(train), len(heldout))
 
     # --- rewards from the recipe
-    reward_funcs = get_reward_funcs(script_args.reward_funcs, **script_args.reward_params())
+    # (each process gets its share of the judge's concurrency and its own judge-cache file)
+    reward_funcs = get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
+        training_args.process_index, training_args.world_size))
     if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
         raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
                          f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
 
     # --- policy: SFT checkpoint or adapter
     model, tokenizer, peft_config = load_policy(model_args)
+    can_eval = _place_policy(model, script_args, training_args)
 
     # --- the training states: all, or balanced by the start planner's own greedy decisions (rl/select.py; a
     # resumed run selects again from the same start planner: the same states, so the data order carries on)
@@ -128,7 +162,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     eval_kwargs = dict(n=script_args.eval_closure_n, tokenizer=tokenizer, mode=script_args.eval_closure_mode,
                        samples=script_args.eval_closure_samples, temperature=training_args.temperature,
                        seed=training_args.seed, **decoding)
-    run_eval = script_args.eval_closure_n != 0 and training_args.process_index == 0
+    run_eval = can_eval and training_args.process_index == 0
     before = heldout_closure_reward(model, heldout, **eval_kwargs) if run_eval else None
 
     # --- train (with tail weight averaging when asked: rl/averaging.py)
@@ -161,7 +195,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         # the same states before and after: the per-state difference is the sharp comparison
         "paired": paired_comparison(before["per_state"], after["per_state"], seed=training_args.seed)
         if run_eval else None,
-        "model": model_args.model_name_or_path, "dataset": script_args.dataset_dir or script_args.dataset_name,
+        "model": model_args.model_name_or_path, "dataset": script_args.dataset_name,
         "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
         "selection": selection,
         "weight_average": None if averager is None else {

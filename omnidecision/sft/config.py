@@ -65,18 +65,16 @@ class PlannerSFTConfig(trl.SFTConfig):
     save_strategy: str = field(default="steps", metadata={"help": "When to save checkpoints: no, steps, epoch."})
     save_total_limit: int | None = field(default=2, metadata={"help": "Keep at most this many checkpoints."})
     cpu_fallback: bool = field(
-        default=True,
-        metadata={"help": "With no CUDA device: force bf16=False and use_cpu=True instead of failing (TRL default)."},
+        default=False,
+        metadata={"help": "A bf16/fp16 recipe on a machine with no visible CUDA device: train on the CPU in float32 "
+                          "(with a warning) instead of stopping with an error. Off by default: on a GPU node whose "
+                          "GPUs are invisible the run must stop, not crawl on the CPU."},
     )
 
     def __post_init__(self) -> None:
-        if self.cpu_fallback:
-            import torch
+        from omnidecision.preflight import check_precision
 
-            if not torch.cuda.is_available():
-                if self.bf16:
-                    logger.warning("no CUDA device: bf16 disabled")
-                self.bf16, self.fp16, self.use_cpu = False, False, True
+        check_precision(self, "SFT recipe")
         if isinstance(self.resume_from_checkpoint, str) and self.resume_from_checkpoint.lower() in ("false", "no", ""):
             self.resume_from_checkpoint = None
         if self.load_best_model_at_end and str(self.eval_strategy).lower().endswith("no"):

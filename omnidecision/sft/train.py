@@ -5,6 +5,7 @@ Loss on the assistant action only; full fine-tuning or LoRA/QLoRA (`use_peft`, `
 `sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`) in `output_dir`.
 
     omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
+    omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml
     accelerate launch --config_file configs/accelerate/zero3.yaml -m omnidecision.sft.train --config RECIPE.yaml
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -24,28 +24,23 @@ from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_
 logger = logging.getLogger(__name__)
 
 
-def _wandb_env(report_to: list[str] | str | None) -> None:
-    wants = report_to if isinstance(report_to, list) else [report_to or ""]
-    if "wandb" in wants and not os.environ.get("WANDB_MODE") and not os.environ.get("WANDB_API_KEY"):
-        logger.warning("report_to includes wandb but no WANDB_API_KEY: logging offline (WANDB_MODE=offline)")
-        os.environ["WANDB_MODE"] = "offline"
-
-
-def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any,
-         callbacks: list[Any] | None = None) -> dict[str, Any]:
-    """Train; returns {"output_dir", "global_step", "metrics", "data"}. `callbacks` (TrainerCallback objects) join
-    the trainer's, e.g. a benchmark's token budget."""
+def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConfig,
+                  model_args: Any, callbacks: list[Any] | None = None) -> tuple[Any, Any, dict[str, Any]]:
+    """(trainer, eval dataset or None, data stats): the `SFTTrainer` that `main` trains, its data loaded, validated
+    and tokenized by TRL (chat template, assistant-only mask). Tests read the tokenized rows from it. `callbacks`
+    (TrainerCallback objects) join the trainer's, e.g. a benchmark's token budget."""
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
-    from omnidecision.export import git_revision
+    from omnidecision.preflight import require_attention, wandb_offline_fallback
     from omnidecision.sft.data import data_stats, load_sft_splits, prepare
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required (a local checkpoint folder, e.g. from `tiny-planner`)")
     if not script_args.dataset_name:
         raise ValueError("dataset_name is required (a harvested SFT folder with train/validation files)")
-    _wandb_env(training_args.report_to)
+    require_attention(model_args.attn_implementation, "SFT recipe")
+    wandb_offline_fallback(training_args.report_to)
 
     # Model loading options (SFTTrainer loads the model from its name with these)
     quantization_config = get_quantization_config(model_args)
@@ -99,6 +94,15 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     )
     if script_args.max_train_seconds is not None:
         trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))
+    return trainer, eval_ds, stats
+
+
+def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any,
+         callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Train; returns {"output_dir", "global_step", "metrics", "data"}. `callbacks`: see `build_trainer`."""
+    from omnidecision.export import git_revision
+
+    trainer, eval_ds, stats = build_trainer(script_args, training_args, model_args, callbacks)
 
     # Train (resuming from a checkpoint when asked)
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)

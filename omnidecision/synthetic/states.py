@@ -30,6 +30,7 @@ from omnidecision.ledger import (
     SourceRef,
     ToolCalled,
     actionable_need_indices,
+    can_advance,
     composed_query,
     reduce,
 )
@@ -83,17 +84,21 @@ def random_ledger(rng: random.Random, *, max_steps: int = 10) -> Ledger:
                 desc = desc.replace(f"{{#{d}}}", f"need {d}")
         else:
             focus, desc = (t.format(s=s, o=o) for t in rng.choice(_FIRST))
+        preferred = rng.choice(SOURCES)
+        # some needs list other sources (the planner switches to one after the listed source came back empty)
+        alts = rng.sample([x for x in SOURCES if x != preferred], k=1) if rng.random() < 0.2 else []
         specs.append(NeedSpec(description=desc, role="blocking" if rng.random() < 0.7 else "supplementary",
-                              query_focus=focus, preferred_source=rng.choice(SOURCES), depends_on=deps))
+                              query_focus=focus, preferred_source=preferred, depends_on=deps, alt_sources=alts))
     slots = []
     if rng.random() < 0.3:
         slots.append(Slot(name="answer", kind=rng.choice(["fact", "computation"]),
                           needs=sorted(rng.sample(range(n), k=min(n, 2)))))
     question = f"{rng.choice(_FIRST)[1].format(s=s, o=o).capitalize()}, and what is the {specs[-1].query_focus}?"
     state = reduce(Ledger(), InitLedger(question=question, needs=specs, slots=slots,
-                                        step_budget=rng.choice([10, 15, 20]), max_attempts=rng.choice([2, 3])))
+                                        step_budget=rng.choice([10, 15, 20]), max_attempts=rng.choice([2, 3]),
+                                        max_tool_calls=n + rng.randint(0, 3) if rng.random() < 0.2 else None))
     for _ in range(rng.randint(0, max_steps)):
-        if state.step >= state.step_budget - 1:
+        if state.step >= state.step_budget - 1 or not can_advance(state):
             break
         actionable = actionable_need_indices(state)
         if not actionable:

@@ -9,6 +9,12 @@ saved (a qwen2 config would make AutoTokenizer swap in Qwen2Tokenizer with diffe
 
     python -m omnidecision.synthetic.tiny OUT_DIR [--hidden 64 --layers 2]
     omnidecision tiny-planner --out OUT_DIR [--data HARVEST_DIR]
+
+`--shape qwen3-1.7b` (or another of `SHAPES`) builds a random model of a real Qwen3's published shape instead,
+with the real Qwen3 tokenizer and chat template (`synthetic/qwen3_tokenizer.py`, offline): memory and speed of
+the real size on a GPU, no download. `--dry-run` prints the config and the parameter count and writes nothing.
+
+    omnidecision tiny-planner --shape qwen3-1.7b --out runs/smoke/qwen3-1.7b-random [--dry-run]
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import logging
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from omnidecision.protocol.actions import TOOL_NAMES
 
@@ -194,6 +201,83 @@ def build_tiny_planner(
     tokenizer.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
     logger.info("tiny planner: %d parameters, vocab %d, saved to %s", n_params, len(tokenizer), out)
+    return out
+
+
+# Published Qwen3 shapes (the models' config.json: sizes only; the weights here are random). All three tie or untie
+# the embeddings as the originals do; the vocabulary is Qwen3's embedding size (151,936 rows).
+SHAPES: dict[str, dict[str, Any]] = {
+    "qwen3-0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=True),
+    "qwen3-1.7b": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=128, tie_word_embeddings=True),
+    "qwen3-8b": dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, tie_word_embeddings=False),
+}
+_SHAPE_COMMON: dict[str, Any] = dict(max_position_embeddings=40960, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
+                                     hidden_act="silu", attention_bias=False, use_cache=True)
+
+
+def shape_config(shape: str, dtype: str = "bfloat16") -> Any:
+    """The `Qwen3Config` of a published shape, with Qwen3's vocabulary size and special ids."""
+    from transformers import Qwen3Config
+
+    from omnidecision.synthetic.qwen3_tokenizer import QWEN3_SPECIAL_START, QWEN3_VOCAB_SIZE
+
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+    im_end = QWEN3_SPECIAL_START + 2
+    return Qwen3Config(vocab_size=QWEN3_VOCAB_SIZE, bos_token_id=QWEN3_SPECIAL_START, eos_token_id=im_end,
+                       pad_token_id=QWEN3_SPECIAL_START, dtype=dtype, **SHAPES[shape], **_SHAPE_COMMON)
+
+
+def shape_summary(shape: str, dtype: str = "bfloat16") -> dict[str, Any]:
+    """Parameters and weight bytes of a shape, counted on the meta device (nothing allocated)."""
+    import torch
+    from transformers import Qwen3ForCausalLM
+
+    config = shape_config(shape, dtype)
+    with torch.device("meta"):
+        model = Qwen3ForCausalLM(config)
+    n = sum(p.numel() for p in model.parameters())
+    width = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    return {"shape": shape, "parameters": n, "weight_bytes": n * width, "dtype": dtype,
+            "config": {k: getattr(config, k) for k in (*SHAPES[shape], "vocab_size")}}
+
+
+def build_shaped_planner(out_dir: str | Path, shape: str, *, dtype: str = "bfloat16", seed: int = 0,
+                         device: str | None = None) -> Path:
+    """A random Qwen3 of a published shape with the real Qwen3 tokenizer, saved under `out_dir`.
+
+    Built on `device` (default: CUDA when visible, since initialising billions of weights on the CPU takes minutes)
+    directly in `dtype`, so a 1.7B model needs ~4 GB, not a float32 copy first."""
+    import torch
+    from transformers import GenerationConfig, Qwen3ForCausalLM
+
+    from omnidecision.synthetic.qwen3_tokenizer import qwen3_tokenizer
+
+    tokenizer = qwen3_tokenizer()
+    config = shape_config(shape, dtype)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rng_state = torch.random.get_rng_state()
+    default_dtype = torch.get_default_dtype()
+    try:
+        torch.manual_seed(seed)
+        torch.set_default_dtype(getattr(torch, dtype))
+        with torch.device(device):
+            model = Qwen3ForCausalLM(config)
+    finally:
+        torch.set_default_dtype(default_dtype)
+        torch.random.set_rng_state(rng_state)
+    model.generation_config = GenerationConfig(
+        bos_token_id=config.bos_token_id, eos_token_id=[config.eos_token_id, config.pad_token_id],
+        pad_token_id=config.pad_token_id, do_sample=False, max_new_tokens=128)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    n_params = sum(p.numel() for p in model.parameters())
+    logger.info("%s-shaped planner (random weights): %d parameters, %s, saved to %s", shape, n_params, dtype, out)
     return out
 
 

@@ -21,13 +21,15 @@ def synth(
     """Write the seeded synthetic closure suite (multi-hop tasks across modalities) to OUT."""
     from collections import Counter
 
-    from omnidecision.tasks.synth import load_suite, write_suite
+    from omnidecision.tasks.synth import FAMILIES, load_suite, write_suite
 
     path = write_suite(n, seed, out)
     tasks = load_suite(out)
+    families = Counter(t.category for t in tasks)
     levels = Counter(t.level for t in tasks)
     types = Counter(t.answer_type for t in tasks)
     print(f"wrote {len(tasks)} tasks to {path}")
+    print("families: " + ", ".join(f"{k}={families[k]}" for k in FAMILIES if families[k]))
     print("levels: " + ", ".join(f"{k}={levels[k]}" for k in sorted(levels)))
     print("answer types: " + ", ".join(f"{k}={types[k]}" for k in sorted(types)))
     print(f"unanswerable: {sum(not t.answerable for t in tasks)}, with a conflict: "

@@ -65,6 +65,8 @@ class GoldNeed(_Rec):
     asset_id: str | None = None
     conflicting_value: str | None = None  # a wrong value some source states; the teacher must resolve it
     confirm_query_focus: str | None = None  # a query (same `{#i}` placeholders) that reaches a confirming source
+    alt_sources: list[Source] = Field(default_factory=list)  # other sources that hold the value
+    resolved_by: Source | None = None  # only this (independent) source settles a conflict on the need
 
 
 class GoldSlot(_Rec):
@@ -93,9 +95,11 @@ class Task(_Rec):
     assets: list[Asset] = Field(default_factory=list)
     pages: list[Page] = Field(default_factory=list)
     corpus: str | None = None  # path to a JSONL page corpus shared by many tasks
-    blocked_domains: list[str] = Field(default_factory=list)
+    blocked_domains: list[str] = Field(default_factory=list)  # a host ("hf.co") or host + path prefix, as written
+    tools: list[str] | None = None  # the tools this task allows (None: every tool); shown in the digest's R0
     gold: GoldDecomposition | None = None
     answerable: bool = True
+    max_tool_calls: int | None = Field(None, ge=1)  # the task's tool-call budget (part of R0), None: the recipe's
     base_dir: str | None = None  # relative asset/corpus paths resolve against this
     meta: dict[str, Any] = Field(default_factory=dict)
 

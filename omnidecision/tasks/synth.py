@@ -13,6 +13,17 @@ keywords with the need's composed query):
 - medium: audio → subtitle → web (number/text/mcq); clip|frame → web → code (number);
   two audio → subtitle branches (list)
 - hard: two branches (audio → subtitle → web, clip|frame → web) joined by a computation (number)
+Planning families (`PLANNING_FAMILIES`), where "the first actionable need with its listed tool" is wrong:
+- source_switch: the listed source of one hop cannot answer (a name only spoken, or only captioned); the need
+  lists the source that can as `alt`, and the right call after the empty one switches to it;
+- tight_budget: two supplementary needs come first, then a chain whose guest need unblocks two web facts joined
+  by a computation; the task's tool budget (`max_tool_calls`, in the digest) covers exactly the chain;
+- supplementary_finish: a supplementary need opens up right after the first hop; the budget covers only the
+  blocking needs, and once they are filled finishing is right although a need is still actionable;
+- conflict_second_source: two web pages disagree; searching again finds the same pair, and only the need's
+  `alt` source (a plaque seen in the video) settles the conflict;
+- compute_slot: the answer is a computation slot with no code need: once its input is filled no need is
+  actionable, and the right call aims at the slot with code_executor before finishing.
 Some web facts have a conflicting source (a forum page with a wrong value, `conflicting_value` in gold) that
 an official registry page resolves; some tasks are unanswerable (a need no tool can fill: `answerable=False`).
 
@@ -44,14 +55,23 @@ from omnidecision.tasks.schema import (
 logger = logging.getLogger(__name__)
 
 FAMILIES: dict[str, tuple[str, float]] = {  # family -> (level, weight)
-    "audio_subtitle": ("easy", 0.12),
-    "subtitle_web": ("easy", 0.12),
-    "visual_web": ("easy", 0.11),
-    "audio_subtitle_web": ("medium", 0.16),
-    "visual_web_code": ("medium", 0.12),
-    "two_audio_list": ("medium", 0.12),
-    "hard_join": ("hard", 0.25),
+    # chains the rule "first actionable need, listed tool" solves
+    "audio_subtitle": ("easy", 0.06),
+    "subtitle_web": ("easy", 0.06),
+    "visual_web": ("easy", 0.06),
+    "audio_subtitle_web": ("medium", 0.08),
+    "visual_web_code": ("medium", 0.06),
+    "two_audio_list": ("medium", 0.06),
+    "hard_join": ("hard", 0.12),
+    # planning families: the right decision is not "first actionable need, listed tool" (see the README)
+    "source_switch": ("medium", 0.10),
+    "tight_budget": ("hard", 0.10),
+    "supplementary_finish": ("medium", 0.10),
+    "conflict_second_source": ("medium", 0.10),
+    "compute_slot": ("medium", 0.10),
 }
+PLANNING_FAMILIES: tuple[str, ...] = ("source_switch", "tight_budget", "supplementary_finish",
+                                      "conflict_second_source", "compute_slot")
 SITES = ("encyclopedia.example.org", "people.example.net", "news.example.com", "archive.example.org")
 P_CONFLICT = 0.3
 P_UNANSWERABLE = 0.08
@@ -77,6 +97,7 @@ class _Build:
     visuals: list[tuple[str, str]] = field(default_factory=list)
     conflict: bool = False
     unanswerable: bool = False
+    tool_budget: int | None = None  # the task's max_tool_calls (tight-budget families)
 
     def time(self) -> float:
         return float(self.free_slots.pop(self.rng.randrange(len(self.free_slots))) * 10 + 5)
@@ -108,27 +129,34 @@ class _Build:
 # --- hops: each adds one need (and its evidence plus distractors); returns (need index, reference phrase) ----------
 
 
-def audio_hop(b: _Build) -> tuple[int, str, str]:
+def audio_hop(b: _Build, captioned_only: bool = False) -> tuple[int, str, str]:
+    """A name spoken after a sound. `captioned_only`: the transcript misses it and only the subtitles (which
+    caption sounds) carry it, so audio comes back without the name and subtitles (listed as `alt`) have it."""
     sound, x, t = b.sound(), b.names.word(), b.time()
     b.events.append(AudioEvent(start=t, end=t + 2.0, label=sound))
-    b.speech.append((t + 0.5, t + 4.0, b.rng.choice(tx.AUDIO_CUES).format(sound=sound, x=x)))
+    (b.subs if captioned_only else b.speech).append(
+        (t + 0.5, t + 4.0, b.rng.choice(tx.AUDIO_CUES).format(sound=sound, x=x)))
     # a distractor moment: another sound, another name
     s2, y, t2 = b.sound(), b.names.word(), b.time()
     b.events.append(AudioEvent(start=t2, end=t2 + 2.0, label=s2))
     b.speech.append((t2 + 0.5, t2 + 4.0, b.rng.choice(tx.AUDIO_CUES).format(sound=s2, x=y)))
     ref = b.rng.choice(tx.AUDIO_DESC).format(sound=sound)
     i = b.add(GoldNeed(description=tx.cap(ref), query_focus=tx.AUDIO_FOCUS.format(sound=sound),
-                       preferred_source="audio", value=x, asset_id="v0"))
+                       preferred_source="audio", value=x, asset_id="v0",
+                       alt_sources=["subtitle"] if captioned_only else []))
     b.subs.append((t2 + 1.0, t2 + 4.5, b.rng.choice(tx.SUB_CUES).format(x=y, p=b.names.person())))
     return i, ref, x
 
 
-def subtitle_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: str, fillable: bool = True
-                 ) -> tuple[int, str, str | None]:
+def subtitle_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: str, fillable: bool = True,
+                 spoken_only: bool = False) -> tuple[int, str, str | None]:
+    """A guest introduced by the anchor. `spoken_only`: the introduction is in the speech transcript but not in
+    the subtitles, so the listed source (subtitles) comes back without it and audio (listed as `alt`) has it."""
     p = b.names.person()
     t = b.time()
     if fillable:
-        b.subs.append((t, t + 3.5, b.rng.choice(tx.SUB_CUES).format(x=anchor_word, p=p)))
+        cue = b.rng.choice(tx.SUB_CUES).format(x=anchor_word, p=p)
+        (b.speech if spoken_only else b.subs).append((t, t + 3.5, cue))
     else:  # no cue names the anchor's guest: the need cannot be filled
         b.subs.append((t, t + 3.5, f"{anchor_word} waves at the audience and leaves without a word."))
     for k in range(7):  # other guests, introduced by other names (one with a confusable name)
@@ -139,7 +167,7 @@ def subtitle_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: st
     focus = tx.SUB_FOCUS.format(anchor="{#%d}" % anchor if anchor is not None else anchor_word)
     i = b.add(GoldNeed(description=tx.cap(ref), query_focus=focus, preferred_source="subtitle",
                        depends_on=[anchor] if anchor is not None else [], value=p if fillable else None,
-                       fillable=fillable, asset_id="v0"))
+                       fillable=fillable, asset_id="v0", alt_sources=["audio"] if spoken_only else []))
     return i, ref, p
 
 
@@ -156,9 +184,14 @@ def visual_hop(b: _Build) -> tuple[int, str, str]:
 
 
 def web_hop(b: _Build, anchor: int, entity: str, entity_ref: str, kind: str, numeric: bool, *,
-            fillable: bool = True, conflict: bool = False) -> tuple[int, dict, str | None, list[str]]:
-    """A fact about `entity` on the web. Returns (need, fact spec, value, confusable values for mcq options)."""
-    fact = b.rng.choice(tx.NUM_FACTS[kind] if numeric else tx.TEXT_FACTS[kind])
+            fillable: bool = True, conflict: bool = False, fact: dict | None = None,
+            settle_in_frame: bool = False) -> tuple[int, dict, str | None, list[str]]:
+    """A fact about `entity` on the web. Returns (need, fact spec, value, confusable values for mcq options).
+
+    `settle_in_frame` (with `conflict`): no registry page; a plaque in the video states the value, and only that
+    independent source (frame, listed as `alt`) settles the dispute: searching the web again finds the same two
+    pages."""
+    fact = fact or b.rng.choice(tx.NUM_FACTS[kind] if numeric else tx.TEXT_FACTS[kind])
     draw = (lambda: str(b.rng.randint(fact["lo"], fact["hi"]))) if numeric else b.names.place
     value = draw()
     others = [draw() for _ in range(3)]
@@ -175,17 +208,24 @@ def web_hop(b: _Build, anchor: int, entity: str, entity_ref: str, kind: str, num
     if conflict and fillable:
         conflicting = others[1]
         wrong = b.rng.choice(fact["page"]).format(e=entity, v=conflicting)
-        b.page(f"Discussion about {entity}", b.rng.choice(tx.CONFLICT_PAGE).format(fact=wrong))
+        # the disputing page repeats the fact's keywords, so a search for the fact finds both pages
+        b.page(f"Discussion about {entity}", b.rng.choice(tx.CONFLICT_PAGE).format(fact=wrong)
+               + f" (the {fact['key']} as the fans remember it)")
         confirmed = b.rng.choice(fact["page"]).format(e=entity, v=value)
-        b.page(f"{entity} registry", tx.REGISTRY_PAGE.format(fact=confirmed),
-               url=f"https://registry.example.gov/{b.tid}-{len(b.pages)}")
+        if settle_in_frame:
+            b.frames.append(FrameCaption(t=b.time(), caption=tx.PLAQUE_FRAME.format(fact=confirmed, key=fact["key"])))
+        else:
+            b.page(f"{entity} registry", tx.REGISTRY_PAGE.format(fact=confirmed),
+                   url=f"https://registry.example.gov/{b.tid}-{len(b.pages)}")
         b.conflict = True
     desc = fact["q"][0].format(ref=entity_ref).rstrip("?")
+    in_frame = bool(conflicting and settle_in_frame)
     i = b.add(GoldNeed(description=desc, query_focus="{#%d} %s" % (anchor, fact["key"]), preferred_source="web",
                        depends_on=[anchor], value=value if fillable else None, fillable=fillable,
                        conflicting_value=conflicting,
-                       confirm_query_focus=("{#%d} %s %s" % (anchor, tx.REGISTRY_KEY, fact["key"])) if conflicting
-                       else None))
+                       confirm_query_focus=("{#%d} %s %s" % (anchor, tx.REGISTRY_KEY, fact["key"]))
+                       if conflicting and not in_frame else None,
+                       alt_sources=["frame"] if in_frame else [], resolved_by="frame" if in_frame else None))
     return i, fact, (value if fillable else None), [others[0], others[2], others[1]]
 
 
@@ -279,7 +319,76 @@ def _family(b: _Build, family: str) -> tuple[str, str, str | None, list[str] | N
         slots = [GoldSlot(name="fact_a", needs=[w1], value=v1), GoldSlot(name="fact_b", needs=[w2], value=v2),
                  GoldSlot(name="answer", kind="computation", needs=[c], expression=comp["expr"], value=cv)]
         return q, "number", cv, None, slots, comp["expr"]
+    if family in PLANNING_FAMILIES:
+        b.unanswerable = False  # these families test a decision, not abstention
+        return _planning_family(b, family)
     raise ValueError(f"unknown family {family!r}")
+
+
+def _planning_family(b: _Build, family: str):
+    rng = b.rng
+    if family == "source_switch":
+        # the listed source of one hop cannot answer; the other source that can is listed as `alt`
+        audio_switch = rng.random() < 0.5
+        a, ref, x = audio_hop(b, captioned_only=audio_switch)
+        s, sref, p = subtitle_hop(b, a, x, ref, spoken_only=not audio_switch)
+        if rng.random() < 0.5:
+            q = rng.choice(("Who is {r}?", "Give the full name of {r}.")).format(r=sref)
+            return q, "text", p, None, [GoldSlot(name="answer", needs=[s], value=p)], None
+        w, fact, v, _ = web_hop(b, s, p, sref, "person", True)
+        return (rng.choice(fact["q"]).format(ref=sref), "number", v, None,
+                [GoldSlot(name="answer", needs=[w], value=v)], None)
+    if family == "tight_budget":
+        # two side needs listed first, then the chain; the guest's need unblocks two web facts; the tool budget
+        # covers exactly the chain, so one call on a side need leaves the answer unreachable
+        for _ in range(2):
+            _supplementary(b)
+        a, ref, x = audio_hop(b)
+        s, sref, p = subtitle_hop(b, a, x, ref)
+        f1, f2 = rng.sample(tx.NUM_FACTS["person"], 2)
+        w1, _, v1, _ = web_hop(b, s, p, sref, "person", True, fact=f1)
+        w2, _, v2, _ = web_hop(b, s, p, sref, "person", True, fact=f2)
+        c, comp, cv = code_hop(b, w1, w2, {w1: v1, w2: v2})
+        q = rng.choice(comp["q"]).format(A=f1["np"].format(ref=sref), B=f2["np"].format(ref=sref))
+        slots = [GoldSlot(name="fact_a", needs=[w1], value=v1), GoldSlot(name="fact_b", needs=[w2], value=v2),
+                 GoldSlot(name="answer", kind="computation", needs=[c], expression=comp["expr"], value=cv)]
+        b.tool_budget = 5
+        return q, "number", cv, None, slots, comp["expr"]
+    if family == "supplementary_finish":
+        # a side need opens up right after the first hop (listed before the next blocking one); the tool budget
+        # covers only the blocking needs, and once they are filled finishing is right
+        vi, vref, word = visual_hop(b)
+        _supplementary(b, depends_on=[vi])
+        org = f"{word} {rng.choice(tx.ORG_KINDS)}"
+        oref = f"the organisation named after {vref}"
+        numeric = rng.random() < 0.5
+        w, fact, v, _ = web_hop(b, vi, org, oref, "org", numeric)
+        b.tool_budget = 2
+        return (rng.choice(fact["q"]).format(ref=oref), "number" if numeric else "text", v, None,
+                [GoldSlot(name="answer", needs=[w], value=v)], None)
+    if family == "conflict_second_source":
+        # two web pages disagree; searching again finds the same two, a plaque in the video settles it
+        vi, vref, word = visual_hop(b)
+        org = f"{word} {rng.choice(tx.ORG_KINDS)}"
+        oref = f"the organisation named after {vref}"
+        w, fact, v, _ = web_hop(b, vi, org, oref, "org", True, conflict=True, settle_in_frame=True)
+        return (rng.choice(fact["q"]).format(ref=oref), "number", v, None,
+                [GoldSlot(name="answer", needs=[w], value=v)], None)
+    if family == "compute_slot":
+        # a computation slot and no code need: once its inputs are filled no need is actionable, and the right call
+        # aims at the slot (`{"action": "call", "slot": "answer"}`, code_executor) before finishing
+        x = b.names.word()
+        s, sref, p = subtitle_hop(b, None, x, x)
+        w, fact, v, _ = web_hop(b, s, p, sref, "person", True)
+        comp = rng.choice([c for c in tx.COMPUTATIONS if c["const"]])
+        const = rng.randint(2030, 2100) if fact["key"] == "born year" else rng.randint(100, 900)
+        expr = comp["expr"].replace("n{b}", str(const)).format(a=w)
+        value = str(eval(expr, {"__builtins__": {}, "abs": abs, "max": max}, {f"n{w}": int(v)}))  # our own expression
+        q = rng.choice(comp["q"]).format(A=fact["np"].format(ref=sref), B=const)
+        slots = [GoldSlot(name="fact_a", needs=[w], value=v),
+                 GoldSlot(name="answer", kind="computation", needs=[w], expression=expr, value=value)]
+        return q, "number", value, None, slots, expr
+    raise ValueError(f"unknown family {family!r}")  # pragma: no cover
 
 
 def _comp_slots(c: int, w: int, cv: str | None, v: str | None, comp: dict) -> list[GoldSlot]:
@@ -295,13 +404,13 @@ def _mcq(b: _Build, q: str, value: str | None, others: list[str], w: int):
     return q, "mcq", letter, options, [GoldSlot(name="answer", needs=[w], value=value)], None
 
 
-def _supplementary(b: _Build) -> None:
+def _supplementary(b: _Build, depends_on: list[int] | None = None) -> None:
     color, obj = b.visual()
     t = b.time()
     b.frames.append(FrameCaption(t=t, caption=tx.SUPP_FRAME_CUE.format(color=color, obj=obj)))
     b.add(GoldNeed(description=f"Colour of the {obj} in the background (context only)", role="supplementary",
                    query_focus=tx.SUPP_FOCUS.format(obj=obj), preferred_source="frame", value=color,
-                   asset_id="v0"))
+                   asset_id="v0", depends_on=list(depends_on or [])))
 
 
 def make_task(index: int, seed: int, names: tx.Names) -> tuple[Task, list[Page], dict[str, str]]:
@@ -315,7 +424,7 @@ def make_task(index: int, seed: int, names: tx.Names) -> tuple[Task, list[Page],
     family = rng.choices(fams, weights=[FAMILIES[f][1] for f in fams])[0]
     b.unanswerable = rng.random() < P_UNANSWERABLE
     question, atype, answer, options, slots, computation = _family(b, family)
-    if rng.random() < P_SUPPLEMENTARY:
+    if rng.random() < P_SUPPLEMENTARY and b.tool_budget is None:
         _supplementary(b)
     for _ in range(rng.randint(4, 9)):  # filler speech and subtitles, filler frames
         t = b.time() if b.free_slots else 1.0
@@ -335,7 +444,7 @@ def make_task(index: int, seed: int, names: tx.Names) -> tuple[Task, list[Page],
                   description="Synthetic video (text surrogates only)")
     task = Task(id=tid, question=question, answer=answer, answer_type=atype, options=options,
                 level=FAMILIES[family][0], category=family, source="synthetic", assets=[asset],
-                corpus="corpus.jsonl", answerable=answerable,
+                corpus="corpus.jsonl", answerable=answerable, max_tool_calls=b.tool_budget,
                 gold=GoldDecomposition(needs=b.needs, slots=slots, computation=computation),
                 meta={"family": family, "conflict": b.conflict, "seed": seed, "index": index})
     return task, b.pages, files

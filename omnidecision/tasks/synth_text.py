@@ -133,6 +133,8 @@ CONFLICT_PAGE: tuple[str, ...] = (
     "Rumour column: {fact} Nobody has confirmed it.",
 )
 REGISTRY_PAGE = "Official registry record: {fact}"
+# a conflict settled in the video: the plaque repeats the fact's keywords so a frame query on them finds it
+PLAQUE_FRAME = "A plaque on the wall reads ({key}): {fact}"
 REGISTRY_KEY = "official registry record"
 
 COMPUTATIONS: tuple[dict, ...] = (

@@ -1,5 +1,6 @@
-"""Helpers shared by the perception tools: assets, subtitle/transcript cues (pysubs2), frame decoding (av),
-and the hand-off to a "media" service (a multimodal model or the OmniGAIA replay environment).
+"""Helpers shared by the perception tools: assets, subtitle/transcript cues (pysubs2), frame decoding and audio
+segment extraction (PyAV), image loading (Pillow), and the hand-off to a "media" service (a multimodal model or the
+OmniGAIA replay environment).
 
     python -m omnidecision.tools.media VIDEO.mp4 0.5 1.0   # decode frames at 0.5 s and 1.0 s, print their times
 """
@@ -133,6 +134,61 @@ def decode_frames(path: Path, timestamps: list[float], max_side: int = 512) -> l
     return out
 
 
+def audio_segment_wav(path: Path, start: float | None = None, end: float | None = None, max_s: float = 30.0,
+                      sample_rate: int = 16000) -> tuple[bytes, float, float]:
+    """The audio of [start, end] (capped at `max_s` seconds) of any file PyAV reads (a video's sound track too), as a
+    mono 16-bit WAV at `sample_rate`. Returns (wav bytes, actual start, actual end)."""
+    import av
+
+    lo = max(0.0, start or 0.0)
+    hi = lo + max_s if end is None else min(end, lo + max_s)
+    out_buf = io.BytesIO()
+    with av.open(str(path)) as container:
+        if not container.streams.audio:
+            raise ToolError(f"{path.name}: no audio stream")
+        stream = container.streams.audio[0]
+        resampler = av.AudioResampler(format="s16", layout="mono", rate=sample_rate)
+        if lo > 0 and stream.time_base is not None:
+            container.seek(int(lo / stream.time_base), stream=stream, backward=True)
+        with av.open(out_buf, mode="w", format="wav") as out:
+            ostream = out.add_stream("pcm_s16le", rate=sample_rate, layout="mono")
+            first = last = None
+            for frame in container.decode(stream):
+                if frame.time is None:
+                    continue
+                f_end = frame.time + frame.samples / frame.sample_rate
+                if f_end < lo:
+                    continue
+                if frame.time > hi:
+                    break
+                first = frame.time if first is None else first
+                last = f_end
+                frame.pts = None  # let the encoder number the resampled frames
+                for rf in resampler.resample(frame):
+                    for packet in ostream.encode(rf):
+                        out.mux(packet)
+            for packet in ostream.encode(None):
+                out.mux(packet)
+    if first is None:
+        raise ToolError(f"{path.name}: no audio between {lo:.2f}s and {hi:.2f}s")
+    return out_buf.getvalue(), round(max(lo, first), 3), round(min(hi, last or hi), 3)
+
+
+def image_jpeg(path: Path, max_side: int = 768) -> tuple[bytes, int, int]:
+    """An image file as JPEG bytes, its longer side at most `max_side` (Pillow). Returns (bytes, width, height)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            rgb = image.convert("RGB")
+    except OSError as exc:
+        raise ToolError(f"{path.name}: not a readable image ({exc})") from None
+    rgb.thumbnail((max_side, max_side))
+    buf = io.BytesIO()
+    rgb.save(buf, format="JPEG", quality=85)
+    return buf.getvalue(), rgb.width, rgb.height
+
+
 async def ask_media(
     ctx: ToolContext,
     tool: str,
@@ -148,9 +204,13 @@ async def ask_media(
     if service is None:
         return None
     path = media_file(ctx, asset)
+    if path is not None:  # the service sees the file where it is, whatever the task's base folder
+        asset = asset.model_copy(update={"path": str(path)})
     if frame_times is not None and path is not None and asset.type == "video" and hasattr(service, "perceive_frames"):
         frames = decode_frames(path, frame_times, int(ctx.settings.get("frame_max_side", 512)))
         obs = await service.perceive_frames(tool, asset, query, frames)
+        if obs is None:  # a service that does not look at frames may take the window another way (video)
+            obs = await service.perceive(tool, asset, query, start, end)
     else:
         obs = await service.perceive(tool, asset, query, start, end)
     if obs is not None and obs.tool != tool:

@@ -39,11 +39,18 @@ class PageReader:
         via = None
         if text is None:
             hits = [h for h in await service.search(target, 3 + len(blocked)) if not is_blocked(h.url, blocked)]
+            errors = []
             for hit in hits:
-                text = await service.read(hit.url)
+                try:
+                    text = await service.read(hit.url)
+                except ToolError as exc:  # a live page that cannot be read: try the next hit
+                    errors.append(str(exc))
+                    continue
                 if text is not None:
                     via, target = target, hit.url
                     break
+            if text is None and errors:
+                raise ToolError(f"url: no readable page for {args.url!r} ({'; '.join(errors[:3])})")
         if text is None:
             raise ToolError(f"url: no page found for {args.url!r}")
         canonical = getattr(service, "canonical_url", None)

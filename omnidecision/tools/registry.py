@@ -42,6 +42,10 @@ TOOLS: dict[str, Tool] = {
     )
 }
 
+# The tools that look at one of the task's assets (they take `asset_id`).
+PERCEPTION_TOOLS: frozenset[str] = frozenset({"subtitle_grounding", "audio_scouting", "clip_grounding",
+                                              "frame_confirmation"})
+WEB_TOOLS: frozenset[str] = frozenset({"web_search", "page_reader"})
 
 
 def arguments_for(tool: str, query: str | None, arguments: dict | None) -> dict:

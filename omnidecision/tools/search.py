@@ -47,16 +47,32 @@ def host_of(url: str) -> str:
     return (p.hostname or "").lower().removeprefix("www.")
 
 
-def is_blocked(url: str, blocked: Iterable[str]) -> bool:
-    """True when the URL's host is a blocked domain or a subdomain of one.
+def _block_rule(entry: str) -> tuple[str, str]:
+    """(host, path prefix) of a block-list entry: "hf.co", "github.com/RUC-NLPIR/OmniGAIA" or a full URL."""
+    text = entry.strip()
+    p = urlparse(text if "://" in text else "https://" + text)
+    return (p.hostname or "").lower().removeprefix("www."), p.path.rstrip("/").lower()
 
-    >>> is_blocked("https://sub.example.com/a", ["example.com"]), is_blocked("https://notexample.com", ["example.com"])
+
+def is_blocked(url: str, blocked: Iterable[str]) -> bool:
+    """True when the URL falls under a block-list entry, applied as written: a bare host blocks that host and its
+    subdomains; a host with a path blocks only that path prefix (whole segments; case-insensitive).
+
+    >>> rules = ["huggingface.co", "github.com/RUC-NLPIR/OmniGAIA"]
+    >>> is_blocked("https://hf-mirror.huggingface.co/x", rules), is_blocked("https://nothuggingface.co", rules)
     (True, False)
+    >>> is_blocked("https://github.com/ruc-nlpir/OmniGAIA/blob/x", rules), is_blocked("https://github.com/a/b", rules)
+    (True, False)
+    >>> is_blocked("https://github.com/RUC-NLPIR/OmniGAIA-extra", rules)
+    False
     """
-    host = host_of(url)
-    for domain in blocked:
-        d = host_of(domain) if ("/" in domain or ":" in domain) else domain.lower().strip().removeprefix("www.")
-        if d and (host == d or host.endswith("." + d)):
+    p = urlparse(url.strip() if "://" in url else "https://" + url.strip())
+    host, path = (p.hostname or "").lower().removeprefix("www."), p.path.lower()
+    for entry in blocked:
+        d, prefix = _block_rule(entry)
+        if not d or not (host == d or host.endswith("." + d)):
+            continue
+        if not prefix or path == prefix or path.startswith(prefix + "/"):
             return True
     return False
 

@@ -1,7 +1,9 @@
 """subtitle_grounding: find the subtitle cues of an asset that match keywords, optionally inside a time window.
 
-Parses .srt/.vtt with pysubs2. Try it:  omnidecision tool subtitle_grounding --args '{"query": "bridge"}' \
---task tasks.jsonl --task-id t1
+Parses .srt/.vtt with pysubs2; an asset without a subtitle file goes to the "media" service, if any (a live
+perception endpoint that hears the asset's sound track).
+
+    omnidecision tool subtitle_grounding --args '{"query": "bridge"}' --task tasks.jsonl --task-id t1
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import logging
 
 from omnidecision.ledger.schema import SourceRef
 from omnidecision.tools.base import Observation, ToolContext, ToolError
-from omnidecision.tools.media import WindowArgs, fmt_span, get_asset, load_cues, search_cues
+from omnidecision.tools.media import WindowArgs, ask_media, fmt_span, get_asset, load_cues, search_cues
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +29,10 @@ class SubtitleGrounding:
         asset = get_asset(ctx, args.asset_id, prefer=("video", "audio"))
         path = ctx.task.resolve(asset.subtitles)
         if path is None:
+            # no subtitle file: a media service that hears the asset (a live perception endpoint) may answer
+            obs = await ask_media(ctx, self.name, asset, args.query, args.start, args.end)
+            if obs is not None:
+                return obs
             raise ToolError(f"asset {asset.id!r} has no subtitles")
         matches = search_cues(load_cues(path), args.query, args.start, args.end, args.k)
         return cue_observation(self.name, asset.id, args, matches, "subtitle cue")

@@ -133,7 +133,7 @@ def test_malformed_planner_outputs_become_counted_invalid_actions():
     assert r.outcome == "budget"
     invalid = [e for e in events(r) if e.kind == "invalid_action"]
     assert [e.role for e in invalid] == ["planner"] * 4
-    assert "no JSON object" in invalid[0].error and "schema error at call.need" in invalid[1].error
+    assert "no JSON object" in invalid[0].error and "exactly one of `need` or `slot`" in invalid[1].error
     assert "need 1 is not actionable" in invalid[2].error  # blocked: not executed, a step is spent
     assert r.final_ledger.invalid_counts == {"planner": 4} and r.totals.invalid_actions == 4
     assert r.totals.tool_calls == {"web_search": 1} and [s.invalid is not None for s in r.steps].count(True) == 4

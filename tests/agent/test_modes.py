@@ -34,8 +34,8 @@ def test_react_prompt_grows_with_steps_while_the_ledger_prompt_does_not():
     ledger = planner_lengths("ledger")
     assert all(b > a + 50 for a, b in zip(react, react[1:], strict=False))  # one more action + observation each step
     # same question, same tool results: the digest has fixed-width counters; only the first call changes the
-    # tool-count line from "none" to "web_search=1"
-    assert len(set(ledger[1:])) == 1 and abs(ledger[1] - ledger[0]) <= 10
+    # tool-count line from "none" to "web_search=1" and adds the need's " tried=[web_search]"
+    assert len(set(ledger[1:])) == 1 and abs(ledger[1] - ledger[0]) <= 30
     assert react[-1] > react[0] + 7 * 100 and react[-1] > ledger[-1]
 
 

@@ -106,7 +106,7 @@ def test_one_training_step_in_the_loop(policy, tmp_path) -> None:
     tasks = load_suite(tmp_path / "synth")
     recipe = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.yaml"
     _, args, _ = parse_args(["--config", str(recipe), "--model_name_or_path", "m",
-                             "--dataset_dir", "d", "--output_dir", str(tmp_path / "o"), "--num_generations", "2",
+                             "--dataset_name", "d", "--output_dir", str(tmp_path / "o"), "--num_generations", "2",
                              "--generation_batch_size", "32", "--max_completion_length", "8"])
     report = tg.train_trajectory_grpo(model, tok, tasks, args, budget_cpu_s=0.001, tasks_per_step=1,
                                       teacher=TeacherBackend(noise=0.0),

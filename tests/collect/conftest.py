@@ -65,3 +65,27 @@ def tiny_planner(harvested: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     texts = [m["content"] for row in ds.select(range(min(200, len(ds)))) for m in row["messages"]]
     return build_tiny_planner(tmp_path_factory.mktemp("tiny"), texts=texts, hidden=32, layers=1, heads=2,
                               vocab_size=600)
+
+
+@pytest.fixture
+def write_video_file():
+    """write_video_file(path): a one-second 64x48 mpeg4 video written with PyAV."""
+    from fractions import Fraction
+
+    import av
+    import numpy as np
+
+    def write(path: Path) -> Path:
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("mpeg4", rate=10)
+            stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+            for i in range(10):
+                frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 20 * i, dtype=np.uint8), format="rgb24")
+                frame.pts, frame.time_base = i, Fraction(1, 10)
+                for packet in stream.encode(frame):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        return path
+
+    return write

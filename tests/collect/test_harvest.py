@@ -28,6 +28,7 @@ from omnidecision.ledger.events import (
 from omnidecision.ledger.schema import ConflictValue, Slot, SourceRef
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import JudgeResult, RunRecord, StepRecord
+from omnidecision.protocol.rule import rule_decision_text
 
 from .conftest import CLI
 
@@ -108,6 +109,32 @@ def test_options_advancing_only_dedup_and_cap(teacher_runs: Path, tmp_path: Path
     assert len(users) == len(set(users))
     assert max(ds.to_pandas()["task_id"].value_counts()) <= 3
     assert any(json.loads(r["messages"][-1]["content"])["action"] == "finish" for r in ds)  # finishes are kept
+
+
+def test_rule_labels_cover_every_visited_state_with_the_rule_decision(teacher_runs: Path, tmp_path: Path) -> None:
+    """`label="rule"`: one SFT row per RL state (incorrect runs too), its assistant turn the rule decision of that
+    state; the states after a noisy decision are kept with the recovery as label."""
+    emitted = run_harvest([str(teacher_runs)], tmp_path / "e", HarvestOptions(val_fraction=0.0))
+    ruled = run_harvest([str(teacher_runs)], tmp_path / "r", HarvestOptions(val_fraction=0.0, label="rule"))
+    # every visited state (RL rows keep identical states once, SFT rows once per visit)
+    assert ruled["sft"]["train"] >= ruled["rl"]["train"] and ruled["sft"]["train"] > emitted["sft"]["train"]
+    sft = datasets.load_dataset(str(tmp_path / "r" / "sft"), split="train")
+    rl = {row["prompt"][-1]["content"]: row for row in datasets.load_dataset(str(tmp_path / "r" / "rl"),
+                                                                             split="train")}
+    runs = _runs(teacher_runs)
+    assert {r.outcome for r in runs.values() if r.run_id in set(sft["run_id"])} > {"accepted"}
+    differs = 0
+    for srow in sft:
+        rrow = rl[srow["messages"][-2]["content"]]
+        state = Ledger.model_validate_json(rrow["ledger"])
+        label = srow["messages"][-1]["content"]
+        assert label == rrow["label"] == rule_decision_text(state)
+        assert srow["messages"][:-1] == rrow["prompt"]
+        step = next(s for s in runs[srow["run_id"]].steps if s.step == srow["step"])
+        differs += step.raw_output != label  # the collected (noisy) decision at that state
+    assert differs > 0
+    with pytest.raises(ValueError, match="label"):
+        HarvestOptions(label="teacher")
 
 
 # A hand-built run whose advancing steps are known by construction (the oracle for `advancing_only`): each step's

@@ -14,10 +14,23 @@ from .conftest import CLI
 CONFIGS = sorted(Path(__file__).resolve().parents[2].joinpath("configs", "collect").glob("*.yaml"))
 
 
+# What the live recipes need from the environment (no defaults: endpoints, media and benchmark files are the
+# user's); test_live_env.py checks that leaving them unset names each one.
+LIVE_VARS = {"OD_BASE_URL": "http://127.0.0.1:8000/v1", "OD_MODEL": "planner", "OD_MEDIA_ROOT": "/data/media",
+             "OD_PERCEPTION_URL": "http://127.0.0.1:8001/v1", "OD_PERCEPTION_MODEL": "omni",
+             "OD_SEARXNG_URL": "http://127.0.0.1:8888", "OD_WORLDSENSE": "/data/worldsense/worldsense_qa.json"}
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
-def test_shipped_recipes_parse(path: Path) -> None:
+def test_shipped_recipes_parse(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "-live" in path.name:
+        for k, v in LIVE_VARS.items():
+            monkeypatch.setenv(k, v)
     recipe = load_recipe(path)
     assert recipe.backends and recipe.tasks.path
+    if "-live" in path.name:
+        assert recipe.environment.kind == "live" and recipe.environment.media_root == "/data/media"
+        assert recipe.environment.perception["default"].base_url == "http://127.0.0.1:8001/v1"
 
 
 def test_synthetic_teacher_recipe_uses_the_teacher_for_every_role() -> None:

@@ -19,7 +19,8 @@ def _eval(folder, correct: list[bool]) -> dict:
             f.write(rec.model_dump_json() + "\n")
     k, n = sum(correct), len(correct)
     return {"accuracy": k / n, "ci95": [max(0.0, k / n - 0.2), min(1.0, k / n + 0.2)], "n": n,
-            "outcomes": {"accepted": k, "stuck": n - k}, "invalid_action_rate": (n - k) / n}
+            "outcomes": {"accepted": k, "stuck": n - k}, "invalid_action_rate": (n - k) / n,
+            "by_category": {"source_switch": {"n": n, "correct": k, "accuracy": k / n, "ci95": [0.0, 1.0]}}}
 
 
 def test_summary_has_suites_best_paired_and_every_planner_field(tmp_path):
@@ -51,6 +52,8 @@ def test_summary_has_suites_best_paired_and_every_planner_field(tmp_path):
     assert saved["targets"]["best_over_teacher"] == 1.0 and saved["targets"]["sft_over_teacher"] == 0.5
     text = table(summary)
     assert "| rounds (best) | 1.000 |" in text and "| sft_plus | rounds | 4 | 0 | 1 | +0.250 |" in text
+    assert saved["planners"]["sft"]["by_family"] == {"source_switch": {"n": 4, "accuracy": 0.5}}
+    assert "| source_switch | 4 | 0.50 | 0.75 | 1.00 | 0.75 | 1.00 |" in text
 
 
 def test_only_the_final_evaluations_read_the_test_suite(tmp_path):

@@ -199,8 +199,11 @@ def test_random_reachable_ledgers_teacher_and_hacks():
         assert CHECKS["finish"](d, s) == CHECKS["target"](d, s) == CHECKS["tool"](d, s) == 1.0, teacher
         if finish_available(s) or CHECKS["no_repeat"](d, s) == 0.0:
             continue  # (the short-form teacher repeats a failed composed query: not the correct decision there)
-        index = json.loads(teacher)["need"]
-        hacks = [FINISH, "", call(index, query=s.question)]
+        decision = json.loads(teacher)
+        if "slot" in decision:  # a slot call (every need filled, a slot to compute): the query hack does not apply
+            hacks = [FINISH, "", call(0, query=s.question)]
+        else:
+            hacks = [FINISH, "", call(decision["need"], query=s.question)]
         good, *bad = closure_reward([teacher, *hacks], ledger=[s.model_dump_json()] * 4)
         assert max(bad) < good, (teacher, bad, good)
 

@@ -22,7 +22,7 @@ RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.ya
 
 def _cmd(model: Path, data: Path, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-c", "from omnidecision.cli import app; app()", "grpo", "--config", str(RECIPE),
-            "--model_name_or_path", str(model), "--dataset_dir", str(data), "--output_dir", str(out),
+            "--model_name_or_path", str(model), "--dataset_name", str(data), "--output_dir", str(out),
             "--max_steps", "6", "--num_generations", "4", "--per_device_train_batch_size", "4",
             "--generation_batch_size", "8", "--max_completion_length", "16", "--eval_closure_n", "0",
             "--logging_steps", "1", "--save_strategy", "steps", "--save_steps", "2", "--save_total_limit", "5",

@@ -18,7 +18,7 @@ RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.ya
 
 def _args(model: Path, data: Path, out: Path, *extra: str):
     return parse_args([
-        "--config", str(RECIPE), "--model_name_or_path", str(model), "--dataset_dir", str(data),
+        "--config", str(RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(data),
         "--output_dir", str(out), "--max_steps", "2", "--num_generations", "4", "--per_device_train_batch_size", "4",
         "--generation_batch_size", "8", "--max_completion_length", "16", "--eval_closure_n", "4",
         "--logging_steps", "1", "--save_strategy", "no", *extra,
@@ -80,6 +80,8 @@ def test_recipe_checks():
     with pytest.raises(ValueError, match="num_generations must be >= 2"):
         parse_args(["--config", str(RECIPE), "--num_generations", "1", "--generation_batch_size", "4"])
     with pytest.raises(ValueError, match="judge_base_url"):
+        parse_args(["--config", str(RECIPE), "--reward_funcs", "judge", "--reward_weights", "1"])
+    with pytest.raises(ValueError, match="nansum"):  # a separate judge next to other rewards: failures would be 0
         parse_args(["--config", str(RECIPE), "--reward_funcs", "closure", "judge"])
     script, _, _ = parse_args(["--config", str(RECIPE), "--closure_weights", '{"format": 2}'])
     assert script.reward_params() == {"closure": {"weights": {"format": 2}, "gate_on_tool": True}}

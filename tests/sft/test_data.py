@@ -60,12 +60,12 @@ def test_bad_folders_and_rows_are_named(tmp_path):
 
 
 def test_wandb_without_key_goes_offline(monkeypatch):
-    from omnidecision.sft.train import _wandb_env
+    from omnidecision.preflight import wandb_offline_fallback
 
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    _wandb_env(["wandb"])
+    assert wandb_offline_fallback(["wandb"]) is True
     assert os.environ["WANDB_MODE"] == "offline"
     monkeypatch.setenv("WANDB_MODE", "online")
-    _wandb_env(["wandb"])
+    assert wandb_offline_fallback(["wandb"]) is False
     assert os.environ["WANDB_MODE"] == "online"

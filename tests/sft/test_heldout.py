@@ -9,7 +9,7 @@ import random
 
 from omnidecision.ledger import SOURCE_TOOL, actionable_need_indices, blocked_need_indices
 from omnidecision.protocol.actions import CallAction, render_action
-from omnidecision.protocol.rule import rule_action
+from omnidecision.protocol.rule import candidate_tools, rule_action
 from omnidecision.sft.heldout import score_output
 from omnidecision.synthetic.states import random_ledger
 
@@ -36,7 +36,7 @@ def test_wrong_outputs_are_caught():
         act = actionable_need_indices(state)
         if act:
             need = state.needs[act[0]]
-            other = next(t for t in SOURCE_TOOL.values() if t != SOURCE_TOOL[need.preferred_source])
+            other = next(t for t in SOURCE_TOOL.values() if t not in candidate_tools(need))  # none of its sources
             s = score_output(render_action(CallAction(need=act[0], tool=other)), state)
             assert s["valid"] and not s["sound"]
             seen_wrong_tool = True

@@ -26,9 +26,17 @@ def keep_env():
     os.environ.update(saved)
 
 
+def _cpu(recipe: Path) -> list[str]:
+    """On a machine without CUDA a bf16 (GPU) recipe is parsed as a CPU run on purpose (otherwise: an error)."""
+    import torch
+
+    wants_bf16 = yaml.safe_load(recipe.read_text()).get("bf16")
+    return ["--bf16", "false", "--use_cpu", "true"] if wants_bf16 and not torch.cuda.is_available() else []
+
+
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.name)
 def test_every_recipe_parses(recipe, keep_env):
-    script, training, model = parse_args(["--config", str(recipe)])
+    script, training, model = parse_args(["--config", str(recipe), *_cpu(recipe)])
     assert training.assistant_only_loss is True
     assert script.dataset_name and model.model_name_or_path and training.output_dir
     assert training.learning_rate > 0
@@ -45,7 +53,8 @@ def test_recipe_values_and_cli_overrides():
 
 
 def test_lora_recipe_is_lora(keep_env):
-    _, training, model = parse_args(["--config", str(ROOT / "configs/sft/qwen3-8b-lora.yaml")])
+    recipe = ROOT / "configs/sft/qwen3-8b-lora.yaml"
+    _, training, model = parse_args(["--config", str(recipe), *_cpu(recipe)])
     assert model.use_peft and model.lora_r == 64 and model.lora_target_modules in ("all-linear", ["all-linear"])
     assert training.learning_rate == 1e-4
 

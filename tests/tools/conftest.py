@@ -1,10 +1,15 @@
-"""Small real assets for the tool tests: an .srt, a .vtt transcript, frame captions, pages and a corpus."""
+"""Small real assets for the tool tests: an .srt, a .vtt transcript, frame captions, pages and a corpus; a video
+and a WAV written with PyAV / wave."""
 
 from __future__ import annotations
 
 import json
+import wave
+from fractions import Fraction
 from pathlib import Path
 
+import av
+import numpy as np
 import pytest
 
 from omnidecision.tasks.schema import Asset, AudioEvent, FrameCaption, Page, Task
@@ -106,3 +111,46 @@ def web_task(corpus_file: Path) -> Task:
         corpus=str(corpus_file),
         blocked_domains=["example.com"],
     )
+
+
+# ---------------------------------------------------------------- real media files written with PyAV / wave
+
+
+def _write_video(path: Path, seconds: int = 3, fps: int = 10) -> Path:
+    """Frame i is a flat gray of level 8 * i: a decoded frame tells which one it is."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mpeg4", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.qmin, stream.codec_context.qmax = 1, 3
+        for i in range(seconds * fps):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 8 * i, dtype=np.uint8), format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, fps)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def _write_audio(path: Path, seconds: int = 4, rate: int = 22050) -> Path:
+    """A WAV whose second s is a 440 Hz tone of amplitude 0.1 * (s + 1): a cut segment tells where it came from."""
+    t = np.arange(seconds * rate) / rate
+    samples = (0.1 * (np.floor(t) + 1) * np.sin(2 * np.pi * 440 * t) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(samples.tobytes())
+    return path
+
+
+@pytest.fixture
+def write_video():
+    """write_video(path, seconds=3, fps=10): an mpeg4 video whose frame i is a flat gray of level 8 * i."""
+    return _write_video
+
+
+@pytest.fixture
+def write_audio():
+    """write_audio(path, seconds=4): a WAV whose second s is a 440 Hz tone of amplitude 0.1 * (s + 1)."""
+    return _write_audio

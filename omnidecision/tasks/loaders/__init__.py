@@ -1,8 +1,10 @@
 """Task loaders: `load_tasks(path, fmt="auto", **options)` for every supported format.
 
 Formats: "jsonl" (one Task per line), "omnigaia" (`test_metadata.json`; option `media_dir`), "worldsense"
-(`worldsense_qa.json` + one .srt per video; options `srt_dir`, `video_dir`), "synthetic" (a folder with tasks.jsonl
-and corpus.jsonl). "auto" picks by what the path is. Bad input raises `TaskFileError` (file, record, field).
+(`worldsense_qa.json` + one .srt per video; options `srt_dir`, `video_dir`), both taking `media_root` (the folder of
+the downloaded media: OmniGAIA's `media_dir`; WorldSense's videos and subtitles, also in its videos/, subtitles/),
+"synthetic" (a folder with tasks.jsonl and corpus.jsonl). "auto" picks by what the path is. Bad input raises
+`TaskFileError` (file, record, field).
 
     python -c "from omnidecision.tasks.loaders import load_tasks; \
         print(len(load_tasks('tests/data/omnigaia_dev/dev_metadata.json')))"
@@ -62,7 +64,8 @@ def load_tasks(path: str | Path, fmt: str = "auto", **options: Any) -> list[Task
         fmt = detect_format(path)
     if fmt != "synthetic" and not path.exists():
         raise TaskFileError(path, None, None, "no such file")
-    allowed = {"omnigaia": {"media_dir"}, "worldsense": {"srt_dir", "video_dir"}}.get(fmt, set())
+    allowed = {"omnigaia": {"media_dir", "media_root"},
+               "worldsense": {"srt_dir", "video_dir", "media_root"}}.get(fmt, set())
     unknown = set(options) - allowed
     if unknown:
         raise ValueError(f"option(s) {sorted(unknown)} do not apply to format {fmt!r}")
@@ -71,6 +74,8 @@ def load_tasks(path: str | Path, fmt: str = "auto", **options: Any) -> list[Task
     if fmt == "synthetic":
         return load_synthetic_dir(path)
     if fmt == "omnigaia":
+        root = options.pop("media_root", None)
+        options.setdefault("media_dir", root)
         return load_omnigaia(path, **options)
     if path.is_dir():
         path = path / "worldsense_qa.json"

@@ -23,8 +23,9 @@ from omnidecision.tasks.schema import Task
 logger = logging.getLogger(__name__)
 
 ASSET_TYPES = ("video", "audio", "image")
-# The benchmark's own hosts: an agent must not look its answers up there.
-BLOCKED_DOMAINS = ["huggingface.co/datasets/RUC-NLPIR", "github.com/RUC-NLPIR/OmniGAIA"]
+# Where the benchmark's answers live: the Hugging Face domains (as the seed blocks them) and the benchmark's own
+# repository. Entries apply as written (tools/search.py `is_blocked`): github.com as a whole stays reachable.
+BLOCKED_DOMAINS = ["huggingface.co", "hf.co", "github.com/RUC-NLPIR/OmniGAIA"]
 
 _NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?%?$")
 _LIST_SPLIT = re.compile(r"\s*(?:;|\n)\s*")

@@ -94,8 +94,12 @@ def worldsense_task(
 
 
 def load_worldsense(
-    path: str | Path, srt_dir: str | Path | None = None, video_dir: str | Path | None = None
+    path: str | Path, srt_dir: str | Path | None = None, video_dir: str | Path | None = None,
+    media_root: str | Path | None = None,
 ) -> list[Task]:
+    """Every question of a `worldsense_qa.json`. Subtitles are looked up in `srt_dir`, else `media_root` (and its
+    subtitles/, srt/), else next to the JSON file; videos in `video_dir`, else `media_root` (and its videos/),
+    else next to the JSON file (and its videos/)."""
     path = Path(path)
     try:
         data = json.loads(read_utf8(path))
@@ -104,10 +108,13 @@ def load_worldsense(
     if not isinstance(data, dict):
         raise TaskFileError(path, None, None, f"expected an object keyed by video id, got {type(data).__name__}")
     folder = path.resolve().parent
-    srt_folders = [Path(srt_dir)] if srt_dir is not None else [folder, folder / "subtitles", folder / "srt"]
-    video_folders = [Path(video_dir)] if video_dir is not None else [folder, folder / "videos"]
+    roots = [Path(media_root)] if media_root is not None else []
+    srt_folders = [Path(srt_dir)] if srt_dir is not None else [
+        *(r / sub for r in roots for sub in ("", "subtitles", "srt")), folder, folder / "subtitles", folder / "srt"]
+    video_folders = [Path(video_dir)] if video_dir is not None else [
+        *(r / sub for r in roots for sub in ("", "videos")), folder, folder / "videos"]
     tasks: list[Task] = []
-    no_subs = 0
+    no_subs = no_video = 0
     for video_id, video in data.items():
         if not isinstance(video, dict):
             raise TaskFileError(path, f"key {video_id!r}", None, f"expected an object, got {type(video).__name__}")
@@ -117,7 +124,14 @@ def load_worldsense(
         subtitles = _find(srt_folders, video_id, (".srt", ".vtt"))
         no_subs += subtitles is None
         media = _find(video_folders, video_id, _VIDEO_EXTS)
-        tasks.extend(worldsense_task(video_id, k, video[k], video, path, subtitles, media) for k in keys)
+        no_video += media is None
+        batch = [worldsense_task(video_id, k, video[k], video, path, subtitles, media) for k in keys]
+        if media is None and (media_root is not None or video_dir is not None):
+            for t in batch:  # a media folder was given: the file it lacks is named (the live dry run lists it)
+                t.meta["missing_media"] = [f"{video_id}{{{','.join(_VIDEO_EXTS)}}}"]
+        tasks.extend(batch)
+    if no_video and (media_root is not None or video_dir is not None):
+        logger.warning("%d of %d videos have no video file (looked in %s)", no_video, len(data), video_folders)
     if no_subs:
         logger.warning("%d of %d videos have no subtitle file (looked in %s)", no_subs, len(data), srt_folders)
     logger.info("loaded %d WorldSense questions over %d videos from %s", len(tasks), len(data), path)

@@ -1,0 +1,63 @@
+"""`--dry-run` of `omnidecision serve`, `eval` and `ablate`: the vLLM command a real run would start (checked by the
+installed vLLM's own argument parser when vLLM is importable here), its environment, the model and adapters, and
+for eval the collect checks of its recipe; start nothing, write nothing.
+
+    omnidecision serve Qwen/Qwen3-8B --lora planner=runs/export/grpo-adapter --max-lora-rank 64 --dry-run
+    omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --serve.model runs/export/qwen3-8b-grpo --dry-run
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from omnidecision.collect.dryrun import recipe_checks
+from omnidecision.preflight import DryRunReport, check_adapter, check_model
+
+API_SERVER = "vllm.entrypoints.openai.api_server"
+
+
+def serve_report(report: DryRunReport, server) -> None:
+    """Add the checks of a `VLLMServer` (not started) and the command it would run to `report`."""
+    from omnidecision.serving.vllm_server import vllm_arg_error
+
+    model_check = check_model(server.model, "model")
+    if model_check.status == "ok" and (Path(server.model) / "adapter_config.json").exists():
+        # vLLM loads a full model; an adapter rides on its base
+        model_check.status, model_check.detail = "error", (
+            f"{server.model} is a LoRA adapter: serve its base with --lora NAME={server.model} (or export --merge)")
+    report.checks.append(model_check)
+    for name, path in server.lora_modules.items():
+        report.checks.append(check_adapter(name, path))
+    cmd = server.command()
+    env = server.environment_overrides(Path("<private-temp-dir>"))
+    report.would_run.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(cmd)]))
+    report.extra.update({"vllm_command": cmd, "served_names": [server.served_name, *server.lora_modules],
+                         "base_url": server.base_url})
+    server_args = cmd[cmd.index(API_SERVER) + 1:]
+    try:
+        error = vllm_arg_error(server_args)
+    except ImportError:
+        report.add("vllm arguments", "deferred", "vLLM is not installed here: its parser checks them on the server")
+    else:
+        report.add("vllm arguments", "error" if error else "ok", error or "accepted by the installed vLLM's parser")
+
+
+def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") -> DryRunReport:
+    """The dry-run report of an already loaded eval recipe."""
+    from omnidecision.serving.vllm_server import VLLMServer
+
+    report = DryRunReport(command=command, recipe=str(config), resolved=recipe.model_dump(mode="json"))
+    report.add("recipe", "ok", f"{config} + {n_overrides} override(s)")
+    recipe_checks(report, recipe)
+    s = recipe.serve
+    if s is None:
+        report.add("serve", "ok", "none: the planner is the recipe's endpoint")
+        return report
+    extra = list(s.extra_args) + (["--tensor-parallel-size", str(s.tensor_parallel_size)]
+                                  if s.tensor_parallel_size else [])
+    server = VLLMServer(s.model, port=s.port or 8000, lora_modules=s.loras, extra_args=extra,
+                        served_name=s.served_name, max_model_len=s.max_model_len, max_lora_rank=s.max_lora_rank)
+    serve_report(report, server)
+    report.extra["served_roles"] = {role: s.request_name() for role in s.roles}
+    return report

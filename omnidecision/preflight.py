@@ -1,0 +1,376 @@
+"""Checks made before a job starts anything, and the `--dry-run` report of `sft`, `grpo`, `serve`, `collect`, `eval`.
+
+A dry run resolves the recipe and its overrides exactly as the real command does, checks what it can check from
+here (local folders, files, URL syntax, installed packages, the accelerate config), prints a JSON report, and
+starts nothing: no model is loaded, no server started, no file written. Checks that only the GPU node can make
+(a CUDA device for bf16) are reported as deferred when this machine has no GPU.
+
+    omnidecision grpo --config configs/grpo/qwen3-8b-lora-vllm-server.yaml --dataset_name data/harvest/rl --dry-run
+    omnidecision serve Qwen/Qwen3-8B --lora planner=runs/export/grpo-adapter --dry-run
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import importlib.util
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, Field
+
+logger = logging.getLogger(__name__)
+
+# A hub model id: `name` or `org/name` (letters, digits, `-`, `_`, `.`); anything with more slashes is a path.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+# The attention implementations that need a package beyond torch (sdpa and eager come with torch).
+ATTENTION_PACKAGES: dict[str, tuple[str, str]] = {
+    "flash_attention_2": ("flash_attn", "pip install flash-attn --no-build-isolation (CUDA nodes only)"),
+    "flash_attention_3": ("flash_attn_interface", "build FlashAttention-3 from its hopper/ folder (H100/H200)"),
+}
+
+_DEFER_DEVICE_CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("defer_device_checks", default=False)
+
+
+class Check(BaseModel):
+    """One pre-flight check: what was checked, the outcome and why."""
+
+    what: str
+    status: Literal["ok", "error", "warning", "deferred"]
+    detail: str = ""
+
+
+class DryRunReport(BaseModel):
+    """What a `--dry-run` prints: the resolved configuration, the checks, and what would run."""
+
+    command: str
+    recipe: str | None = None
+    resolved: dict[str, Any] = Field(default_factory=dict)
+    checks: list[Check] = Field(default_factory=list)
+    would_run: list[str] = Field(default_factory=list, description="the command line(s) a real run starts")
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def add(self, what: str, status: Literal["ok", "error", "warning", "deferred"], detail: str = "") -> None:
+        self.checks.append(Check(what=what, status=status, detail=detail))
+
+    def extend(self, checks: list[Check]) -> None:
+        self.checks.extend(checks)
+
+    @property
+    def errors(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "error"]
+
+    def render(self) -> str:
+        return json.dumps(self.model_dump(exclude_defaults=False), indent=2, default=str)
+
+
+# ---------------------------------------------------------------- devices and precision
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@contextlib.contextmanager
+def deferred_device_checks() -> Iterator[None]:
+    """While active, the planner configs accept a GPU recipe (bf16) on a machine without CUDA: the dry run of a
+    cluster command on a login node. The device itself is then checked on the training node."""
+    token = _DEFER_DEVICE_CHECKS.set(True)
+    try:
+        yield
+    finally:
+        _DEFER_DEVICE_CHECKS.reset(token)
+
+
+def check_precision(args: Any, where: str) -> None:
+    """Refuse bf16/fp16 on a machine where no CUDA device is visible, instead of training on the CPU unnoticed.
+
+    Called from the `__post_init__` of the planner's TRL configs (before TRL's own, vaguer check). Under
+    `deferred_device_checks` the requested precision is kept in `args.requested_precision` and the config is
+    resolved as a CPU one, so that a dry run on a CPU-only login node still shows the recipe.
+    """
+    if getattr(args, "use_cpu", False) or cuda_available():
+        return
+    wants = [name for name in ("bf16", "fp16") if getattr(args, name, False)]
+    if not wants:
+        if getattr(args, "bf16", False) is None:
+            # a recipe that sets no precision (TRL would default to bf16, a GPU setting): a CPU run, said out loud
+            logger.warning("%s: no CUDA device is visible and the recipe sets no precision: training on the CPU in "
+                           "float32", where)
+            args.bf16, args.use_cpu = False, True
+        return
+    if _DEFER_DEVICE_CHECKS.get():
+        args.requested_precision = {"bf16": bool(args.bf16), "fp16": bool(args.fp16), "use_cpu": bool(args.use_cpu)}
+        args.bf16, args.fp16, args.use_cpu = False, False, True
+        return
+    if getattr(args, "cpu_fallback", False):
+        logger.warning("%s: %s requested but no CUDA device is visible: training on the CPU in float32 "
+                       "(cpu_fallback=true)", where, "/".join(wants))
+        args.bf16, args.fp16, args.use_cpu = False, False, True
+        return
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    raise ValueError(
+        f"{where}: {'/'.join(wants)}=true but no CUDA device is visible (torch.cuda.is_available() is False; "
+        f"CUDA_VISIBLE_DEVICES={visible!r}). A GPU recipe on a node without a usable GPU stops here rather than "
+        f"training on the CPU. On a CPU machine on purpose: --bf16 false --use_cpu true")
+
+
+def sharded_parameters(training_args: Any = None) -> str | None:
+    """"ZeRO-3" or "FSDP" when the launch shards the parameters across processes (no rank holds the whole model),
+    else None. Reads the training arguments and what `accelerate launch` exports for its config file."""
+    ds = getattr(training_args, "hf_deepspeed_config", None)
+    if (ds is not None and ds.is_zero3()) or os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3":
+        return "ZeRO-3"
+    if bool(getattr(training_args, "fsdp", None)) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true":
+        return "FSDP"
+    return None
+
+
+def check_attention(attn_implementation: str | None) -> Check:
+    """Is the recipe's attention implementation installed here? sdpa/eager always are (torch)."""
+    impl = attn_implementation or "sdpa"
+    if impl in ATTENTION_PACKAGES:
+        module, how = ATTENTION_PACKAGES[impl]
+        if importlib.util.find_spec(module) is None:
+            return Check(what=f"attn_implementation={impl}", status="error",
+                         detail=f"needs the `{module}` package, which is not installed ({how}); or use sdpa, the "
+                                f"recipes' default")
+        return Check(what=f"attn_implementation={impl}", status="ok", detail=f"{module} installed")
+    if impl.startswith("kernels-community/") or "/" in impl:
+        if importlib.util.find_spec("kernels") is None:
+            return Check(what=f"attn_implementation={impl}", status="error",
+                         detail="a hub kernel needs the `kernels` package (pip install kernels) and hub access")
+        return Check(what=f"attn_implementation={impl}", status="warning",
+                     detail="a hub kernel: downloaded at model load (needs hub access on the node)")
+    return Check(what=f"attn_implementation={impl}", status="ok", detail="comes with torch")
+
+
+def require_attention(attn_implementation: str | None, where: str) -> None:
+    """Fail before the model load (minutes into a job) when the attention implementation is not installed."""
+    check = check_attention(attn_implementation)
+    if check.status == "error":
+        raise ValueError(f"{where}: {check.what}: {check.detail}")
+
+
+# ---------------------------------------------------------------- tracking
+
+
+def wandb_offline_fallback(report_to: list[str] | str | None) -> bool:
+    """`report_to: wandb` with neither WANDB_API_KEY nor WANDB_MODE: log offline (`wandb sync` later) instead of
+    failing at the first step on a node without credentials. Returns True when it switched to offline."""
+    wants = report_to if isinstance(report_to, list) else [report_to or ""]
+    if "wandb" in wants and not os.environ.get("WANDB_MODE") and not os.environ.get("WANDB_API_KEY"):
+        logger.warning("report_to includes wandb but no WANDB_API_KEY: logging offline (WANDB_MODE=offline)")
+        os.environ["WANDB_MODE"] = "offline"
+        return True
+    return False
+
+
+def check_tracking(report_to: list[str] | str | None) -> Check:
+    wants = report_to if isinstance(report_to, list) else [report_to or ""]
+    if "wandb" not in wants:
+        return Check(what="report_to", status="ok", detail=f"{wants}")
+    if os.environ.get("WANDB_MODE") or os.environ.get("WANDB_API_KEY"):
+        return Check(what="report_to=wandb", status="ok", detail=f"WANDB_MODE={os.environ.get('WANDB_MODE')!r}")
+    return Check(what="report_to=wandb", status="warning",
+                 detail="no WANDB_API_KEY: the run logs offline (WANDB_MODE=offline; `wandb sync` afterwards)")
+
+
+# ---------------------------------------------------------------- paths and endpoints
+
+
+def is_hub_id(name: str) -> bool:
+    """`org/name` or `name`, not an existing local path.
+
+    >>> is_hub_id("Qwen/Qwen3-8B"), is_hub_id("runs/export/qwen3-8b"), is_hub_id("./model")
+    (True, False, False)
+    """
+    return bool(_HUB_ID.match(name)) and not name.startswith(".") and not Path(name).exists()
+
+
+def check_model(name: str | None, what: str, *, local_only: bool = False) -> Check:
+    """A model argument: a local folder with a config (full model or LoRA adapter), or a hub id."""
+    if not name:
+        return Check(what=what, status="error", detail="not set")
+    p = Path(name).expanduser()
+    if p.is_dir():
+        if (p / "adapter_config.json").exists():
+            base = _adapter_base(p)
+            detail = f"LoRA adapter folder (base: {base})"
+            if base and not Path(base).exists() and not is_hub_id(base):
+                return Check(what=what, status="error", detail=f"{p}: adapter whose base {base} is neither a local "
+                                                                f"folder nor a hub id")
+            return Check(what=what, status="ok", detail=detail)
+        if (p / "config.json").exists():
+            return Check(what=what, status="ok", detail="local model folder")
+        return Check(what=what, status="error", detail=f"{p} is a folder without config.json or adapter_config.json")
+    if p.exists():
+        return Check(what=what, status="error", detail=f"{p} is a file, not a model folder")
+    if not local_only and is_hub_id(name):
+        return Check(what=what, status="warning",
+                     detail=f"not a local folder: treated as the hub id {name!r} (not checked offline; the node "
+                            "needs hub access or a filled HF_HOME cache)")
+    return Check(what=what, status="error", detail=f"{name}: no such folder" +
+                 ("" if local_only else " (and not a hub id: a hub id is `org/name`)"))
+
+
+def _adapter_base(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / "adapter_config.json").read_text("utf-8")).get("base_model_name_or_path")
+    except (OSError, ValueError):
+        return None
+
+
+def check_adapter(name: str, path: str) -> Check:
+    p = Path(path).expanduser()
+    what = f"lora {name}"
+    if not p.is_dir():
+        return Check(what=what, status="error", detail=f"{p} is not a folder")
+    if not (p / "adapter_config.json").exists():
+        return Check(what=what, status="error", detail=f"{p} has no adapter_config.json (not a LoRA adapter)")
+    return Check(what=what, status="ok", detail=f"adapter of {_adapter_base(p)}")
+
+
+def check_folder(path: str | None, what: str, *, must_exist: bool = True) -> Check:
+    if not path:
+        return Check(what=what, status="error", detail="not set")
+    p = Path(path).expanduser()
+    if p.exists():
+        return Check(what=what, status="ok", detail=str(p))
+    if must_exist:
+        return Check(what=what, status="error", detail=f"{p} does not exist")
+    return Check(what=what, status="ok", detail=f"{p} (created by the run)")
+
+
+# data files `datasets.load_dataset(folder)` reads; the file name (before the first `-` or `.`) is the split
+DATA_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv", ".arrow")
+
+
+def split_files(folder: str | Path) -> dict[str, list[str]]:
+    """Split name -> data files of a dataset folder, without loading it: a `save_to_disk` folder lists its splits
+    in dataset_dict.json; otherwise the file names give the splits, the way `datasets.load_dataset(folder)` reads
+    them (train.jsonl, validation-00000-of-00001.parquet, ...)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder")
+    if (folder / "dataset_dict.json").exists():
+        splits = json.loads((folder / "dataset_dict.json").read_text("utf-8")).get("splits", [])
+        return {name: [str(folder / name)] for name in splits}
+    out: dict[str, list[str]] = {}
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and f.suffix in DATA_SUFFIXES:
+            out.setdefault(f.name.split(".")[0].split("-")[0], []).append(str(f))
+    return out
+
+
+def check_url(url: str | None, what: str) -> Check:
+    """Syntax of an endpoint URL; the endpoint is not contacted (it may only be up once the job runs).
+
+    >>> check_url("http://node-a:8001/v1", "judge").status, check_url("node-a:8001", "judge").status
+    ('ok', 'error')
+    """
+    if not url:
+        return Check(what=what, status="error", detail="not set")
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return Check(what=what, status="error", detail=f"{url!r} is not an http(s) URL with a host")
+    return Check(what=what, status="ok", detail=f"{url} (syntax only: not contacted)")
+
+
+def check_accelerate_config(path: str | None) -> Check:
+    """An accelerate config file: it exists, is a YAML mapping, and names a distributed type."""
+    import yaml
+
+    if path is None:
+        return Check(what="accelerate config", status="ok", detail="none: one process")
+    p = Path(path)
+    if not p.is_file():
+        return Check(what="accelerate config", status="error", detail=f"{p} does not exist")
+    try:
+        cfg = yaml.safe_load(p.read_text("utf-8"))
+    except yaml.YAMLError as exc:
+        return Check(what="accelerate config", status="error", detail=f"{p}: not valid YAML: {exc}")
+    if not isinstance(cfg, dict) or "distributed_type" not in cfg:
+        return Check(what="accelerate config", status="error", detail=f"{p}: no distributed_type")
+    return Check(what="accelerate config", status="ok",
+                 detail=f"{p}: {cfg['distributed_type']}, {cfg.get('num_processes')} processes per launch")
+
+
+# ---------------------------------------------------------------- resolved configuration
+
+
+def changed_fields(obj: Any) -> dict[str, Any]:
+    """The fields of a dataclass that differ from their defaults (what the recipe and the command line set)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            continue
+        value = getattr(obj, f.name)
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            default = f.default_factory()  # type: ignore[misc]
+        else:
+            default = dataclasses.MISSING
+        if default is dataclasses.MISSING or value != default:
+            out[f.name] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def parse_stage(command: str, stage_args: list[str], parse_args: Any
+                ) -> tuple[DryRunReport, tuple[Any, Any, Any] | None]:
+    """The dry-run report of a TRL stage (`--config RECIPE` + overrides) after parsing them the way the real run
+    does (device checks deferred: a bf16/fp16 request is reported as `deferred` on a machine without CUDA), and the
+    parsed (script, training, model) args, or None after the report names what failed."""
+    recipe = stage_args[stage_args.index("--config") + 1] if "--config" in stage_args else None
+    report = DryRunReport(command=command, recipe=recipe)
+    if recipe is not None and not Path(recipe).is_file():
+        report.add("recipe", "error", f"{recipe} does not exist")
+        return report, None
+    try:
+        with deferred_device_checks():
+            script, training, model = parse_args(list(stage_args))
+    except (ValueError, FileNotFoundError) as exc:
+        report.add("recipe", "error", str(exc))
+        return report, None
+    report.add("recipe", "ok", f"{recipe} + {len(stage_args) - 2} override argument(s) parsed by TrlParser")
+    requested = getattr(training, "requested_precision", None) or {}
+    training_fields = changed_fields(training)
+    training_fields.update(requested)
+    report.resolved = {"script": changed_fields(script), "training": training_fields, "model": changed_fields(model)}
+    if requested:
+        report.add("precision", "deferred", f"{'bf16' if requested['bf16'] else 'fp16'} needs a CUDA device: none "
+                                            "on this machine; checked when the run starts on the GPU node")
+    return report, (script, training, model)
+
+
+def emit(report: DryRunReport) -> int:
+    """Print the report on stdout and the failed checks on stderr; the exit code (0 ok, 2 some check failed)."""
+    import sys
+
+    print(report.render())
+    for check in report.errors:
+        print(f"error: {check.what}: {check.detail}", file=sys.stderr)
+    return 2 if report.errors else 0

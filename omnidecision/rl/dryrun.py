@@ -1,0 +1,122 @@
+"""`omnidecision grpo ... --dry-run`: resolve the GRPO recipe and its overrides, check what can be checked here,
+print the resolved configuration and the command a real run starts; load no model, start nothing.
+
+    omnidecision grpo --config configs/grpo/qwen3-8b-lora-vllm-server.yaml --dataset_name data/harvest/rl --dry-run
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from omnidecision.preflight import (
+    DryRunReport,
+    check_accelerate_config,
+    check_attention,
+    check_folder,
+    check_model,
+    check_tracking,
+    check_url,
+    cuda_available,
+    parse_stage,
+)
+
+
+def _accelerate_sharding(config_file: str | None) -> str | None:
+    """"ZeRO-3" / "FSDP" when the accelerate config shards the parameters."""
+    import yaml
+
+    if not config_file or not Path(config_file).is_file():
+        return None
+    try:
+        cfg = yaml.safe_load(Path(config_file).read_text("utf-8")) or {}
+    except yaml.YAMLError:
+        return None
+    if cfg.get("distributed_type") == "FSDP":
+        return "FSDP"
+    if cfg.get("distributed_type") == "DEEPSPEED" and (cfg.get("deepspeed_config") or {}).get("zero_stage") == 3:
+        return "ZeRO-3"
+    return None
+
+
+def generation_model(model_name_or_path: str) -> str:
+    """The model a vLLM generation server loads for this policy: an adapter's base, else the checkpoint itself
+    (TRL pushes the trained weights, adapters merged, into it at every step)."""
+    from omnidecision.preflight import _adapter_base
+
+    p = Path(model_name_or_path)
+    if (p / "adapter_config.json").exists():
+        return _adapter_base(p) or model_name_or_path
+    return model_name_or_path
+
+
+def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
+            num_processes: int | None = None) -> DryRunReport:
+    """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides)."""
+    from omnidecision.launch import accelerate_command, render
+    from omnidecision.rewards import REWARDS
+    from omnidecision.rl.config import parse_args
+    from omnidecision.rl.data import rl_split_files
+
+    report, parsed = parse_stage("grpo", stage_args, parse_args)
+    if parsed is None:
+        return report
+    script, training, model = parsed
+
+    # --- the machine: vLLM needs CUDA, which a login node may not have
+    if training.use_vllm:
+        report.add("use_vllm", "ok" if cuda_available() else "deferred",
+                   f"vllm_mode={training.vllm_mode}" + ("" if cuda_available() else
+                                                        ": needs CUDA (TRL's weight sync), checked on the GPU node"))
+        if training.vllm_mode == "server":
+            url = training.vllm_server_base_url or f"http://{training.vllm_server_host}:{training.vllm_server_port}"
+            report.add("vllm server", "ok" if check_url(url, "vllm").status == "ok" else "error",
+                       f"{url} (`trl vllm-serve --model {generation_model(model.model_name_or_path)}`; "
+                       "not contacted)")
+
+    # --- model, data, rewards
+    report.checks.append(check_model(model.model_name_or_path, "model_name_or_path"))
+    if model.tokenizer_name_or_path:
+        report.checks.append(check_model(model.tokenizer_name_or_path, "tokenizer_name_or_path"))
+    report.checks.append(check_attention(model.attn_implementation))
+    try:
+        files = rl_split_files(script.dataset_name)
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        report.add("dataset_name", "error", str(exc))
+    else:
+        train, test = script.dataset_train_split, script.dataset_test_split
+        if train not in files:
+            report.add("dataset_name", "error", f"{script.dataset_name}: no `{train}` split (found {sorted(files)})")
+        else:
+            report.add("dataset_name", "ok", f"{script.dataset_name}: splits {sorted(files)}")
+            if test not in files and script.eval_closure_n != 0:
+                report.add("dataset_test_split", "warning", f"no `{test}` split: 5% of `{train}` is held out")
+    unknown = [name for name in script.reward_funcs if name not in REWARDS]
+    if unknown:
+        report.add("reward_funcs", "error", f"unknown reward(s) {unknown}; known: {sorted(REWARDS)}")
+    else:
+        report.add("reward_funcs", "ok", ", ".join(script.reward_funcs) +
+                   (f" (judge inside closure, share {script.judge_weight})" if script.judge_weight else ""))
+    if "judge" in script.reward_funcs or script.judge_weight is not None:
+        report.checks.append(check_url(script.judge_base_url, "judge_base_url"))
+    report.checks.append(check_tracking(training.report_to))
+    report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
+
+    # --- the launch
+    report.checks.append(check_accelerate_config(accelerate_config))
+    sharded = _accelerate_sharding(accelerate_config)
+    if sharded and script.select_states == "balanced":
+        report.add("select_states", "error", f"balanced selection needs the whole model on every rank; {sharded} "
+                                             "shards it")
+    elif sharded and script.eval_closure_n != 0:
+        report.add("eval_closure_n", "warning", f"{sharded} shards the parameters: the in-run closure evaluation "
+                                                "will be skipped (python -m omnidecision.rl.evaluate afterwards)")
+    if accelerate_config or num_processes:
+        cmd = accelerate_command("grpo", stage_args, config_file=accelerate_config, num_processes=num_processes)
+    else:
+        cmd = [sys.executable, "-m", "omnidecision.rl.train", *stage_args]
+    report.would_run = [render(cmd)]
+    report.extra = {"generation_model": generation_model(model.model_name_or_path),
+                    "dataset": script.dataset_name, "output_dir": training.output_dir}
+    return report
+
