@@ -22,8 +22,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = RESULTS.parent.parent
 # Before any OpenMP runtime starts (torch is imported lazily, after this module): on a shared, oversubscribed
 # machine OpenMP's spinning threads wreck throughput and burn CPU time (measured here at load 7 on 2 cores:
-# transformers generate 1.4 decisions/s spinning vs 68 passive; docs/findings.md). Child processes (the vLLM
-# server) inherit it. Recorded in every result's machine.env.
+# transformers generate 1.4 decisions/s spinning vs 68 passive; docs/findings.md). Child processes inherit it,
+# except the vLLM server (`server_threading`). Recorded in every result's machine.env.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ENV_RECORDED = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 SERVER_NOTE = "the vLLM server starts with its own default OpenMP waiting (OMP_WAIT_POLICY unset; bench.common)"
