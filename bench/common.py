@@ -81,7 +81,8 @@ def machine(load_start: list[float] | None = None) -> Machine:
 def commit() -> str:
     """HEAD of the repository, with '-dirty' when tracked files outside bench/results/ differ from it."""
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+        # strip newlines only: a porcelain line starts with a status column that may be a space (" M path")
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip("\n")
 
     try:
         head = git("rev-parse", "HEAD")
