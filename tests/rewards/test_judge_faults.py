@@ -7,20 +7,18 @@ import asyncio
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from omnidecision.rewards import get_reward_funcs
 from omnidecision.rewards.judge import RewardJudge
+from tests.stub_chat import ChatStubHandler, chat_completion
 
 GOOD = '{"action": "call", "need": 1}'
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest output clean
-        pass
-
+class _Handler(ChatStubHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length))
@@ -41,18 +39,8 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "notjson":
             self._send(200, b"<html>proxy error</html>")
             return
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": "judge",
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": content}}],
-                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
-        self._send(200, json.dumps(reply).encode())
+        self._send(200, chat_completion(content, prompt_tokens=10, completion_tokens=5))
 
-    def _send(self, code: int, payload: bytes) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
 
 
 @pytest.fixture

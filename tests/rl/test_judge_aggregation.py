@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests.stub_chat import ChatStubHandler, chat_completion
 
 pytest.importorskip("trl")
 
@@ -30,12 +32,9 @@ WRONG_TOOL = '{"action": "call", "need": 0, "tool": "web_search"}'  # closure 0.
 JUDGE_SCORE = 0.5
 
 
-class _Judge(BaseHTTPRequestHandler):
+class _Judge(ChatStubHandler):
     """Answers 0.5 for every decision, except that a decision using web_search gets the server's `mode`:
     "fail" → HTTP 500 (the judge call fails), "zero" → a valid score of 0."""
-
-    def log_message(self, *args):
-        pass
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
@@ -45,18 +44,8 @@ class _Judge(BaseHTTPRequestHandler):
             return
         score = 0.0 if "web_search" in decision else JUDGE_SCORE
         content = json.dumps({"score": score, "reason": "stub"})
-        message = {"role": "assistant", "content": content}
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": "judge",
-                 "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-        self._send(200, json.dumps(reply).encode())
+        self._send(200, chat_completion(content))
 
-    def _send(self, code: int, payload: bytes) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
 
 
 @pytest.fixture
