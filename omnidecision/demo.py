@@ -58,9 +58,13 @@ class DemoConfig:
     samples: int = 2
     teacher_noise: float = 0.15  # = backends.teacher.DEFAULT_NOISE (measured on the default mix)
     digest_max_chars: int = 1000
+    # the trained planners are served without the system turn they never saw (the teacher's runs are collected
+    # that way too; protocol/prompts.py) and decode under the ledger's action space (agent/action_space.py)
+    planner_system_prompt: bool = False
+    constrain_decoding: bool = True
     concurrency: int = 16
-    sft_steps: int = 400  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
-    sft_eval_steps: int = 100
+    sft_steps: int = 3000  # the SFT budget; the checkpoint with the best dev loss (every sft_eval_steps) is kept
+    sft_eval_steps: int = 500
     rounds: int = 1
     round_tasks: int = 80  # train tasks each on-policy round runs the planner on
     round_sft_steps: int = 80
@@ -137,7 +141,8 @@ def _write(path: Path, data: dict[str, Any]) -> Path:
 def collect_recipe(cfg: DemoConfig, tasks: Path, out: Path) -> dict[str, Any]:
     return {"tasks": {"path": str(tasks), "format": "synthetic"},
             "backends": {"default": {"kind": "teacher", "options": {"noise": cfg.teacher_noise, "seed": cfg.seed}}},
-            "agent": {"mode": "ledger", "step_budget": 15, "digest_max_chars": cfg.digest_max_chars},
+            "agent": {"mode": "ledger", "step_budget": 15, "digest_max_chars": cfg.digest_max_chars,
+                      "planner_system_prompt": cfg.planner_system_prompt},
             "samples": cfg.samples, "concurrency": cfg.concurrency, "out": str(out)}
 
 
@@ -146,7 +151,8 @@ def eval_recipe(cfg: DemoConfig, tasks: Path, out: Path, model: Path | None) -> 
     recipe: dict[str, Any] = {
         "name": out.parent.name, "tasks": {"path": str(tasks), "format": "synthetic"},
         "backends": {"default": {"kind": "teacher", "options": {"noise": 0.0, "seed": cfg.seed}}},
-        "agent": {"mode": "ledger", "step_budget": 15, "digest_max_chars": cfg.digest_max_chars},
+        "agent": {"mode": "ledger", "step_budget": 15, "digest_max_chars": cfg.digest_max_chars,
+                  "planner_system_prompt": cfg.planner_system_prompt, "constrain_decoding": cfg.constrain_decoding},
         "samples": 1, "concurrency": cfg.concurrency, "out": str(out), "progress": False}
     if model is not None:
         recipe["serve"] = {"model": str(model), "max_model_len": 4096, "roles": ["planner"]}
@@ -210,6 +216,8 @@ def build_plan(cfg: DemoConfig, out: Path, runner: Runner) -> tuple[list[Stage],
     rounds_over = {"start_model": models / "sft", "base_sft_data": data / "sft", "out": rounds_dir,
                    "rounds": cfg.rounds, "sft_steps": cfg.round_sft_steps, "collect.tasks.path": tasks["train"],
                    "collect.tasks.limit": cfg.round_tasks, "collect.agent.digest_max_chars": cfg.digest_max_chars,
+                   "collect.agent.planner_system_prompt": cfg.planner_system_prompt,
+                   "collect.agent.constrain_decoding": cfg.constrain_decoding,
                    "collect.concurrency": cfg.concurrency}
     add("rounds", [models / "sft", data / "sft", tasks["train"]], [rounds_dir],
         cmd=_cli("rounds", "--config", str(CONFIGS / "rounds" / "tiny-cpu.yaml"), *_args(rounds_over)))

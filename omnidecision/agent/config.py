@@ -20,6 +20,13 @@ class AgentConfig(BaseModel):
     max_repeated_rejections: int | None = Field(
         3, ge=1, description="stop (outcome `stuck`) when the planner repeats the same rejected decision this many "
                              "times in a row; None: never (the step budget ends the run)")
+    constrain_decoding: bool = Field(
+        False, description="send the planner a per-state JSON schema of the actions the loop accepts "
+                           "(agent.action_space; needs a backend with structured outputs, e.g. vLLM)")
+    planner_system_prompt: bool = Field(
+        True, description="send the planner its instructions as a system turn; false for a planner fine-tuned on "
+                          "rows collected without them (protocol.prompts; the same setting at collection and "
+                          "serving)")
     digest_max_chars: int = Field(3000, ge=200)
     tool_timeout_s: float = 30.0
     memory_every: int = Field(4, ge=1, description="memory mode: summarise the history every k steps")

@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import traceback
 
+from omnidecision.agent.action_space import ledger_action_schema
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
 from omnidecision.agent.runtime import Run, ToolRunner, config_digest
@@ -183,9 +184,12 @@ async def _ledger_loop(run: Run, record: RunRecord) -> None:
             return await _finish_without_accept(run, record, "budget", budget)
         if not ready(state) and not can_advance(state):
             return await _finish_without_accept(run, record, "insufficient", budget)
-        step = StepRecord(step=state.step, ledger=state, planner_messages=render_planner_messages(state, budget))
+        step = StepRecord(step=state.step, ledger=state, planner_messages=render_planner_messages(
+            state, budget, system_prompt=config.planner_system_prompt))
         record.steps.append(step)
-        resp = await run.chat("planner", step.planner_messages, {"task": run.task, "ledger": state})
+        schema = (ledger_action_schema(state, run.task, config.max_tool_calls) if config.constrain_decoding
+                  else None)
+        resp = await run.chat("planner", step.planner_messages, {"task": run.task, "ledger": state}, schema=schema)
         step.raw_output, step.usage, step.latency_s = resp.text, resp.usage, resp.latency_s
         action, err = parse_planner_output(resp.text)
         if action is None:

@@ -77,9 +77,10 @@ class Run:
         raise BackendError(f"no backend configured for role {role!r} (have: {sorted(self.backends)})")
 
     async def chat(self, role: str, messages: list[dict[str, Any]], context: dict[str, Any],
-                   schema_role: str | None = None) -> ChatResponse:
-        """One LLM call; raises BackendError (the run stops with outcome `error`)."""
-        schema = role_schema(schema_role or role)
+                   schema_role: str | None = None, schema: dict[str, Any] | None = None) -> ChatResponse:
+        """One LLM call; raises BackendError (the run stops with outcome `error`). `schema` replaces the role's
+        JSON schema (the planner's per-state action space)."""
+        schema = schema if schema is not None else role_schema(schema_role or role)
         # Offline backends draw their noise per (run, sample): without these keys every sample would be identical.
         context = {"sample": self.sample, "run_id": self.run_id, **context}
         request = ChatRequest(role=role if role != "react" else "planner", messages=messages, json_schema=schema,

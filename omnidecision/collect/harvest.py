@@ -163,7 +163,9 @@ def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: Digest
             if opts.check_replay and state.model_dump_json() != step.ledger.model_dump_json():
                 raise HarvestError(f"{where}: run {rec.run_id} step {step.step}: field steps.ledger: the rebuilt "
                                    "ledger differs from the recorded snapshot")
-            prompt = render_planner_messages(state, budget)
+            # rebuilt in the form the collection sent (with or without the system turn: AgentConfig)
+            system = any(m.get("role") == "system" for m in step.planner_messages)
+            prompt = render_planner_messages(state, budget, system_prompt=system)
             if prompt != step.planner_messages:  # recorded with another digest budget: keep what was sent
                 counts.skipped["rl_prompt_rerender_differs"] += 1
                 prompt = [{"role": str(m["role"]), "content": str(m["content"])} for m in step.planner_messages]

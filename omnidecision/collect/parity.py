@@ -7,13 +7,19 @@
   the agent recorded at that step: same system and user text, and (with a tokenizer) the same prompt ids, and
   the prompt ids are a prefix of the training ids of the whole row (so what is trained is what is served).
 
+- `system_prompt_mismatch(model_dir, planner_system_prompt)`: a served planner trained on rows with (without) the
+  planner's system turn, run by an agent that leaves it out (sends it): the reason, from the checkpoint's
+  `provenance.json` (eval logs it as a warning), else None.
+
     python -c "from omnidecision.collect.parity import planner_prompt_ids; help(planner_prompt_ids)"
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -78,3 +84,21 @@ def check_row_parity(row_messages: Sequence[Mapping[str, Any]], recorded: Sequen
             problems.append("the served prompt ids are not a prefix of the training ids (chat template mismatch: "
                             "generation prompt vs assistant turn)")
     return problems
+
+
+def system_prompt_mismatch(model_dir: str | Path, planner_system_prompt: bool) -> str | None:
+    """Why serving `model_dir` with `AgentConfig.planner_system_prompt` breaks train/serve parity, or None (parity
+    holds, or the checkpoint has no provenance with the data stats to tell)."""
+    path = Path(model_dir) / "provenance.json"
+    try:
+        train = json.loads(path.read_text("utf-8"))["data"]["train"]
+        rows, system = int(train["rows"]), int(train["system_prompt_rows"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    if planner_system_prompt and rows and system == 0:
+        return (f"{path}: the planner was trained on {rows} rows without a system turn, and the agent sends one "
+                "(set agent.planner_system_prompt: false)")
+    if not planner_system_prompt and system == rows and rows:
+        return (f"{path}: the planner was trained on {rows} rows with the system turn, and the agent leaves it out "
+                "(set agent.planner_system_prompt: true)")
+    return None

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from omnidecision.collect.parity import system_prompt_mismatch
 from omnidecision.collect.recipe import CollectRecipe, RecipeError, cli_overrides, load_recipe, recipe_from_dict
 from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
@@ -93,6 +94,8 @@ def maybe_serve(recipe: EvalRecipe) -> Iterator[dict[str, BackendSpec]]:
     from omnidecision.serving.vllm_server import VLLMServer
 
     s = recipe.serve
+    if "planner" in s.roles and (why := system_prompt_mismatch(s.model, recipe.agent.planner_system_prompt)):
+        logger.warning("train/serve parity: %s", why)
     extra = list(s.extra_args)
     if s.tensor_parallel_size:
         extra += ["--tensor-parallel-size", str(s.tensor_parallel_size)]

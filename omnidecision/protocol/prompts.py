@@ -6,6 +6,12 @@ planner is trained on is the text it is served, byte for byte.
     >>> from omnidecision.ledger import Ledger
     >>> [m["role"] for m in render_planner_messages(Ledger(question="q"))]
     ['system', 'user']
+    >>> [m["role"] for m in render_planner_messages(Ledger(question="q"), system_prompt=False)]
+    ['user']
+
+`system_prompt=False` (`AgentConfig.planner_system_prompt`) leaves the instructions out: a planner fine-tuned on
+rows collected that way has them in its weights, and on the tiny planner they were 40% of every prompt's tokens
+(docs/findings.md, "The system prompt"). Harvest keeps whichever form the collection sent.
 """
 
 from __future__ import annotations
@@ -22,9 +28,8 @@ def load_prompt(name: str) -> str:
     return resources.files("omnidecision.protocol").joinpath("prompts", f"{name}.md").read_text("utf-8").rstrip("\n")
 
 
-def render_planner_messages(ledger: Ledger, budget: DigestBudget | None = None) -> list[dict[str, str]]:
-    """System prompt + the bounded ledger digest as the user turn."""
-    return [
-        {"role": "system", "content": load_prompt("planner")},
-        {"role": "user", "content": render_digest(ledger, budget)},
-    ]
+def render_planner_messages(ledger: Ledger, budget: DigestBudget | None = None, *,
+                            system_prompt: bool = True) -> list[dict[str, str]]:
+    """System prompt (unless `system_prompt=False`) + the bounded ledger digest as the user turn."""
+    user = {"role": "user", "content": render_digest(ledger, budget)}
+    return [{"role": "system", "content": load_prompt("planner")}, user] if system_prompt else [user]

@@ -4,7 +4,12 @@ Per state: is the output a schema-valid action; is it sound (`finish` only when 
 on an actionable need with a tool that fits it or none: `rewards.checks.tool_check`); does it equal the rule
 teacher's action (need and tool; and the whole action, query included).
 
-    python -m omnidecision.sft.heldout runs/sft/tiny-cpu --n 200 --seed 777
+    python -m omnidecision.sft.heldout runs/sft/tiny-cpu --n 200 --seed 777 [--no-system-prompt]
+
+`--rows DIR` scores the first `--n` rows of a harvested SFT split instead (their prompts as stored, their
+assistant turn the reference): e.g. the dev rows of `make demo`,
+
+    python -m omnidecision.sft.heldout runs/demo/models/sft --rows runs/demo/data/sft --split validation --n 200
 """
 
 from __future__ import annotations
@@ -56,12 +61,15 @@ def generate(model_dir: str | Path, prompts: list[list[dict]], batch_size: int =
                                                      max_new_tokens=max_new_tokens)]
 
 
-def evaluate(model_dir: str | Path, n: int = 200, seed: int = 777, batch_size: int = 32) -> dict[str, Any]:
-    """Shares over `n` held-out states (a seed disjoint from the training data's)."""
+def evaluate(model_dir: str | Path, n: int = 200, seed: int = 777, batch_size: int = 32,
+             system_prompt: bool = True) -> dict[str, Any]:
+    """Shares over `n` held-out states (a seed disjoint from the training data's); `system_prompt`: the prompt
+    form the planner was trained on (`protocol.prompts`)."""
     rng = random.Random(seed)
     states = [random_ledger(rng) for _ in range(n)]
     t0 = time.perf_counter()
-    outputs = generate(model_dir, [render_planner_messages(s) for s in states], batch_size=batch_size)
+    outputs = generate(model_dir, [render_planner_messages(s, system_prompt=system_prompt) for s in states],
+                       batch_size=batch_size)
     scores = [score_output(o, s) for o, s in zip(outputs, states, strict=True)]
     calls = [sc for sc, s in zip(scores, states, strict=True) if isinstance(rule_action(s), CallAction)]
     share = lambda rows, k: round(sum(r[k] for r in rows) / max(len(rows), 1), 4)  # noqa: E731
@@ -80,12 +88,44 @@ def evaluate(model_dir: str | Path, n: int = 200, seed: int = 777, batch_size: i
     }
 
 
+def evaluate_rows(model_dir: str | Path, rows_dir: str | Path, split: str = "validation", n: int = 200,
+                  batch_size: int = 32) -> dict[str, Any]:
+    """Greedy decisions on the first `n` rows of a harvested SFT split against each row's assistant turn: valid
+    JSON, the same target (need / slot / finish), the same action (`render_action` of both)."""
+    from omnidecision.sft.data import load_sft_splits
+
+    rows = list(load_sft_splits(str(rows_dir))[split])[:n]
+    if not rows:
+        raise ValueError(f"{rows_dir}: split {split!r} has no rows")
+    t0 = time.perf_counter()
+    outputs = generate(model_dir, [r["messages"][:-1] for r in rows], batch_size=batch_size)
+    valid = target = exact = 0
+    for row, text in zip(rows, outputs, strict=True):
+        ref, _ = parse_planner_output(row["messages"][-1]["content"])
+        got, err = parse_planner_output(text)
+        if got is None or ref is None:
+            continue
+        valid += 1
+        key = lambda a: (a.action, getattr(a, "need", None), getattr(a, "slot", None))  # noqa: E731
+        target += key(got) == key(ref)
+        exact += render_action(got) == render_action(ref)
+    k = len(rows)
+    return {"n": k, "split": split, "valid": round(valid / k, 4), "target_right": round(target / k, 4),
+            "exact": round(exact / k, 4), "distinct_outputs": len(set(outputs)),
+            "generate_seconds": round(time.perf_counter() - t0, 1)}
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir")
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--seed", type=int, default=777)
     p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--no-system-prompt", action="store_true", help="random states rendered without the system turn")
+    p.add_argument("--rows", help="score a harvested SFT folder's rows instead of random states")
+    p.add_argument("--split", default="validation")
     a = p.parse_args()
     logging.basicConfig(level=logging.INFO)
-    print(json.dumps(evaluate(a.model_dir, a.n, a.seed, a.batch_size), indent=1))
+    result = (evaluate_rows(a.model_dir, a.rows, a.split, a.n, a.batch_size) if a.rows else
+              evaluate(a.model_dir, a.n, a.seed, a.batch_size, system_prompt=not a.no_system_prompt))
+    print(json.dumps(result, indent=1))

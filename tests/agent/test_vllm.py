@@ -59,3 +59,30 @@ def test_react_mode_against_vllm(vllm_server):
     r = asyncio.run(run_task(TASKS[0], AgentConfig(mode="react", step_budget=3), backends))
     assert r.outcome in ("accepted", "forced", "budget") and r.error is None
     assert r.totals.planner_prompt_tokens > 0
+
+
+def test_ledger_constrained_decoding_admits_only_actions_the_loop_accepts(vllm_server, tmp_path):
+    """A random planner sampled at T=1 under the static schema makes rejected decisions; under the per-state
+    action-space schema (`constrain_decoding`) vLLM can only emit actions the loop accepts."""
+    from omnidecision.tasks.synth import load_suite, write_suite
+
+    write_suite(6, 3, tmp_path)
+    tasks = load_suite(tmp_path)
+    planner = BackendSpec(base_url=vllm_server.base_url, model="planner", max_tokens=48, temperature=1.0,
+                          timeout_s=120, max_retries=1, structured_output=True)
+    backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.0}), "planner": planner})
+
+    def planner_steps(constrain: bool):
+        config = AgentConfig(step_budget=6, max_repeated_rejections=None, constrain_decoding=constrain)
+
+        async def main():
+            return await asyncio.gather(*[run_task(t, config, backends, sample=i) for i, t in enumerate(tasks)])
+
+        records = asyncio.run(main())
+        assert all(check_run(r) is None for r in records)
+        return [s for r in records for s in r.steps]
+
+    free, constrained = planner_steps(False), planner_steps(True)
+    assert sum(s.invalid is not None for s in free) > 0  # the control: without the constraint it errs
+    assert constrained and all(s.invalid is None for s in constrained), [s.invalid for s in constrained]
+    assert any(s.action and s.action.get("action") == "call" for s in constrained)

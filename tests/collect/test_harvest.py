@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -9,8 +10,11 @@ from pathlib import Path
 import datasets
 import pytest
 
+from omnidecision.agent.config import AgentConfig
+from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
 from omnidecision.collect.parity import check_row_parity, planner_prompt_ids
+from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import read_records, shard_path
 from omnidecision.ledger import Ledger, actionable_need_indices, blocked_need_indices, finish_available, reduce
 from omnidecision.ledger.events import (
@@ -26,9 +30,11 @@ from omnidecision.ledger.events import (
     ToolCalled,
 )
 from omnidecision.ledger.schema import ConflictValue, Slot, SourceRef
+from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import JudgeResult, RunRecord, StepRecord
 from omnidecision.protocol.rule import rule_decision_text
+from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import CLI
 
@@ -221,3 +227,30 @@ def test_a_snapshot_that_does_not_replay_is_an_error_and_keeps_the_old_output(te
     with pytest.raises(HarvestError, match=r"t\.jsonl:2: run .* field steps\.ledger"):
         run_harvest([str(f)], out)
     assert sorted(p.name for p in out.rglob("*")) == before
+
+
+def test_a_collection_without_the_system_turn_harvests_rows_without_it(synth_dir: Path, tmp_path: Path) -> None:
+    """`AgentConfig.planner_system_prompt=False`: the agent sends the digest alone, the harvest rebuilds every
+    state's prompt in that same form (no fallback to the recorded text), the SFT data stats count no system
+    turn, and serving a planner trained on it with the system turn is flagged by the parity check."""
+    from omnidecision.collect.parity import system_prompt_mismatch
+    from omnidecision.sft.data import data_stats, load_sft_splits
+
+    tasks = load_tasks(synth_dir, "synthetic")[:12]
+    backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.15, "seed": 0})})
+    runs = tmp_path / "runs"
+    asyncio.run(collect_runs(tasks, AgentConfig(planner_system_prompt=False), backends, shard_path(runs, 0, 1),
+                             samples=1, concurrency=4, progress=False))
+    stats = run_harvest([str(runs)], tmp_path / "h", HarvestOptions(val_fraction=0.0, label="rule"))
+    assert stats["sft"]["train"] > 0 and "rl_prompt_rerender_differs" not in stats.get("skipped", {})
+    sft = datasets.load_dataset(str(tmp_path / "h" / "sft"), split="train")
+    assert {tuple(m["role"] for m in msgs) for msgs in sft["messages"]} == {("user", "assistant")}
+    train = data_stats(load_sft_splits(str(tmp_path / "h" / "sft")))["train"]
+    assert train["system_prompt_rows"] == 0 and train["rows"] == len(sft)
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "provenance.json").write_text(json.dumps({"data": {"train": train}}))
+    assert "without a system turn" in system_prompt_mismatch(model, planner_system_prompt=True)
+    assert system_prompt_mismatch(model, planner_system_prompt=False) is None
+    assert system_prompt_mismatch(tmp_path / "no-such-model", planner_system_prompt=True) is None

@@ -1,0 +1,61 @@
+"""The planner's valid actions for one ledger state, as a JSON schema: ledger-constrained decoding.
+
+The loop rejects a call on a need that is not actionable, a slot call on a slot that is not, a tool the task does
+not allow, and any call once the tool budget is spent (`agent.loop._rejection`). With `AgentConfig.
+constrain_decoding` the planner's request carries a schema that admits exactly the actions the loop accepts, so
+a backend with structured outputs (vLLM: xgrammar; OpenAI `response_format`) can only emit one of them. The planner
+still chooses: which actionable need, which of the allowed tools, a slot or finish (finish is always admitted: the
+loop accepts it and the finalizer judges it). Offline backends (the scripted teacher) ignore the schema.
+
+    >>> from omnidecision.ledger.schema import Ledger
+    >>> sorted(ledger_action_schema(Ledger(), None)["anyOf"][0]["properties"])
+    ['action']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omnidecision.ledger.readiness import actionable_need_indices, actionable_slot_names, tool_calls_made
+from omnidecision.ledger.schema import Ledger
+from omnidecision.protocol.actions import TOOL_NAMES
+from omnidecision.tasks.schema import Task
+
+_QUERY = {"type": "string", "maxLength": 2000}
+_ARGUMENTS = {"type": "object"}
+
+
+def allowed_tools(task: Task | None) -> list[str]:
+    """The tools a call may name: the task's list when it has one, else every tool (in `TOOL_NAMES` order)."""
+    if task is None or task.tools is None:
+        return list(TOOL_NAMES)
+    return [t for t in TOOL_NAMES if t in task.tools]
+
+
+def _call(target: str, values: list[Any], tools: list[str]) -> dict[str, Any]:
+    # `action` first and `need`/`slot` next: the field order of the training data (small models copy it)
+    return {
+        "type": "object",
+        "properties": {"action": {"const": "call"}, target: {"enum": values}, "tool": {"enum": tools},
+                       "query": _QUERY, "arguments": _ARGUMENTS},
+        "required": ["action", target],
+        "additionalProperties": False,
+    }
+
+
+def ledger_action_schema(state: Ledger, task: Task | None, max_tool_calls: int | None = None) -> dict[str, Any]:
+    """A JSON schema (`anyOf` of finish and the admissible calls) for `state`. `max_tool_calls`: the recipe's cap,
+    on top of the ledger's own tool budget; when either is spent, only finish is admitted."""
+    finish = {"type": "object", "properties": {"action": {"const": "finish"}}, "required": ["action"],
+              "additionalProperties": False}
+    options: list[dict[str, Any]] = [finish]
+    caps = [c for c in (max_tool_calls, state.max_tool_calls) if c is not None]
+    tools = allowed_tools(task)
+    if tools and not (caps and tool_calls_made(state) >= min(caps)):
+        needs = actionable_need_indices(state)
+        if needs:
+            options.append(_call("need", needs, tools))
+        slots = actionable_slot_names(state)
+        if slots:
+            options.append(_call("slot", slots, tools))
+    return {"anyOf": options}

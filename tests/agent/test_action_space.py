@@ -1,0 +1,61 @@
+"""The planner's per-state action space (`agent.action_space`) admits exactly the calls the loop accepts
+(`agent.loop._rejection` and the tool budget), and finish always: checked with `jsonschema` over random reachable
+ledgers, every need index (actionable or not), every tool, every slot, with and without a task tool list."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+
+from omnidecision.agent.action_space import ledger_action_schema
+from omnidecision.agent.loop import _rejection
+from omnidecision.ledger.readiness import tool_calls_made
+from omnidecision.protocol.actions import TOOL_NAMES, CallAction
+from omnidecision.synthetic.states import random_ledger
+from omnidecision.tasks.schema import Task
+
+
+def admitted(schema: dict, action: dict) -> bool:
+    try:
+        jsonschema.validate(action, schema)
+        return True
+    except jsonschema.ValidationError:
+        return False
+
+
+@pytest.mark.parametrize("tools", [None, ["web_search", "code_executor"]])
+def test_the_schema_admits_exactly_the_calls_the_loop_accepts(tools):
+    rng = random.Random(7)
+    task = Task(id="t", question="q", tools=tools)
+    checked = accepted = 0
+    for _ in range(80):
+        state = random_ledger(rng)
+        cap = rng.choice([None, tool_calls_made(state), tool_calls_made(state) + 1])
+        schema = ledger_action_schema(state, task, cap)
+        json.dumps(schema)  # what a backend sends: plain JSON
+        assert admitted(schema, {"action": "finish"})
+        spent = cap is not None and tool_calls_made(state) >= cap or (
+            state.max_tool_calls is not None and tool_calls_made(state) >= state.max_tool_calls)
+        targets = [{"need": i} for i in range(len(state.needs) + 1)] + [{"slot": s.name} for s in state.slots]
+        for target in targets:
+            for tool in TOOL_NAMES:
+                action = {"action": "call", **target, "tool": tool}
+                ok = not spent and _rejection(state, task, CallAction.model_validate(action)) is None
+                assert admitted(schema, action) == ok, (action, state.model_dump_json())
+                checked += 1
+                accepted += ok
+    assert accepted > 50 and checked - accepted > 50  # both kinds of decision were exercised
+
+
+def test_the_schema_leaves_query_optional_and_rejects_unknown_fields():
+    state = random_ledger(random.Random(3), max_steps=0)
+    task = Task(id="t", question="q")
+    need = next(i for i in range(len(state.needs)) if _rejection(state, task, CallAction(need=i)) is None)
+    schema = ledger_action_schema(state, task)
+    assert admitted(schema, {"action": "call", "need": need})
+    assert admitted(schema, {"action": "call", "need": need, "tool": "web_search", "query": "who"})
+    assert not admitted(schema, {"action": "call", "need": need, "note": "x"})
+    assert not admitted(schema, {"action": "finish", "need": need})
