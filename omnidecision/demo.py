@@ -46,6 +46,9 @@ logger = logging.getLogger(__name__)
 TRAINED = ("sft", "sft_plus", "rounds", "grpo")
 PLANNERS = (*TRAINED, "teacher")
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+# vLLM's structured outputs without free whitespace between JSON tokens: the planners were trained on compact JSON,
+# and a JSON grammar that admits any whitespace lets a weak planner spend its max_tokens on it
+COMPACT_JSON_ARGS = ("--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}')
 
 
 @dataclass
@@ -155,7 +158,8 @@ def eval_recipe(cfg: DemoConfig, tasks: Path, out: Path, model: Path | None) -> 
                   "planner_system_prompt": cfg.planner_system_prompt, "constrain_decoding": cfg.constrain_decoding},
         "samples": 1, "concurrency": cfg.concurrency, "out": str(out), "progress": False}
     if model is not None:
-        recipe["serve"] = {"model": str(model), "max_model_len": 4096, "roles": ["planner"]}
+        recipe["serve"] = {"model": str(model), "max_model_len": 4096, "roles": ["planner"],
+                           "extra_args": list(COMPACT_JSON_ARGS)}
         recipe["backends"]["planner"] = {"kind": "openai", "temperature": 0.0, "max_tokens": 64,
                                          "structured_output": True, "enable_thinking": False, "timeout_s": 60,
                                          "max_concurrency": cfg.concurrency}
