@@ -9,6 +9,7 @@ bench/results/<name>.json in the one schema (bench/schema.py). Benchmarks:
 - rewards: reward time as a share of a GRPO step, closure-rubric throughput;
 - collect: collection runs/s at concurrency 16 vs 1 against a real vLLM server, efficiency vs the server's ceiling;
 - sft_layouts: SFT tokens/s and held-out loss at equal tokens: grouped by length vs padded vs packing;
+- sft_head: SFT steps/s with the LM head on the supervised positions only vs every position (CPU);
 - serving: vLLM-served planner decisions/s vs transformers `generate` at concurrency 16;
 - view: `omnidecision view` on 10,000 runs vs 1,000: site write time, index load in headless Chromium;
 - grpo_signal: decision-level vs trajectory-level GRPO, held-out improvement per CPU-second (≈ 12 minutes).
@@ -29,6 +30,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "rewards": ["-m", "bench.bench_rewards", "--grpo-steps", "4"],
     "collect": ["-m", "bench.bench_collect", "--tasks", "32", "--levels", "1", "4", "16"],
     "sft_layouts": ["-m", "bench.bench_sft_layouts", "--tokens", "40000"],
+    "sft_head": ["-m", "bench.bench_sft_head", "--steps", "60"],
     "serving": ["-m", "bench.bench_serving"],
     "view": ["-m", "bench.bench_view", "--runs", "10000", "--base-runs", "1000"],
     "grpo_signal": ["-m", "bench.bench_grpo_signal"],

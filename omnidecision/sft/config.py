@@ -64,6 +64,11 @@ class PlannerSFTConfig(trl.SFTConfig):
     logging_steps: float = field(default=10, metadata={"help": "Log every N steps (or a ratio of total steps)."})
     save_strategy: str = field(default="steps", metadata={"help": "When to save checkpoints: no, steps, epoch."})
     save_total_limit: int | None = field(default=2, metadata={"help": "Keep at most this many checkpoints."})
+    compact_lm_head: bool = field(
+        default=True,
+        metadata={"help": "On the CPU, compute the LM head only at supervised positions (TRL does so on GPUs; "
+                          "sft/compact_head.py). False: TRL's every-position path (the benchmark's baseline)."},
+    )
     cpu_fallback: bool = field(
         default=False,
         metadata={"help": "A bf16/fp16 recipe on a machine with no visible CUDA device: train on the CPU in float32 "

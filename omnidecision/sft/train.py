@@ -84,7 +84,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     logger.info("data: %s", stats)
 
     # Trainer (on the CPU, TRL's LM head scores only the supervised positions: sft/compact_head.py)
-    compact_head.enable()
+    compact_head.enable(training_args.compact_lm_head)
     trainer = SFTTrainer(
         model=model_args.model_name_or_path,
         args=training_args,

@@ -37,6 +37,7 @@ def test_compact_cpu_path_matches_the_every_position_path(tiny_model_dir, monkey
     assert compact_head.enable() and compact_head.enable()  # idempotent
     assert trl_utils._use_triton(torch.device("cpu")) is True
     compact, compact_grads = _loss_and_grads(model, batch)
+    assert compact_head.enable(False) and trl_utils._use_triton is original  # switched back: TRL's own again
 
     torch.testing.assert_close(compact.loss, full.loss)
     for name in ("log_probs", "entropy", "is_top1"):
