@@ -1,4 +1,4 @@
-"""SFT steps with the LM head on the supervised positions only (`compact_lm_head`, sft/compact_head.py) vs TRL's
+"""SFT steps with the LM head on the supervised positions only (`compact_lm_head`, omnidecision/modeling.py) vs TRL's
 every-position head on the CPU, at EQUAL STEPS from one tiny planner on the same harvested rows.
 
 Data: the synthetic suite → noisy scripted-teacher collection → harvest (`bench.pipeline`; rows with the

@@ -105,3 +105,43 @@ def generate_decisions(model: Any, tokenizer: Any, prompts: Sequence[list[dict[s
         tokenizer.padding_side = side
         model.train(was_training)
     return out
+
+
+# ---- the LM head on the supervised positions only (CPU training) ------------------------------------------------
+# TRL 1.16's fused LM head (`trl.trainer.utils.add_fused_lm_head`) projects only the positions with a label on
+# Triton devices and every position elsewhere (to keep tile shapes fixed on compiled backends such as Neuron). With
+# the assistant-only loss of a planner row (≈ 13 supervised tokens of ≈ 450), scoring every position on the CPU
+# spends most of the head's time on logits that are thrown away. `compact_lm_head()` makes the CPU take the compact
+# path: loss, gradients and the logged metrics are the same (tests/sft/test_compact_head.py), a step 2.5× faster
+# (bench/results/sft_head.json). It switches a private TRL name, so it checks that the name is there and says so
+# when it is not. SFT calls it (unless `compact_lm_head: false`), and GRPO for the policy's log-probs.
+_MARK = "_omnidecision_compact_cpu"
+
+
+def compact_lm_head(on: bool = True) -> bool:
+    """Route CPU tensors through TRL's compact (supervised-positions-only) head path (`on=False`: TRL's own
+    choice again). Idempotent; False (with a warning) when this TRL has no such switch, and training goes on
+    with TRL's own path."""
+    try:
+        import trl.trainer.utils as trl_utils
+    except ImportError:  # pragma: no cover - TRL is a hard dependency of the SFT stage
+        return False
+    current: Any = getattr(trl_utils, "_use_triton", None)
+    if current is None or not callable(current):
+        logger.warning("trl.trainer.utils._use_triton is gone (TRL %s): the fused LM head scores every position "
+                       "on the CPU", getattr(__import__("trl"), "__version__", "?"))
+        return False
+    original = getattr(current, _MARK, None)
+    if not on:
+        if original is not None:
+            trl_utils._use_triton = original
+        return True
+    if original is not None:
+        return True
+
+    def use_compact(device: Any) -> bool:
+        return getattr(device, "type", None) == "cpu" or current(device)
+
+    setattr(use_compact, _MARK, current)
+    trl_utils._use_triton = use_compact
+    return True

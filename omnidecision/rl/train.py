@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.checkpoints import resolve_resume
+from omnidecision.modeling import compact_lm_head
 from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig, parse_args
-from omnidecision.sft import compact_head
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     before = heldout_closure_reward(model, heldout, **eval_kwargs) if run_eval else None
 
     # --- train (with tail weight averaging when asked: rl/averaging.py)
-    compact_head.enable()  # on the CPU, the policy's log-probs only at completion positions (sft/compact_head.py)
+    compact_lm_head()  # on the CPU, the policy's log-probs only at completion positions (modeling.py)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train,
                           processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks)
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)

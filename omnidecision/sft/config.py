@@ -67,7 +67,7 @@ class PlannerSFTConfig(trl.SFTConfig):
     compact_lm_head: bool = field(
         default=True,
         metadata={"help": "On the CPU, compute the LM head only at supervised positions (TRL does so on GPUs; "
-                          "sft/compact_head.py). False: TRL's every-position path (the benchmark's baseline)."},
+                          "modeling.compact_lm_head). False: TRL's every-position path (the benchmark's baseline)."},
     )
     cpu_fallback: bool = field(
         default=False,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.checkpoints import resolve_resume
-from omnidecision.sft import compact_head
+from omnidecision.modeling import compact_lm_head
 from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_args
 
 logger = logging.getLogger(__name__)
@@ -83,8 +83,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     stats = data_stats({"train": train_ds, **({"validation": eval_ds} if eval_ds is not None else {})})
     logger.info("data: %s", stats)
 
-    # Trainer (on the CPU, TRL's LM head scores only the supervised positions: sft/compact_head.py)
-    compact_head.enable(training_args.compact_lm_head)
+    # Trainer (on the CPU, TRL's LM head scores only the supervised positions: modeling.compact_lm_head)
+    compact_lm_head(training_args.compact_lm_head)
     trainer = SFTTrainer(
         model=model_args.model_name_or_path,
         args=training_args,

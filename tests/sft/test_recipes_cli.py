@@ -47,7 +47,7 @@ def test_recipe_values_and_cli_overrides():
     script, training, model = parse_args(["--config", str(ROOT / "configs/sft/tiny-cpu.yaml"),
                                           "--learning_rate", "1e-3", "--max_steps", "7"])
     assert training.learning_rate == 1e-3 and training.max_steps == 7
-    assert training.per_device_train_batch_size == 32  # from the YAML
+    assert training.per_device_train_batch_size == 16  # from the YAML
     assert training.bf16 is False and not model.use_peft
     assert script.dataset_test_split == "validation"
 

@@ -158,7 +158,9 @@ HOSTILE = '<img src="https://evil.example/x.png" onerror="document.title=1"></td
 
 def test_markup_in_run_data_is_shown_as_text(runs: Runs, page: Page, tmp_path: Path):
     """Questions, answers and observations are data: a run carrying markup renders it as text, loads nothing."""
-    line = json.loads((runs.ledger_eval / "trajectories.jsonl").read_text("utf-8").splitlines()[0])
+    lines = [json.loads(x) for x in (runs.ledger_eval / "trajectories.jsonl").read_text("utf-8").splitlines()]
+    # a run with an observation (the file's order is the order runs finished in)
+    line = next(x for x in lines if any(s.get("observation") for s in x["steps"]))
     line["question"] = "Q " + HOSTILE
     line["answer"] = HOSTILE
     step = next(s for s in line["steps"] if s.get("observation"))
