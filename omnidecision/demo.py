@@ -71,6 +71,7 @@ class DemoConfig:
     rounds: int = 1
     round_tasks: int = 80  # train tasks each on-policy round runs the planner on
     round_sft_steps: int = 80
+    sft_plus_eval_steps: int = 100  # sft_plus keeps its best dev-loss checkpoint, evaluated this often
     grpo_steps: int = 30
     closure_states: int = 200  # dev RL states for the per-state closure diagnostic
     seed: int = 0
@@ -78,7 +79,8 @@ class DemoConfig:
     @classmethod
     def quick(cls) -> DemoConfig:
         return cls(train_tasks=40, dev_tasks=8, test_tasks=8, samples=1, sft_steps=20, sft_eval_steps=10,
-                   round_tasks=8, round_sft_steps=5, grpo_steps=2, closure_states=16)
+                   round_tasks=8, round_sft_steps=5, grpo_steps=2, closure_states=16,
+                   sft_plus_eval_steps=10)
 
 
 @dataclass
@@ -242,10 +244,15 @@ def build_plan(cfg: DemoConfig, out: Path, runner: Runner) -> tuple[list[Stage],
     def sft_plus() -> None:
         seconds = sum(runner.times.get(k, 0.0) for k in ("rounds", "export-rounds", "grpo", "export-grpo"))
         state["post_sft_wall_s"] = round(seconds, 1)
-        # the same fine-tuning settings the rounds use; steps bounded by the wall time only
+        # the same fine-tuning settings the rounds use; steps bounded by the wall time only. Like SFT it keeps the
+        # checkpoint with the best dev loss: trained on without it, the control fell below SFT in 3 runs of 3
+        # (docs/findings.md, "The compute-matched control"), a handicap the post-SFT stages would be credited with
         rounds_recipe = yaml.safe_load((CONFIGS / "rounds" / "tiny-cpu.yaml").read_text("utf-8"))
         over = {**rounds_recipe.get("sft_overrides", {}), **plus, "max_steps": 100_000,
-                "max_train_seconds": round(seconds, 1), "lr_scheduler_type": "constant"}
+                "max_train_seconds": round(seconds, 1), "lr_scheduler_type": "constant",
+                "eval_strategy": "steps", "eval_steps": cfg.sft_plus_eval_steps, "save_strategy": "steps",
+                "save_steps": cfg.sft_plus_eval_steps, "load_best_model_at_end": True,
+                "metric_for_best_model": "eval_loss"}
         runner.command("sft-plus", _cli("sft", "--config", str(CONFIGS / "sft" / "tiny-cpu.yaml"), *_args(over)))
         runner.command("sft-plus", _cli("export", str(models / "sft-plus-run"), "--out", str(models / "sft_plus")))
 

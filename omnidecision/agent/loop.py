@@ -32,6 +32,10 @@ sends it to its perception tools (unless the planner names another asset). A cal
 (`{"action": "call", "slot": name}`) whose needs are all filled: code_executor runs the slot's program
 (`ledger.slot_program`) unless the planner writes the code, and the critic verifies the slot.
 
+With `AgentConfig.constrain_decoding` the planner's request carries the state's action space as its JSON schema
+(`agent.action_space`: exactly the calls this loop accepts, and finish), so a backend with structured outputs
+cannot emit a decision the loop would reject; `planner_system_prompt: false` sends the digest without the system turn.
+
     omnidecision run --tasks tasks.jsonl --task-id t1 --teacher
 """
 
