@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnidecision.ledger.readiness import actionable_need_indices, actionable_slot_names, tool_calls_made
+from omnidecision.ledger.readiness import actionable_need_indices, actionable_slot_names, tool_budget_spent
 from omnidecision.ledger.schema import Ledger
 from omnidecision.protocol.actions import TOOL_NAMES
 from omnidecision.tasks.schema import Task
@@ -49,9 +49,8 @@ def ledger_action_schema(state: Ledger, task: Task | None, max_tool_calls: int |
     finish = {"type": "object", "properties": {"action": {"const": "finish"}}, "required": ["action"],
               "additionalProperties": False}
     options: list[dict[str, Any]] = [finish]
-    caps = [c for c in (max_tool_calls, state.max_tool_calls) if c is not None]
     tools = allowed_tools(task)
-    if tools and not (caps and tool_calls_made(state) >= min(caps)):
+    if tools and not tool_budget_spent(state, max_tool_calls):
         needs = actionable_need_indices(state)
         if needs:
             options.append(_call("need", needs, tools))

@@ -75,6 +75,7 @@ from omnidecision.ledger import (
     ready,
     reduce,
     slot_program,
+    tool_budget_spent,
     tool_calls_made,
     unmet_blocking,
     unresolved_conflicts,
@@ -220,8 +221,7 @@ def _stuck(run: Run) -> bool:
 
 def _tool_cap_reached(run: Run) -> bool:
     """The recipe's cap (budget-matched comparisons) or the task's own tool budget (in the ledger) is spent."""
-    caps = [c for c in (run.config.max_tool_calls, run.state.max_tool_calls) if c is not None]
-    return bool(caps) and tool_calls_made(run.state) >= min(caps)
+    return tool_budget_spent(run.state, run.config.max_tool_calls)
 
 
 def gap_diagnosis(state: Ledger) -> str:

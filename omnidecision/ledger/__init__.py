@@ -34,6 +34,7 @@ from omnidecision.ledger.readiness import (
     is_open,
     ready,
     slot_program,
+    tool_budget_spent,
     tool_calls_made,
     unblocks,
     unmet_blocking,
@@ -63,5 +64,6 @@ __all__ = [
     "Need", "NeedSpec", "NeedUpdated", "Rejection", "Slot", "SlotUpdated", "SourceRef", "TaskContext", "ToolCalled",
     "actionable_need_indices", "actionable_slot_names", "blocked_need_indices", "can_advance", "composed_query",
     "exhausted_need_indices", "finish_available", "is_open", "parse_event", "ready", "reduce", "render_digest",
-    "replay", "slot_program", "tool_calls_made", "unblocks", "unmet_blocking", "unresolved_conflicts",
+    "replay", "slot_program", "tool_budget_spent", "tool_calls_made", "unblocks", "unmet_blocking",
+    "unresolved_conflicts",
 ]

@@ -57,6 +57,13 @@ def tool_calls_made(state: Ledger) -> int:
     return sum(state.tool_call_counts.values())
 
 
+def tool_budget_spent(state: Ledger, cap: int | None = None) -> bool:
+    """The tool calls allowed are made: the ledger's own budget (the task's) or `cap` (a recipe's
+    `max_tool_calls`, for budget-matched comparisons), whichever is lower."""
+    caps = [c for c in (cap, state.max_tool_calls) if c is not None]
+    return bool(caps) and tool_calls_made(state) >= min(caps)
+
+
 def unresolved_conflicts(state: Ledger) -> list[int]:
     return [c.id for c in state.conflicts if not c.resolved]
 

@@ -88,6 +88,11 @@ def evaluate(model_dir: str | Path, n: int = 200, seed: int = 777, batch_size: i
     }
 
 
+def _target(action: Any) -> tuple[str, int | None, str | None]:
+    """What a decision aims at: finish, a need or a slot."""
+    return action.action, getattr(action, "need", None), getattr(action, "slot", None)
+
+
 def evaluate_rows(model_dir: str | Path, rows_dir: str | Path, split: str = "validation", n: int = 200,
                   batch_size: int = 32) -> dict[str, Any]:
     """Greedy decisions on the first `n` rows of a harvested SFT split against each row's assistant turn: valid
@@ -106,8 +111,7 @@ def evaluate_rows(model_dir: str | Path, rows_dir: str | Path, split: str = "val
         if got is None or ref is None:
             continue
         valid += 1
-        key = lambda a: (a.action, getattr(a, "need", None), getattr(a, "slot", None))  # noqa: E731
-        target += key(got) == key(ref)
+        target += _target(got) == _target(ref)
         exact += render_action(got) == render_action(ref)
     k = len(rows)
     return {"n": k, "split": split, "valid": round(valid / k, 4), "target_right": round(target / k, 4),

@@ -99,22 +99,24 @@ def _rank_score(i: int, _item: dict) -> float:
     return round(1.0 / (i + 1), 4)  # the API's own order, as a decreasing score
 
 
+def _api_score(i: int, item: dict) -> float:
+    """The API's own `score` when it gives a number, else the rank score."""
+    score = item.get("score")
+    return float(score) if isinstance(score, int | float) else _rank_score(i, item)
+
+
 def parse_searxng(data: Any) -> list[SearchHit]:
     """SearxNG `format=json`: `results[]` with url, title, content (and engine, score, …)."""
     if not isinstance(data, dict):
         raise SearchError(f"searxng: expected a JSON object, got {type(data).__name__}")
-    return _hits(data.get("results", []), "url", "title", "content",
-                 lambda i, r: float(r["score"]) if isinstance(r.get("score"), int | float) else _rank_score(i, r),
-                 "searxng: results")
+    return _hits(data.get("results", []), "url", "title", "content", _api_score, "searxng: results")
 
 
 def parse_tavily(data: Any) -> list[SearchHit]:
     """Tavily `/search`: `results[]` with title, url, content, score."""
     if not isinstance(data, dict):
         raise SearchError(f"tavily: expected a JSON object, got {type(data).__name__}")
-    return _hits(data.get("results", []), "url", "title", "content",
-                 lambda i, r: float(r["score"]) if isinstance(r.get("score"), int | float) else _rank_score(i, r),
-                 "tavily: results")
+    return _hits(data.get("results", []), "url", "title", "content", _api_score, "tavily: results")
 
 
 def parse_brave(data: Any) -> list[SearchHit]:

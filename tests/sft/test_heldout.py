@@ -41,3 +41,25 @@ def test_wrong_outputs_are_caught():
             assert s["valid"] and not s["sound"]
             seen_wrong_tool = True
     assert seen_blocked and seen_wrong_tool
+
+
+
+def test_evaluate_rows_scores_each_output_against_its_rows_assistant_turn(tmp_path, monkeypatch):
+    """`--rows`: valid JSON, the same target (need / slot / finish), the same whole action, per row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from omnidecision.sft import heldout
+
+    call = '{"action":"call","need":1,"tool":"web_search"}'
+    refs = [call, call, call, '{"action":"finish"}']
+    outputs = [call, '{"action":"call","need":1,"tool":"page_reader"}', "not json", '{"action":"call","need":0}']
+    rows = [{"messages": [{"role": "user", "content": f"digest {i}"}, {"role": "assistant", "content": ref}]}
+            for i, ref in enumerate(refs)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "validation-00000.parquet")
+    seen = []
+    monkeypatch.setattr(heldout, "generate", lambda model, prompts, batch_size=32: seen.extend(prompts) or outputs)
+    res = heldout.evaluate_rows("model", tmp_path, n=10)
+    assert seen == [r["messages"][:-1] for r in rows]  # the rows' prompts as stored
+    assert (res["n"], res["valid"], res["target_right"], res["exact"]) == (4, 0.75, 0.5, 0.25)
+    assert res["distinct_outputs"] == 4
