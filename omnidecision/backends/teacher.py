@@ -12,8 +12,28 @@ It answers `ChatBackend.chat(request)` with the same JSON an LLM would write (th
   and a need no tool can fill becomes `unfillable` after its attempts; slots follow their needs;
 - finalizer: drafts the answer from the ledger (mcq → option letter) and passes iff the ledger is ready.
 
-Noise knobs (`wrong_tool`, `vague_query`, `premature_finish`, `missed_conflict`, `invalid_target`: probabilities;
-a float sets all) make collections hold correct and incorrect runs. `invalid_target` calls a need that is not
+Habits: systematic failures of a real (API) planner, the ones closure-aligned RL targets. Each habit is switched on
+for a whole run with its own probability (drawn per task and sample), and then fires at each state where it applies
+with probability `habit_rate` (drawn per step), so a teacher with a habit shows it repeatedly, not once:
+
+- `retry_empty_source`: a need's source came back without the value and the need lists another one; the teacher
+  calls the same source again instead of switching (each retry burns one of the need's attempts: two in a row
+  exhaust it and the run ends `insufficient`);
+- `early_finish`: finishes while a blocking need is still open and can advance, or before computing an actionable
+  computation slot (the finalizer's check fails, a revision is spent: three of them force an answer);
+- `settle_first_value`: with an open conflict on a need, finishes on the value it saw first instead of asking the
+  need's independent source;
+- `supplementary_first`: spends tool calls on actionable supplementary needs before the blocking ones, and calls
+  one when the ledger is already ready instead of finishing (under a tight tool budget the blocking chain is then
+  left without calls).
+
+A run where a habit fired can still end correct (one detour, then recovery): those runs are what a harvest of
+judge-correct runs keeps, so the habits reach the SFT data as they would from an API teacher. `HABITS_DEFAULT` is the
+collection teacher of the demo and the experiment (tests/agent/test_teacher_habits.py: one hand-built task per
+habit; docs/findings.md, "The teacher with habits", for its accuracy per family).
+
+Noise knobs (`wrong_tool`, `vague_query`, `premature_finish`, `missed_conflict`, `invalid_target`: i.i.d.
+probabilities per decision; a float sets all) add unsystematic mistakes on top. `invalid_target` calls a need that is not
 actionable (filled or blocked), which the loop rejects: the next state shows the rejection in the digest and the
 teacher's next decision is the rule one, so harvested data holds recoveries from rejected decisions. Draws come
 from a hash of (seed, task id, sample, step, role, knob), never from global random state, so a rerun is identical.
@@ -22,6 +42,8 @@ from a hash of (seed, task id, sample, step, role, knob), never from global rand
 
     >>> TeacherBackend(noise=0.1).noise["wrong_tool"]
     0.1
+    >>> TeacherBackend(habits=0.5).habits["early_finish"]
+    0.5
 """
 
 from __future__ import annotations
@@ -33,8 +55,10 @@ from typing import Any
 
 from omnidecision.ledger.events import NeedSpec
 from omnidecision.ledger.readiness import (
+    actionable_need_indices,
     blocked_need_indices,
     ready,
+    tool_budget_spent,
     unmet_blocking,
     unresolved_conflicts,
 )
@@ -60,6 +84,11 @@ NOISE_KNOBS: tuple[str, ...] = ("wrong_tool", "vague_query", "premature_finish",
 # (0.685 at 0.15 on 200 tasks of the default mix, seed 11; 0.25 gave 0.445 once the planning families came in)
 # (tests/tasks/test_teacher.py).
 DEFAULT_NOISE = 0.15
+
+HABIT_KNOBS: tuple[str, ...] = ("retry_empty_source", "early_finish", "settle_first_value", "supplementary_first")
+# The collection teacher of the demo and the experiment (configs/collect/synthetic-habits.yaml): every habit on in
+# half of the runs, firing at 60% of the states where it applies, plus a little i.i.d. noise
+HABITS_DEFAULT: dict[str, float] = dict.fromkeys(HABIT_KNOBS, 0.5)
 
 
 def contains_value(text: str, value: str | None) -> bool:
@@ -91,6 +120,27 @@ def normalise_noise(noise: float | dict[str, float] | None) -> dict[str, float]:
     for k, p in out.items():
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"teacher noise {k}={p} is not a probability in [0, 1]")
+    return out
+
+
+def normalise_habits(habits: float | dict[str, float] | None) -> dict[str, float]:
+    """Habit probabilities per run, by name (a float sets every habit).
+
+    >>> normalise_habits({"early_finish": 0.3})["retry_empty_source"]
+    0.0
+    """
+    if habits is None:
+        habits = 0.0
+    if isinstance(habits, int | float):
+        out = dict.fromkeys(HABIT_KNOBS, float(habits))
+    else:
+        unknown = sorted(set(habits) - set(HABIT_KNOBS))
+        if unknown:
+            raise ValueError(f"unknown teacher habit(s) {unknown}; known: {list(HABIT_KNOBS)}")
+        out = {k: float(habits.get(k, 0.0)) for k in HABIT_KNOBS}
+    for k, p in out.items():
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"teacher habit {k}={p} is not a probability in [0, 1]")
     return out
 
 
@@ -126,8 +176,13 @@ class TeacherBackend:
     """Scripted offline backend for decompose / planner / critic / finalizer (and trivial judge / summarizer)."""
 
     def __init__(self, noise: float | dict[str, float] | None = 0.0, seed: int = 0, model: str = "scripted-teacher",
-                 explicit_query: bool = False):
+                 explicit_query: bool = False, habits: float | dict[str, float] | None = None,
+                 habit_rate: float = 0.6):
         self.noise = normalise_noise(noise)
+        self.habits = normalise_habits(habits)
+        if not 0.0 <= float(habit_rate) <= 1.0:
+            raise ValueError(f"teacher habit_rate={habit_rate} is not a probability in [0, 1]")
+        self.habit_rate = float(habit_rate)
         self.seed = int(seed)
         self.model = model
         # Ledger mode: by default the teacher writes the short form {"action", "need", "tool"} whenever its query
@@ -162,6 +217,19 @@ class TeacherBackend:
         u = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
         return u < p
 
+    def _u(self, key: str) -> float:
+        return int.from_bytes(hashlib.sha256(f"{self.seed}|{key}".encode()).digest()[:8], "big") / 2**64
+
+    def habit_on(self, task: Task, ctx: dict[str, Any], habit: str) -> bool:
+        """Whether `habit` is switched on for this run: one draw per (seed, task, sample, habit)."""
+        p = self.habits[habit]
+        return p > 0.0 and self._u(f"{task.id}|{ctx.get('sample', 0)}|habit|{habit}") < p
+
+    def habit_fires(self, task: Task, ctx: dict[str, Any], step: int, habit: str) -> bool:
+        """The habit is on for the run and fires at this step (probability `habit_rate`)."""
+        return self.habit_on(task, ctx, habit) and self._u(
+            f"{task.id}|{ctx.get('sample', 0)}|{ctx.get('run_id', '')}|{step}|fire|{habit}") < self.habit_rate
+
     def _pick(self, task: Task, ctx: dict[str, Any], step: int, salt: str, options: list[str]) -> str:
         key = f"{self.seed}|{task.id}|{ctx.get('sample', 0)}|{ctx.get('run_id', '')}|{step}|{salt}"
         return options[int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % len(options)]
@@ -195,7 +263,10 @@ class TeacherBackend:
         if ledger is None:
             return self._history_planner(task, ctx)
         step = ledger.step
-        rule = rule_action(ledger, explicit_query=True)  # the one rule decision; the noise goes on top
+        rule = rule_action(ledger, explicit_query=True)  # the one rule decision; habits and noise go on top
+        habit = self._habit_action(task, ctx, ledger, rule)
+        if habit is not None:
+            return render_action(habit)
         if isinstance(rule, FinishAction):
             return render_action(rule)
         if rule.slot is not None:  # a slot to compute: the short form, the tool layer writes the code
@@ -214,6 +285,36 @@ class TeacherBackend:
         if query == rule.query and not self.explicit_query:
             return render_action(CallAction(need=i, tool=tool))
         return render_action(CallAction(need=i, tool=tool, query=query))
+
+    def _habit_action(self, task: Task, ctx: dict[str, Any], ledger: Ledger,
+                      rule: CallAction | FinishAction) -> CallAction | FinishAction | None:
+        """The decision a firing habit makes instead of the rule's, or None (see the module docstring)."""
+        step = ledger.step
+        actionable = actionable_need_indices(ledger)
+        supplementary = [i for i in actionable if ledger.needs[i].role != "blocking"]
+        budget_left = not tool_budget_spent(ledger)
+        if isinstance(rule, FinishAction):
+            if (ready(ledger) and supplementary and budget_left
+                    and self.habit_fires(task, ctx, step, "supplementary_first")):
+                j = supplementary[0]
+                return CallAction(need=j, tool=SOURCE_TOOL[ledger.needs[j].preferred_source])
+            return None
+        if rule.slot is not None:  # a computation to verify: finishing skips it
+            return FinishAction() if self.habit_fires(task, ctx, step, "early_finish") else None
+        need = ledger.needs[rule.need]  # type: ignore[index]
+        if (any(c.need == need.index and not c.resolved for c in ledger.conflicts)
+                and self.habit_fires(task, ctx, step, "settle_first_value")):
+            return FinishAction()
+        if need.tried and rule.tool != need.tried[-1] and self.habit_fires(task, ctx, step, "retry_empty_source"):
+            return CallAction(need=need.index, tool=need.tried[-1])
+        if (need.role == "blocking" and supplementary and budget_left
+                and self.habit_fires(task, ctx, step, "supplementary_first")):
+            j = supplementary[0]
+            return CallAction(need=j, tool=SOURCE_TOOL[ledger.needs[j].preferred_source])
+        if (any(n.status == "filled" for n in ledger.needs) and unmet_blocking(ledger)
+                and self.habit_fires(task, ctx, step, "early_finish")):
+            return FinishAction()
+        return None
 
     def _history_planner(self, task: Task, ctx: dict[str, Any]) -> str:
         """react / memory modes: no ledger; track the gold chain through the history's observations."""
