@@ -24,6 +24,8 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.sft.cli", "sft", "sft"),
     ("omnidecision.sft.cli", "export", "export"),
     ("omnidecision.rl.cli", "grpo", "grpo"),
+    ("omnidecision.rl.judge_train", "judge_app", "judge"),
+    ("omnidecision.rl.rft", "rft_select", "rft-select"),
     ("omnidecision.onpolicy.cli", "rounds", "rounds"),
     ("omnidecision.eval.cli", "serve", "serve"),
     ("omnidecision.eval.cli", "eval_cmd", "eval"),

@@ -33,8 +33,8 @@ collection teacher of the demo and the experiment (tests/agent/test_teacher_habi
 habit; docs/findings.md, "The teacher with habits", for its accuracy per family).
 
 Noise knobs (`wrong_tool`, `vague_query`, `premature_finish`, `missed_conflict`, `invalid_target`: i.i.d.
-probabilities per decision; a float sets all) add unsystematic mistakes on top. `invalid_target` calls a need that is not
-actionable (filled or blocked), which the loop rejects: the next state shows the rejection in the digest and the
+probabilities per decision; a float sets all) add unsystematic mistakes on top. `invalid_target` calls a need that is
+not actionable (filled or blocked), which the loop rejects: the next state shows the rejection in the digest and the
 teacher's next decision is the rule one, so harvested data holds recoveries from rejected decisions. Draws come
 from a hash of (seed, task id, sample, step, role, knob), never from global random state, so a rerun is identical.
 

@@ -9,7 +9,9 @@
 - RL (all runs, ledger mode): one row per ledger state the planner saw, REBUILT by replaying the events (and
   checked byte for byte against the recorded snapshot): `prompt` (the planner messages), `ledger` (JSON),
   `question`, `actionable`, `blocked`, `finish_available`, `tool_call_counts` (JSON), `failed_calls` (JSON),
-  task_id, run_id, step, level, category, outcome, correct. Identical states (same ledger JSON) are kept once.
+  task_id, run_id, step, level, category, outcome, correct, and what the collected planner did there: `decision`
+  (its raw output; empty for an invalid one) and `advanced` (the step's events moved the ledger: see `advanced`),
+  which the learned reward judge trains on. A (state, decision) pair is kept once.
 - Splits by task id (stable hash; a task is on one side only, the same side in both datasets), written as
   DIR/sft/{train,validation}-00000.parquet and DIR/rl/… (so `datasets.load_dataset(DIR/"sft")` and
   `trl sft --dataset_name DIR/sft` load them as is) plus DIR/stats.json. Everything is written into a temp
@@ -67,6 +69,9 @@ class HarvestOptions:
     # state any run visited, labelled with the rule planner's decision (exact for the synthetic suite): a noisy
     # teacher's detours (rejected calls, wrong tools, empty sources) become states with their recovery as label
     label: str = "emitted"
+    # runs read from these paths (files or folders) make the validation split, every other run the train split
+    # (instead of the task-id hash): a dev suite collected apart is the dev rows, with no task on both sides
+    validation_from: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.label not in ("emitted", "rule"):
@@ -170,6 +175,8 @@ def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: Digest
                 counts.skipped["rl_prompt_rerender_differs"] += 1
                 prompt = [{"role": str(m["role"]), "content": str(m["content"])} for m in step.planner_messages]
             rl.append(rl_row(rec, step, state, prompt))
+            if step.action is not None and step.invalid is None:
+                rl[-1]["decision"] = step.raw_output
             if opts.label == "rule":
                 label = rule_decision_text(state)
                 rl[-1]["label"] = label
@@ -180,6 +187,7 @@ def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: Digest
             except EventRejected as exc:
                 raise HarvestError(f"{where}: run {rec.run_id} step {step.step}: field steps.events does not "
                                    f"replay: {exc.reason}") from exc
+            rl[-1]["advanced"] = advanced(before, state, step)  # type: ignore[arg-type]
         if not correct or opts.label == "rule":
             continue
         if step.invalid is not None or step.action is None or not step.raw_output.strip():
@@ -214,7 +222,8 @@ def _schema(kind: str):
              "level": pa.string(), "category": pa.string(), "sample": pa.int64(), "source": pa.string(),
              "ledger": pa.string(), "question": pa.string(), "actionable": pa.list_(pa.int64()),
              "blocked": pa.list_(pa.int64()), "finish_available": pa.bool_(), "tool_call_counts": pa.string(),
-             "failed_calls": pa.string(), "outcome": pa.string(), "correct": pa.bool_(), "label": pa.string()}
+             "failed_calls": pa.string(), "outcome": pa.string(), "correct": pa.bool_(), "label": pa.string(),
+             "decision": pa.string(), "advanced": pa.bool_()}
     columns = rows.SFT_COLUMNS if kind == "sft" else rows.RL_COLUMNS
     return pa.schema([(c, types[c]) for c in columns])
 
@@ -267,6 +276,9 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
     per_task: Counter = Counter()
     chars_cache: dict[str, int] = {}
     all_tasks: set[str] = set()
+    val_tasks: set[str] = set()
+    train_tasks: set[str] = set()
+    val_roots = [Path(p).resolve() for p in opts.validation_from]
     # harvest run by run
     for path, lineno, rec in runs:
         if rec.run_id in seen_runs:
@@ -274,6 +286,10 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
             continue
         seen_runs.add(rec.run_id)
         all_tasks.add(rec.task_id)
+        if any(Path(path).resolve().is_relative_to(root) for root in val_roots):
+            val_tasks.add(rec.task_id)
+        else:
+            train_tasks.add(rec.task_id)
         counts.runs += 1
         counts.outcomes[rec.outcome] += 1
         counts.correct_runs += int(rec.judge is not None and rec.judge.correct is True)
@@ -282,10 +298,13 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
         budget = DigestBudget(max_chars=chars_cache[path])
         run_sft, run_rl = harvest_run(f"{path}:{lineno}", rec, opts, budget, counts)
         for row in run_rl:
-            if row["ledger"] in rl_seen:
+            # a state is kept once per decision made in it: the learned judge trains on (state, decision, what
+            # followed), and GRPO's states repeat only where the collected planner decided differently
+            key = row["ledger"] + "\x00" + row.get("decision", "")
+            if key in rl_seen:
                 counts.skipped["rl_duplicate_state"] += 1
                 continue
-            rl_seen.add(row["ledger"])
+            rl_seen.add(key)
             rl.append(row)
         for row in run_sft:
             key = _user(row["messages"])
@@ -300,7 +319,14 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
             sft.append(row)
     if not runs:
         raise HarvestError(f"no runs found in {', '.join(paths)}")
-    split = split_of(sorted(all_tasks), opts.val_fraction)
+    if val_roots:
+        both = sorted(val_tasks & train_tasks)
+        if both:
+            raise HarvestError(f"--validation-from: {len(both)} task id(s) have runs on both sides, e.g. {both[:3]}: "
+                               "the dev suite must be collected on tasks the training runs do not hold")
+        split = {t: "validation" if t in val_tasks else "train" for t in all_tasks}
+    else:
+        split = split_of(sorted(all_tasks), opts.val_fraction)
     # write into a temp folder, then rename
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"

@@ -27,14 +27,17 @@ from omnidecision.ledger.readiness import (
     actionable_need_indices,
     actionable_slot_names,
     blocked_need_indices,
+    calls_required,
     can_advance,
     composed_query,
     exhausted_need_indices,
     finish_available,
     is_open,
+    need_tools,
     ready,
     slot_program,
     tool_budget_spent,
+    tool_calls_left,
     tool_calls_made,
     unblocks,
     unmet_blocking,
@@ -58,6 +61,9 @@ from omnidecision.ledger.schema import (
 )
 
 __all__ = [
+    "calls_required",
+    "need_tools",
+    "tool_calls_left",
     "EVENT_ADAPTER", "SLOT_TOOL", "SOURCES", "SOURCE_TOOL", "AssetRef", "Conflict", "ConflictRaised",
     "ConflictResolved", "ConflictValue", "DigestBudget", "EventRejected", "EvidenceAdded", "EvidenceAtom",
     "FailedCall", "FinalizerChecked", "FinishRequested", "InitLedger", "InvalidAction", "Ledger", "LedgerEvent",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from omnidecision.ledger.schema import OPEN_STATUSES, Ledger, Need
+from omnidecision.ledger.schema import OPEN_STATUSES, SOURCE_TOOL, Ledger, Need
 
 # The tool that works on a slot: a code call computes (or, without an expression, restates) it from its needs.
 SLOT_TOOL = "code_executor"
@@ -109,6 +109,40 @@ def can_advance(state: Ledger) -> bool:
     if state.max_tool_calls is not None and tool_calls_made(state) >= state.max_tool_calls:
         return False
     return bool(actionable_need_indices(state)) or bool(actionable_slot_names(state))
+
+
+def need_tools(need: Need) -> list[str]:
+    """The tools of the need's listed sources in order (preferred source first, then `alt_sources`, no repeats).
+
+    >>> need_tools(Need(index=0, description="x", preferred_source="audio", alt_sources=["subtitle", "audio"]))
+    ['audio_scouting', 'subtitle_grounding']
+    """
+    out: list[str] = []
+    for source in (need.preferred_source, *need.alt_sources):
+        if SOURCE_TOOL[source] not in out:
+            out.append(SOURCE_TOOL[source])
+    return out
+
+
+def calls_required(state: Ledger) -> int:
+    """A lower bound on the tool calls the ledger still needs to become ready: one per open blocking need, plus one
+    per unverified computation slot that only a call on the slot itself computes (not one of its own code needs).
+
+    >>> from omnidecision.ledger.schema import Slot
+    >>> s = Ledger(needs=[Need(index=0, description="a"), Need(index=1, description="b", role="supplementary")],
+    ...            slots=[Slot(name="answer", kind="computation", needs=[0], expression="n0 + 1")])
+    >>> calls_required(s)
+    2
+    """
+    slots = sum(1 for s in state.slots if s.kind == "computation" and not s.verified and s.expression
+                and not any(0 <= i < len(state.needs) and state.needs[i].preferred_source == "code" for i in s.needs))
+    return len(unmet_blocking(state)) + slots
+
+
+def tool_calls_left(state: Ledger, cap: int | None = None) -> int | None:
+    """Tool calls the budget still allows (the task's `max_tool_calls` or `cap`, whichever is lower); None: no cap."""
+    caps = [c for c in (cap, state.max_tool_calls) if c is not None]
+    return None if not caps else max(0, min(caps) - tool_calls_made(state))
 
 
 def finish_available(state: Ledger) -> bool:

@@ -67,6 +67,8 @@ class RLRow(_Meta):
     outcome: str | None = None
     correct: bool | None = None
     label: str = ""
+    decision: str = ""  # what the collected planner emitted in this state (empty: invalid output)
+    advanced: bool | None = None  # whether that decision's step moved the ledger (collect.harvest.advanced)
 
 
 SFT_COLUMNS: tuple[str, ...] = tuple(SFTRow.model_fields)

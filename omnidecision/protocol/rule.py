@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from omnidecision.ledger import (
     SLOT_TOOL,
-    SOURCE_TOOL,
     Ledger,
     Need,
     actionable_need_indices,
     actionable_slot_names,
     composed_query,
     finish_available,
+    need_tools,
     slot_program,
     unblocks,
 )
@@ -53,11 +53,7 @@ def rule_need(state: Ledger) -> int | None:
 
 def candidate_tools(need: Need) -> list[str]:
     """The tools of the need's sources in order of preference (preferred source first, no repeats)."""
-    out: list[str] = []
-    for source in (need.preferred_source, *need.alt_sources):
-        if SOURCE_TOOL[source] not in out:
-            out.append(SOURCE_TOOL[source])
-    return out
+    return need_tools(need)
 
 
 def rule_tool(need: Need) -> str:

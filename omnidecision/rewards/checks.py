@@ -1,7 +1,9 @@
-"""Closure checks: small pure functions of (decision, ledger state) -> score in [0, 1].
+"""Closure checks: small pure functions of (decision, ledger state) -> score in [0, 1], registered by name.
 
-A `Decision` is one planner completion, parsed once with the agent's own parser. Every check scores the
-decision against the ledger the planner saw, WITHOUT executing it. Scoring rules shared by the call checks:
+Each check states a condition that follows from the ledger's semantics and the run so far; none asks what a
+particular planner would do (this package never imports the rule planner: tests/architecture holds the rule). A
+`Decision` is one planner completion, parsed once with the agent's own parser. Every check scores the decision
+against the ledger the planner saw, WITHOUT executing it. Rules shared by the call checks (`_gate`):
 
 - an unparseable decision scores 0 everywhere;
 - a `finish` scores what the finish check scores (1 when finishing is sound, else 0), so a premature
@@ -10,9 +12,11 @@ decision against the ledger the planner saw, WITHOUT executing it. Scoring rules
 - a call on a need that is not actionable (filled, blocked, exhausted, unknown) scores 0;
 - otherwise the check judges the call itself.
 
-    >>> from omnidecision.ledger import Ledger, Need
-    >>> s = Ledger(question="Who?", needs=[Need(index=0, description="who", query_focus="name of x")],
-    ...            initialized=True)
+A check is one function decorated with `@register_check(name, weight)`; `CHECKS` and `DEFAULT_WEIGHTS` (the
+closure rubric's components) and the reward functions of `omnidecision.rewards.closure` are derived from the
+registry (docs/architecture.md, "How to add a reward check").
+
+    >>> s = example_ledger()
     >>> [finish_check(Decision.parse(t), s) for t in ('{"action": "finish"}', '{"action": "call", "need": 0}')]
     [0.0, 1.0]
 
@@ -21,6 +25,7 @@ Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,11 +33,18 @@ from dataclasses import dataclass
 from omnidecision.ledger import (
     SLOT_TOOL,
     SOURCE_TOOL,
+    Conflict,
+    ConflictValue,
     Ledger,
+    Need,
+    SourceRef,
     actionable_need_indices,
     actionable_slot_names,
+    calls_required,
     composed_query,
     finish_available,
+    need_tools,
+    tool_calls_left,
 )
 from omnidecision.protocol.actions import (
     PRIMARY_FIELD,
@@ -41,13 +53,31 @@ from omnidecision.protocol.actions import (
     extract_json_object,
     parse_planner_output,
 )
-from omnidecision.protocol.rule import candidate_tools, rule_tool
 
 # Tools acceptable for a need besides the one its preferred source implies.
 ALTERNATE_TOOLS: dict[str, frozenset[str]] = {"web": frozenset({"page_reader"})}
 
 _THINK = re.compile(r"<think>.*?</think>", flags=re.S)
 _TOKEN = re.compile(r"\w+", flags=re.U)
+
+
+def example_ledger(conflict: bool = False) -> Ledger:
+    """The doctests' ledger: need 0 (blocking, audio, `alt` subtitle) came back empty from audio once; need 1 (web)
+    waits on it; need 2 is supplementary; the task allows 3 tool calls and one is spent. With `conflict`, need 0
+    holds two competing values, both from the subtitles."""
+    needs = [Need(index=0, description="narrator name", query_focus="narrator name", preferred_source="audio",
+                  alt_sources=["subtitle"], tried=["audio_scouting"], attempts=1),
+             Need(index=1, description="birth year", query_focus="birth year of {#0}", depends_on=[0]),
+             Need(index=2, description="background sound", query_focus="sound", preferred_source="audio",
+                  role="supplementary")]
+    conflicts = []
+    if conflict:
+        needs[0] = needs[0].model_copy(update={"tried": ["subtitle_grounding"], "status": "partial"})
+        src = SourceRef(tool="subtitle_grounding")
+        conflicts = [Conflict(id=0, need=0, values=[ConflictValue(value="Ada", source=src),
+                                                    ConflictValue(value="Ida", source=src)])]
+    return Ledger(question="In which year was the narrator of the clip born?", needs=needs, conflicts=conflicts,
+                  max_tool_calls=3, tool_call_counts={"audio_scouting": 1}, initialized=True)
 
 
 @dataclass(frozen=True)
@@ -158,9 +188,48 @@ def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> fl
     return None
 
 
+# ---- the registry ----------------------------------------------------------------------------------------------
+
+Check = Callable[["Decision", Ledger], float]
+
+CHECKS: dict[str, Check] = {}
+# Weights of the combined closure reward (the rubric and the held-out evaluation use them by default).
+DEFAULT_WEIGHTS: dict[str, float] = {}
+
+
+def register_check(name: str, weight: float = 1.0) -> Callable[[Check], Check]:
+    """Register a closure check under `name` with its default weight in the closure rubric.
+
+    >>> @register_check("toy_example", weight=0.0)
+    ... def toy(decision, state):
+    ...     return 1.0
+    >>> CHECKS["toy_example"] is toy, DEFAULT_WEIGHTS["toy_example"]
+    (True, 0.0)
+    >>> unregister_check("toy_example")
+    """
+    if not math.isfinite(weight) or weight < 0:
+        raise ValueError(f"check {name!r}: weight must be finite and >= 0, got {weight}")
+
+    def deco(func: Check) -> Check:
+        if name in CHECKS and CHECKS[name] is not func:
+            raise ValueError(f"closure check {name!r} is already registered ({CHECKS[name].__module__})")
+        CHECKS[name] = func
+        DEFAULT_WEIGHTS[name] = float(weight)
+        return func
+
+    return deco
+
+
+def unregister_check(name: str) -> None:
+    """Remove a check (tests register toy checks and take them out again)."""
+    CHECKS.pop(name, None)
+    DEFAULT_WEIGHTS.pop(name, None)
+
+
 # ---- the checks ------------------------------------------------------------------------------------------------
 
 
+@register_check("format", weight=1.0)
 def format_check(decision: Decision, state: Ledger) -> float:
     """1 for exactly one schema-valid JSON action and nothing else; 0.5 when valid JSON is wrapped in extra text
     (prose, a repeated action); 0 when nothing parses (empty output, unknown tool, bad schema).
@@ -179,17 +248,30 @@ def format_check(decision: Decision, state: Ledger) -> float:
     return 1.0 if blob is not None and blob == body else 0.5
 
 
+@register_check("finish", weight=2.0)
 def finish_check(decision: Decision, state: Ledger) -> float:
-    """Stop or continue: finish only when the ledger is ready or nothing can advance; call otherwise."""
+    """Stop or continue: finish only when the ledger is ready or nothing can advance; call otherwise. So no finish or
+    abstention while a blocking need can still advance within the budget.
+
+    >>> s = example_ledger()
+    >>> [finish_check(Decision.parse(t), s) for t in ('{"action": "finish"}', '{"action": "call", "need": 0}')]
+    [0.0, 1.0]
+    """
     if decision.action is None:
         return 0.0
     return 1.0 if decision.is_finish == finish_available(state) else 0.0
 
 
+@register_check("target", weight=1.5)
 def target_check(decision: Decision, state: Ledger) -> float:
     """The call targets an actionable need (open, dependencies filled, attempts left): 1; an actionable
-    supplementary need while an actionable blocking one waits: 0.5; a filled, blocked, exhausted or
-    unknown need: 0."""
+    supplementary need while an actionable blocking one waits (readiness depends on the blocking ones): 0.5; a
+    filled, blocked, exhausted or unknown need: 0.
+
+    >>> s = example_ledger()
+    >>> [target_check(Decision.parse('{"action": "call", "need": %d}' % i), s) for i in (0, 2, 1)]
+    [1.0, 0.5, 0.0]
+    """
     gated = _gate(decision, state, actionable_only=False)
     if gated is not None:
         return gated
@@ -201,30 +283,81 @@ def target_check(decision: Decision, state: Ledger) -> float:
     return 0.5 if blocking and state.needs[index].role != "blocking" else 1.0
 
 
+@register_check("tool", weight=1.0)
 def tool_check(decision: Decision, state: Ledger) -> float:
-    """The tool is the rule's: the first of the need's sources (preferred, then `alt_sources`) not tried on it yet
-    (an omitted tool defaults to the preferred one; page_reader stands in for web_search): 1. A source of the need
-    that was already tried while an untried one remains (repeating a source that came back without the value, or
-    that raised a conflict only an independent source settles): 0.5. A tool of none of the need's sources: 0."""
+    """The tool can serve the need: it is the tool of one of the need's listed sources (preferred source or
+    `alt_sources`; page_reader stands in for web_search; an omitted tool is the preferred one), and it does not
+    repeat a source that already came back without the value while a listed source is still untried (after an
+    empty source, the need's other listed source): 1. Otherwise 0.
+
+    >>> s = example_ledger()  # need 0: audio came back empty, subtitles untried
+    >>> [tool_check(Decision.parse('{"action": "call", "need": 0, "tool": "%s"}' % t), s)
+    ...  for t in ("subtitle_grounding", "audio_scouting", "web_search")]
+    [1.0, 0.0, 0.0]
+    """
     gated = _gate(decision, state)
     if gated is not None:
         return gated
     action = decision.action
     need = state.needs[action.need]  # type: ignore[union-attr]
     tool = effective_tool(state, action)  # type: ignore[arg-type]
-    best = rule_tool(need)
-    if tool == best or tool in ALTERNATE_TOOLS.get(_source_of(best), ()):
-        return 1.0
-    candidates = candidate_tools(need)
-    if tool in candidates or any(tool in ALTERNATE_TOOLS.get(_source_of(c), ()) for c in candidates):
-        return 0.5
-    return 0.0
+    listed = need_tools(need)
+    fits = [t for t in listed if tool == t or tool in ALTERNATE_TOOLS.get(_source_of(t), ())]
+    if not fits:
+        return 0.0
+    untried = [t for t in listed if t not in need.tried]
+    repeat = all(t in need.tried for t in fits)
+    return 0.0 if repeat and untried else 1.0
 
 
 def _source_of(tool: str) -> str:
     return next((s for s, t in SOURCE_TOOL.items() if t == tool), "")
 
 
+@register_check("budget", weight=1.0)
+def budget_check(decision: Decision, state: Ledger) -> float:
+    """The remaining tool budget still covers the blocking needs after this call: a call on a supplementary need
+    that leaves fewer calls than the open blocking needs (and computation slots) require scores 0; 1 otherwise
+    (and always without a budget).
+
+    >>> s = example_ledger()  # 2 calls left, 2 blocking needs open
+    >>> [budget_check(Decision.parse('{"action": "call", "need": %d}' % i), s) for i in (0, 2)]
+    [1.0, 0.0]
+    """
+    gated = _gate(decision, state)
+    if gated is not None:
+        return gated
+    left = tool_calls_left(state)
+    need = state.needs[decision.action.need]  # type: ignore[union-attr]
+    if left is None or need.role == "blocking":
+        return 1.0
+    return 1.0 if left - 1 >= calls_required(state) else 0.0
+
+
+@register_check("conflict", weight=1.0)
+def conflict_check(decision: Decision, state: Ledger) -> float:
+    """A call on a need with an open conflict goes to an independent source: a tool none of the competing values
+    came from (asking the same kind of source again settles nothing): 1; a source already in the dispute: 0. A need
+    without an open conflict: 1.
+
+    >>> s = example_ledger(conflict=True)  # both values came from the subtitles
+    >>> [conflict_check(Decision.parse('{"action": "call", "need": 0, "tool": "%s"}' % t), s)
+    ...  for t in ("audio_scouting", "subtitle_grounding")]
+    [1.0, 0.0]
+    """
+    gated = _gate(decision, state)
+    if gated is not None:
+        return gated
+    action = decision.action
+    disputed = [c for c in state.conflicts if c.need == action.need and not c.resolved]  # type: ignore[union-attr]
+    if not disputed:
+        return 1.0
+    tool = effective_tool(state, action)  # type: ignore[arg-type]
+    used = {v.source.tool for c in disputed for v in c.values}
+    return 0.0 if tool in used else 1.0
+
+
+@register_check("query", weight=1.0)
 def query_check(decision: Decision, state: Ledger) -> float:
     """The query is built from the need's `query_focus` and filled anchor values, not the question verbatim.
 
@@ -232,6 +365,11 @@ def query_check(decision: Decision, state: Ledger) -> float:
     whose need is not filled yet counts as missing);
     0 when the query overlaps the question more than the composed query (the question pasted as query).
     An omitted query scores 1: the tool layer composes it.
+
+    >>> s = example_ledger()
+    >>> call = '{"action": "call", "need": 0, "tool": "subtitle_grounding", "query": "%s"}'
+    >>> [query_check(Decision.parse(call % q), s) for q in ("narrator name", s.question)]
+    [1.0, 0.0]
     """
     gated = _gate(decision, state)
     if gated is not None:
@@ -252,8 +390,16 @@ def query_check(decision: Decision, state: Ledger) -> float:
     return round(f_composed * coverage, 3)
 
 
+@register_check("no_repeat", weight=1.0)
 def no_repeat_check(decision: Decision, state: Ledger) -> float:
-    """0 when the call repeats one that already failed for the same need (same tool, same query), else 1."""
+    """0 when the call repeats one that already failed for the same need (same tool, same query), else 1.
+
+    >>> from omnidecision.ledger import FailedCall
+    >>> s = example_ledger().model_copy(update={"failed_calls": [FailedCall(need=0, tool="audio_scouting")]})
+    >>> [no_repeat_check(Decision.parse(t), s) for t in ('{"action": "call", "need": 0}',
+    ...  '{"action": "call", "need": 0, "query": "who narrates"}')]
+    [0.0, 1.0]
+    """
     gated = _gate(decision, state)
     if gated is not None:
         return gated
@@ -268,11 +414,18 @@ def no_repeat_check(decision: Decision, state: Ledger) -> float:
     return 1.0
 
 
+@register_check("modality", weight=0.5)
 def modality_check(decision: Decision, state: Ledger) -> float:
     """Prefer the least-used modality among the needs worth calling now (actionable blocking needs, else all
     actionable ones): 1 when the targeted need's modality has the lowest call count among theirs, 0.5 otherwise;
     0 when the tool does not fit the need (an unused tool on the wrong need is a wrong call, not a new modality:
-    rewarding it would pull the policy away from the need's source)."""
+    rewarding it would pull the policy away from the need's source).
+
+    >>> s = example_ledger()
+    >>> [modality_check(Decision.parse('{"action": "call", "need": 0, "tool": "%s"}' % t), s)
+    ...  for t in ("subtitle_grounding", "audio_scouting")]
+    [1.0, 0.0]
+    """
     gated = _gate(decision, state)
     if gated is not None:
         return gated
@@ -290,30 +443,6 @@ def modality_check(decision: Decision, state: Ledger) -> float:
 
 def _norm(text: str | None) -> str:
     return " ".join(tokens(text))
-
-
-Check = Callable[[Decision, Ledger], float]
-
-CHECKS: dict[str, Check] = {
-    "format": format_check,
-    "finish": finish_check,
-    "target": target_check,
-    "tool": tool_check,
-    "query": query_check,
-    "no_repeat": no_repeat_check,
-    "modality": modality_check,
-}
-
-# Weights of the combined closure reward (the rubric and the held-out evaluation use them by default).
-DEFAULT_WEIGHTS: dict[str, float] = {
-    "format": 1.0,
-    "finish": 2.0,
-    "target": 1.5,
-    "tool": 1.0,
-    "query": 1.0,
-    "no_repeat": 1.0,
-    "modality": 0.5,
-}
 
 
 def load_ledger(value: object) -> Ledger:

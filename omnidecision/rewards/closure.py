@@ -6,7 +6,7 @@ planner saw as a JSON string in the `ledger` column (see omnidecision/rewards/ch
     >>> completions = [[{"role": "assistant", "content": '{"action": "call", "need": 0}'}],
     ...                [{"role": "assistant", "content": '{"action": "finish"}'}]]
     >>> closure_reward(completions, ledger=[EXAMPLE_LEDGER] * 2)
-    [1.0, 0.125]
+    [1.0, 0.1]
     >>> [f.__name__ for f in get_reward_funcs(["format", "closure"])]
     ['format_reward', 'closure_reward']
 
@@ -59,77 +59,15 @@ def _check_reward(name: str, check: Check) -> RewardFunc:
         return [check(Decision.parse(c), s) for c, s in zip(completions, states, strict=True)]
 
     reward.__name__ = f"{name}_reward"
-    reward.__doc__ = check.__doc__
+    # the summary only: the check's doctests run once, in checks.py, where their names live
+    reward.__doc__ = (check.__doc__ or "").split("\n\n")[0]
     return reward
 
 
-def format_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-    """Schema-valid action: 1 exact JSON, 0.5 JSON inside extra text, 0 unparseable.
-
-    >>> format_reward(['{"action": "finish"}', 'Sure! {"action": "finish"}', ''], ledger=[EXAMPLE_LEDGER] * 3)
-    [1.0, 0.5, 0.0]
-    """
-    return _check_reward("format", CHECKS["format"])(completions, **kwargs)
-
-
-def finish_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-    """Finish only when the ledger is ready or nothing can advance (premature finish scores 0).
-
-    >>> finish_reward(['{"action": "finish"}', '{"action": "call", "need": 0}'], ledger=[EXAMPLE_LEDGER] * 2)
-    [0.0, 1.0]
-    """
-    return _check_reward("finish", CHECKS["finish"])(completions, **kwargs)
-
-
-def target_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-    """Target an actionable need (need 1 is blocked on need 0 here).
-
-    >>> target_reward(['{"action": "call", "need": 0}', '{"action": "call", "need": 1}'], ledger=[EXAMPLE_LEDGER] * 2)
-    [1.0, 0.0]
-    """
-    return _check_reward("target", CHECKS["target"])(completions, **kwargs)
-
-
-def tool_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-    """The tool fits the need's preferred source (need 0 wants audio).
-
-    >>> tool_reward(['{"action": "call", "need": 0, "tool": "audio_scouting"}',
-    ...              '{"action": "call", "need": 0, "tool": "web_search"}'], ledger=[EXAMPLE_LEDGER] * 2)
-    [1.0, 0.0]
-    """
-    return _check_reward("tool", CHECKS["tool"])(completions, **kwargs)
-
-
-def query_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-    """Query from the need's focus and anchors, not the question pasted.
-
-    >>> q = Ledger.model_validate_json(EXAMPLE_LEDGER).question
-    >>> query_reward(['{"action": "call", "need": 0, "query": "narrator name"}',
-    ...               '{"action": "call", "need": 0, "query": "%s"}' % q], ledger=[EXAMPLE_LEDGER] * 2)
-    [1.0, 0.0]
-    """
-    return _check_reward("query", CHECKS["query"])(completions, **kwargs)
-
-
-def no_repeat_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-    """Do not repeat a call that already failed for the same need.
-
-    >>> s = Ledger.model_validate_json(EXAMPLE_LEDGER)
-    >>> s.failed_calls.append(FailedCall(need=0, tool="audio_scouting", query=None))
-    >>> no_repeat_reward(['{"action": "call", "need": 0}', '{"action": "call", "need": 0, "query": "who narrates"}'],
-    ...                  ledger=[s.model_dump_json()] * 2)
-    [0.0, 1.0]
-    """
-    return _check_reward("no_repeat", CHECKS["no_repeat"])(completions, **kwargs)
-
-
-def modality_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-    """Prefer the least-used modality among the needs worth calling now.
-
-    >>> modality_reward(['{"action": "call", "need": 0}'], ledger=[EXAMPLE_LEDGER])
-    [1.0]
-    """
-    return _check_reward("modality", CHECKS["modality"])(completions, **kwargs)
+# One TRL reward function per registered check (`format_reward`, `finish_reward`, ...): the checks' own doctests
+# show a passing and a failing decision for each (omnidecision/rewards/checks.py).
+CHECK_REWARDS: dict[str, RewardFunc] = {name: _check_reward(name, check) for name, check in CHECKS.items()}
+format_reward, finish_reward = CHECK_REWARDS["format"], CHECK_REWARDS["finish"]
 
 
 # Call credit: what a call earns for its need and its query. With `gate_on_tool` it is earned only when the tool
@@ -137,7 +75,7 @@ def modality_reward(completions: Sequence[object], **kwargs: Any) -> list[float 
 # attempts in the loop (worse than an invalid call, which burns none), so it must not outscore a call on the
 # wrong need. Ungated, GRPO's group advantage reinforced "right need, any tool": measured, held-out tool fit fell
 # from 0.68 to 0.19 when training concentrated on the states the SFT planner got wrong (docs/findings.md).
-CALL_CREDIT: tuple[str, ...] = ("target", "query", "no_repeat", "modality")
+CALL_CREDIT: tuple[str, ...] = ("target", "query", "no_repeat", "modality", "budget", "conflict")
 
 
 class ClosureRubric:
@@ -156,9 +94,9 @@ class ClosureRubric:
     >>> right, wrong_tool = ('{"action": "call", "need": 0, "tool": "audio_scouting"}',
     ...                      '{"action": "call", "need": 0, "tool": "web_search"}')
     >>> ClosureRubric()([right, wrong_tool, '{"action": "call", "need": 1}'], ledger=[EXAMPLE_LEDGER] * 3)
-    [1.0, 0.375, 0.375]
+    [1.0, 0.3, 0.3]
     >>> ClosureRubric(gate_on_tool=False)([wrong_tool], ledger=[EXAMPLE_LEDGER])
-    [0.8125]
+    [0.85]
     """
 
     def __init__(self, weights: dict[str, float] | None = None,
@@ -245,27 +183,62 @@ def get_check_reward(name: str) -> RewardFunc:
     """One closure check as a TRL reward function, by name (see `CHECKS`)."""
     if name not in CHECKS:
         raise ValueError(f"unknown closure check {name!r}; known: {sorted(CHECKS)}")
-    return _check_reward(name, CHECKS[name])
+    return CHECK_REWARDS.get(name) or _check_reward(name, CHECKS[name])
 
 
-def get_judge_reward(**options: Any) -> RewardFunc:
-    """The reward judge as a TRL reward function (options: see `omnidecision.rewards.judge.RewardJudge`)."""
-    from omnidecision.rewards.judge import RewardJudge, judge_reward_func
+def get_judge_reward(shuffle: bool = False, shuffle_seed: int = 0, **options: Any) -> RewardFunc:
+    """The reward judge as a TRL reward function. `path` (a reward model trained by `omnidecision judge train`):
+    the learned judge, on CPU or the recipe's device; otherwise the LLM judge behind an OpenAI-compatible endpoint
+    (options: `omnidecision.rewards.judge.RewardJudge.from_options`). `shuffle`: the judge's placebo, its scores
+    permuted among the completions of the same state (same ledger), so the group-relative advantage sees the
+    judge's spread but none of its information."""
+    if options.get("path"):
+        from omnidecision.rewards.learned_judge import learned_judge_reward
 
-    return judge_reward_func(RewardJudge.from_options(**options))
+        func = learned_judge_reward(**options)
+    else:
+        from omnidecision.rewards.judge import RewardJudge, judge_reward_func
+
+        func = judge_reward_func(RewardJudge.from_options(**options))
+    return shuffled_within_groups(func, shuffle_seed) if shuffle else func
+
+
+def shuffled_within_groups(func: RewardFunc, seed: int = 0) -> RewardFunc:
+    """`func` with its scores permuted among completions that share a ledger (one GRPO group); seeded per call.
+
+    >>> f = shuffled_within_groups(lambda completions, **kw: [float(i) for i in range(len(completions))], seed=1)
+    >>> out = f(["a", "b", "c", "d"], ledger=["x", "x", "y", "y"])
+    >>> sorted(out[:2]), sorted(out[2:])
+    ([0.0, 1.0], [2.0, 3.0])
+    """
+    import random
+
+    calls = [0]
+
+    def shuffled(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+        scores = list(func(completions, **kwargs))
+        rng = random.Random(f"{seed}|{calls[0]}")
+        calls[0] += 1
+        groups: dict[str, list[int]] = {}
+        for i, key in enumerate(kwargs.get("ledger") or range(len(scores))):
+            groups.setdefault(str(key), []).append(i)
+        out = list(scores)
+        for idx in groups.values():
+            perm = idx[:]
+            rng.shuffle(perm)
+            for i, j in zip(idx, perm, strict=True):
+                out[i] = scores[j]
+        return out
+
+    shuffled.__name__ = getattr(func, "__name__", "judge_reward")
+    return shuffled
 
 
 closure_reward: RewardFunc = ClosureRubric()
 
 # name -> factory(**params) -> reward function. Usable from a YAML recipe: `reward_funcs: [closure, format]`.
 REWARDS: dict[str, Callable[..., RewardFunc]] = {
-    "format": lambda: format_reward,
-    "finish": lambda: finish_reward,
-    "target": lambda: target_reward,
-    "tool": lambda: tool_reward,
-    "query": lambda: query_reward,
-    "no_repeat": lambda: no_repeat_reward,
-    "modality": lambda: modality_reward,
+    **{name: (lambda name=name: get_check_reward(name)) for name in CHECKS},
     "closure": get_closure_reward,
     "judge": get_judge_reward,
 }
@@ -277,7 +250,7 @@ def get_reward_funcs(names: Sequence[str], **params: dict[str, Any]) -> list[Rew
     >>> get_reward_funcs(["nope"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown reward 'nope'; known: ['closure', 'finish', ...]
+    ValueError: unknown reward 'nope'; known: ['budget', 'closure', 'conflict', ...]
     """
     unknown_params = sorted(set(params) - set(names))
     if unknown_params:

@@ -48,6 +48,13 @@ class GRPOScriptArguments(trl.ScriptArguments):
         metadata={"help": "Call credit (target, query, no_repeat, modality) only for a call whose tool fits its need "
                           "(omnidecision.rewards.closure.CALL_CREDIT); the held-out evaluation scores the same way."},
     )
+    judge_path: str | None = field(default=None, metadata={
+        "help": "A learned reward judge folder (`omnidecision judge train`), scored in-process; instead of "
+                "judge_base_url/judge_model (the LLM judge behind an endpoint)."})
+    judge_device: str = field(default="cpu", metadata={"help": "Device of the learned judge (cpu, cuda, ...)."})
+    judge_shuffle: bool = field(default=False, metadata={
+        "help": "The judge's placebo: its scores permuted among the K completions of each state, so the group "
+                "advantage sees the judge's spread but none of its information (the grpo_shuffled arm)."})
     judge_base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the judge."})
     judge_model: str | None = field(default=None, metadata={"help": "Served model name of the reward judge."})
     judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
@@ -109,8 +116,11 @@ class GRPOScriptArguments(trl.ScriptArguments):
             if not (self.judge_weight > 0 and math.isfinite(self.judge_weight)):
                 raise ValueError(f"judge_weight must be a finite number > 0, got {self.judge_weight}")
         if ("judge" in self.reward_funcs or self.judge_weight is not None) and not (
-                self.judge_base_url and self.judge_model):
-            raise ValueError("the reward judge (reward `judge` or judge_weight) needs judge_base_url and judge_model")
+                self.judge_path or (self.judge_base_url and self.judge_model)):
+            raise ValueError("the reward judge (reward `judge` or judge_weight) needs judge_path (a learned judge) "
+                             "or judge_base_url and judge_model (an LLM judge)")
+        if self.judge_path and self.judge_base_url:
+            raise ValueError("judge_path and judge_base_url both set: choose the learned judge or the LLM judge")
         if self.judge_concurrency < 1:
             raise ValueError(f"judge_concurrency must be >= 1, got {self.judge_concurrency}")
         if not 0.0 <= self.weight_average_start < 1.0 or self.weight_average_every < 1:
@@ -122,8 +132,13 @@ class GRPOScriptArguments(trl.ScriptArguments):
             raise ValueError("eval_closure_n >= -1, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
 
     def judge_options(self, process_index: int = 0, num_processes: int = 1) -> dict[str, Any]:
-        """RewardJudge options of one training process: its share of the run's concurrency, its own cache file."""
-        return {"base_url": self.judge_base_url, "model": self.judge_model, "api_key_env": self.judge_api_key_env,
+        """Judge options of one training process: the learned judge's folder, or the LLM judge with its share of the
+        run's concurrency and its own cache file."""
+        if self.judge_path:
+            return {"path": self.judge_path, "device": self.judge_device, "shuffle": self.judge_shuffle,
+                    "shuffle_seed": process_index}
+        return {"shuffle": self.judge_shuffle, "shuffle_seed": process_index, "base_url": self.judge_base_url,
+                "model": self.judge_model, "api_key_env": self.judge_api_key_env,
                 "concurrency": max(1, math.ceil(self.judge_concurrency / max(1, num_processes))),
                 "timeout_s": self.judge_timeout_s, "cache_path": self.judge_cache,
                 "cache_rank": process_index if num_processes > 1 else None}

@@ -97,7 +97,9 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     else:
         report.add("reward_funcs", "ok", ", ".join(script.reward_funcs) +
                    (f" (judge inside closure, share {script.judge_weight})" if script.judge_weight else ""))
-    if "judge" in script.reward_funcs or script.judge_weight is not None:
+    if ("judge" in script.reward_funcs or script.judge_weight is not None) and script.judge_path:
+        report.checks.append(check_folder(script.judge_path, "judge_path", must_exist=True))
+    elif "judge" in script.reward_funcs or script.judge_weight is not None:
         report.checks.append(check_url(script.judge_base_url, "judge_base_url"))
     report.checks.append(check_tracking(training.report_to))
     report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))

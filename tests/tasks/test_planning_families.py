@@ -146,7 +146,7 @@ FINISH = '{"action": "finish"}'
 CASES = [
     ("switching source after a failure", switch_after_failure, _call(0, "subtitle_grounding"), [
         (_call(0, "subtitle_grounding"), {"tool": 1.0, "target": 1.0, "finish": 1.0}),
-        (_call(0, "audio_scouting"), {"tool": 0.5, "target": 1.0}),  # the source that came back empty, again
+        (_call(0, "audio_scouting"), {"tool": 0.0, "target": 1.0}),  # the source that came back empty, again
         (_call(0, "web_search"), {"tool": 0.0}),
         (FINISH, {"finish": 0.0}),
     ]),
@@ -171,8 +171,8 @@ CASES = [
         (FINISH, {"finish": 0.0}),  # the copy rule's decision: no need is actionable
     ]),
     ("a conflict goes to an independent source", conflict_needs_second_source, _call(0, "frame_confirmation"), [
-        (_call(0, "frame_confirmation"), {"tool": 1.0, "target": 1.0, "finish": 1.0}),
-        (_call(0, "web_search"), {"tool": 0.5}),  # the same pair of pages again
+        (_call(0, "frame_confirmation"), {"tool": 1.0, "target": 1.0, "finish": 1.0, "conflict": 1.0}),
+        (_call(0, "web_search"), {"tool": 0.0, "conflict": 0.0}),  # the same pair of pages again
         (FINISH, {"finish": 0.0}),
     ]),
 ]

@@ -1,0 +1,115 @@
+"""Rejection-sampling fine-tuning data (the `rft` control): K sampled decisions per state, keep the best by the reward.
+
+    omnidecision rft-select --config configs/grpo/tiny-cpu-judge.yaml --model runs/demo/models/sft \\
+        --data runs/demo/data/rl --out runs/demo/data/rft --samples 8
+    omnidecision sft --config configs/sft/tiny-cpu.yaml --model_name_or_path runs/demo/models/sft \\
+        --dataset_name runs/demo/data/rft --max_train_seconds 60 ...
+
+The control GRPO has to beat at the same compute: it sees the same states (the RL train split), samples the same K
+decisions per state at the GRPO recipe's temperature, scores them with the GRPO recipe's own reward (closure checks
+and, when the recipe has one, the judge), and keeps, per state, the best-scoring decision whose score is above the
+group's mean (a group where every decision scores the same teaches nothing by selection; one whose best is also
+wrong to the format check is dropped). The kept (prompt, decision) pairs are an SFT dataset (`messages` = prompt +
+decision; `validation` = the harvest's validation SFT rows when given, so SFT keeps its best dev-loss checkpoint).
+Fine-tuning then runs with `omnidecision sft` for whatever wall time is left of the post-SFT budget.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import typer
+
+logger = logging.getLogger(__name__)
+
+
+def select_best(groups: list[list[str]], scores: list[list[float]], formats: list[list[float]]) -> list[int | None]:
+    """Per state, the index of the best decision if it beats the group's mean and is well-formed, else None.
+
+    >>> select_best([["a", "b"], ["c", "d"]], [[0.2, 0.9], [0.5, 0.5]], [[1.0, 1.0], [1.0, 1.0]])
+    [1, None]
+    """
+    out: list[int | None] = []
+    for group, s, f in zip(groups, scores, formats, strict=True):
+        if not group:
+            out.append(None)
+            continue
+        best = max(range(len(group)), key=lambda i: (s[i], -i))
+        out.append(best if s[best] > statistics.fmean(s) + 1e-9 and f[best] > 0 else None)
+    return out
+
+
+def rft_select(
+    config: Path = typer.Option(..., help="the GRPO recipe whose reward, temperature and K the control shares"),
+    model: Path = typer.Option(..., help="the planner to sample from (the SFT planner)"),
+    data: Path = typer.Option(..., help="RL states: a harvest's rl/ folder (train split used)"),
+    out: Path = typer.Option(..., help="the SFT dataset written here (train split; validation copied from --val)"),
+    val: Path = typer.Option(None, help="an SFT dataset folder whose validation split is copied next to the rows"),
+    samples: int = typer.Option(None, help="decisions per state (default: the recipe's num_generations)"),
+    max_states: int = typer.Option(None, help="at most this many states (default: all)"),
+    seed: int = typer.Option(0, help="sampling seed"),
+) -> None:
+    """Sample K decisions per RL state, keep the best above its group's mean, write an SFT dataset."""
+    import datasets
+    import torch
+    import yaml
+
+    from omnidecision.modeling import generate_decisions, load_planner
+    from omnidecision.rewards import get_reward_funcs
+    from omnidecision.rewards.checks import CHECKS, Decision
+    from omnidecision.rl.config import GRPOScriptArguments
+
+    t0 = time.perf_counter()
+    recipe = yaml.safe_load(config.read_text("utf-8"))
+    fields = set(GRPOScriptArguments.__dataclass_fields__)
+    script = GRPOScriptArguments(**{k: v for k, v in recipe.items() if k in fields and k != "dataset_name"},
+                                 dataset_name=str(data))
+    k = int(samples or recipe.get("num_generations", 8))
+    torch.manual_seed(seed)
+    # states: the same train split GRPO reads
+    rows = list(datasets.load_dataset(str(data), split="train"))
+    if max_states:
+        rows = rows[:max_states]
+    # sample K decisions per state at the GRPO temperature
+    planner, tok = load_planner(model)
+    groups = generate_decisions(planner, tok, [r["prompt"] for r in rows], do_sample=True, num_return_sequences=k,
+                                temperature=float(recipe.get("temperature", 1.0)),
+                                max_new_tokens=int(recipe.get("max_completion_length", 32)), batch_size=16)
+    # score them with the recipe's reward (weighted as GRPO weighs them)
+    funcs = get_reward_funcs(script.reward_funcs, **script.reward_params())
+    weights = recipe.get("reward_weights") or [1.0] * len(funcs)
+    flat = [c for g in groups for c in g]
+    columns = {"ledger": [r["ledger"] for r in rows for _ in range(k)],
+               "prompts": [r["prompt"] for r in rows for _ in range(k)]}
+    total = [0.0] * len(flat)
+    for func, w in zip(funcs, weights, strict=True):
+        for i, v in enumerate(func(flat, **columns)):
+            total[i] += w * (v or 0.0)
+    scores = [total[i * k:(i + 1) * k] for i in range(len(rows))]
+    formats = [[CHECKS["format"](Decision.parse(c), None) for c in g] for g in groups]  # type: ignore[arg-type]
+    picks = select_best(groups, scores, formats)
+    kept = [{"messages": [*r["prompt"], {"role": "assistant", "content": g[i]}], "task_id": r["task_id"],
+             "run_id": r["run_id"], "step": r["step"], "sample": 0, "level": r["level"], "category": r["category"],
+             "source": "rft"} for r, g, i in zip(rows, groups, picks, strict=True) if i is not None]
+    if not kept:
+        raise typer.Exit("rft-select kept no decision: every group scored flat (nothing to select)")
+    # write: train = the kept rows; validation = the SFT dev rows (the same dev loss SFT selects on)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    datasets.Dataset.from_list(kept).to_parquet(str(tmp / "train-00000.parquet"))
+    if val is not None:
+        for f in sorted(Path(val).glob("validation-*.parquet")):
+            shutil.copy(f, tmp / f.name)
+    stats = {"states": len(rows), "samples": k, "kept": len(kept), "wall_s": round(time.perf_counter() - t0, 1),
+             "mean_best": round(statistics.fmean(max(s) for s in scores), 4) if scores else None,
+             "model": str(model), "data": str(data), "recipe": str(config)}
+    (tmp / "rft_select.json").write_text(json.dumps(stats, indent=2), "utf-8")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    print(json.dumps(stats))
