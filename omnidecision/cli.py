@@ -33,6 +33,7 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.eval.cli", "ablate", "ablate"),
     ("omnidecision.view.cli", "view", "view"),
     ("omnidecision.demo", "demo", "demo"),
+    ("omnidecision.demo", "experiment", "experiment"),
 ]
 
 # Commands that forward unknown options (TrlParser-style `--learning_rate 1e-4` overrides).

@@ -7,9 +7,8 @@
 
 The control GRPO has to beat at the same compute: it sees the same states (the RL train split), samples the same K
 decisions per state at the GRPO recipe's temperature, scores them with the GRPO recipe's own reward (closure checks
-and, when the recipe has one, the judge), and keeps, per state, the best-scoring decision whose score is above the
-group's mean (a group where every decision scores the same teaches nothing by selection; one whose best is also
-wrong to the format check is dropped). The kept (prompt, decision) pairs are an SFT dataset (`messages` = prompt +
+and, when the recipe has one, the judge), and keeps, per state, the best-scoring decision when it is well-formed
+(best-of-K; the stats count the groups where the decisions' scores differed, the ones selection informs). The kept (prompt, decision) pairs are an SFT dataset (`messages` = prompt +
 decision; `validation` = the harvest's validation SFT rows when given, so SFT keeps its best dev-loss checkpoint).
 Fine-tuning then runs with `omnidecision sft` for whatever wall time is left of the post-SFT budget.
 """
@@ -29,10 +28,10 @@ logger = logging.getLogger(__name__)
 
 
 def select_best(groups: list[list[str]], scores: list[list[float]], formats: list[list[float]]) -> list[int | None]:
-    """Per state, the index of the best decision if it beats the group's mean and is well-formed, else None.
+    """Per state, the index of the best-scoring decision (ties: the first) if it is well-formed, else None.
 
-    >>> select_best([["a", "b"], ["c", "d"]], [[0.2, 0.9], [0.5, 0.5]], [[1.0, 1.0], [1.0, 1.0]])
-    [1, None]
+    >>> select_best([["a", "b"], ["c", "d"], ["e"]], [[0.2, 0.9], [0.5, 0.5], [0.7]], [[1.0, 1.0], [1.0, 1.0], [0.0]])
+    [1, 0, None]
     """
     out: list[int | None] = []
     for group, s, f in zip(groups, scores, formats, strict=True):
@@ -40,7 +39,7 @@ def select_best(groups: list[list[str]], scores: list[list[float]], formats: lis
             out.append(None)
             continue
         best = max(range(len(group)), key=lambda i: (s[i], -i))
-        out.append(best if s[best] > statistics.fmean(s) + 1e-9 and f[best] > 0 else None)
+        out.append(best if f[best] > 0 else None)
     return out
 
 
@@ -53,6 +52,7 @@ def rft_select(
     samples: int = typer.Option(None, help="decisions per state (default: the recipe's num_generations)"),
     max_states: int = typer.Option(None, help="at most this many states (default: all)"),
     seed: int = typer.Option(0, help="sampling seed"),
+    judge_path: Path = typer.Option(None, "--judge_path", help="the learned judge folder (overrides the recipe's)"),
 ) -> None:
     """Sample K decisions per RL state, keep the best above its group's mean, write an SFT dataset."""
     import datasets
@@ -66,6 +66,8 @@ def rft_select(
 
     t0 = time.perf_counter()
     recipe = yaml.safe_load(config.read_text("utf-8"))
+    if judge_path is not None:
+        recipe["judge_path"] = str(judge_path)
     fields = set(GRPOScriptArguments.__dataclass_fields__)
     script = GRPOScriptArguments(**{k: v for k, v in recipe.items() if k in fields and k != "dataset_name"},
                                  dataset_name=str(data))
@@ -97,7 +99,8 @@ def rft_select(
              "run_id": r["run_id"], "step": r["step"], "sample": 0, "level": r["level"], "category": r["category"],
              "source": "rft"} for r, g, i in zip(rows, groups, picks, strict=True) if i is not None]
     if not kept:
-        raise typer.Exit("rft-select kept no decision: every group scored flat (nothing to select)")
+        raise typer.Exit(f"rft-select kept no decision: none of the {len(rows) * k} sampled decisions of {model} "
+                         "is a well-formed action (train the planner first)")
     # write: train = the kept rows; validation = the SFT dev rows (the same dev loss SFT selects on)
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -106,7 +109,8 @@ def rft_select(
     if val is not None:
         for f in sorted(Path(val).glob("validation-*.parquet")):
             shutil.copy(f, tmp / f.name)
-    stats = {"states": len(rows), "samples": k, "kept": len(kept), "wall_s": round(time.perf_counter() - t0, 1),
+    stats = {"states": len(rows), "samples": k, "kept": len(kept),
+             "informative_groups": sum(1 for g in scores if max(g) > min(g)), "wall_s": round(time.perf_counter() - t0, 1),
              "mean_best": round(statistics.fmean(max(s) for s in scores), 4) if scores else None,
              "model": str(model), "data": str(data), "recipe": str(config)}
     (tmp / "rft_select.json").write_text(json.dumps(stats, indent=2), "utf-8")
