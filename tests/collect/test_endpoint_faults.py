@@ -325,3 +325,47 @@ def recipe_yaml(items: list[str]) -> str:
     for item in items:
         set_path(data, item)
     return yaml.safe_dump(data, sort_keys=False)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_real_vllm_server_killed_at_a_third_then_restarted(tiny_model_dir: Path, suite: Path, tmp_path: Path) -> None:
+    """The acceptance run with a real vLLM CPU server serving the tiny planner: SIGKILL it once a third of the
+    records are written; the collection stops naming it (exit 3, no error record); a new server on the same port and
+    the same command finish every task once (≈ 2 minutes: two server starts)."""
+    import importlib.util
+    import os
+    import signal
+
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vllm is not installed")
+    from omnidecision.serving.vllm_server import VLLMServer
+
+    server = VLLMServer(tiny_model_dir, served_name="planner", max_model_len=4096).start()
+    out = tmp_path / "runs"
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(recipe_yaml([
+        *overrides(suite, out, server.base_url, "backends.planner.max_tokens=48", "agent.step_budget=3",
+                   "breaker.pause_s=0.5"),
+        "backends.planner.max_retries=1"]), "utf-8")
+    shard = shard_path(out, 0, 1)
+    try:
+        proc = _cli(recipe)
+        while proc.poll() is None and not (shard.is_file() and shard.read_bytes().count(b"\n") >= N_TASKS // 3):
+            time.sleep(0.002)
+        assert server.proc is not None and proc.poll() is None, "the collection ended before the kill"
+        os.killpg(server.proc.pid, signal.SIGKILL)  # the server and its engine process die at once
+        server.proc.wait()
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 3, err[-3000:]
+        assert server.base_url in err and "unreachable" in err, err[-3000:]
+        written = records(out)
+        assert N_TASKS // 3 <= len(written) < N_TASKS and not any(r.outcome == "error" for r in written)
+    finally:
+        server.stop()
+    with VLLMServer(tiny_model_dir, port=server.port, served_name="planner", max_model_len=4096):
+        proc = _cli(recipe)
+        output, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert f"{len(written)} already done" in output
+    assert_complete(out, task_ids(suite))
