@@ -107,6 +107,7 @@ def is_unreachable(exc: BaseException) -> bool:
 class _Endpoint:
     def __init__(self) -> None:
         self.consecutive = 0
+        self.reopened = 0  # times the probes found it back since its last successful call
         self.last_reason = ""
         self.recovering: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
@@ -139,7 +140,8 @@ class EndpointBreaker:
             await state.ready.wait()
 
     def success(self, endpoint: str) -> None:
-        self._state(endpoint).consecutive = 0
+        state = self._state(endpoint)
+        state.consecutive = state.reopened = 0
 
     def failure(self, endpoint: str, reason: str) -> None:
         """Count one connection failure; the `failures`-th in a row opens the breaker (probing starts)."""
@@ -151,6 +153,13 @@ class EndpointBreaker:
         state.last_reason = reason
         if state.consecutive >= self.settings.failures:
             self.trips += 1
+            if state.reopened >= self.settings.pauses:
+                # it answers the probe (GET /models) but no call succeeds (e.g. every request times out): stop too
+                self.stopped = EndpointDown(endpoint, (
+                    f"endpoint {endpoint} is unreachable: it answered the breaker's probe {state.reopened} times, "
+                    f"but each time the next {state.consecutive} calls failed (last: {reason})"))
+                logger.error("%s; collection stops", self.stopped.reason)
+                return
             state.ready.clear()
             logger.warning("endpoint %s: %d connection failures in a row (last: %s); collection paused while it "
                            "is probed", endpoint, state.consecutive, reason)
@@ -185,6 +194,7 @@ class EndpointBreaker:
         else:
             logger.warning("endpoint %s answers again; collection resumes", endpoint)
             state.consecutive = 0
+            state.reopened += 1
         state.ready.set()  # wakes the waiting calls: they go on, or see `stopped` and are refused
 
     async def aclose(self) -> None:
@@ -195,8 +205,9 @@ class EndpointBreaker:
 
 async def probe(endpoint: str, timeout_s: float) -> None:
     """One liveness probe: GET {endpoint}/models. Any HTTP answer (even 401/404) means the server is up; a
-    connection error or timeout raises `httpx.TransportError`. No API key is sent (an answer is all it needs)."""
-    async with httpx.AsyncClient(timeout=timeout_s, trust_env=False) as client:
+    connection error or timeout raises `httpx.TransportError`. No API key is sent (an answer is all it needs); proxy
+    settings from the environment apply, as they do to the OpenAI client."""
+    async with httpx.AsyncClient(timeout=timeout_s) as client:
         response = await client.get(endpoint.rstrip("/") + "/models")
     if response.status_code in UNREACHABLE_STATUS:
         raise httpx.RemoteProtocolError(f"HTTP {response.status_code} from {endpoint}/models")
@@ -209,6 +220,8 @@ class GuardedBackend:
         self.inner, self.endpoint, self.breaker = inner, endpoint, breaker
 
     def __getattr__(self, name: str) -> Any:  # spec, aclose, … of the wrapped backend
+        if name == "inner":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:

@@ -315,6 +315,35 @@ def test_breaker_counts_only_unreachable_failures() -> None:
     assert breaker.stopped is not None and breaker.stopped.endpoint == "http://127.0.0.1:9/v1"
 
 
+def test_an_endpoint_that_answers_probes_but_fails_every_call_stops_too(planner: Server) -> None:
+    """An overloaded server: `GET /models` answers, every chat call times out. The breaker reopens it `pauses`
+    times, then stops (it does not cycle forever)."""
+    import httpx
+    import openai
+
+    timeout = openai.APITimeoutError(request=httpx.Request("POST", planner.base_url))
+
+    class TimesOut:
+        spec = None
+
+        async def chat(self, request: ChatRequest):
+            raise BackendError("timed out") from timeout
+
+    async def scenario() -> tuple[EndpointBreaker, int]:
+        breaker = EndpointBreaker(BreakerSettings(failures=2, pauses=2, pause_s=0.0))
+        b = GuardedBackend(TimesOut(), planner.base_url, breaker)
+        calls = 0
+        while breaker.stopped is None and calls < 50:
+            calls += 1
+            with pytest.raises(BackendError):
+                await b.chat(ChatRequest(role="planner", messages=[]))
+        return breaker, calls
+
+    breaker, calls = asyncio.run(scenario())
+    assert breaker.stopped is not None and "answered the breaker's probe 2 times" in breaker.stopped.reason
+    assert breaker.trips == 3 and calls == 6  # 2 failures per opening, 2 reopenings, then the stop
+
+
 def recipe_yaml(items: list[str]) -> str:
     """`a.b=v` overrides as the nested YAML of a recipe file."""
     import yaml
