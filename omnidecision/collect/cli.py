@@ -51,6 +51,8 @@ def collect(
     limit: Optional[int] = typer.Option(None, "--limit", help="override tasks.limit"),  # noqa: UP045
     mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
     no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
+    no_retry_errors: bool = typer.Option(False, "--no-retry-errors", help="keep runs recorded with outcome `error` "
+                                         "as finished (default: a restart runs them again)"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints "
                                  "(a live environment: probe them, its API keys and media files); print the resolved "
@@ -59,6 +61,7 @@ def collect(
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
 
     `omnidecision collect merge DIR… --out FILE` merges shard files instead."""
+    from omnidecision.collect.breaker import CollectionStopped
     from omnidecision.collect.recipe import RecipeError, cli_overrides, load_recipe
     from omnidecision.collect.runner import collect as run_collect
 
@@ -76,6 +79,8 @@ def collect(
             overrides.append(f"{key}={json.dumps(str(value)) if isinstance(value, (str, Path)) else value}")
     if no_progress:
         overrides.append("progress=false")
+    if no_retry_errors:
+        overrides.append("retry_errors=false")
     if dry_run:
         from omnidecision.collect.dryrun import dry_run as make_report
         from omnidecision.preflight import emit
@@ -86,9 +91,12 @@ def collect(
         summary = asyncio.run(run_collect(recipe))
     except (RecipeError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from exc
+    except CollectionStopped as exc:  # an endpoint stayed down: exit 3, the message names it
+        raise _fail(str(exc), code=3) from exc
     s = summary.as_dict()
     acc = f"{s['accuracy']:.3f}" if s["accuracy"] is not None else "n/a"
-    typer.echo(f"{s['out_file']}: {s['done']} new runs, {s['skipped']} already done, {s['jobs']} total; "
+    retried = f", {s['retried_errors']} earlier error runs retried" if s["retried_errors"] else ""
+    typer.echo(f"{s['out_file']}: {s['done']} new runs, {s['skipped']} already done{retried}, {s['jobs']} total; "
                f"accuracy {acc} ({s['correct']}/{s['judged']}, {s['judge_failures']} judge failures); "
                f"outcomes {s['outcomes']}; {s['wall_s']:.1f}s")
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.perception import PerceptionSpec
+from omnidecision.collect.breaker import BreakerSettings
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.tools.page_fetch import PageReaderSpec
 from omnidecision.tools.search_apis import SearchSpec
@@ -121,6 +122,12 @@ class CollectRecipe(_Model):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     environment: Environment = Field(default_factory=Environment)
     progress: bool = Field(True, description="show a progress bar")
+    retry_errors: bool = Field(
+        True, description="a restart runs again the runs recorded with outcome `error` (their records move to "
+        "errors-superseded*.jsonl); false (`--no-retry-errors`): they count as finished")
+    breaker: BreakerSettings = Field(
+        default_factory=BreakerSettings, description="endpoint circuit breaker: pause, probe, then stop the "
+        "collection naming an endpoint that stays unreachable (collect/breaker.py)")
 
     @field_validator("shard")
     @classmethod

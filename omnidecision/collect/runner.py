@@ -3,8 +3,14 @@
 `collect_runs(...)` is the reusable core (the eval stage calls it too): a fixed pool of `concurrency` worker
 coroutines pulls jobs from a queue, each job = `run_task` + `judge_run`, every record goes to ONE
 `RecordWriter` (flush + fsync per line). Resumable: jobs whose (task_id, sample) already has a complete record
-in the output file are skipped; a torn last line is cut away before appending. A progress bar (tqdm) shows
-running accuracy and the outcome counts.
+in the output file are skipped; a torn last line is cut away before appending. Runs that ended with outcome
+`error` are not finished: a restart runs them again (their old records move to `errors-superseded*.jsonl`,
+`store.supersede_errors`) unless `retry_errors=False` (`--no-retry-errors`). A progress bar (tqdm) shows running
+accuracy and the outcome counts.
+
+Endpoints are watched by a circuit breaker (`collect/breaker.py`): a run that failed because its endpoint was
+unreachable is not written; it runs again after the breaker's pause, and when the endpoint stays down the
+collection stops with `CollectionStopped` naming it (a restart of the same command continues).
 
 `collect(recipe)` adds the recipe plumbing: load + filter tasks, keep this shard's tasks
 (`shard_of(task.id, n) == i`), build backends and services, write `manifest.json`, run.
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.agent.config import AgentConfig
+from omnidecision.collect.breaker import BreakerSettings, CollectionStopped, EndpointBreaker, guard, start_job
 from omnidecision.collect.recipe import CollectRecipe, RecipeError
 from omnidecision.collect.store import (
     RecordWriter,
@@ -33,6 +40,7 @@ from omnidecision.collect.store import (
     repair_tail,
     shard_of,
     shard_path,
+    supersede_errors,
     write_json_atomic,
 )
 from omnidecision.protocol.chat import ChatBackend
@@ -51,7 +59,9 @@ class CollectSummary:
     out_file: str
     jobs: int = 0
     skipped: int = 0  # already finished before this start
+    retried_errors: int = 0  # error records of earlier starts moved aside (errors-superseded*.jsonl), run again
     done: int = 0
+    requeued: int = 0  # runs that failed on an unreachable endpoint and were run again (not written as errors)
     outcomes: Counter = field(default_factory=Counter)
     correct: int = 0
     judged: int = 0
@@ -63,7 +73,8 @@ class CollectSummary:
         return self.correct / self.judged if self.judged else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"out_file": self.out_file, "jobs": self.jobs, "skipped": self.skipped, "done": self.done,
+        return {"out_file": self.out_file, "jobs": self.jobs, "skipped": self.skipped,
+                "retried_errors": self.retried_errors, "done": self.done, "requeued": self.requeued,
                 "outcomes": dict(self.outcomes), "correct": self.correct, "judged": self.judged,
                 "judge_failures": self.judge_failures, "accuracy": self.accuracy, "wall_s": round(self.wall_s, 3)}
 
@@ -100,45 +111,70 @@ def _postfix(s: CollectSummary) -> str:
 async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
                        out_file: str | Path, *, samples: int = 1, concurrency: int = 8, judge: bool = True,
                        judge_llm: ChatBackend | None = None, services: Services = None, tool_runner=None,
-                       progress: bool = True, desc: str = "collect", judge_scorer: str = "lenient") -> CollectSummary:
+                       progress: bool = True, desc: str = "collect", judge_scorer: str = "lenient",
+                       retry_errors: bool = True, breaker: BreakerSettings | None = None) -> CollectSummary:
     """Run every (task, sample) not yet in `out_file`, `concurrency` at a time; append each judged record
     (`judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/judges.py).
-    `services`: one dict for every run, or a function task -> dict (per-task environments such as replay)."""
+    `services`: one dict for every run, or a function task -> dict (per-task environments such as replay).
+    `retry_errors`: runs recorded with outcome `error` are run again (their records moved aside first).
+    `breaker`: the endpoint circuit breaker's settings (None: the defaults; `enabled: false`: none). Raises
+    `CollectionStopped` (after writing every finished run) when an endpoint stayed unreachable."""
     from omnidecision.agent.loop import run_task
 
     t0 = time.perf_counter()
     out = Path(out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
     repair_tail(out)
+    retried = supersede_errors(out) if retry_errors else 0
     done_keys = finished_keys(out)
     jobs = [(t, k) for t in tasks for k in range(samples)]
     todo = [(t, k) for t, k in jobs if (t.id, k) not in done_keys]
-    summary = CollectSummary(out_file=str(out), jobs=len(jobs), skipped=len(jobs) - len(todo))
-    if summary.skipped:
-        logger.info("%s: %d of %d runs already finished; %d to go", out, summary.skipped, len(jobs), len(todo))
+    summary = CollectSummary(out_file=str(out), jobs=len(jobs), skipped=len(jobs) - len(todo), retried_errors=retried)
+    if summary.skipped or retried:
+        logger.info("%s: %d of %d runs already finished (%d earlier error runs to retry); %d to go", out,
+                    summary.skipped, len(jobs), retried, len(todo))
+    settings = breaker or BreakerSettings()
+    watch = EndpointBreaker(settings) if settings.enabled else None
+    backends = guard(backends, watch)
+    if judge_llm is not None:
+        judge_llm = guard({"judge": judge_llm}, watch)["judge"]
 
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), initial=summary.skipped, desc=desc, unit="run", dynamic_ncols=True)
-    queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
-    for job in todo:
-        queue.put_nowait(job)
+    queue: asyncio.Queue[tuple[Task, int, int]] = asyncio.Queue()  # (task, sample, times requeued)
+    for t, k in todo:
+        queue.put_nowait((t, k, 0))
 
     async with RecordWriter(out) as writer:
         async def worker() -> None:
             while True:
                 try:
-                    task, sample = queue.get_nowait()
+                    task, sample, again = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
+                if watch is not None and watch.stopped is not None:
+                    return  # the jobs left in the queue stay unwritten: the next start runs them
+                failed = start_job()  # endpoints this job finds unreachable (set by the guarded backends)
                 svc = services(task) if callable(services) else services
                 record = await run_task(task, config, backends, sample=sample, tool_runner=tool_runner,
                                         services=svc)
                 if judge:
                     record.judge = await judge_record(task, record, judge_llm, judge_scorer)
                     record.draft_judge = await judge_draft(task, record, judge_llm, judge_scorer)
+                endpoint_hurt = failed and (record.outcome == "error" or (
+                    record.judge is not None and record.judge.correct is None))
+                if endpoint_hurt and watch is not None:
+                    # the endpoint died under this run: its record says nothing about the agent; never write it
+                    # as finished. Run it again (after the breaker's pause), or leave it to the next start.
+                    if watch.stopped is not None:
+                        return
+                    if again < settings.requeue:
+                        summary.requeued += 1
+                        queue.put_nowait((task, sample, again + 1))
+                        continue
                 await writer.put(record)
                 summary.done += 1
                 summary.outcomes[record.outcome] += 1
@@ -152,10 +188,20 @@ async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[st
                     bar.update(1)
                     bar.set_postfix_str(_postfix(summary), refresh=False)
 
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(todo))))))
+        try:
+            await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(todo))))))
+        finally:
+            if watch is not None:
+                await watch.aclose()
     if bar is not None:
         bar.close()
     summary.wall_s = time.perf_counter() - t0
+    if watch is not None and watch.stopped is not None:
+        left = summary.jobs - summary.skipped - summary.done
+        raise CollectionStopped(watch.stopped.endpoint, (
+            f"collection stopped: {watch.stopped.reason}. {summary.done} runs were written to {out} in this start "
+            f"({summary.skipped} before it); the other {left} are not written. Run the same command again once "
+            f"{watch.stopped.endpoint} answers: finished runs are kept, the rest run then."))
     return summary
 
 
@@ -284,4 +330,5 @@ async def collect(recipe: CollectRecipe, tool_runner=None) -> CollectSummary:
     return await collect_runs(tasks, recipe.agent, backends, shard_path(out_dir, i, n), samples=recipe.samples,
                               concurrency=recipe.concurrency, judge=recipe.judge.enabled, judge_llm=judge_llm,
                               services=services, tool_runner=tool_runner, progress=recipe.progress,
-                              desc=f"collect {i}/{n}", judge_scorer=recipe.judge.scorer)
+                              desc=f"collect {i}/{n}", judge_scorer=recipe.judge.scorer,
+                              retry_errors=recipe.retry_errors, breaker=recipe.breaker)

@@ -7,6 +7,9 @@
   before the next, so lines never interleave and a finished run survives a SIGKILL.
 - `read_records` / `finished_keys` / `trajectory_files` / `merge`: reading for resume, harvest and merge.
   A malformed line raises `TrajectoryFileError` naming file:line and the field.
+- `supersede_errors(path)`: before a restart retries the runs that ended with outcome `error`, their records move to
+  `errors-superseded*.jsonl` next to the shard (outside `trajectories*.jsonl`, so harvest, reports, the viewer and
+  merge never read them and never see two records of one run).
 
     python -c "from omnidecision.collect.store import shard_of; print(shard_of('synth-0001', 4))"
 """
@@ -28,6 +31,7 @@ from omnidecision.protocol.records import RunRecord
 logger = logging.getLogger(__name__)
 
 SHARD_GLOB = "trajectories*.jsonl"
+SUPERSEDED_PREFIX = "errors-superseded"
 
 
 class TrajectoryFileError(ValueError):
@@ -121,6 +125,55 @@ def finished_keys(path: str | Path) -> set[tuple[str, int]]:
     if not p.is_file():
         return set()
     return {(r.task_id, r.sample) for _, r in read_records(p)}
+
+
+def superseded_path(path: str | Path) -> Path:
+    """Where `supersede_errors` moves the error records of a shard file: a name outside `SHARD_GLOB`.
+
+    >>> superseded_path("runs/x/trajectories.shard-0-of-4.jsonl").name
+    'errors-superseded.shard-0-of-4.jsonl'
+    >>> superseded_path("runs/x/trajectories.jsonl").name
+    'errors-superseded.jsonl'
+    """
+    p = Path(path)
+    rest = p.name[len("trajectories"):] if p.name.startswith("trajectories") else f".{p.name}"
+    return p.with_name(SUPERSEDED_PREFIX + rest)
+
+
+def supersede_errors(path: str | Path) -> int:
+    """Move every record with outcome `error` out of `path` into `superseded_path(path)`, so that a restart runs
+    those (task_id, sample) pairs again and readers never see two records of one run. Returns how many moved.
+
+    Crash-safe in this order: the error lines are appended (fsynced) to the side file first, then the shard is
+    rewritten without them through a temp file and a rename. A kill in between leaves them in both places; the next
+    start moves them again (the side file is a log of what was retried, never read as results). Lines are moved
+    byte for byte. A malformed line raises `TrajectoryFileError` (as `finished_keys` does) and nothing moves."""
+    p = Path(path)
+    if not p.is_file():
+        return 0
+    repair_tail(p)
+    keep: list[bytes] = []
+    moved: list[bytes] = []
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            (moved if parse_line(raw, p, lineno).outcome == "error" else keep).append(raw)
+    if not moved:
+        return 0
+    side = superseded_path(p)
+    with side.open("ab") as fh:
+        fh.write(b"".join(moved))
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    with tmp.open("wb") as fh:
+        fh.write(b"".join(keep))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+    logger.info("%s: %d error records moved to %s (their runs are retried)", p, len(moved), side)
+    return len(moved)
 
 
 def trajectory_files(paths: Iterable[str | Path]) -> list[Path]:

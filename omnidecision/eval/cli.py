@@ -9,6 +9,8 @@
 
 `eval` and `ablate` override any recipe field as `--key.path VALUE` (e.g. `--agent.step_budget 10`), the syntax of
 `sft`, `grpo` and `collect` too. `serve`, `eval` and `ablate` take `--dry-run`: resolve, check, print, start nothing.
+`eval` retries runs recorded with outcome `error` on a restart (`--no-retry-errors` keeps them), and stops with
+exit code 3 naming an endpoint that stays unreachable (the recipe's `breaker:` block).
 """
 
 from __future__ import annotations
@@ -106,7 +108,8 @@ def _recipe(config: Path, extra: list[str], out: Path | None):
     from omnidecision.eval.runner import load_eval_recipe
 
     try:
-        overrides = cli_overrides(extra)
+        # `--no-retry-errors`, as in `collect`: earlier `error` runs count as finished
+        overrides = cli_overrides(["--retry_errors=false" if a == "--no-retry-errors" else a for a in extra])
         if out is not None:
             overrides.append(f"out={out}")
         return load_eval_recipe(config, overrides)
@@ -124,6 +127,7 @@ def eval_cmd(
                                                           "command of its serve: block; start nothing"),
 ) -> None:
     """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
+    from omnidecision.collect.breaker import CollectionStopped
     from omnidecision.collect.recipe import RecipeError
     from omnidecision.eval.runner import run_eval
 
@@ -140,6 +144,9 @@ def eval_cmd(
     except (RecipeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    except CollectionStopped as exc:  # an endpoint stayed down (collect/breaker.py): the message names it
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from exc
     low, high = rep["ci95"]
     acc = rep["accuracy"] or 0.0
     typer.echo(f"{rep.get('name')}: accuracy {100 * acc:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over n={rep['n']} "
@@ -177,6 +184,7 @@ def ablate(
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe, print it; start nothing"),
 ) -> None:
     """Budget-matched ablation: the same tasks in ledger / react / memory modes with equal tool-call caps."""
+    from omnidecision.collect.breaker import CollectionStopped
     from omnidecision.collect.recipe import RecipeError
     from omnidecision.eval.compare import MODES, run_ablation
 
@@ -200,6 +208,9 @@ def ablate(
     except (RecipeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    except CollectionStopped as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from exc
     typer.echo((out / "compare.md").read_text("utf-8"))
 
 

@@ -15,6 +15,10 @@ counted under `unanswerable`.
 was submitted, `accuracy_with_drafts` counts each abstaining run's draft instead (its `draft_judge`; on a task
 without an answer a submitted draft is wrong), side by side (`drafts`: how many runs abstained with a draft, and
 how many of those drafts were right).
+Runs with outcome `error` (a dead endpoint, a crash: no answer at all) are not wrong answers: `error_runs` counts
+them, `wrong` counts the judged runs that answered wrongly, `accuracy_without_errors` is the accuracy over the runs
+that did not error, and failure attribution leaves them out. `accuracy` still counts them as not correct (never
+inflated); report.md says how many there were and that a restart retries them.
 """
 
 from __future__ import annotations
@@ -130,8 +134,9 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     invalid_steps = sum(1 for r in rs for s in r.steps if s.invalid)
     costs = [r.totals.cost for r in rs if r.totals.cost is not None]
 
-    # -- attribution of incorrect runs (judge failures excluded: we do not know they are wrong)
-    wrong = [r for r in rs if not is_correct(r) and not judge_failed(r)]
+    # -- attribution of incorrect runs (judge failures and error runs excluded: neither is a wrong answer)
+    wrong = [r for r in rs if not is_correct(r) and not judge_failed(r) and r.outcome != "error"]
+    answered = [r for r in rs if r.outcome != "error"]
     attribution = dict.fromkeys(CATEGORIES, 0)
     for r in wrong:
         attribution[attribute(r.final_ledger, r.outcome)] += 1
@@ -150,6 +155,9 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "n": n,
         "correct": overall["correct"],
         "judge_failures": sum(judge_failed(r) for r in rs),
+        "error_runs": n - len(answered),
+        "wrong": len(wrong),
+        "accuracy_without_errors": rate(sum(is_correct(r) for r in answered), len(answered)),
         "judge_methods": dict(judge_methods),
         "unanswerable": {"n": sum(unanswerable(r) for r in rs),
                          "abstained": sum(unanswerable(r) and r.outcome == "insufficient" for r in rs)},
@@ -220,6 +228,17 @@ def _judge_line(rep: dict[str, Any]) -> str:
     return f"judge: string scorer **{scorer}** ({SCORER_NAMES.get(scorer, scorer)}), {llm}; methods: {methods}"
 
 
+def _error_lines(rep: dict[str, Any]) -> list[str]:
+    """How many runs ended in `error` (no answer: not wrong answers), when any did."""
+    k = rep.get("error_runs", 0)
+    if not k:
+        return []
+    return [f"**{k} of {rep['n']} runs ended with outcome error** (a backend or tool failure, no answer): counted as "
+            f"not correct above but apart from the {rep.get('wrong', 0)} wrong answers; accuracy over the "
+            f"{rep['n'] - k} runs without error {_pct(rep.get('accuracy_without_errors'))}. Running the same command "
+            "again retries them (`--no-retry-errors` keeps them).", ""]
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     """report.md: the headline, then one table per metric group."""
     title = rep.get("name") or "eval"
@@ -234,6 +253,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"(never counted as correct); unanswerable tasks {rep['unanswerable']['n']}, of which the agent declined "
         f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
         "",
+        *_error_lines(rep),
         _judge_line(rep),
         "",
         "| answers judged | accuracy |", "|---|---|",

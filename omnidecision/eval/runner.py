@@ -170,7 +170,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
             tasks, recipe.agent, build_backends(role_specs), trajectories_path(out, i, n), samples=recipe.samples,
             concurrency=recipe.concurrency, judge=recipe.judge.enabled, judge_llm=judge_llm, services=services,
             progress=progress and recipe.progress, desc=f"eval {recipe.name or out.name}",
-            judge_scorer=recipe.judge.scorer))
+            judge_scorer=recipe.judge.scorer, retry_errors=recipe.retry_errors, breaker=recipe.breaker))
     wall = time.perf_counter() - t0
     # -- report over the records of these tasks (a resumed eval reports every finished run)
     ids = {t.id for t in all_tasks}

@@ -5,6 +5,14 @@ Limits: `max_bytes` (the body is streamed and cut there), `timeout_s` (connect +
 plain text; anything else is refused with its type), at most `max_redirects` redirects, http(s) only. A blocked
 URL (the environment's block list, checked again after redirects) is never fetched.
 
+Request forgery: a model chooses the URL, so before each request (the first and every redirect) the host is resolved
+once (`resolve_host`) and refused when any address is loopback, private, link-local (169.254.169.254: a cloud node's
+metadata service), multicast, reserved, unspecified or otherwise not public. The request then goes to the exact
+address that was checked (the URL's host replaced by it, the Host header and TLS SNI/certificate check kept on the
+name), so a second DNS answer cannot swap in an internal address (DNS rebinding). Hosts or networks that may be
+fetched anyway are listed in `environment.pages.allow` or `OMNIDECISION_PAGE_READER_ALLOW` (comma-separated: exact
+host names, addresses or CIDR networks; e.g. a local mirror, or a test's server on 127.0.0.1).
+
     python -m omnidecision.tools.page_fetch https://example.org/
 """
 
@@ -12,10 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
 import json
 import logging
+import os
+import socket
 import sys
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -25,6 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field
 logger = logging.getLogger(__name__)
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
+ALLOW_ENV = "OMNIDECISION_PAGE_READER_ALLOW"
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class FetchError(RuntimeError):
@@ -43,6 +57,91 @@ class PageReaderSpec(BaseModel):
     cache_dir: str | None = Field(None, description="folder for the extracted texts (None: memory only)")
     cache_entries: int = Field(512, ge=0, description="pages kept in memory")
     user_agent: str = Field("Mozilla/5.0 (compatible; omnidecision page_reader)", description="User-Agent header")
+    allow: list[str] = Field(
+        default_factory=list, description="hosts (exact names), addresses or CIDR networks the reader may fetch "
+        f"although they are not public (loopback, private, link-local, …); {ALLOW_ENV} adds comma-separated ones")
+
+
+def address_problem(ip: IPAddress) -> str | None:
+    """Why an address must not be fetched (None: a public address).
+
+    >>> address_problem(ipaddress.ip_address("169.254.169.254"))
+    'link-local'
+    >>> address_problem(ipaddress.ip_address("::ffff:10.0.0.1")), address_problem(ipaddress.ip_address("1.1.1.1"))
+    ('private', None)
+    """
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for name in ("unspecified", "loopback", "link_local", "multicast", "reserved", "private"):
+        if getattr(ip, f"is_{name}"):
+            return name.replace("_", "-")
+    return None if ip.is_global else "non-public (special-purpose)"
+
+
+async def resolve_host(host: str, port: int) -> list[str]:
+    """The addresses of `host` (the one lookup the page reader makes per request; tests patch this function)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class UrlGuard:
+    """Checks where a URL's host resolves and returns the address to connect to (see the module docstring)."""
+
+    def __init__(self, allow: Iterable[str] = (), timeout_s: float = 15.0) -> None:
+        self.names: set[str] = set()
+        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        self.timeout_s = timeout_s
+        for entry in (e.strip() for e in allow):
+            if not entry:
+                continue
+            try:
+                self.networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+            except ValueError:
+                if "/" in entry or ":" in entry:
+                    raise ValueError(f"page reader allow list: {entry!r} is neither a host name nor an address "
+                                     "or CIDR network") from None
+                self.names.add(entry.lower().rstrip("."))
+
+    @classmethod
+    def from_spec(cls, spec: PageReaderSpec) -> UrlGuard:
+        extra = os.environ.get(ALLOW_ENV, "").split(",")
+        return cls([*spec.allow, *extra], spec.timeout_s)
+
+    def allowed(self, host: str, ip: IPAddress) -> bool:
+        return host in self.names or any(ip in net for net in self.networks)
+
+    async def pin(self, url: str) -> str:
+        """The address `url` must be fetched from; FetchError saying why when its host is not public."""
+        parsed = urlparse(url)
+        host = (parsed.hostname or "").lower().rstrip(".")
+        if not host:
+            raise FetchError(f"{url}: refused: no host in the URL")
+        try:
+            port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        except ValueError as exc:
+            raise FetchError(f"{url}: refused: {exc}") from None
+        try:
+            literal: IPAddress | None = ipaddress.ip_address(host.split("%")[0])
+        except ValueError:
+            literal = None
+        if literal is not None:
+            addresses = [str(literal)]
+        else:
+            try:
+                addresses = await asyncio.wait_for(resolve_host(host, port), self.timeout_s)
+            except (OSError, asyncio.TimeoutError) as exc:
+                raise FetchError(f"{url}: cannot resolve {host}: {exc or type(exc).__name__}") from None
+            if not addresses:
+                raise FetchError(f"{url}: cannot resolve {host}: no address")
+        for text in addresses:  # every answer must pass: one internal address among public ones is refused too
+            ip = ipaddress.ip_address(text.split("%")[0])
+            problem = address_problem(ip)
+            if problem is not None and not self.allowed(host, ip):
+                where = f"{host} is" if literal is not None else f"{host} resolves to {ip}, which is"
+                raise FetchError(f"{url}: refused (request forgery guard): {where} a {problem} address; the page "
+                                 f"reader fetches public addresses only (allow a host or network explicitly with "
+                                 f"environment.pages.allow or {ALLOW_ENV})")
+        return addresses[0].split("%")[0]
 
 
 def extract_text(html: str, url: str | None = None) -> str:
@@ -66,6 +165,7 @@ class PageFetcher:
                  client: httpx.AsyncClient | None = None) -> None:
         self.spec = spec or PageReaderSpec()
         self.is_blocked = is_blocked or (lambda url: False)
+        self.guard = UrlGuard.from_spec(self.spec)
         self._client = client
         self._semaphore: asyncio.Semaphore | None = None
         self._memory: OrderedDict[str, str] = OrderedDict()
@@ -138,13 +238,30 @@ class PageFetcher:
         self._store(url, text)
         return text
 
+    async def _pinned(self, url: str) -> tuple[httpx.URL, dict[str, str], dict[str, str]]:
+        """(URL with the checked address as host, Host header, request extensions): what `_get` sends."""
+        ip = await self.guard.pin(url)
+        logical = httpx.URL(url)
+        headers = {"Host": logical.netloc.decode("ascii")}
+        # TLS: SNI and the certificate check stay on the name, the connection goes to the checked address
+        extensions = {"sni_hostname": logical.raw_host.decode("ascii")} if logical.scheme == "https" else {}
+        return logical.copy_with(host=ip), headers, extensions
+
     async def _get(self, url: str) -> tuple[str, str, bytes]:
         current = url
         for _ in range(self.spec.max_redirects + 1):
             try:
-                async with self.client.stream("GET", current) as response:
+                try:
+                    target_url, headers, extensions = await self._pinned(current)
+                except FetchError as exc:
+                    if current == url:
+                        raise
+                    raise FetchError(f"{url}: redirects to {exc}") from None
+                async with self.client.stream("GET", target_url, headers=headers, extensions=extensions) as response:
                     if response.is_redirect:
-                        target = str(response.url.join(response.headers.get("location", "")))
+                        target = str(httpx.URL(current).join(response.headers.get("location", "")))
+                        if urlparse(target).scheme not in ("http", "https"):
+                            raise FetchError(f"{url}: redirects to {target}, which is not an http(s) URL")
                         if self.is_blocked(target):
                             raise FetchError(f"{url}: redirects to {target}, which is blocked in this environment")
                         current = target
@@ -162,7 +279,7 @@ class PageFetcher:
                             logger.info("%s: body cut at %d bytes", current, self.spec.max_bytes)
                             del body[self.spec.max_bytes:]
                             break
-                    return str(response.url), ctype, bytes(body)
+                    return current, ctype, bytes(body)
             except httpx.TimeoutException as exc:
                 raise FetchError(f"{current}: no answer within {self.spec.timeout_s:g}s") from exc
             except httpx.HTTPError as exc:

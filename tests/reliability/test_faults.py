@@ -21,6 +21,7 @@ import pytest
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
+from omnidecision.collect.breaker import BreakerSettings, CollectionStopped
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
@@ -94,7 +95,7 @@ PER_CALL_S = (RETRIES + 1) * TIMEOUT_S + RETRIES * MAX_WAIT_S + 0.5
 SLOW_S = 8.0
 
 
-def _collect(tasks, planner_url: str, out_file, timeout_s: float = TIMEOUT_S):
+def _collect(tasks, planner_url: str, out_file, timeout_s: float = TIMEOUT_S, breaker: BreakerSettings | None = None):
     backends = build_backends({
         "default": BackendSpec(kind="teacher"),
         "planner": BackendSpec(kind="openai", base_url=planner_url, model="faulty", timeout_s=timeout_s,
@@ -104,7 +105,8 @@ def _collect(tasks, planner_url: str, out_file, timeout_s: float = TIMEOUT_S):
         if hasattr(b, "retry_wait_s"):
             b.retry_wait_s, b.retry_max_wait_s = 0.01, MAX_WAIT_S
     config = AgentConfig(step_budget=STEP_BUDGET)
-    return asyncio.run(collect_runs(tasks, config, backends, out_file, concurrency=CONCURRENCY, progress=False))
+    return asyncio.run(collect_runs(tasks, config, backends, out_file, concurrency=CONCURRENCY, progress=False,
+                                    breaker=breaker))
 
 
 @pytest.mark.timeout(180)
@@ -135,7 +137,13 @@ def test_collection_survives_injected_faults(synth_tasks, tmp_path, seed):
 
 
 def test_dead_endpoint_ends_every_run_with_error_and_reason(synth_tasks, tmp_path):
-    _collect(synth_tasks[:4], f"http://127.0.0.1:{_free_port()}/v1", tmp_path / "runs.jsonl")
+    """Without the circuit breaker, each run ends with `error` and the reason (a restart retries them); with it,
+    the collection stops naming the endpoint and marks no run (tests/collect/test_endpoint_faults.py)."""
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    _collect(synth_tasks[:4], url, tmp_path / "runs.jsonl", breaker=BreakerSettings(enabled=False))
     records = [r for _, r in read_records(tmp_path / "runs.jsonl")]
     assert len(records) == 4
     assert all(r.outcome == "error" and "connection" in (r.error or "").lower() for r in records)
+    with pytest.raises(CollectionStopped, match=f"endpoint {url} is unreachable"):
+        _collect(synth_tasks[:4], url, tmp_path / "stopped.jsonl", breaker=BreakerSettings(failures=2, pause_s=0.01))
+    assert list(read_records(tmp_path / "stopped.jsonl")) == []

@@ -16,7 +16,7 @@ import pytest
 
 from omnidecision.tasks.loaders.omnigaia import BLOCKED_DOMAINS
 from omnidecision.tasks.schema import Task
-from omnidecision.tools.page_fetch import FetchError, PageFetcher, PageReaderSpec
+from omnidecision.tools.page_fetch import ALLOW_ENV, FetchError, PageFetcher, PageReaderSpec
 from omnidecision.tools.registry import build_tool_context, run_tool
 from omnidecision.tools.search import is_blocked
 from omnidecision.tools.search_apis import (
@@ -92,7 +92,9 @@ def site():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    with pytest.MonkeyPatch.context() as mp:  # the reader refuses loopback unless allowed explicitly
+        mp.setenv(ALLOW_ENV, "127.0.0.1")
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
 

@@ -1,0 +1,160 @@
+"""Request forgery: the page reader refuses URLs whose host is (or resolves to) a loopback, private, link-local,
+multicast or reserved address, on the first request and on every redirect, and connects to the address it checked.
+
+A real local HTTP server counts what reached it (a refused URL must never get there); `httpx.MockTransport` records
+what the reader would have sent where no server may be contacted (169.254.169.254, public addresses). The resolver
+the reader uses (`page_fetch.resolve_host`) is patched for host names: no DNS, no network."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from omnidecision.tasks.schema import Task
+from omnidecision.tools import page_fetch
+from omnidecision.tools.page_fetch import ALLOW_ENV, FetchError, PageFetcher, PageReaderSpec, UrlGuard
+from omnidecision.tools.registry import build_tool_context, run_tool
+from omnidecision.tools.web_live import LiveWeb
+
+PAGE = b"<html><head><title>Harbour</title></head><body><article><p>The bridge opened in 1932.</p></article></body>"
+
+
+class Local(BaseHTTPRequestHandler):
+    hits: list[tuple[str, str]] = []  # (path, Host header)
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        Local.hits.append((self.path, self.headers.get("Host", "")))
+        if self.path == "/to-loopback":  # an allowed host redirecting onto an internal address
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/page")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+
+@pytest.fixture(scope="module")
+def port():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Local)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def no_env_allow(monkeypatch):
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    Local.hits.clear()
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """Patch the reader's resolver: name -> addresses; records every lookup."""
+    table: dict[str, list[str]] = {}
+    lookups: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        if host not in table:
+            raise OSError(f"no such host {host}")
+        return table[host]
+
+    monkeypatch.setattr(page_fetch, "resolve_host", resolve)
+    return table, lookups
+
+
+def fetch(url: str, fetcher: PageFetcher) -> str:
+    async def go() -> str:
+        try:
+            return await fetcher.fetch(url)
+        finally:
+            await fetcher.aclose()
+
+    return asyncio.run(go())
+
+
+def recording_client(sent: list[httpx.Request]) -> httpx.AsyncClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, headers={"Content-Type": "text/html"}, content=PAGE)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://127.0.0.1:{port}/page", "127.0.0.1 is a loopback address"),
+    ("http://[::1]:{port}/page", "::1 is a loopback address"),
+    ("http://169.254.169.254/latest/meta-data/iam/", "169.254.169.254 is a link-local address"),
+    ("http://10.1.2.3/", "private"), ("http://[fd00::1]/", "private"), ("http://0.0.0.0:{port}/", "unspecified"),
+    ("http://224.0.0.1/", "multicast"), ("http://240.0.0.1/", "reserved"), ("http://[::ffff:127.0.0.1]/", "loopback"),
+])
+def test_internal_addresses_are_refused_before_any_connection(port, url, why):
+    sent: list[httpx.Request] = []
+    with pytest.raises(FetchError, match=f"refused.*{why}") as info:
+        fetch(url.format(port=port), PageFetcher(client=recording_client(sent)))
+    assert sent == [] and Local.hits == []  # nothing was sent anywhere
+    assert ALLOW_ENV in str(info.value)  # the refusal says how to allow it
+
+
+def test_a_public_looking_name_resolving_to_loopback_is_refused(port, dns):
+    table, lookups = dns
+    table["news.example.com"] = ["127.0.0.1"]
+    with pytest.raises(FetchError, match="news.example.com resolves to 127.0.0.1, which is a loopback address"):
+        fetch(f"http://news.example.com:{port}/page", PageFetcher())
+    table["mixed.example.com"] = ["93.184.216.34", "10.0.0.5"]  # one internal answer among public ones
+    with pytest.raises(FetchError, match="resolves to 10.0.0.5, which is a private address"):
+        fetch(f"http://mixed.example.com:{port}/page", PageFetcher())
+    assert Local.hits == [] and lookups == ["news.example.com", "mixed.example.com"]
+
+
+def test_the_connection_goes_to_the_checked_address_with_the_name_kept(dns):
+    """DNS rebinding: one lookup per request, and the request goes to that address (Host header and TLS SNI keep the
+    name), so a second answer pointing at an internal address is never asked for."""
+    table, lookups = dns
+    table["rebind.example"] = ["93.184.216.34"]
+    sent: list[httpx.Request] = []
+    assert "1932" in fetch("https://rebind.example/a?b=1", PageFetcher(client=recording_client(sent)))
+    (req,) = sent
+    assert (req.url.host, req.url.path, req.url.query) == ("93.184.216.34", "/a", b"b=1")
+    assert req.headers["host"] == "rebind.example" and req.extensions["sni_hostname"] == "rebind.example"
+    assert lookups == ["rebind.example"]
+
+
+def test_an_allowed_local_host_is_fetched_and_its_redirect_to_loopback_refused(port, dns):
+    table, _ = dns
+    table["site.test"] = ["127.0.0.1"]
+    fetcher = PageFetcher(PageReaderSpec(allow=["site.test"]))
+    assert "1932" in fetch(f"http://site.test:{port}/page", fetcher)
+    assert Local.hits == [("/page", f"site.test:{port}")]  # reached through the pinned address, Host kept
+    with pytest.raises(FetchError, match=rf"redirects to http://127\.0\.0\.1:{port}/page: refused.*loopback"):
+        fetch(f"http://site.test:{port}/to-loopback", PageFetcher(PageReaderSpec(allow=["site.test"])))
+    assert [p for p, _ in Local.hits] == ["/page", "/to-loopback"]  # the redirect target was never requested
+
+
+def test_networks_allowed_through_the_environment(port, monkeypatch):
+    monkeypatch.setenv(ALLOW_ENV, "192.0.2.0/24, 127.0.0.0/8")
+    assert "1932" in fetch(f"http://127.0.0.1:{port}/page", PageFetcher())
+    with pytest.raises(FetchError, match="loopback"):  # ::1 is not in the allowed networks
+        fetch(f"http://[::1]:{port}/page", PageFetcher())
+    with pytest.raises(ValueError, match="'10.0.0.0/33' is neither a host name nor an address"):
+        UrlGuard(["10.0.0.0/33"])
+
+
+def test_the_page_reader_observation_says_why(port):
+    web = LiveWeb(None, PageFetcher())
+    ctx = build_tool_context(Task(id="t", question="q"), {"search": web})
+    obs = asyncio.run(run_tool("page_reader", {"url": "http://169.254.169.254/latest/meta-data/"}, ctx))
+    assert not obs.ok and "request forgery guard" in obs.error and "link-local" in obs.error
+    assert Local.hits == []
