@@ -105,7 +105,7 @@ def train(
     # model: the planner's body with a scalar head
     rm = AutoModelForSequenceClassification.from_pretrained(str(model), num_labels=1)
     rm.config.pad_token_id = tok.pad_token_id
-    args = RewardConfig(output_dir=str(out / "run"), max_steps=max_steps, per_device_train_batch_size=batch_size,
+    args = RewardConfig(output_dir=str(out), max_steps=max_steps, per_device_train_batch_size=batch_size,
                         learning_rate=learning_rate, lr_scheduler_type="constant", logging_steps=25,
                         save_strategy="no", report_to="none", use_cpu=use_cpu, bf16=False,
                         gradient_checkpointing=False, max_length=max_length, seed=seed, disable_tqdm=True)

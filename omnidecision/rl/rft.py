@@ -2,15 +2,16 @@
 
     omnidecision rft-select --config configs/grpo/tiny-cpu-judge.yaml --model runs/demo/models/sft \\
         --data runs/demo/data/rl --out runs/demo/data/rft --samples 8
-    omnidecision sft --config configs/sft/tiny-cpu.yaml --model_name_or_path runs/demo/models/sft \\
+    omnidecision sft --config configs/sft/tiny-cpu-continue.yaml --model_name_or_path runs/demo/models/sft \\
         --dataset_name runs/demo/data/rft --max_train_seconds 60 ...
 
 The control GRPO has to beat at the same compute: it sees the same states (the RL train split), samples the same K
 decisions per state at the GRPO recipe's temperature, scores them with the GRPO recipe's own reward (closure checks
 and, when the recipe has one, the judge), and keeps, per state, the best-scoring decision when it is well-formed
-(best-of-K; the stats count the groups where the decisions' scores differed, the ones selection informs). The kept (prompt, decision) pairs are an SFT dataset (`messages` = prompt +
-decision; `validation` = the harvest's validation SFT rows when given, so SFT keeps its best dev-loss checkpoint).
-Fine-tuning then runs with `omnidecision sft` for whatever wall time is left of the post-SFT budget.
+(best-of-K; the stats count the groups where the decisions' scores differed, the ones selection informs). The kept
+(prompt, decision) pairs are an SFT dataset (`messages` = prompt + decision; `validation` = the harvest's validation
+SFT rows when given, so SFT keeps its best dev-loss checkpoint). Fine-tuning then runs with `omnidecision sft` for
+whatever wall time is left of the post-SFT budget.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def rft_select(
         for f in sorted(Path(val).glob("validation-*.parquet")):
             shutil.copy(f, tmp / f.name)
     stats = {"states": len(rows), "samples": k, "kept": len(kept),
-             "informative_groups": sum(1 for g in scores if max(g) > min(g)), "wall_s": round(time.perf_counter() - t0, 1),
+             "informative_groups": sum(1 for g in scores if max(g) > min(g)),
+             "wall_s": round(time.perf_counter() - t0, 1),
              "mean_best": round(statistics.fmean(max(s) for s in scores), 4) if scores else None,
              "model": str(model), "data": str(data), "recipe": str(config)}
     (tmp / "rft_select.json").write_text(json.dumps(stats, indent=2), "utf-8")

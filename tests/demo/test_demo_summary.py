@@ -1,16 +1,16 @@
-"""The demo's summary.json and results table from finished evaluations (fast; the whole demo runs in
-tests/demo/test_demo_quick.py, slow), and its protocol: only the final evaluations read the test suite."""
+"""The demo's summary.json and tables from finished evaluations (fast; the whole demo runs in
+tests/demo/test_demo_quick.py, slow): every planner's row, the paired comparisons against the controls and the
+teacher, the judge's AUROC, and the experiment's pooling over seeds."""
 
 from __future__ import annotations
 
 import json
 
-from omnidecision.demo import PLANNERS, TRAINED, DemoConfig, Runner, build_plan, summarise, table
+from omnidecision.demo import PLANNERS, DemoConfig, pairs, pool, summarise, table
 from omnidecision.protocol.records import JudgeResult, RunRecord
-from omnidecision.rl.evaluate import spread
 
 
-def _eval(folder, correct: list[bool]) -> dict:
+def _eval(folder, correct: list[bool]) -> None:
     folder.mkdir(parents=True)
     with (folder / "trajectories.jsonl").open("w") as f:
         for i, ok in enumerate(correct):
@@ -18,62 +18,63 @@ def _eval(folder, correct: list[bool]) -> dict:
                             judge=JudgeResult(correct=ok))
             f.write(rec.model_dump_json() + "\n")
     k, n = sum(correct), len(correct)
-    return {"accuracy": k / n, "ci95": [max(0.0, k / n - 0.2), min(1.0, k / n + 0.2)], "n": n,
-            "outcomes": {"accepted": k, "stuck": n - k}, "invalid_action_rate": (n - k) / n,
-            "by_category": {"source_switch": {"n": n, "correct": k, "accuracy": k / n, "ci95": [0.0, 1.0]}}}
+    rep = {"accuracy": k / n, "ci95": [max(0.0, k / n - 0.2), min(1.0, k / n + 0.2)], "n": n,
+           "outcomes": {"accepted": k, "stuck": n - k}, "invalid_action_rate": (n - k) / n,
+           "by_category": {"source_switch": {"n": n, "correct": k, "accuracy": k / n, "ci95": [0.0, 1.0]}}}
+    (folder / "report.json").write_text(json.dumps(rep))
 
 
-def test_summary_has_suites_best_paired_and_every_planner_field(tmp_path):
-    test_correct = {"sft": [True, False, False, True], "sft_plus": [True, True, False, True],
-                    "rounds": [True, True, True, True], "grpo": [True, True, True, False],
-                    "teacher": [True, True, True, True]}
-    dev_acc = {"sft": 0.5, "sft_plus": 0.6, "rounds": 0.9, "grpo": 0.8, "teacher": 1.0}
-    reports = {}
+def _demo_folder(root, correct: dict[str, list[bool]]):
     for name in PLANNERS:
-        reports[(name, "test")] = _eval(tmp_path / "eval" / name / "test", test_correct[name])
-        reports[(name, "dev")] = {**reports[(name, "test")], "accuracy": dev_acc[name]}
-    state = {"suites": {"train": {"seed": 0, "n": 4}, "dev": {"seed": 1000, "n": 4}, "test": {"seed": 2000, "n": 4}},
-             "reports": reports, "best": "rounds", "post_sft_wall_s": 30.0,
-             "closure": {n: {"closure": spread([0.5, 1.0])} for n in TRAINED}}
-    summary = summarise(tmp_path, DemoConfig.quick(), state, {"sft": 12.0, "rounds": 20.0, "grpo": 10.0})
+        _eval(root / "eval" / name / "test", correct[name])
+    (root / "judge_eval.json").write_text(json.dumps({"n": 10, "positive": 6, "negative": 4, "auroc_closure": 0.61,
+                                                      "auroc_judge": 0.74, "auroc_closure_plus_judge": 0.77}))
+    (root / "data").mkdir()
+    (root / "data" / "stats.json").write_text(json.dumps({"runs": 20, "correct_runs": 12, "sft": {"train": 50},
+                                                          "rl": {"train": 90}}))
 
+
+CORRECT = {"teacher": [True, False, False, True], "sft": [True, False, False, True],
+           "sft_plus": [True, True, False, True], "rft": [True, True, False, False],
+           "grpo": [True, True, True, False], "grpo_judge": [True, True, True, True],
+           "grpo_shuffled": [True, False, True, True], "oracle_sft": [True, True, True, True],
+           "rule": [True, True, True, True]}
+
+
+def test_summary_has_every_planner_the_pairs_and_the_judge(tmp_path):
+    _demo_folder(tmp_path, CORRECT)
+    summary = summarise(tmp_path, DemoConfig.quick(), {"sft": 12.0, "judge-train": 5.0, "grpo_judge": 20.0})
     saved = json.loads((tmp_path / "summary.json").read_text())
     assert saved == summary
-    assert saved["suites"]["test"] == {"seed": 2000, "n": 4} and saved["best"] == "rounds"
+    assert saved["post_sft_budget_s"] == 25.0
     for name in PLANNERS:
-        assert set(saved["planners"][name]) >= {"accuracy", "ci95", "n", "outcomes", "invalid_action_rate",
-                                                "heldout_closure_reward", "dev_accuracy"}
-    assert saved["planners"]["teacher"]["heldout_closure_reward"] is None
-    pairs = {(p["a"], p["b"]): p for p in saved["paired_in_loop"]}
-    assert set(pairs) >= {("sft", "sft_plus"), ("sft_plus", "rounds"), ("sft_plus", "grpo")}
-    p = pairs[("sft_plus", "rounds")]
+        assert set(saved["planners"][name]) >= {"accuracy", "ci95", "n", "outcomes", "invalid_action_rate", "data"}
+    assert saved["planners"]["oracle_sft"]["data"] == "rule" and saved["planners"]["grpo_judge"]["data"] != "rule"
+    got = {(p["a"], p["b"]): p for p in saved["paired_in_loop"]}
+    assert set(got) == set(pairs())
+    p = got[("sft_plus", "grpo_judge")]  # sft_plus misses t2, grpo_judge solves all four
     assert (p["n"], p["a_only"], p["b_only"], p["delta"]) == (4, 0, 1, 0.25)
-    assert pairs[("sft_plus", "grpo")]["a_only"] == 1 and pairs[("sft_plus", "grpo")]["b_only"] == 1
-    assert saved["targets"]["best_over_teacher"] == 1.0 and saved["targets"]["sft_over_teacher"] == 0.5
+    p = got[("teacher", "rft")]  # teacher solves t0, t3; rft t0, t1
+    assert (p["a_only"], p["b_only"], p["delta"]) == (1, 1, 0.0)
     text = table(summary)
-    assert "| rounds (best) | 1.000 |" in text and "| sft_plus | rounds | 4 | 0 | 1 | +0.250 |" in text
-    assert saved["planners"]["sft"]["by_family"] == {"source_switch": {"n": 4, "accuracy": 0.5}}
-    assert "| source_switch | 4 | 0.50 | 0.75 | 1.00 | 0.75 | 1.00 |" in text
+    assert "| sft_plus | grpo_judge | 4 | 0 | 1 | +0.250 |" in text
+    assert "| grpo_judge | emitted+reward | 1.000 |" in text
+    assert "AUROC judge 0.74, closure checks alone 0.61" in text
 
 
-def test_only_the_final_evaluations_read_the_test_suite(tmp_path):
-    plan, _ = build_plan(DemoConfig(), tmp_path, Runner(tmp_path))
-    test_suite, evals = str(tmp_path / "tasks-test"), str(tmp_path / "eval")
-    names = [s.name for s in plan]
-    readers = [s.name for s in plan if any(r.startswith(test_suite) for r in s.reads)]
-    assert readers and all(n.startswith("eval-") for n in readers)
-    # no training or choice stage reads the test suite or any evaluation on it
-    for s in plan:
-        if s.name.startswith("eval-") or s.name in ("compare", "view"):  # reports of the final evaluations
-            continue
-        assert not any(r.startswith(test_suite) or (r.startswith(evals) and r.endswith("/test")) for r in s.reads), s
-    best = next(s for s in plan if s.name == "choose-best")
-    assert best.reads and all(r.endswith("/dev") for r in best.reads)
-    # every model is trained before any evaluation runs
-    first_eval = min(i for i, n in enumerate(names) if n.startswith("eval-"))
-    assert all(names.index(n) < first_eval for n in ("sft", "rounds", "grpo", "sft-plus"))
-    assert all(names.index(n) > first_eval for n in ("compare", "view"))
-    # the recipes each training stage runs do not mention the test suite either
-    for s in plan:
-        if s.cmd and not s.name.startswith(("synth-", "eval-", "compare")):
-            assert not any(test_suite in a for a in s.cmd), s.name
+def test_the_experiment_pools_seeds_paired_per_seed_and_task(tmp_path):
+    folders, summaries = [], []
+    for seed, flip in ((0, False), (1, True)):
+        folder = tmp_path / f"seed-{seed}"
+        correct = {n: ([not c for c in v] if flip and n == "teacher" else v) for n, v in CORRECT.items()}
+        _demo_folder(folder, correct)
+        cfg = DemoConfig.quick()
+        cfg.seed = seed
+        summaries.append(summarise(folder, cfg, {}))
+        folders.append(folder)
+    pooled = pool(summaries, folders)
+    assert pooled["seeds"] == [0, 1] and pooled["pooled_n"]["teacher"] == 8
+    assert pooled["per_seed_accuracy"]["teacher"] == [0.5, 0.5]
+    got = {(p["a"], p["b"]): p for p in pooled["pooled_paired"]}
+    p = got[("teacher", "grpo_judge")]
+    assert (p["n"], p["a_only"], p["b_only"], p["delta"]) == (8, 0, 4, 0.5)
