@@ -161,7 +161,7 @@ def build_plan(cfg: DemoConfig, out: Path) -> list[Step]:
     spent = ("judge-train", "grpo_judge")
     add("rft-select", ["rft-select", "--config", _recipe("grpo", "tiny-cpu-judge.yaml"), "--model", f"{m}/sft",
                        "--data", f"{o}/data/rl", "--val", f"{o}/data/sft", "--out", f"{o}/data-rft", "--seed", s,
-                       "--judge_path", f"{m}/judge"],
+                       "--judge_path", f"{m}/judge", "--match-steps", str(cfg.grpo_steps)],
         [f"{m}/sft", f"{o}/data/rl", f"{m}/judge"], [f"{o}/data-rft"])
     for arm, data, less in (("rft", f"{o}/data-rft", ("rft-select",)), ("sft_plus", f"{o}/data/sft", ())):
         add(arm, ["sft", "--config", _recipe("sft", "tiny-cpu-continue.yaml"), "--model_name_or_path", f"{m}/sft",

@@ -28,7 +28,7 @@ with probability `habit_rate` (drawn per step), so a teacher with a habit shows 
   left without calls).
 
 A run where a habit fired can still end correct (one detour, then recovery): those runs are what a harvest of
-judge-correct runs keeps, so the habits reach the SFT data as they would from an API teacher. `HABITS_DEFAULT` is the
+judge-correct runs keeps, so the habits reach the SFT data as they would from an API teacher. `HABIT_TEACHER` is the
 collection teacher of the demo and the experiment (tests/agent/test_teacher_habits.py: one hand-built task per
 habit; docs/findings.md, "The teacher with habits", for its accuracy per family).
 
@@ -89,6 +89,8 @@ HABIT_KNOBS: tuple[str, ...] = ("retry_empty_source", "early_finish", "settle_fi
 # The collection teacher of the demo and the experiment (configs/collect/synthetic-habits.yaml): every habit on in
 # half of the runs, firing at 60% of the states where it applies, plus a little i.i.d. noise
 HABITS_DEFAULT: dict[str, float] = dict.fromkeys(HABIT_KNOBS, 0.5)
+# the collection teacher's options (= configs/collect/synthetic-habits.yaml, tests/agent/test_teacher_habits.py)
+HABIT_TEACHER: dict[str, Any] = {"habits": HABITS_DEFAULT, "habit_rate": 0.6, "noise": 0.02}
 
 
 def contains_value(text: str, value: str | None) -> bool:

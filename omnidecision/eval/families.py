@@ -1,4 +1,6 @@
-"""Per-family accuracy of the noise-free scripted teacher and the copy-rule baseline planner on a synthetic suite.
+"""Per-family accuracy of the noise-free scripted teacher (the rule planner), the teacher with habits (the demo's
+collection teacher), the same teacher with its habits off (its i.i.d. noise only) and the copy-rule baseline planner
+on a synthetic suite.
 
 The copy rule ("the first actionable need with the tool its digest line lists", `backends.first_actionable`) solves
 the original chains; the planning families exist to make it fail. Both planners share every other role (the
@@ -6,7 +8,7 @@ noise-free teacher's decompose, critic and finalizer) and the offline tools, so 
 
     python -m omnidecision.eval.families --n 300 --seed 21 --out docs/results/synth-families.json
 
-writes the JSON (per family: n, teacher and baseline accuracy) and prints a markdown table.
+writes the JSON (per family: n and each planner's accuracy) and prints a markdown table.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.backends.first_actionable import FirstActionableBackend
-from omnidecision.backends.teacher import TeacherBackend
+from omnidecision.backends.teacher import HABIT_TEACHER, TeacherBackend
 from omnidecision.tasks.judges import judge_offline
 from omnidecision.tasks.schema import Task
 from omnidecision.tasks.synth import FAMILIES, PLANNING_FAMILIES, load_suite, write_suite
@@ -42,8 +44,11 @@ def family_report(n: int, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         write_suite(n, seed, tmp)
         tasks = load_suite(tmp)
+        noise_only = {**HABIT_TEACHER, "habits": 0.0}
         results = {name: asyncio.run(_run(tasks, planner)) for name, planner in
-                   (("teacher", TeacherBackend(noise=0.0)), ("first_actionable", FirstActionableBackend()))}
+                   (("teacher", TeacherBackend(noise=0.0)), ("teacher_habits", TeacherBackend(**HABIT_TEACHER)),
+                    ("teacher_noise_only", TeacherBackend(**noise_only)),
+                    ("first_actionable", FirstActionableBackend()))}
     rows: dict[str, dict[str, Any]] = defaultdict(dict)
     for family in [*FAMILIES, "all"]:
         idx = [k for k, t in enumerate(tasks) if family in ("all", t.category)]
@@ -55,10 +60,11 @@ def family_report(n: int, seed: int) -> dict[str, Any]:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = ["| family | planning | n | teacher | first-actionable |", "|---|---|---|---|---|"]
+    lines = ["| family | planning | n | teacher (rule) | teacher with habits | habits off (noise only) | "
+             "first-actionable |", "|---|---|---|---|---|---|---|"]
     for family, r in report["families"].items():
         lines.append(f"| {family} | {'yes' if r['planning'] else ''} | {r['n']} | {r['teacher']:.3f} | "
-                     f"{r['first_actionable']:.3f} |")
+                     f"{r['teacher_habits']:.3f} | {r['teacher_noise_only']:.3f} | {r['first_actionable']:.3f} |")
     return "\n".join(lines)
 
 

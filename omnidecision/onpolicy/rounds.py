@@ -3,8 +3,10 @@
 Each round r = 1..R, in `out/round-r/`:
 1. serve the current planner with vLLM and run the agent on the TRAINING tasks (`collect:`, an eval recipe: the
    other roles as configured, e.g. the scripted teacher) → `collect/trajectories.jsonl` (resumable);
-2. relabel every state the planner visited with the labeller (`omnidecision.onpolicy.relabel`) → `data/onpolicy`
-   (SFT rows; RL rows with the label: GRPO can train on the planner's own states with `--dataset_name` there);
+2. label: by default (`labeller: own`, no oracle) keep what the planner itself decided in its own judge-correct
+   runs (several samples per task at a temperature: expert iteration), harvested like the teacher's runs
+   (`harvest --label emitted`); `labeller: rule` (DAgger with the rule planner: a named upper bound, not the
+   pipeline) or a chat backend relabels every visited state → `data/onpolicy` (SFT rows; RL rows);
 3. aggregate: the base SFT rows + every round's relabelled rows so far → `data/sft` (validation: the base's);
 4. fine-tune the current planner on the aggregate (`omnidecision sft` with `sft_config`, `sft_steps` steps),
    export it → `model/`, which the next round serves. `round.json` marks the round done (a restart skips it).
@@ -43,7 +45,9 @@ class RoundsRecipe(BaseModel):
     sft_steps: int = Field(100, ge=1, description="SFT steps per round")
     sft_overrides: dict[str, Any] = Field(default_factory=dict, description="SFT recipe fields to override")
     collect: dict[str, Any] = Field(..., description="eval recipe run with the current planner on the train tasks")
-    labeller: Literal["rule"] | BackendSpec = Field("rule", description="rule planner, or a chat backend spec")
+    labeller: Literal["own", "rule"] | BackendSpec = Field(
+        "own", description="own: the planner's own judge-correct runs (no oracle); rule: the rule planner relabels "
+                           "every visited state (an upper-bound arm); or a chat backend spec that relabels")
     out: str = Field("runs/rounds", description="output folder (round-1/, round-2/, …, rounds.json)")
 
 
@@ -107,9 +111,17 @@ def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[s
     times["collect"] = time.perf_counter() - t0
     # 2. relabel every visited state
     t0 = time.perf_counter()
-    sft_new, rl_new, stats = relabel_runs([str(out / "collect")], labeller, source=f"round-{r}")
-    write_rows(sft_new, "sft", out / "data" / "onpolicy" / "sft")
-    write_rows(rl_new, "rl", out / "data" / "onpolicy" / "rl")
+    if labeller == "own":  # what the planner decided in its own judge-correct runs
+        from omnidecision.collect.harvest import HarvestOptions, run_harvest
+
+        h = run_harvest([str(out / "collect")], out / "data" / "onpolicy",
+                        HarvestOptions(val_fraction=0.0, label="emitted"))
+        stats = {"labeller": "own", "states": h["rl"]["train"], "rows": h["sft"]["train"],
+                 "correct_runs": h["correct_runs"], "runs": h["runs"]}
+    else:
+        sft_new, rl_new, stats = relabel_runs([str(out / "collect")], labeller, source=f"round-{r}")
+        write_rows(sft_new, "sft", out / "data" / "onpolicy" / "sft")
+        write_rows(rl_new, "rl", out / "data" / "onpolicy" / "rl")
     # 3. aggregate with the base data and the earlier rounds
     base = Path(recipe.base_sft_data)
     train = _load_rows(base, "train")
@@ -140,7 +152,7 @@ def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[s
 
 def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
     """All rounds (done ones are skipped); returns and writes `out/rounds.json`."""
-    labeller: Any = rule_labeller
+    labeller: Any = "own" if recipe.labeller == "own" else rule_labeller
     if isinstance(recipe.labeller, BackendSpec):
         from omnidecision.backends.factory import build_backend
 

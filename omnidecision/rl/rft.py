@@ -52,6 +52,8 @@ def rft_select(
     val: Path = typer.Option(None, help="an SFT dataset folder whose validation split is copied next to the rows"),
     samples: int = typer.Option(None, help="decisions per state (default: the recipe's num_generations)"),
     max_states: int = typer.Option(None, help="at most this many states (default: all)"),
+    match_steps: int = typer.Option(None, help="sample as many states as this many GRPO steps of the recipe consume "
+                                               "(steps × generation_batch_size / num_generations): same generations"),
     seed: int = typer.Option(0, help="sampling seed"),
     judge_path: Path = typer.Option(None, "--judge_path", help="the learned judge folder (overrides the recipe's)"),
 ) -> None:
@@ -75,7 +77,10 @@ def rft_select(
     k = int(samples or recipe.get("num_generations", 8))
     torch.manual_seed(seed)
     # states: the same train split GRPO reads
-    rows = list(datasets.load_dataset(str(data), split="train"))
+    rows = list(datasets.load_dataset(str(data), split="train").shuffle(seed=seed))  # GRPO shuffles its states too
+    if match_steps:
+        per_step = int(recipe.get("generation_batch_size") or recipe.get("per_device_train_batch_size", 8)) // k
+        max_states = min(max_states or len(rows), match_steps * max(1, per_step))
     if max_states:
         rows = rows[:max_states]
     # sample K decisions per state at the GRPO temperature

@@ -62,4 +62,6 @@ def test_visited_states_get_the_rule_label_and_include_states_the_teacher_never_
 def test_the_shipped_rounds_recipe_validates_and_overrides_apply():
     recipe = load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["rounds=3", "sft_steps=7"])
     assert isinstance(recipe, RoundsRecipe) and (recipe.rounds, recipe.sft_steps) == (3, 7)
-    assert recipe.labeller == "rule" and recipe.collect["serve"]["roles"] == ["planner"]
+    # no oracle by default: the rounds learn from the planner's own judge-correct runs
+    assert recipe.labeller == "own" and recipe.collect["serve"]["roles"] == ["planner"]
+    assert load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["labeller=rule"]).labeller == "rule"
