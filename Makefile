@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PIP := $(BIN)/pip install --disable-pip-version-check -q
 
-.PHONY: install sandbox-deps browser test slow-test lint demo bench clean
+.PHONY: install sandbox-deps browser test slow-test lint demo experiment bench clean
 
 $(BIN)/omnidecision: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -48,6 +48,11 @@ lint: install
 
 demo: install
 	$(BIN)/omnidecision demo --out runs/demo
+
+# The demo's protocol over 3 seeds with 300 test tasks each, pooled (a restart keeps the finished seeds).
+experiment: install
+	$(BIN)/omnidecision experiment --seeds 0,1,2 --test-tasks 300 --out runs/experiment \
+		--results docs/results/experiment.json
 
 bench: install
 	$(BIN)/python -m bench.run_all
