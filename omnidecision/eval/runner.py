@@ -106,7 +106,7 @@ def maybe_serve(recipe: EvalRecipe) -> Iterator[dict[str, BackendSpec]]:
         for role in s.roles:
             spec = specs.get(role) or BackendSpec()
             specs[role] = spec.model_copy(update={"kind": "openai", "base_url": server.base_url,
-                                                  "model": s.request_name()})
+                                                  "model": s.request_name(), "endpoint_kind": "vllm"})
         logger.info("serving %s at %s for roles %s", s.request_name(), server.base_url, s.roles)
         yield specs
 
