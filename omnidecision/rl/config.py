@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import trl
 
+from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP
+
 
 @dataclass
 class GRPOScriptArguments(trl.ScriptArguments):
@@ -159,6 +161,8 @@ class PlannerModelConfig(trl.ModelConfig):
 @dataclass
 class PlannerGRPOConfig(trl.GRPOConfig):
     """TRL's GRPOConfig with the checks a planner run needs before any model is loaded."""
+
+    resume_from_checkpoint: str | None = field(default=RESUME_DEFAULT, metadata={"help": RESUME_HELP})
 
     def __post_init__(self) -> None:
         from omnidecision.preflight import check_precision
