@@ -129,3 +129,20 @@ def test_script_serves_an_r64_adapter_to_the_agent_loop(tiny_model_dir, r64_adap
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_compile_cache_persists_unless_fresh(tmp_path, monkeypatch):
+    """VLLM_CACHE_ROOT survives the server (an 8B start reuses the last compile): $VLLM_CACHE_ROOT, else
+    $XDG_CACHE_HOME/omnidecision/vllm; `fresh_cache` gives the old private folder."""
+    from omnidecision.serving.vllm_server import VLLMServer
+
+    monkeypatch.delenv("VLLM_CACHE_ROOT", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    work = tmp_path / "work"
+    env = VLLMServer("Qwen/Qwen3-8B").environment_overrides(work)
+    assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "xdg" / "omnidecision" / "vllm")
+    assert env["TMPDIR"] == str(work / "tmp")  # sockets stay private
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "mine"))
+    assert VLLMServer("Qwen/Qwen3-8B").environment_overrides(work)["VLLM_CACHE_ROOT"] == str(tmp_path / "mine")
+    fresh = VLLMServer("Qwen/Qwen3-8B", fresh_cache=True).environment_overrides(work)
+    assert fresh["VLLM_CACHE_ROOT"] == str(work / "cache")
