@@ -13,8 +13,7 @@ from pathlib import Path
 
 from omnidecision.collect.dryrun import recipe_checks
 from omnidecision.preflight import DryRunReport, check_adapter, check_model
-
-API_SERVER = "vllm.entrypoints.openai.api_server"
+from omnidecision.serving.vllm_server import API_SERVER_MODULE as API_SERVER
 
 
 def serve_report(report: DryRunReport, server) -> None:

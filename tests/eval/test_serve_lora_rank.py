@@ -68,18 +68,39 @@ def test_rank_comes_from_the_adapter(tiny_model_dir, r64_adapter, tmp_path):
     assert _check(report, "lora rank")["status"] == "ok" and "planner r=64" in _check(report, "lora rank")["detail"]
 
 
-def test_too_small_an_explicit_rank_fails_the_dry_run(tiny_model_dir, r64_adapter, tmp_path):
-    base = _base(tiny_model_dir, tmp_path)
-    for args, env in (([], {"MAX_LORA_RANK": "16"}), (["--max-lora-rank", "32"], {})):
-        res = _script([str(base), f"planner={r64_adapter}", *args, "--dry-run"], tmp_path, **env)
-        assert res.returncode == 2, res.stdout + res.stderr
-        detail = _check(json.loads(res.stdout), "lora rank")["detail"]
-        assert "below the rank of adapter(s) planner (r=64)" in detail, detail
-    # the session model's folder is named "planner": an adapter of that name would clash with the base
-    res = _script([str(tiny_model_dir), f"planner={r64_adapter}", "--dry-run"], tmp_path)
-    assert res.returncode == 2 and "also the base model's served name" in res.stdout
-    res = _script([str(tiny_model_dir), "--max-lora-rnk", "8"], tmp_path)
+def test_script_passes_the_rank_option(tmp_path):
+    """serve_planner.sh turns MAX_LORA_RANK / --max-lora-rank N / --max-lora-rank=N into `serve --max-lora-rank N`
+    (a stand-in CLI prints what it was given) and refuses other options."""
+    echo = tmp_path / "echo-cli"
+    echo.write_text('#!/bin/sh\necho "$@"\n')
+    echo.chmod(0o755)
+    env = {**os.environ, "OMNIDECISION": str(echo)}
+    for args, extra in (([], {"MAX_LORA_RANK": "16"}), (["--max-lora-rank", "32"], {}), (["--max-lora-rank=8"], {})):
+        res = subprocess.run(["bash", str(SCRIPT), "base", "planner=adapter", *args, "--dry-run"],
+                             env={**env, **extra}, capture_output=True, text=True, timeout=30)
+        rank = extra.get("MAX_LORA_RANK") or args[-1].split("=")[-1]
+        called = res.stdout.split()
+        assert called[:2] == ["serve", "base"] and called.count("--max-lora-rank") == 1, called
+        assert called[called.index("--max-lora-rank") + 1] == rank and "planner=adapter" in called
+    res = subprocess.run(["bash", str(SCRIPT), "base", "--max-lora-rnk", "8"], env=env, capture_output=True,
+                         text=True, timeout=30)
     assert res.returncode == 2 and "unknown option --max-lora-rnk" in res.stderr
+
+
+def test_too_small_an_explicit_rank_fails_the_dry_run(tiny_model_dir, r64_adapter, tmp_path):
+    from typer.testing import CliRunner
+
+    from omnidecision.cli import app
+
+    base = _base(tiny_model_dir, tmp_path)
+    res = CliRunner().invoke(app, ["serve", str(base), "--lora", f"planner={r64_adapter}", "--max-lora-rank", "32",
+                                   "--dry-run"])
+    assert res.exit_code == 2, res.output
+    detail = _check(json.loads(res.stdout[res.stdout.index("{"):]), "lora rank")["detail"]
+    assert "below the rank of adapter(s) planner (r=64)" in detail, detail
+    # the session model's folder is named "planner": an adapter of that name would clash with the base
+    res = CliRunner().invoke(app, ["serve", str(tiny_model_dir), "--lora", f"planner={r64_adapter}", "--dry-run"])
+    assert res.exit_code == 2 and "also the base model's served name" in res.stdout
 
 
 def test_rank_rounds_up_to_one_vllm_takes(tmp_path):
