@@ -32,12 +32,42 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return None
 
 
+# The default of `resume_from_checkpoint` in the SFT and GRPO recipes: a restarted command continues its run.
+RESUME_DEFAULT = "auto"
+RESUME_HELP = ("Where training starts. auto (default): from the newest complete checkpoint in output_dir when there "
+               "is one (a restart of the same command continues; a checkpoint torn by a kill while saving is "
+               "skipped), else from scratch. true: the same, warning when there is none. A checkpoint folder: from "
+               "it. false: from scratch even when output_dir holds checkpoints.")
+
+
+def _checkpoints(output_dir: str) -> list[str]:
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    if not os.path.isdir(output_dir):
+        return []
+    return sorted(n for n in os.listdir(output_dir) if n.startswith(PREFIX_CHECKPOINT_DIR + "-"))
+
+
 def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
-    """`true` → the newest complete checkpoint in `output_dir` (None, with a warning, when there is none); a path
-    → itself; false/none → None. A named folder that does not exist is an error (a typo must not restart from
-    scratch)."""
+    """`auto` (the recipes' default) → the newest complete checkpoint in `output_dir`, or None (a fresh start) when
+    there is none; `true` → the same, with a warning when there is none; a path → itself; false/none → None (a
+    warning when `output_dir` holds checkpoints: the new run's rotation may delete them). A named folder that does
+    not exist is an error (a typo must not restart from scratch). The one resume rule of `omnidecision sft|grpo`
+    and the SLURM scripts.
+
+    >>> resolve_resume("auto", "/nonexistent") is None and resolve_resume("false", "/nonexistent") is None
+    True
+    """
     if value is None or value is False or str(value).lower() in ("false", "no", "none", ""):
+        if old := _checkpoints(output_dir):
+            logger.warning("starting from scratch (resume_from_checkpoint=false) in %s, which holds %s: the new "
+                           "run's checkpoints replace them", output_dir, ", ".join(old))
         return None
+    if str(value).lower() == RESUME_DEFAULT:
+        last = last_complete_checkpoint(output_dir)
+        logger.info("resuming from %s" if last else "no checkpoint in %s: starting from scratch",
+                    last or output_dir)
+        return last
     if value is True or str(value).lower() in ("true", "yes", "last"):
         last = last_complete_checkpoint(output_dir)
         if last is None:

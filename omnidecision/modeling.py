@@ -35,16 +35,19 @@ def adapter_base(path: str | Path) -> str:
 
 
 def load_planner(path: str | Path, *, trainable: bool = False, merge: bool = False, tokenizer_path: str | None = None,
-                 base_model: str | None = None, **model_kwargs: Any) -> tuple[Any, Any]:
+                 base_model: str | None = None, device: str | None = None, **model_kwargs: Any) -> tuple[Any, Any]:
     """(model, tokenizer) of a planner folder or hub id: a full checkpoint, or a LoRA adapter on its base
     (continued trainable with `trainable`, merged into the base with `merge`; `base_model` overrides the
-    adapter's recorded base). `model_kwargs` go to
+    adapter's recorded base). `device` ("cuda", "cuda:1", "cpu") loads the weights there (`device_map`; an
+    adapter follows its base); None: transformers' default, the CPU. `model_kwargs` go to
     `from_pretrained` (dtype, attn_implementation, revision, device_map). The tokenizer comes from
     `tokenizer_path`, else the folder when it holds one, else the adapter's base; a missing pad token is the EOS."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = str(path)
     kwargs = {k: v for k, v in model_kwargs.items() if v is not None}
+    if device is not None:
+        kwargs.setdefault("device_map", device)
     if is_adapter(path):
         from peft import PeftModel
 

@@ -165,25 +165,65 @@ def require_attention(attn_implementation: str | None, where: str) -> None:
 # ---------------------------------------------------------------- tracking
 
 
+def _netrc_path() -> Path:
+    """The netrc file wandb reads: $NETRC, else ~/.netrc, else ~/_netrc (wandb's own order)."""
+    if os.environ.get("NETRC"):
+        return Path(os.environ["NETRC"]).expanduser()
+    unix = Path("~/.netrc").expanduser()
+    windows = Path("~/_netrc").expanduser()
+    return windows if not unix.exists() and windows.exists() else unix
+
+
+def wandb_login() -> str | None:
+    """Where wandb would find credentials for its server ($WANDB_BASE_URL, default https://api.wandb.ai): the
+    WANDB_API_KEY or WANDB_IDENTITY_TOKEN_FILE variable, or a netrc entry for the host (what `wandb login` writes);
+    None when there are none. Read with the standard library, as wandb does, without importing wandb."""
+    import netrc
+    from urllib.parse import urlsplit
+
+    for var in ("WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE"):
+        if os.environ.get(var):
+            return var
+    host = urlsplit(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").netloc
+    path = _netrc_path()
+    try:
+        creds = netrc.netrc(str(path)).authenticators(host) if host else None
+    except (OSError, netrc.NetrcParseError):
+        return None
+    return f"{path} (machine {host})" if creds and creds[2] else None
+
+
+_WANDB_OFFLINE_LOGGED = False
+
+
 def wandb_offline_fallback(report_to: list[str] | str | None) -> bool:
-    """`report_to: wandb` with neither WANDB_API_KEY nor WANDB_MODE: log offline (`wandb sync` later) instead of
-    failing at the first step on a node without credentials. Returns True when it switched to offline."""
+    """`report_to: wandb` with no WANDB_MODE and no wandb login (`wandb_login()`: env key, or a netrc entry from
+    `wandb login`): log offline (`wandb sync` later) instead of failing at the first step on a node without
+    credentials; said once per process. A login is respected: the run stays online. Returns True when it switched
+    to offline."""
+    global _WANDB_OFFLINE_LOGGED
     wants = report_to if isinstance(report_to, list) else [report_to or ""]
-    if "wandb" in wants and not os.environ.get("WANDB_MODE") and not os.environ.get("WANDB_API_KEY"):
-        logger.warning("report_to includes wandb but no WANDB_API_KEY: logging offline (WANDB_MODE=offline)")
-        os.environ["WANDB_MODE"] = "offline"
-        return True
-    return False
+    if "wandb" not in wants or os.environ.get("WANDB_MODE") or wandb_login() is not None:
+        return False
+    if not _WANDB_OFFLINE_LOGGED:
+        logger.warning("report_to includes wandb but there is no wandb login (no WANDB_API_KEY, no netrc entry "
+                       "for %s): logging offline (WANDB_MODE=offline; `wandb sync` afterwards)", _netrc_path())
+        _WANDB_OFFLINE_LOGGED = True
+    os.environ["WANDB_MODE"] = "offline"
+    return True
 
 
 def check_tracking(report_to: list[str] | str | None) -> Check:
     wants = report_to if isinstance(report_to, list) else [report_to or ""]
     if "wandb" not in wants:
         return Check(what="report_to", status="ok", detail=f"{wants}")
-    if os.environ.get("WANDB_MODE") or os.environ.get("WANDB_API_KEY"):
+    if os.environ.get("WANDB_MODE"):
         return Check(what="report_to=wandb", status="ok", detail=f"WANDB_MODE={os.environ.get('WANDB_MODE')!r}")
+    if (login := wandb_login()) is not None:
+        return Check(what="report_to=wandb", status="ok", detail=f"online: wandb login from {login}")
     return Check(what="report_to=wandb", status="warning",
-                 detail="no WANDB_API_KEY: the run logs offline (WANDB_MODE=offline; `wandb sync` afterwards)")
+                 detail="no wandb login (WANDB_API_KEY or a netrc entry from `wandb login`): the run logs offline "
+                        "(WANDB_MODE=offline; `wandb sync` afterwards)")
 
 
 # ---------------------------------------------------------------- paths and endpoints
@@ -239,6 +279,18 @@ def check_adapter(name: str, path: str) -> Check:
     if not (p / "adapter_config.json").exists():
         return Check(what=what, status="error", detail=f"{p} has no adapter_config.json (not a LoRA adapter)")
     return Check(what=what, status="ok", detail=f"adapter of {_adapter_base(p)}")
+
+
+def check_resume(value: str | bool | None, output_dir: str) -> Check:
+    """Where `omnidecision sft|grpo` would start: the checkpoint it resumes from, or from scratch."""
+    from omnidecision.checkpoints import resolve_resume
+
+    try:
+        start = resolve_resume(value, output_dir)
+    except FileNotFoundError as exc:
+        return Check(what="resume_from_checkpoint", status="error", detail=str(exc))
+    return Check(what="resume_from_checkpoint", status="ok",
+                 detail=f"{value}: resumes from {start}" if start else f"{value}: starts from scratch")
 
 
 def check_folder(path: str | None, what: str, *, must_exist: bool = True) -> Check:

@@ -26,3 +26,76 @@ class ChatStubHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+
+# ---------------------------------------------------------------- a strict OpenAI-schema endpoint
+
+
+def openai_error(message: str, param: str | None = None, code: str | None = None) -> bytes:
+    """OpenAI's error body (type invalid_request_error)."""
+    return json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                 "code": code}}).encode()
+
+
+class StrictOpenAIStub:
+    """An endpoint that checks requests the way OpenAI's chat-completions API does where this project can get it
+    wrong: a top-level field outside OpenAI's request schema is answered 400 "Unknown parameter" (OpenAI's wording,
+    `param` and `code` set), as is a malformed `response_format`. `GET /v1/models` lists `models` owned by
+    "openai". `reply(body) -> str` gives the assistant's content of an accepted request. `bodies` keeps every POST
+    body, `refused` the ones answered 400; `gets` counts GETs.
+
+    The accepted fields are OpenAI's, read from the `openai` package's request types (the SDK OpenAI publishes
+    with its API), not from the project: the backend under test filters with its own code."""
+
+    def __init__(self, reply, models: tuple[str, ...] = ("gpt-4.1-mini",)) -> None:
+        import threading
+        import typing
+        from http.server import ThreadingHTTPServer
+
+        from openai.types.chat import completion_create_params
+
+        allowed = set(typing.get_type_hints(completion_create_params.CompletionCreateParamsNonStreaming))
+        self.bodies: list[dict] = []
+        self.refused: list[dict] = []
+        self.gets = 0
+        stub = self
+
+        class Handler(ChatStubHandler):
+            def do_GET(self) -> None:
+                stub.gets += 1
+                if self.path.rstrip("/").endswith("/models"):
+                    data = [{"id": m, "object": "model", "created": 0, "owned_by": "openai"} for m in models]
+                    self._send(200, json.dumps({"object": "list", "data": data}).encode())
+                else:
+                    self._send(404, openai_error(f"Invalid URL (GET {self.path})"))
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.bodies.append(body)
+                unknown = sorted(set(body) - allowed)
+                problem = None
+                if unknown:
+                    problem = openai_error(f"Unknown parameter: '{unknown[0]}'.", unknown[0], "unknown_parameter")
+                elif "response_format" in body:
+                    rf = body["response_format"]
+                    if rf.get("type") == "json_schema" and not isinstance(rf.get("json_schema", {}).get("name"), str):
+                        problem = openai_error("Missing required parameter: 'response_format.json_schema.name'.",
+                                               "response_format.json_schema.name", "missing_required_parameter")
+                if problem is not None:
+                    stub.refused.append(body)
+                    self._send(400, problem)
+                    return
+                self._send(200, chat_completion(reply(body)))
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def schema_names(self) -> list[str]:
+        """`response_format.json_schema.name` of every accepted request ("-" when it had none)."""
+        return [(b.get("response_format") or {}).get("json_schema", {}).get("name", "-")
+                for b in self.bodies if b not in self.refused]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -38,16 +38,19 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="interface to bind (0.0.0.0 for other machines)"),
     tensor_parallel_size: Optional[int] = typer.Option(None, help="GPUs per model (vLLM on GPUs)"),  # noqa: UP045
     max_model_len: int = typer.Option(4096, help="context length"),
-    max_lora_rank: int = typer.Option(16, help="largest adapter rank"),
+    max_lora_rank: Optional[int] = typer.Option(  # noqa: UP045
+        None, help="--max-lora-rank of vLLM (default: the adapters' largest rank, from adapter_config.json)"),
     served_name: Optional[str] = typer.Option(None, help="name clients request (default: folder name)"),  # noqa: UP045
     startup_timeout: float = typer.Option(600.0, help="seconds to wait until /v1/models answers"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check the model and adapters, print the vLLM command and "
                                                           "its environment, start nothing"),
+    fresh_cache: bool = typer.Option(False, "--fresh-cache", help="a private vLLM compile cache, deleted on stop "
+                                     "(default: the persistent one, $VLLM_CACHE_ROOT or ~/.cache/omnidecision/vllm)"),
     limit_mm_per_prompt: Optional[str] = typer.Option(  # noqa: UP045
         None, help='a perception model: media items per request, as JSON (e.g. \'{"image": 16, "audio": 2}\')'),
 ) -> None:
     """Serve a planner or a multimodal perception model (a local folder or a hub id such as Qwen/Qwen3-8B) with
-    vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp/cache dir)."""
+    vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp dir, persistent compile cache)."""
     from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
 
     _logging()
@@ -71,7 +74,7 @@ def serve(
         extra += ["--limit-mm-per-prompt", limit_mm_per_prompt]
     server = VLLMServer(model, port=port, lora_modules=loras, extra_args=extra, served_name=served_name,
                         max_model_len=max_model_len, max_lora_rank=max_lora_rank, host=host,
-                        startup_timeout_s=startup_timeout)
+                        startup_timeout_s=startup_timeout, fresh_cache=fresh_cache)
     if dry_run:
         from omnidecision.eval.dryrun import serve_report
         from omnidecision.preflight import DryRunReport, emit

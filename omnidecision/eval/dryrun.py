@@ -13,8 +13,7 @@ from pathlib import Path
 
 from omnidecision.collect.dryrun import recipe_checks
 from omnidecision.preflight import DryRunReport, check_adapter, check_model
-
-API_SERVER = "vllm.entrypoints.openai.api_server"
+from omnidecision.serving.vllm_server import API_SERVER_MODULE as API_SERVER
 
 
 def serve_report(report: DryRunReport, server) -> None:
@@ -29,6 +28,14 @@ def serve_report(report: DryRunReport, server) -> None:
     report.checks.append(model_check)
     for name, path in server.lora_modules.items():
         report.checks.append(check_adapter(name, path))
+    if server.lora_modules:
+        why = server.lora_rank_problem()
+        ranks = ", ".join(f"{n} r={r}" for n, r in server.adapter_ranks().items()) if why is None else ""
+        how = "given" if server.max_lora_rank is not None else "from adapter_config.json"
+        detail = why or f"--max-lora-rank {server.lora_rank()} ({how}; {ranks})"
+        report.add("lora rank", "error" if why else "ok", detail)
+        if (clash := server.name_problem()) is not None:
+            report.add("lora names", "error", clash)
     cmd = server.command()
     env = server.environment_overrides(Path("<private-temp-dir>"))
     report.would_run.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(cmd)]))
@@ -57,7 +64,8 @@ def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") 
     extra = list(s.extra_args) + (["--tensor-parallel-size", str(s.tensor_parallel_size)]
                                   if s.tensor_parallel_size else [])
     server = VLLMServer(s.model, port=s.port or 8000, lora_modules=s.loras, extra_args=extra,
-                        served_name=s.served_name, max_model_len=s.max_model_len, max_lora_rank=s.max_lora_rank)
+                        served_name=s.served_name, max_model_len=s.max_model_len, max_lora_rank=s.max_lora_rank,
+                        fresh_cache=s.fresh_cache)
     serve_report(report, server)
     report.extra["served_roles"] = {role: s.request_name() for role in s.roles}
     return report

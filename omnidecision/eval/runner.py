@@ -49,8 +49,10 @@ class ServeSpec(BaseModel):
     port: int | None = Field(None, description="port (default: a free one)")
     max_model_len: int | None = Field(4096, description="--max-model-len")
     tensor_parallel_size: int | None = Field(None, ge=1, description="--tensor-parallel-size (GPUs)")
-    max_lora_rank: int = Field(16, ge=1, description="--max-lora-rank")
+    max_lora_rank: int | None = Field(
+        None, ge=1, description="--max-lora-rank (default: the adapters' largest rank, from adapter_config.json)")
     extra_args: list[str] = Field(default_factory=list, description="more vLLM server arguments, verbatim")
+    fresh_cache: bool = Field(False, description="a private vLLM compile cache deleted on stop (default: persistent)")
     startup_timeout_s: float = Field(300.0, gt=0, description="seconds to wait for /v1/models")
 
     def request_name(self) -> str:
@@ -101,12 +103,12 @@ def maybe_serve(recipe: EvalRecipe) -> Iterator[dict[str, BackendSpec]]:
         extra += ["--tensor-parallel-size", str(s.tensor_parallel_size)]
     server = VLLMServer(s.model, port=s.port, lora_modules=s.loras, extra_args=extra, served_name=s.served_name,
                         max_model_len=s.max_model_len, max_lora_rank=s.max_lora_rank,
-                        startup_timeout_s=s.startup_timeout_s)
+                        startup_timeout_s=s.startup_timeout_s, fresh_cache=s.fresh_cache)
     with server:
         for role in s.roles:
             spec = specs.get(role) or BackendSpec()
             specs[role] = spec.model_copy(update={"kind": "openai", "base_url": server.base_url,
-                                                  "model": s.request_name()})
+                                                  "model": s.request_name(), "endpoint_kind": "vllm"})
         logger.info("serving %s at %s for roles %s", s.request_name(), server.base_url, s.roles)
         yield specs
 

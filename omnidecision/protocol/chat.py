@@ -70,6 +70,10 @@ class BackendSpec(BaseModel):
     max_retries: int = 3
     structured_output: bool = True  # send response_format json_schema
     enable_thinking: bool = False  # must match training (train/serve parity)
+    # Which request fields the endpoint takes beyond OpenAI's schema (backends/openai_backend.py): "vllm" adds
+    # chat_template_kwargs (enable_thinking) and passes every extra_body key; "openai" sends only OpenAI's
+    # fields (OpenAI answers 400 to any other); "auto" asks the endpoint's /models once (vLLM says owned_by "vllm").
+    endpoint_kind: Literal["auto", "vllm", "openai"] = "auto"
     price_per_1k_prompt: float | None = None
     price_per_1k_completion: float | None = None
     max_concurrency: int = 64

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import trl
+
+from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP
 
 
 @dataclass
@@ -70,7 +73,8 @@ class GRPOScriptArguments(trl.ScriptArguments):
                 "ceil(judge_concurrency / N) (one judge server serves every rank)."})
     judge_timeout_s: float = field(default=30.0, metadata={"help": "Per-request judge timeout (seconds)."})
     judge_cache: str | None = field(default=None, metadata={
-        "help": "JSONL file caching judge verdicts. With several processes each appends to its own "
+        "help": "JSONL file caching judge verdicts (default: judge_cache.jsonl in output_dir, so each run keeps its "
+                "own and a restart reads it back; `none`: no cache). With several processes each appends to its own "
                 "`<stem>.rank<R>.jsonl` next to it and reads them all at start (no two writers on one file)."})
     weight_average: bool = field(
         default=False,
@@ -131,7 +135,14 @@ class GRPOScriptArguments(trl.ScriptArguments):
         if self.eval_closure_n < -1 or self.eval_closure_samples < 1 or self.eval_batch_size < 1:
             raise ValueError("eval_closure_n >= -1, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
 
-    def judge_options(self, process_index: int = 0, num_processes: int = 1) -> dict[str, Any]:
+    def judge_cache_path(self, output_dir: str | None = None) -> str | None:
+        """The judge cache file: `judge_cache` as given, None for `none`, else judge_cache.jsonl in `output_dir`."""
+        if self.judge_cache is not None:
+            return None if self.judge_cache.lower() in ("none", "") else self.judge_cache
+        return str(Path(output_dir) / "judge_cache.jsonl") if output_dir else None
+
+    def judge_options(self, process_index: int = 0, num_processes: int = 1,
+                      output_dir: str | None = None) -> dict[str, Any]:
         """Judge options of one training process: the learned judge's folder, or the LLM judge with its share of the
         run's concurrency and its own cache file."""
         if self.judge_path:
@@ -140,21 +151,24 @@ class GRPOScriptArguments(trl.ScriptArguments):
         return {"shuffle": self.judge_shuffle, "shuffle_seed": process_index, "base_url": self.judge_base_url,
                 "model": self.judge_model, "api_key_env": self.judge_api_key_env,
                 "concurrency": max(1, math.ceil(self.judge_concurrency / max(1, num_processes))),
-                "timeout_s": self.judge_timeout_s, "cache_path": self.judge_cache,
+                "timeout_s": self.judge_timeout_s, "cache_path": self.judge_cache_path(output_dir),
                 "cache_rank": process_index if num_processes > 1 else None}
 
-    def reward_params(self, process_index: int = 0, num_processes: int = 1) -> dict[str, dict[str, Any]]:
-        """Keyword arguments per reward name for `omnidecision.rewards.get_reward_funcs`."""
+    def reward_params(self, process_index: int = 0, num_processes: int = 1,
+                      output_dir: str | None = None) -> dict[str, dict[str, Any]]:
+        """Keyword arguments per reward name for `omnidecision.rewards.get_reward_funcs` (`output_dir`: the run's,
+        where the judge cache goes by default)."""
         params: dict[str, dict[str, Any]] = {}
         closure: dict[str, Any] = {}
         if self.closure_weights or not self.closure_gate_on_tool:
             closure.update(weights=self.closure_weights, gate_on_tool=self.closure_gate_on_tool)
         if self.judge_weight is not None:
-            closure.update(judge=self.judge_options(process_index, num_processes), judge_share=self.judge_weight)
+            closure.update(judge=self.judge_options(process_index, num_processes, output_dir),
+                           judge_share=self.judge_weight)
         if "closure" in self.reward_funcs and closure:
             params["closure"] = closure
         if "judge" in self.reward_funcs:
-            params["judge"] = self.judge_options(process_index, num_processes)
+            params["judge"] = self.judge_options(process_index, num_processes, output_dir)
         return params
 
 
@@ -174,6 +188,8 @@ class PlannerModelConfig(trl.ModelConfig):
 @dataclass
 class PlannerGRPOConfig(trl.GRPOConfig):
     """TRL's GRPOConfig with the checks a planner run needs before any model is loaded."""
+
+    resume_from_checkpoint: str | None = field(default=RESUME_DEFAULT, metadata={"help": RESUME_HELP})
 
     def __post_init__(self) -> None:
         from omnidecision.preflight import check_precision

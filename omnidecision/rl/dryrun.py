@@ -15,6 +15,7 @@ from omnidecision.preflight import (
     check_attention,
     check_folder,
     check_model,
+    check_resume,
     check_tracking,
     check_url,
     cuda_available,
@@ -103,6 +104,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
         report.checks.append(check_url(script.judge_base_url, "judge_base_url"))
     report.checks.append(check_tracking(training.report_to))
     report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
+    report.checks.append(check_resume(training.resume_from_checkpoint, training.output_dir))
 
     # --- the launch
     report.checks.append(check_accelerate_config(accelerate_config))

@@ -6,9 +6,11 @@ states and a normal-approximation 95% CI of the mean; in sampled mode the per-st
 of every component, the share of schema-valid decisions, and the per-state scores, so that two planners on the same
 states can be compared pair-wise (`paired_comparison`: mean per-state difference with a bootstrap 95% CI, wins /
 losses / ties and an exact sign test; far tighter than comparing two independent means). Used by GRPO (start vs
-trained, same run) and the demo.
+trained, same run) and the demo. Standalone (the post-hoc evaluation of a ZeRO-3/FSDP run) it decodes on the
+available accelerator (`--device auto`: CUDA when visible, in the checkpoint's dtype; else the CPU, float32), and
+`--dry-run` names that device, the model and the states without loading anything.
 
-    python -m omnidecision.rl.evaluate MODEL_DIR DATASET_NAME [--n 64 --mode greedy]
+    python -m omnidecision.rl.evaluate MODEL_DIR DATASET_NAME [--n 64 --mode greedy --device auto] [--dry-run]
 """
 
 from __future__ import annotations
@@ -79,12 +81,27 @@ def paired_comparison(before: Sequence[float], after: Sequence[float], *, n_boot
             "ties": len(diff) - wins - losses, "sign_test_p": float(f"{sign_test(wins, losses):.3g}"), "n": len(diff)}
 
 
-def _load(model_or_dir: Any, tokenizer: Any | None) -> tuple[Any, Any]:
+def resolve_device(device: str | None = "auto") -> tuple[str, str]:
+    """(device, why) for `device`: "auto"/None → "cuda" when torch sees a CUDA device, else "cpu"; an explicit
+    device is kept, and a CUDA one on a machine without CUDA is a ValueError (not a silent hours-long CPU run)."""
+    from omnidecision.preflight import cuda_available
+
+    has_cuda = cuda_available()
+    if device in (None, "", "auto"):
+        return ("cuda", "auto: a CUDA device is visible") if has_cuda else ("cpu", "auto: no CUDA device visible")
+    if str(device).startswith("cuda") and not has_cuda:
+        raise ValueError(f"device {device!r}: no CUDA device is visible here (use --device auto or cpu)")
+    return str(device), "given"
+
+
+def _load(model_or_dir: Any, tokenizer: Any | None, device: str | None = None) -> tuple[Any, Any]:
     if not isinstance(model_or_dir, (str, Path)):
         if tokenizer is None:
             raise ValueError("pass `tokenizer` together with a loaded model")
         return model_or_dir, tokenizer
-    model, loaded_tokenizer = load_planner(model_or_dir)
+    # on a GPU the checkpoint's own dtype (bf16 for Qwen3: half the memory and time of float32); on the CPU float32
+    dtype = "auto" if device is not None and device.startswith("cuda") else None
+    model, loaded_tokenizer = load_planner(model_or_dir, device=device, dtype=dtype)
     return model, tokenizer or loaded_tokenizer
 
 
@@ -92,12 +109,14 @@ def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, 
                            mode: Literal["greedy", "sampled"] = "greedy", samples: int = 4, temperature: float = 1.0,
                            max_new_tokens: int = 64, batch_size: int = 16, weights: dict[str, float] | None = None,
                            gate_on_tool: bool = True,
-                           chat_template_kwargs: dict[str, Any] | None = None, seed: int = 0) -> dict[str, Any]:
+                           chat_template_kwargs: dict[str, Any] | None = None, seed: int = 0,
+                           device: str | None = None) -> dict[str, Any]:
     """Mean closure reward of a planner (a folder, or a loaded model with `tokenizer`) on the first `n` rows of
-    `dataset` (rows with `prompt` and `ledger`; a datasets.Dataset or a list of dicts); `n` None or < 0: all."""
+    `dataset` (rows with `prompt` and `ledger`; a datasets.Dataset or a list of dicts); `n` None or < 0: all.
+    `device`: where a folder's model is loaded (None: the CPU); a loaded model stays where it is."""
     import torch
 
-    model, tokenizer = _load(model_dir, tokenizer)
+    model, tokenizer = _load(model_dir, tokenizer, device)
     rows = [dataset[i] for i in range(len(dataset) if n is None or n < 0 else min(n, len(dataset)))]
     if not rows:
         raise ValueError("heldout_closure_reward: the dataset has no rows")
@@ -129,16 +148,58 @@ def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, 
     return result
 
 
-if __name__ == "__main__":
+def dry_run(model_dir: str, dataset_name: str, split: str, device: str) -> Any:
+    """The report of `--dry-run`: the model, the states' split and the device a real run would use."""
+    from omnidecision.preflight import DryRunReport, check_model
+    from omnidecision.rl.data import rl_split_files
+
+    report = DryRunReport(command="rl.evaluate", resolved={"model_dir": model_dir, "dataset_name": dataset_name,
+                                                           "split": split, "device": device})
+    report.checks.append(check_model(model_dir, "model_dir"))
+    try:
+        files = rl_split_files(dataset_name)
+    except (FileNotFoundError, ValueError) as exc:
+        report.add("dataset_name", "error", str(exc))
+    else:
+        ok = split in files
+        report.add("dataset_name", "ok" if ok else "error",
+                   f"{dataset_name}: splits {sorted(files)}" + ("" if ok else f", no `{split}`"))
+    try:
+        resolved, why = resolve_device(device)
+    except ValueError as exc:
+        report.add("device", "error", str(exc))
+    else:
+        report.add("device", "ok", f"{resolved} ({why})")
+        report.extra["device"] = resolved
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir")
     p.add_argument("dataset_name", help="harvest folder holding rl/, or the rl/ folder itself")
     p.add_argument("--split", default="validation")
     p.add_argument("--n", type=int, default=-1, help="validation rows (-1: all)")
     p.add_argument("--mode", choices=["greedy", "sampled"], default="greedy")
-    a = p.parse_args()
+    p.add_argument("--device", default="auto", help="auto (CUDA when visible, else CPU), cuda, cuda:N or cpu")
+    p.add_argument("--batch-size", type=int, default=16, help="prompts per generate() call")
+    p.add_argument("--dry-run", action="store_true", help="print the model, states and device it would use; "
+                                                          "load nothing")
+    a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
+    if a.dry_run:
+        from omnidecision.preflight import emit
+
+        return emit(dry_run(a.model_dir, a.dataset_name, a.split, a.device))
     from omnidecision.rl.data import load_rl_splits
 
+    device, why = resolve_device(a.device)
+    logger.info("evaluating on %s (%s)", device, why)
     ds = load_rl_splits(a.dataset_name, (a.split,))[a.split]
-    print(json.dumps(heldout_closure_reward(a.model_dir, ds, a.n, mode=a.mode), indent=2))
+    result = heldout_closure_reward(a.model_dir, ds, a.n, mode=a.mode, batch_size=a.batch_size, device=device)
+    print(json.dumps({**result, "device": device}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -136,7 +136,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     # --- rewards from the recipe
     # (each process gets its share of the judge's concurrency and its own judge-cache file)
     reward_funcs = get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
-        training_args.process_index, training_args.world_size))
+        training_args.process_index, training_args.world_size, training_args.output_dir))
     if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
         raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
                          f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")

@@ -2,11 +2,14 @@
 
 The model is a local checkpoint folder or a hub id (`Qwen/Qwen3-8B`, the base under LoRA adapters); adapters
 are local folders. Runs `python -m vllm.entrypoints.openai.api_server` in its own process group with a private
-TMPDIR and VLLM_CACHE_ROOT (ZMQ sockets and compile caches do not pile up in /tmp), waits until `/v1/models`
-answers, and on exit terminates the whole group. HF_HUB_OFFLINE=1 is set only when every model path is local (a
-hub id must be allowed to resolve: from the HF_HOME cache, or the hub). On a CPU-only machine it sets the env
-measured to work (docs/findings.md): VLLM_CPU_KVCACHE_SPACE=1, VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the venv's
-libiomp5.so when present, and `--enforce-eager`.
+TMPDIR (ZMQ sockets do not pile up in /tmp) and a persistent VLLM_CACHE_ROOT (`default_cache_root()`: an 8B
+start reuses the torch.compile cache of the last one instead of recompiling; `fresh_cache=True` gives a private
+one, deleted on stop), waits until `/v1/models` answers, and on exit terminates the whole group. HF_HUB_OFFLINE=1
+is set only when every model path is local (a hub id must be allowed to resolve: from the HF_HOME cache, or the
+hub). On a CPU-only machine it sets the env measured to work (docs/findings.md): VLLM_CPU_KVCACHE_SPACE=1,
+VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the venv's libiomp5.so when present, and `--enforce-eager`.
+`--max-lora-rank` is the largest rank of the adapters (`r` and `rank_pattern` in each adapter_config.json),
+rounded up to a rank vLLM takes, unless given explicitly.
 
     python -m omnidecision.serving.vllm_server MODEL_DIR [--port 8000]
 """
@@ -14,6 +17,7 @@ libiomp5.so when present, and `--enforce-eager`.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
@@ -42,6 +46,9 @@ def free_port() -> int:
 def _has_cuda() -> bool:
     return bool(os.environ.get("CUDA_VISIBLE_DEVICES", "x")) and shutil.which("nvidia-smi") is not None
 
+
+# the OpenAI-compatible server's entry module (`vllm serve` fails with vllm-cpu: docs/findings.md)
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 # where vLLM keeps the OpenAI server's argument parser: 0.22-0.31 (GPU builds), 0.32 (vllm-cpu)
 _PARSER_MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args")
@@ -85,18 +92,68 @@ class VLLMServerError(RuntimeError):
     """The server did not come up; the message carries the tail of its log."""
 
 
+# The --max-lora-rank values vLLM accepts (`MaxLoRARanks` in vllm/config/lora.py: 0.31 and 0.32); the installed
+# vLLM's own list is used when it is importable (tests/cluster/test_versions.py checks they agree).
+VLLM_LORA_RANKS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def default_cache_root() -> Path:
+    """The compile cache kept across server starts: $VLLM_CACHE_ROOT when set, else
+    $XDG_CACHE_HOME/omnidecision/vllm (~/.cache/omnidecision/vllm). vLLM keys its entries by model and config hash,
+    so servers of different models share it safely."""
+    if os.environ.get("VLLM_CACHE_ROOT"):
+        return Path(os.environ["VLLM_CACHE_ROOT"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "omnidecision" / "vllm"
+
+
+def vllm_lora_ranks() -> tuple[int, ...]:
+    try:
+        import typing
+
+        from vllm.config.lora import MaxLoRARanks
+    except ImportError:
+        return VLLM_LORA_RANKS
+    return tuple(sorted(typing.get_args(MaxLoRARanks))) or VLLM_LORA_RANKS
+
+
+def adapter_rank(path: str | Path) -> int:
+    """The largest LoRA rank of a PEFT adapter folder: its `r`, or a larger per-module `rank_pattern` entry.
+    ValueError naming the file when it is missing or has no rank."""
+    config = Path(path) / "adapter_config.json"
+    try:
+        data = json.loads(config.read_text("utf-8"))
+        ranks = [int(data["r"]), *(int(v) for v in (data.get("rank_pattern") or {}).values())]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{config}: cannot read the LoRA rank `r` ({type(exc).__name__}: {exc})") from exc
+    return max(ranks)
+
+
+def lora_rank_for(rank: int) -> int:
+    """The smallest --max-lora-rank vLLM accepts that holds an adapter of `rank` (ValueError when none does).
+
+    >>> lora_rank_for(4), lora_rank_for(64), lora_rank_for(65)
+    (8, 64, 128)
+    """
+    allowed = vllm_lora_ranks()
+    for value in allowed:
+        if value >= rank:
+            return value
+    raise ValueError(f"LoRA rank {rank} is above the largest --max-lora-rank vLLM takes ({allowed[-1]})")
+
+
 class VLLMServer:
     """Context manager: `with VLLMServer(model_dir) as s: OpenAI(base_url=s.base_url)`.
 
     `served_name` is the model name clients send (default: the folder name). `lora_modules` maps adapter
-    names to folders (`--enable-lora --max-lora-rank`); `extra_args` are passed to the server verbatim.
+    names to folders (`--enable-lora --max-lora-rank`: `max_lora_rank`, default None = from the adapters'
+    adapter_config.json); `extra_args` are passed to the server verbatim.
     """
 
     def __init__(self, model_dir: str | Path, port: int | None = None, lora_modules: dict[str, str] | None = None,
                  extra_args: Sequence[str] = (), *, served_name: str | None = None, max_model_len: int | None = 4096,
-                 max_lora_rank: int = 16, startup_timeout_s: float = 240.0, cpu: bool | None = None,
+                 max_lora_rank: int | None = None, startup_timeout_s: float = 240.0, cpu: bool | None = None,
                  host: str = "127.0.0.1", python: str | None = None, env: dict[str, str] | None = None,
-                 warmup: bool = True) -> None:
+                 warmup: bool = True, fresh_cache: bool = False) -> None:
         self.model = str(model_dir)
         self.model_dir = Path(model_dir)
         self.port = port or free_port()
@@ -111,6 +168,7 @@ class VLLMServer:
         self.python = python or sys.executable
         self.env_overrides = dict(env or {})
         self.warmup = warmup
+        self.fresh_cache = fresh_cache
         self.proc: subprocess.Popen | None = None
         self.workdir: Path | None = None
         self.log_path: Path | None = None
@@ -119,15 +177,54 @@ class VLLMServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    def adapter_ranks(self) -> dict[str, int]:
+        """Adapter name -> its LoRA rank (ValueError naming the adapter's config when unreadable)."""
+        return {name: adapter_rank(path) for name, path in self.lora_modules.items()}
+
+    def lora_rank(self) -> int:
+        """--max-lora-rank: the explicit value, else the largest adapter rank rounded up to one vLLM takes (16,
+        vLLM's default, while an adapter's rank cannot be read: `check()` names that adapter)."""
+        if self.max_lora_rank is not None:
+            return self.max_lora_rank
+        try:
+            ranks = self.adapter_ranks()
+        except ValueError:
+            return 16
+        return lora_rank_for(max(ranks.values(), default=1))
+
+    def lora_rank_problem(self) -> str | None:
+        """Why the adapters cannot be served at `lora_rank()` (None: they can)."""
+        if not self.lora_modules:
+            return None
+        try:
+            ranks = self.adapter_ranks()
+            rank = self.lora_rank()
+        except ValueError as exc:
+            return str(exc)
+        if rank not in vllm_lora_ranks():
+            return f"--max-lora-rank {rank} is not one vLLM takes ({', '.join(map(str, vllm_lora_ranks()))})"
+        over = {name: r for name, r in ranks.items() if r > rank}
+        if over:
+            return (f"--max-lora-rank {rank} is below the rank of adapter(s) "
+                    f"{', '.join(f'{n} (r={r})' for n, r in over.items())}: vLLM would refuse them")
+        return None
+
+    def name_problem(self) -> str | None:
+        """vLLM refuses an adapter named like the served base model ("conflicts with a served base model")."""
+        if self.served_name in self.lora_modules:
+            return (f"LoRA adapter name {self.served_name!r} is also the base model's served name (its folder name): "
+                    "rename the adapter or set the base's served name")
+        return None
+
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
+        cmd = [self.python, "-m", API_SERVER_MODULE, "--model", self.model,
                "--served-model-name", self.served_name, "--host", self.host, "--port", str(self.port)]
         if self.max_model_len is not None:
             cmd += ["--max-model-len", str(self.max_model_len)]
         if self.cpu:
             cmd += ["--enforce-eager"]
         if self.lora_modules:
-            cmd += ["--enable-lora", "--max-lora-rank", str(self.max_lora_rank), "--lora-modules",
+            cmd += ["--enable-lora", "--max-lora-rank", str(self.lora_rank()), "--lora-modules",
                     *(f"{name}={path}" for name, path in self.lora_modules.items())]
         return cmd + self.extra_args
 
@@ -145,11 +242,14 @@ class VLLMServer:
         for name, path in self.lora_modules.items():
             if not Path(path).is_dir():
                 raise VLLMServerError(f"LoRA adapter {name}={path}: not a folder")
+        if (why := self.lora_rank_problem() or self.name_problem()) is not None:
+            raise VLLMServerError(why)
 
     def environment_overrides(self, workdir: Path) -> dict[str, str]:
         """What the server's environment adds to this process's."""
+        cache = workdir / "cache" if self.fresh_cache else default_cache_root()
         env = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TMPDIR": str(workdir / "tmp"),
-               "VLLM_CACHE_ROOT": str(workdir / "cache"), "PYTHONUNBUFFERED": "1"}
+               "VLLM_CACHE_ROOT": str(cache), "PYTHONUNBUFFERED": "1"}
         if self.is_local:
             # every weight is on disk: never reach for the hub (a cluster node may have no route to it)
             env["HF_HUB_OFFLINE"] = "1"
@@ -180,6 +280,8 @@ class VLLMServer:
         self.workdir = Path(tempfile.mkdtemp(prefix="omnidecision-vllm-"))
         (self.workdir / "tmp").mkdir()
         (self.workdir / "cache").mkdir()
+        if not self.fresh_cache:
+            default_cache_root().mkdir(parents=True, exist_ok=True)
         self.log_path = self.workdir / "server.log"
         cmd = self.command()
         logger.info("starting vLLM: %s", " ".join(cmd))
@@ -254,10 +356,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--max-model-len", type=int, default=4096)
     p.add_argument("--lora", action="append", default=[], help="name=DIR (repeatable)")
+    p.add_argument("--max-lora-rank", type=int, default=None, help="default: the adapters' largest rank")
+    p.add_argument("--fresh-cache", action="store_true", help="a private VLLM_CACHE_ROOT, deleted on stop")
     a, extra = p.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO)
     loras = dict(x.split("=", 1) for x in a.lora)
-    with VLLMServer(a.model_dir, a.port, loras, extra, host=a.host, max_model_len=a.max_model_len) as server:
+    with VLLMServer(a.model_dir, a.port, loras, extra, host=a.host, max_model_len=a.max_model_len,
+                    max_lora_rank=a.max_lora_rank, fresh_cache=a.fresh_cache) as server:
         print(f"serving {server.served_name} at {server.base_url} (Ctrl-C to stop)", flush=True)
         try:
             while server.proc is not None and server.proc.poll() is None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import trl
 
+from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP
+
 logger = logging.getLogger(__name__)
 
 
@@ -69,6 +71,7 @@ class PlannerSFTConfig(trl.SFTConfig):
         metadata={"help": "On the CPU, compute the LM head only at supervised positions (TRL does so on GPUs; "
                           "modeling.compact_lm_head). False: TRL's every-position path (the benchmark's baseline)."},
     )
+    resume_from_checkpoint: str | None = field(default=RESUME_DEFAULT, metadata={"help": RESUME_HELP})
     cpu_fallback: bool = field(
         default=False,
         metadata={"help": "A bf16/fp16 recipe on a machine with no visible CUDA device: train on the CPU in float32 "

@@ -17,6 +17,7 @@ from omnidecision.preflight import (
     check_attention,
     check_folder,
     check_model,
+    check_resume,
     check_tracking,
     parse_stage,
     split_files,
@@ -60,6 +61,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
                                                 f"no `{script.dataset_test_split}` split (found {sorted(files)})")
     report.checks.append(check_tracking(training.report_to))
     report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
+    report.checks.append(check_resume(training.resume_from_checkpoint, training.output_dir))
     report.checks.append(check_accelerate_config(accelerate_config))
     if accelerate_config or num_processes:
         cmd = accelerate_command("sft", stage_args, config_file=accelerate_config, num_processes=num_processes)

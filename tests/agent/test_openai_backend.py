@@ -71,7 +71,8 @@ def chat(stub, **spec_kwargs):
 
 def test_request_shape_usage_and_cost(stub_factory):
     stub = stub_factory([])
-    resp = chat(stub, price_per_1k_prompt=0.5, price_per_1k_completion=2.0, enable_thinking=False)
+    resp = chat(stub, price_per_1k_prompt=0.5, price_per_1k_completion=2.0, enable_thinking=False,
+                endpoint_kind="vllm")
     assert resp.text == '{"a": 1}' and resp.model == "stub-model"
     assert (resp.usage.prompt_tokens, resp.usage.completion_tokens) == (1000, 500)
     assert resp.cost == pytest.approx(0.5 + 1.0)

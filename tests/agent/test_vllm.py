@@ -91,3 +91,34 @@ def test_ledger_constrained_decoding_admits_only_actions_the_loop_accepts(vllm_s
     assert wrong(free)  # the control: under the static schema it makes decisions the agent cannot use
     parsed = [s for s in constrained if s.action is not None]
     assert len(parsed) >= 6 and not wrong(constrained), [(s.invalid, s.raw_output) for s in wrong(constrained)]
+
+
+def test_vllm_endpoint_still_gets_chat_template_kwargs(vllm_server):
+    """endpoint_kind auto against the real server: /models says vLLM, so the request on the wire (recorded by an
+    httpx hook on the backend's own client) carries chat_template_kwargs, and vLLM accepts it."""
+    import json
+
+    import httpx
+
+    from omnidecision.backends.openai_backend import OpenAIBackend
+    from omnidecision.protocol.chat import ChatRequest
+
+    sent: list[dict] = []
+
+    async def record(request: httpx.Request) -> None:
+        if request.method == "POST":
+            sent.append(json.loads(request.content))
+
+    async def main():
+        backend = OpenAIBackend(BackendSpec(base_url=vllm_server.base_url, model="planner", max_tokens=8,
+                                            max_retries=0, enable_thinking=False))
+        backend.client = backend.client.with_options(http_client=httpx.AsyncClient(event_hooks={"request": [record]}))
+        try:
+            reply = await backend.chat(ChatRequest(role="finalizer", messages=[{"role": "user", "content": "hi"}]))
+            return reply, await backend.endpoint_kind()
+        finally:
+            await backend.aclose()
+
+    reply, kind = asyncio.run(main())
+    assert kind == "vllm" and reply.usage.completion_tokens > 0
+    assert sent and sent[0]["chat_template_kwargs"] == {"enable_thinking": False}

@@ -150,6 +150,7 @@ def test_grpo_falls_back_to_offline_wandb(monkeypatch, tmp_path, adapter):
 
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no `wandb login` on this machine either
     args = parse_args(["--config", "configs/grpo/tiny-cpu.yaml", "--report_to", "wandb", "--output_dir",
                        str(tmp_path / "out"), "--dataset_name", str(tmp_path / "missing")])
     with pytest.raises(FileNotFoundError, match="missing"):

@@ -59,9 +59,10 @@ def test_bad_folders_and_rows_are_named(tmp_path):
                 shuffle=False)
 
 
-def test_wandb_without_key_goes_offline(monkeypatch):
+def test_wandb_without_key_goes_offline(monkeypatch, tmp_path):
     from omnidecision.preflight import wandb_offline_fallback
 
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no `wandb login` on this machine either
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     assert wandb_offline_fallback(["wandb"]) is True
