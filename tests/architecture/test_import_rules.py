@@ -17,22 +17,23 @@ import pytest
 
 LEDGER = {"ledger"}
 PROTOCOL = LEDGER | {"protocol"}
-TASKS = PROTOCOL | {"tasks", "tools"}  # the replay environment of tasks implements tools; tools read task records
+TASKS = PROTOCOL | {"tasks"}
+TOOLS = TASKS | {"tools"}  # tools read task records
 # package -> the omnidecision packages (and top-level modules) its modules may load at import time
 ALLOWED: dict[str, set[str]] = {
     "ledger": LEDGER,
     "protocol": PROTOCOL,
     "synthetic": PROTOCOL | {"synthetic"},
-    "tools": TASKS,
+    "tools": TOOLS,
     "tasks": TASKS,
-    "backends": TASKS | {"backends"},
-    "agent": TASKS | {"backends", "agent"},
+    "backends": TOOLS | {"backends"},  # the perception backend decodes frames with the tools' media helpers
+    "agent": TOOLS | {"backends", "agent"},
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
     "sft": PROTOCOL | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight"},
     "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats", "preflight"},
-    "collect": TASKS | {"backends", "agent", "collect", "preflight"},
-    "eval": TASKS | {"backends", "agent", "collect", "eval", "serving", "stats", "preflight"},
-    "onpolicy": TASKS | {"backends", "agent", "collect", "onpolicy"},
+    "collect": TOOLS | {"backends", "agent", "collect", "preflight"},
+    "eval": TOOLS | {"backends", "agent", "collect", "eval", "serving", "stats", "preflight"},
+    "onpolicy": TOOLS | {"backends", "agent", "collect", "onpolicy"},
     "serving": {"serving"},
     "view": PROTOCOL | {"view"},
 }
