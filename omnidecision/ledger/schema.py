@@ -22,7 +22,7 @@ SOURCES: tuple[str, ...] = ("subtitle", "audio", "clip", "frame", "web", "code")
 
 # The tool names, defined once here, at the lowest layer that needs them (a need's source implies a tool; the
 # planner's action schema in `protocol.actions` validates against them). The tools registry cannot be imported from
-# here (DESIGN.md §5), so `tests/architecture/test_registries.py` checks that the registered tools agree.
+# here (docs/architecture.md), so `tests/architecture/test_registries.py` checks that the registered tools agree.
 ToolName = Literal[
     "subtitle_grounding",
     "audio_scouting",

@@ -2,7 +2,7 @@
 between the tools, the environments that answer them (offline, OmniGAIA replay, live) and the agent's records.
 
 Defined here, below `tasks`, `tools` and `backends`, so an environment (`tasks.replay_env`) or a backend
-(`backends.perception`) can build observations without importing the tools package (DESIGN.md §5).
+(`backends.perception`) can build observations without importing the tools package (docs/architecture.md).
 
     >>> Observation(tool="web_search", ok=False, error="blocked").ok
     False

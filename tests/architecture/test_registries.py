@@ -1,6 +1,6 @@
-"""The registries (DESIGN.md §6: a name is registered once, next to its code): adding a toy tool or a toy task
-format is one module plus its registration; the lists lower layers keep agree with what is registered; an unknown
-name lists the registered ones.
+"""The registries (docs/architecture.md, "How to add": a name is registered once, next to its code): adding a toy
+tool, a toy task format or a toy backend kind is one class or function plus its registration; the lists lower layers
+keep agree with what is registered; an unknown name lists the registered ones.
 
     pytest -q tests/architecture/test_registries.py
 """
