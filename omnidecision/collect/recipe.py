@@ -22,8 +22,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from omnidecision.agent.config import AgentConfig
+from omnidecision.backends.factory import BACKEND_KINDS
 from omnidecision.backends.perception import PerceptionSpec
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.tasks.formats import TASK_FORMATS
 from omnidecision.tools.page_fetch import PageReaderSpec
 from omnidecision.tools.search_apis import SearchSpec
 
@@ -63,13 +65,21 @@ class _Model(BaseModel):
 
 class TaskSource(_Model):
     path: str = Field(..., description="task file or folder (jsonl, omnigaia, worldsense, synthetic dir)")
-    format: str = Field("auto", description="auto | jsonl | omnigaia | worldsense | synthetic")
+    format: str = Field("auto", description="auto, or a registered task format (tasks.formats.TASK_FORMATS: jsonl, "
+                        "synthetic, omnigaia, worldsense)")
     options: dict[str, str] = Field(default_factory=dict, description="loader options (media_dir, srt_dir, …)")
     ids: list[str] | None = Field(None, description="keep only these task ids")
     levels: list[str] | None = Field(None, description="keep only these difficulty levels")
     categories: list[str] | None = Field(None, description="keep only these categories")
     offset: int = Field(0, ge=0, description="skip the first N tasks (after filters)")
     limit: int | None = Field(None, ge=1, description="keep at most N tasks (after filters, before sharding)")
+
+    @field_validator("format")
+    @classmethod
+    def _check_format(cls, v: str) -> str:
+        if v != "auto":
+            TASK_FORMATS[v]  # an unknown name raises, listing the registered formats
+        return v
 
 
 class JudgeSettings(_Model):
@@ -133,6 +143,8 @@ class CollectRecipe(_Model):
     def _check_backends(cls, v: dict[str, BackendSpec]) -> dict[str, BackendSpec]:
         if not v:
             raise ValueError("at least one backend is needed (e.g. 'default' or 'planner')")
+        for spec in v.values():
+            BACKEND_KINDS[spec.kind]  # an unknown kind raises, listing the registered ones
         return v
 
     @property
