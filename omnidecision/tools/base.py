@@ -36,7 +36,8 @@ class ToolSettings(BaseModel):
     frame_max_side: int = Field(512, ge=1, description="longer side (pixels) of frames sent to a media service")
     clip_frames: int = Field(8, ge=1, description="clip_grounding: frames sampled from a window by default")
     # Checked when the code executor runs (an error observation, as for any bad tool input), not here.
-    sandbox: dict[str, Any] = Field(default_factory=dict, description="code_executor limits (SandboxLimits fields)")
+    sandbox: dict[str, int | float] = Field(default_factory=dict,
+                                            description="code_executor limits (SandboxLimits field -> value)")
     sandbox_python: str | None = Field(None, description="the interpreter the sandbox runs (None: found)")
     sandbox_site: bool = Field(False, description="let sandboxed code import site-packages")
     sandbox_method: str = Field("auto", description="auto | bubblewrap | namespaces")
