@@ -73,11 +73,15 @@ class Registry(MutableMapping[str, T]):
         # Import every module of the package once, so that their decorators have run.
         if self._discovered or self.package is None:
             return
-        self._discovered = True
-        pkg = importlib.import_module(self.package)
-        for info in pkgutil.iter_modules(pkg.__path__, self.package + "."):
-            if not info.name.rsplit(".", 1)[-1].startswith(("_", "cli")):
-                importlib.import_module(info.name)
+        self._discovered = True  # first: the modules imported below look names up while they load
+        try:
+            pkg = importlib.import_module(self.package)
+            for info in pkgutil.iter_modules(pkg.__path__, self.package + "."):
+                if not info.name.rsplit(".", 1)[-1].startswith(("_", "cli")):
+                    importlib.import_module(info.name)
+        except BaseException:
+            self._discovered = False  # a module that failed to import is tried again (and fails loudly) next time
+            raise
 
     def names(self) -> tuple[str, ...]:
         """Registered names in registration order."""
