@@ -1,4 +1,5 @@
-"""Checkpoint helpers shared by the SFT and GRPO stages (resume after a kill).
+"""Checkpoint and output helpers shared by the SFT and GRPO stages (resume after a kill; the files the Hugging Face
+tools read).
 
     python -c "from omnidecision.checkpoints import resolve_resume; print(resolve_resume('true', 'runs/sft'))"
 """
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -76,3 +79,16 @@ def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
     if not os.path.isdir(str(value)):
         raise FileNotFoundError(f"resume_from_checkpoint: no checkpoint folder at {value}")
     return str(value)
+
+
+def save_ecosystem_outputs(trainer: Any, metrics: dict[str, dict[str, Any]], dataset: str | None,
+                           tags: list[str]) -> None:
+    """What Hugging Face tools read in `output_dir`, written by the trainer itself (on the main process only):
+    `<split>_results.json` + `all_results.json` per non-empty split, `trainer_state.json`, the model card README.md.
+    Both training entries call it. A local dataset folder is left out of the card (it would become a Hub link)."""
+    for split, values in metrics.items():
+        if values:
+            trainer.save_metrics(split, values)
+    trainer.save_state()
+    hub_dataset = None if dataset is None or Path(dataset).exists() else dataset
+    trainer.create_model_card(model_name=Path(trainer.args.output_dir).name, dataset_name=hub_dataset, tags=tags)

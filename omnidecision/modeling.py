@@ -2,7 +2,7 @@
 GRPO's policy, on-policy rounds, export all use them).
 
 Chat-template options are passed one way: `chat_template_kwargs` (default `CHAT_TEMPLATE_KWARGS`, i.e.
-`enable_thinking=False`, the setting collection and serving use: DESIGN.md invariant 2, train/serve parity).
+`enable_thinking=False`, the setting collection and serving use: train/serve parity, docs/architecture.md).
 
     python -c "from omnidecision.modeling import load_planner; print(load_planner('runs/demo/models/sft')[0])"
 """

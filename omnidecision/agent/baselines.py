@@ -71,7 +71,7 @@ async def history_loop(run: Run, record: RunRecord) -> None:
                                   _context(task, history, summary))
             step.calls.append(Run.role_call("summarizer", resp))
             summary, history, since_summary = resp.text.strip(), [], 0
-    if best is None and config.settings.get("draft_on_stop", True):
+    if best is None and config.settings.draft_on_stop:
         try:
             _, best, _ = await _finalize(run, None, history, summary, record.final_calls)
         except BackendError as exc:

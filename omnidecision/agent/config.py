@@ -1,12 +1,28 @@
-"""Agent run settings (parsed from the `agent:` part of recipes; per-role backends: `protocol.chat.BackendSpec`)."""
+"""Agent run settings (parsed from the `agent:` part of recipes; per-role backends: `protocol.chat.BackendSpec`).
+
+    >>> AgentConfig.model_validate({"settings": {"draft_on_stop": False}}).settings.draft_on_stop
+    False
+    >>> AgentConfig().tool_settings().tool_timeout_s
+    30.0
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from omnidecision.protocol.records import Mode
+from omnidecision.tools.base import ToolSettings
+
+
+class AgentSettings(ToolSettings):
+    """`agent.settings` of a recipe: the tools' settings (`tools.base.ToolSettings`) and the loop's stop rules,
+    every default here (an unknown name is an error)."""
+
+    draft_on_stop: bool = Field(True, description="a run stopped without an answer asks the finalizer for a draft")
+    abstain_on_insufficient: bool = Field(
+        True, description="an `insufficient` stop abstains (its draft is kept apart); false: submit the draft")
 
 
 class AgentConfig(BaseModel):
@@ -30,7 +46,18 @@ class AgentConfig(BaseModel):
     digest_max_chars: int = Field(3000, ge=200)
     tool_timeout_s: float = 30.0
     memory_every: int = Field(4, ge=1, description="memory mode: summarise the history every k steps")
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: AgentSettings = Field(default_factory=AgentSettings, description="tool and stop-rule settings")
+
+    @field_serializer("settings")
+    def _settings_as_given(self, settings: AgentSettings) -> dict[str, Any]:
+        # Only what differs from the defaults: the config digest (runtime.config_digest) of a run written before
+        # the settings were typed stays the same, and so do manifests and records.
+        return settings.model_dump(mode="json", exclude_defaults=True)
+
+    def tool_settings(self) -> ToolSettings:
+        """The tools' settings of a run: `tool_timeout_s` is the agent's unless `settings` sets its own."""
+        given = self.settings.model_dump(exclude_unset=True, include=set(ToolSettings.model_fields))
+        return ToolSettings.model_validate({"tool_timeout_s": self.tool_timeout_s, **given})
 
 
 Roles = Literal["decompose", "planner", "critic", "finalizer", "judge", "perception", "summarizer"]

@@ -22,9 +22,9 @@ with one blocking need (the question itself, searched on the web). A finish whil
 can advance is answered by a failed `FinalizerChecked` naming the open needs (no finalizer call), which counts
 toward the revision budget. On `budget`, `insufficient` and `forced` stops without an answer in the ledger the
 finalizer drafts a best-effort answer that is recorded in `final_calls` (no ledger event); switch it off with
-`AgentConfig.settings["draft_on_stop"] = False`. An `insufficient` stop abstains: its answer is
+`AgentConfig.settings.draft_on_stop = False`. An `insufficient` stop abstains: its answer is
 `ABSTAIN_ANSWER` ("insufficient evidence") and the draft goes to `record.draft_answer` (judged apart, so reports show
-accuracy with and without drafted answers); `settings["abstain_on_insufficient"] = False` submits the draft instead.
+accuracy with and without drafted answers); `settings.abstain_on_insufficient = False` submits the draft instead.
 
 Task context: the ledger starts with the task's R0 (assets, options, answer format, allowed tools), which the digest
 shows. A call with a tool the task does not allow is rejected like a call on a closed need. A need with an `asset_id`
@@ -80,7 +80,7 @@ from omnidecision.ledger import (
     unmet_blocking,
     unresolved_conflicts,
 )
-from omnidecision.ledger.schema import Ledger
+from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
 from omnidecision.protocol.actions import (
     CallAction,
     FinishAction,
@@ -95,7 +95,7 @@ from omnidecision.protocol.chat import BackendError, ChatBackend
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import ABSTAIN_ANSWER, Outcome, RoleCall, RunRecord, StepRecord
 from omnidecision.tasks.schema import Task
-from omnidecision.tools.registry import PERCEPTION_TOOLS, arguments_for
+from omnidecision.tools.registry import arguments_for
 
 logger = logging.getLogger(__name__)
 
@@ -271,7 +271,7 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
     """Stop with `outcome`; the answer is the ledger's best value, else a best-effort draft. An `insufficient` stop
     abstains (answer `ABSTAIN_ANSWER`) and keeps that value as `record.draft_answer` instead."""
     answer = run.state.answer
-    if answer is None and run.config.settings.get("draft_on_stop", True):
+    if answer is None and run.config.settings.draft_on_stop:
         try:
             resp = await run.chat("finalizer", finalizer_messages(run.state, run.task, budget),
                                   {"task": run.task, "ledger": run.state})
@@ -281,7 +281,7 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
                 answer = out.answer.strip()
         except BackendError as exc:  # the stop outcome stands; the draft is best effort
             record.final_calls.append(RoleCall(role="finalizer", error=exc.reason))
-    if outcome == "insufficient" and run.config.settings.get("abstain_on_insufficient", True):
+    if outcome == "insufficient" and run.config.settings.abstain_on_insufficient:
         # the seed's distinction: an insufficient ledger abstains; the draft is kept, judged apart
         record.draft_answer, answer = answer, ABSTAIN_ANSWER
     record.answer = answer

@@ -59,7 +59,7 @@ class Run:
         self.sample, self.run_id = sample, run_id
         self.tool_runner = tool_runner or default_tool_runner()
         # the registry's own per-tool timeout follows the agent's (a perception call may need minutes)
-        self.ctx = build_tool_context(task, services, {"tool_timeout_s": config.tool_timeout_s, **config.settings})
+        self.ctx = build_tool_context(task, services, config.tool_settings())
         self.state = Ledger()
         self.usage = Usage()
         self.planner_prompt_tokens = 0

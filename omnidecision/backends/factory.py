@@ -1,42 +1,52 @@
 """Build the per-role backends of a run from `BackendSpec`s (the `backends:` part of a recipe).
 
-kind "openai" → `OpenAIBackend`; kind "teacher" → `omnidecision.backends.teacher.TeacherBackend(**spec.options)`;
-kind "first-actionable" → the copy-rule baseline planner (`backends.first_actionable`); imported lazily.
-Specs that are equal share one backend object (one client, one concurrency semaphore).
+A backend kind is registered once, next to its code, with `@register_backend("kind")` on a function (or class)
+that takes the `BackendSpec` and returns a `ChatBackend`: "openai" (`backends.openai_backend`), "first-actionable"
+(`backends.first_actionable`), "replay" (`backends.replay`), "teacher" (below). The modules of this package are
+imported the first time a kind is looked up. Specs that are equal share one backend object (one client, one
+concurrency semaphore).
 
     >>> from omnidecision.protocol.chat import BackendSpec
     >>> b = build_backends({"planner": BackendSpec(base_url="http://localhost:8000/v1", model="p")})
     >>> type(b["planner"]).__name__
     'OpenAIBackend'
+    >>> sorted(BACKEND_KINDS)
+    ['first-actionable', 'openai', 'replay', 'teacher']
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from omnidecision.protocol.chat import BackendSpec, ChatBackend
+from omnidecision.protocol.registry import Registry
 
 logger = logging.getLogger(__name__)
 
+BackendBuilder = Callable[[BackendSpec], ChatBackend]
+BACKEND_KINDS: Registry[BackendBuilder] = Registry("backend kind", package="omnidecision.backends")
+
+
+def register_backend(kind: str) -> Callable[[Any], Any]:
+    """Decorator: `@register_backend("kind")` on a callable `BackendSpec -> ChatBackend`."""
+    return BACKEND_KINDS.register(kind)
+
+
+@register_backend("teacher")
+def build_teacher(spec: BackendSpec) -> ChatBackend:
+    """The scripted teacher, `TeacherBackend(**spec.options)`. (Registered here rather than in
+    backends/teacher.py only because that module was being changed on another branch; it belongs there.)"""
+    from omnidecision.backends.teacher import TeacherBackend
+
+    return TeacherBackend(**spec.options)
+
 
 def build_backend(spec: BackendSpec) -> ChatBackend:
-    if spec.kind == "openai":
-        from omnidecision.backends.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(spec)
-    if spec.kind == "teacher":
-        from omnidecision.backends.teacher import TeacherBackend
-
-        return TeacherBackend(**spec.options)
-    if spec.kind == "first-actionable":
-        from omnidecision.backends.first_actionable import FirstActionableBackend
-
-        return FirstActionableBackend(**spec.options)
-    raise ValueError(f"unknown backend kind {spec.kind!r} (known: openai, teacher, first-actionable)")
-
-
+    """The backend of one spec; an unknown kind raises `UnknownName` (a ValueError) listing the registered ones."""
+    return BACKEND_KINDS[spec.kind](spec)
 def build_backends(specs: dict[str, BackendSpec]) -> dict[str, ChatBackend]:
     """One backend per role name; identical specs share an instance."""
     built: dict[str, ChatBackend] = {}

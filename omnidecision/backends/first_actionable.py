@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from omnidecision.backends.factory import register_backend
 from omnidecision.backends.teacher import TeacherBackend
 from omnidecision.ledger import SOURCE_TOOL, Ledger, actionable_need_indices
 from omnidecision.protocol.actions import CallAction, FinishAction, render_action
+from omnidecision.protocol.chat import BackendSpec
 from omnidecision.tasks.schema import Task
 
 
@@ -44,3 +46,8 @@ class FirstActionableBackend(TeacherBackend):
         if ledger is None:
             return self._history_planner(task, ctx)
         return self.decide(ledger)
+
+
+@register_backend("first-actionable")
+def build_first_actionable(spec: BackendSpec) -> FirstActionableBackend:
+    return FirstActionableBackend(**spec.options)

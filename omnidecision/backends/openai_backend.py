@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from omnidecision.backends.factory import register_backend
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, ChatResponse, Usage
 
 logger = logging.getLogger(__name__)
@@ -121,6 +122,7 @@ def _reason(exc: BaseException, base_url: str | None, kind: str | None = None) -
     return f"{type(exc).__name__} talking to {base_url}: {exc}{detail}"[:500]
 
 
+@register_backend("openai")
 class OpenAIBackend:
     """`ChatBackend` over `openai.AsyncOpenAI`. The API key comes from the env var `spec.api_key_env`
     (default "EMPTY" when unset, which is what a local vLLM server accepts)."""

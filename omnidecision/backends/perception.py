@@ -26,16 +26,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnidecision.ledger.schema import SourceRef
+from omnidecision.ledger.schema import PERCEPTION_TOOLS, SourceRef
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest
+from omnidecision.protocol.observations import Observation
 from omnidecision.tasks.schema import Asset
-from omnidecision.tools.base import DecodedFrame, Observation
+from omnidecision.tools.base import DecodedFrame
 from omnidecision.tools.media import audio_segment_wav, decode_frames, image_jpeg, video_duration
 
 logger = logging.getLogger(__name__)
 
 Modality = Literal["image", "audio", "video"]
-PERCEPTION_TOOLS = ("subtitle_grounding", "audio_scouting", "clip_grounding", "frame_confirmation")
 
 # What each tool asks the model to do with what it is shown (the user's query follows).
 TOOL_PROMPTS: dict[str, str] = {

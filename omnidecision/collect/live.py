@@ -23,15 +23,15 @@ from typing import Any
 
 import httpx
 
-from omnidecision.backends.perception import PERCEPTION_TOOLS, PerceptionRouter
+from omnidecision.backends.perception import PerceptionRouter
 from omnidecision.collect.recipe import CollectRecipe, Environment
+from omnidecision.ledger.schema import PERCEPTION_TOOLS, WEB_TOOLS
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.web_live import LiveWeb
 
 logger = logging.getLogger(__name__)
 
-WEB_TOOLS = ("web_search", "page_reader")
 # What each perception tool needs from its endpoint when the task's asset is of a kind (what the tool sends).
 NEEDS_INPUT = {"audio_scouting": "audio", "clip_grounding": "image", "frame_confirmation": "image"}
 

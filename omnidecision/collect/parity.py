@@ -1,4 +1,4 @@
-"""Train/serve parity helpers (DESIGN §3.2), shared by harvest, SFT, GRPO and eval.
+"""Train/serve parity helpers (docs/architecture.md, data contracts), shared by harvest, SFT, GRPO and eval.
 
 - `planner_prompt_ids(tokenizer, messages, enable_thinking=False)`: the token ids the planner is served for a
   prompt (system + user; any trailing assistant turn is dropped), with the generation prompt, through the

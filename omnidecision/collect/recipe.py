@@ -16,15 +16,17 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from omnidecision.agent.config import AgentConfig
+from omnidecision.backends.factory import BACKEND_KINDS
 from omnidecision.backends.perception import PerceptionSpec
 from omnidecision.collect.breaker import BreakerSettings
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.tasks.formats import TASK_FORMATS
 from omnidecision.tools.page_fetch import PageReaderSpec
 from omnidecision.tools.search_apis import SearchSpec
 
@@ -64,13 +66,21 @@ class _Model(BaseModel):
 
 class TaskSource(_Model):
     path: str = Field(..., description="task file or folder (jsonl, omnigaia, worldsense, synthetic dir)")
-    format: str = Field("auto", description="auto | jsonl | omnigaia | worldsense | synthetic")
-    options: dict[str, Any] = Field(default_factory=dict, description="loader options (media_dir, srt_dir, …)")
+    format: str = Field("auto", description="auto, or a registered task format (tasks.formats.TASK_FORMATS: jsonl, "
+                        "synthetic, omnigaia, worldsense)")
+    options: dict[str, str] = Field(default_factory=dict, description="loader options (media_dir, srt_dir, …)")
     ids: list[str] | None = Field(None, description="keep only these task ids")
     levels: list[str] | None = Field(None, description="keep only these difficulty levels")
     categories: list[str] | None = Field(None, description="keep only these categories")
     offset: int = Field(0, ge=0, description="skip the first N tasks (after filters)")
     limit: int | None = Field(None, ge=1, description="keep at most N tasks (after filters, before sharding)")
+
+    @field_validator("format")
+    @classmethod
+    def _check_format(cls, v: str) -> str:
+        if v != "auto":
+            TASK_FORMATS[v]  # an unknown name raises, listing the registered formats
+        return v
 
 
 class JudgeSettings(_Model):
@@ -140,11 +150,51 @@ class CollectRecipe(_Model):
     def _check_backends(cls, v: dict[str, BackendSpec]) -> dict[str, BackendSpec]:
         if not v:
             raise ValueError("at least one backend is needed (e.g. 'default' or 'planner')")
+        for spec in v.values():
+            BACKEND_KINDS[spec.kind]  # an unknown kind raises, listing the registered ones
         return v
 
     @property
     def shard_index(self) -> tuple[int, int]:
         return parse_shard(self.shard)
+
+
+class ServeSpec(BaseModel):
+    """Start vLLM for the eval and point roles at it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(..., description="merged checkpoint (or the base model when serving adapters)")
+    loras: dict[str, str] = Field(default_factory=dict, description="adapter name -> folder (--lora-modules)")
+    served_name: str | None = Field(None, description="name of the base model on the server (default: folder name)")
+    planner_model: str | None = Field(
+        None, description="model name the served roles request (default: the only LoRA, else the base name)")
+    roles: list[str] = Field(default_factory=lambda: ["planner"], description="roles pointed at the server")
+    port: int | None = Field(None, description="port (default: a free one)")
+    max_model_len: int | None = Field(4096, description="--max-model-len")
+    tensor_parallel_size: int | None = Field(None, ge=1, description="--tensor-parallel-size (GPUs)")
+    max_lora_rank: int | None = Field(
+        None, ge=1, description="--max-lora-rank (default: the adapters' largest rank, from adapter_config.json)")
+    extra_args: list[str] = Field(default_factory=list, description="more vLLM server arguments, verbatim")
+    fresh_cache: bool = Field(False, description="a private vLLM compile cache deleted on stop (default: persistent)")
+    startup_timeout_s: float = Field(300.0, gt=0, description="seconds to wait for /v1/models")
+
+    def request_name(self) -> str:
+        if self.planner_model:
+            return self.planner_model
+        if len(self.loras) == 1:
+            return next(iter(self.loras))
+        return self.served_name or Path(self.model).name
+
+
+class EvalRecipe(CollectRecipe):
+    """An eval (`omnidecision eval`, `eval.runner.run_eval`): a collection, optionally with a served model, and a
+    report."""
+
+    name: str | None = Field(None, description="label of this eval in reports and comparisons")
+    out: str = Field("runs/eval", description="output folder: trajectories.jsonl, report.json, report.md, *.png")
+    serve: ServeSpec | None = Field(None, description="start vLLM for the run (see ServeSpec)")
+    plots: bool = Field(True, description="write PNG plots next to the report")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -235,11 +285,15 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(str(x) for x in loc) or "<root>"
 
 
+RecipeT = TypeVar("RecipeT", bound=BaseModel)
+
+
 def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None,
-                     model: type[CollectRecipe] = CollectRecipe,
-                     recipe_dir: str | Path | None = None) -> CollectRecipe:
-    """Validate a recipe mapping (a `CollectRecipe`, or a subclass such as eval's) after overrides and ${VAR}
-    expansion (`recipe_dir` is ${RECIPE_DIR}); errors name `source` and the field."""
+                     model: type[RecipeT] = CollectRecipe,  # type: ignore[assignment]
+                     recipe_dir: str | Path | None = None) -> RecipeT:
+    """Validate a recipe mapping (a `CollectRecipe`, a subclass such as `EvalRecipe`, or another recipe model such
+    as the rounds') after overrides and ${VAR} expansion (`recipe_dir` is ${RECIPE_DIR}); errors name `source` and
+    the field."""
     data = dict(data)
     for ov in overrides or []:
         set_path(data, ov)
@@ -253,7 +307,7 @@ def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: 
 
 
 def load_recipe(path: str | Path | None, overrides: list[str] | None = None,
-                model: type[CollectRecipe] = CollectRecipe) -> CollectRecipe:
+                model: type[RecipeT] = CollectRecipe) -> RecipeT:  # type: ignore[assignment]
     """Read a YAML recipe (or start from an empty one when `path` is None) and apply `key.path=value` overrides;
     errors name the file (and YAML line) and the field."""
     if path is None:

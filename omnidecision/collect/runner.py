@@ -12,8 +12,9 @@ Endpoints are watched by a circuit breaker (`collect/breaker.py`): a run that fa
 unreachable is not written; it runs again after the breaker's pause, and when the endpoint stays down the
 collection stops with `CollectionStopped` naming it (a restart of the same command continues).
 
-`collect(recipe)` adds the recipe plumbing: load + filter tasks, keep this shard's tasks
-(`shard_of(task.id, n) == i`), build backends and services, write `manifest.json`, run.
+`collect(recipe)` is collect's one entry (the collect command, eval and the on-policy rounds go through it): it
+calls `prepare(recipe)` (load + filter tasks, keep this shard's tasks (`shard_of(task.id, n) == i`), the live
+environment's pre-flight, `manifest.json`, the tool services), builds the backends and runs.
 
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --out runs/synth-teacher
 """
@@ -26,7 +27,7 @@ import logging
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from omnidecision.collect.store import (
     supersede_errors,
     write_json_atomic,
 )
-from omnidecision.protocol.chat import ChatBackend
+from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
 from omnidecision.tasks.schema import Task
 
@@ -303,16 +304,28 @@ def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
     write_json_atomic(path, manifest)
 
 
-async def collect(recipe: CollectRecipe, tool_runner=None) -> CollectSummary:
-    """Collect the recipe's shard into `recipe.out` (see the module docstring)."""
-    from omnidecision.backends.factory import build_backend, build_backends
+@dataclass
+class Prepared:
+    """A collection made ready by `prepare`: this shard's tasks, every selected task, the tool services."""
 
+    tasks: list[Task]
+    selected: list[Task]
+    services: Services
+
+
+def prepare(recipe: CollectRecipe, specs: dict[str, BackendSpec] | None = None,
+            served_roles: Iterable[str] = ()) -> Prepared:
+    """Select the tasks, check a live environment before the first run, write OUT/manifest.json, build the tool
+    services. The pre-flight checks `specs` (default: the recipe's backends) except `served_roles`, the roles a
+    caller points at a server it starts itself once this has passed (eval's `serve:`)."""
     # tasks and shard; a live environment must have every endpoint and media file before the first run
     tasks, selected = select_tasks(recipe)
     if recipe.environment.kind == "live":
         from omnidecision.collect.live import live_problems
 
-        problems = live_problems(recipe, tasks)
+        served = set(served_roles)
+        checked = {role: spec for role, spec in (specs or recipe.backends).items() if role not in served}
+        problems = live_problems(recipe.model_copy(update={"backends": checked}), tasks)
         if problems:
             raise RecipeError("the live environment is not ready (run with --dry-run to check):\n  - "
                               + "\n  - ".join(problems))
@@ -322,13 +335,26 @@ async def collect(recipe: CollectRecipe, tool_runner=None) -> CollectSummary:
     write_manifest(recipe, out_dir, len(selected))
     logger.info("shard %d/%d: %d of %d tasks × %d samples → %s", i, n, len(tasks), len(selected), recipe.samples,
                 out_dir)
-    # backends, judge, services
-    backends = build_backends(recipe.backends)
-    judge_llm = build_backend(recipe.judge.llm) if recipe.judge.llm is not None else None
-    services = build_services(recipe, selected)
+    return Prepared(tasks, selected, build_services(recipe, selected))
+
+
+async def collect(recipe: CollectRecipe, tool_runner=None, *, prepared: Prepared | None = None,
+                  specs: dict[str, BackendSpec] | None = None, out_file: str | Path | None = None,
+                  progress: bool | None = None, desc: str | None = None) -> CollectSummary:
+    """Collect the recipe's shard (see the module docstring). A caller that needs the tasks before the runs (eval:
+    to start its server only once the pre-flight passed) passes what `prepare` returned; `specs` replaces the
+    recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`."""
+    from omnidecision.backends.factory import build_backend, build_backends
+
+    prepared = prepared if prepared is not None else prepare(recipe, specs)
+    i, n = recipe.shard_index
+    # backends, judge
+    backends = build_backends(specs if specs is not None else recipe.backends)
+    judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None
     # run
-    return await collect_runs(tasks, recipe.agent, backends, shard_path(out_dir, i, n), samples=recipe.samples,
-                              concurrency=recipe.concurrency, judge=recipe.judge.enabled, judge_llm=judge_llm,
-                              services=services, tool_runner=tool_runner, progress=recipe.progress,
-                              desc=f"collect {i}/{n}", judge_scorer=recipe.judge.scorer,
+    return await collect_runs(prepared.tasks, recipe.agent, backends, out_file or shard_path(recipe.out, i, n),
+                              samples=recipe.samples, concurrency=recipe.concurrency, judge=recipe.judge.enabled,
+                              judge_llm=judge_llm, services=prepared.services, tool_runner=tool_runner,
+                              progress=recipe.progress if progress is None else progress,
+                              desc=desc or f"collect {i}/{n}", judge_scorer=recipe.judge.scorer,
                               retry_errors=recipe.retry_errors, breaker=recipe.breaker)

@@ -1,11 +1,12 @@
 """Eval in the loop: a recipe (configs/eval/*.yaml) → trajectories.jsonl → report.json / report.md / plots.
 
-The recipe is a collect recipe (`omnidecision.collect.recipe`: tasks, backends, agent, samples, concurrency,
+The recipe (`collect.recipe.EvalRecipe`) is a collect recipe (tasks, backends, agent, samples, concurrency,
 judge, environment, out) plus an optional `serve:` block: vLLM is started for the run (model dir + LoRA
 adapters) and the roles listed in `serve.roles` (default: planner) are pointed at it, then it is stopped.
-Runs go through collect's runner (`collect_runs`: concurrent workers, judge, single-writer append-only store) into
-OUT/trajectories.jsonl, so a killed eval restarts where it stopped: finished (task_id, sample) pairs are skipped,
-a torn last line is dropped.
+Runs go through collect's one entry (`collect.runner.prepare` + `collect`: the same task selection, the live
+environment's pre-flight before a server starts, OUT/manifest.json that refuses a second experiment in the folder,
+concurrent workers, judge, single-writer append-only store) into OUT/trajectories.jsonl, so a killed eval restarts
+where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped.
 
     omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2
     python -m omnidecision.eval.runner configs/eval/synthetic-tiny-vllm.yaml
@@ -22,10 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
 
 from omnidecision.collect.parity import system_prompt_mismatch
-from omnidecision.collect.recipe import CollectRecipe, RecipeError, cli_overrides, load_recipe, recipe_from_dict
+from omnidecision.collect.recipe import (  # the eval recipe is collect's, so rounds can type theirs with it
+    EvalRecipe,
+    RecipeError,
+    ServeSpec,
+    cli_overrides,
+    load_recipe,
+    recipe_from_dict,
+)
 from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord
@@ -33,41 +40,7 @@ from omnidecision.protocol.records import RunRecord
 logger = logging.getLogger(__name__)
 
 TRAJECTORIES = "trajectories.jsonl"
-
-
-class ServeSpec(BaseModel):
-    """Start vLLM for the eval and point roles at it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field(..., description="merged checkpoint (or the base model when serving adapters)")
-    loras: dict[str, str] = Field(default_factory=dict, description="adapter name -> folder (--lora-modules)")
-    served_name: str | None = Field(None, description="name of the base model on the server (default: folder name)")
-    planner_model: str | None = Field(
-        None, description="model name the served roles request (default: the only LoRA, else the base name)")
-    roles: list[str] = Field(default_factory=lambda: ["planner"], description="roles pointed at the server")
-    port: int | None = Field(None, description="port (default: a free one)")
-    max_model_len: int | None = Field(4096, description="--max-model-len")
-    tensor_parallel_size: int | None = Field(None, ge=1, description="--tensor-parallel-size (GPUs)")
-    max_lora_rank: int | None = Field(
-        None, ge=1, description="--max-lora-rank (default: the adapters' largest rank, from adapter_config.json)")
-    extra_args: list[str] = Field(default_factory=list, description="more vLLM server arguments, verbatim")
-    fresh_cache: bool = Field(False, description="a private vLLM compile cache deleted on stop (default: persistent)")
-    startup_timeout_s: float = Field(300.0, gt=0, description="seconds to wait for /v1/models")
-
-    def request_name(self) -> str:
-        if self.planner_model:
-            return self.planner_model
-        if len(self.loras) == 1:
-            return next(iter(self.loras))
-        return self.served_name or Path(self.model).name
-
-
-class EvalRecipe(CollectRecipe):
-    name: str | None = Field(None, description="label of this eval in reports and comparisons")
-    out: str = Field("runs/eval", description="output folder: trajectories.jsonl, report.json, report.md, *.png")
-    serve: ServeSpec | None = Field(None, description="start vLLM for the run (see ServeSpec)")
-    plots: bool = Field(True, description="write PNG plots next to the report")
+__all__ = ["EvalRecipe", "ServeSpec", "eval_recipe_from_dict", "load_eval_recipe", "maybe_serve", "run_eval"]
 
 
 # ---------------------------------------------------------------- recipe loading
@@ -75,12 +48,12 @@ class EvalRecipe(CollectRecipe):
 
 def eval_recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None
                           ) -> EvalRecipe:
-    return recipe_from_dict(data, source, overrides, model=EvalRecipe)  # type: ignore[return-value]
+    return recipe_from_dict(data, source, overrides, model=EvalRecipe)
 
 
 def load_eval_recipe(path: str | Path, overrides: list[str] | None = None) -> EvalRecipe:
     """Read a YAML eval recipe and apply `key.path=value` overrides; errors name the file (and line) and field."""
-    return load_recipe(path, overrides, model=EvalRecipe)  # type: ignore[return-value]
+    return load_recipe(path, overrides, model=EvalRecipe)
 
 
 # ---------------------------------------------------------------- server
@@ -149,15 +122,15 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     `specs` (role → BackendSpec) replaces the recipe's backends and its `serve:` block (a caller that serves
     one model for several evals, like `ablate`, passes the served specs)."""
-    from omnidecision.backends.factory import build_backend, build_backends
-    from omnidecision.collect.runner import build_services, collect_runs, select_tasks
+    from omnidecision.collect.runner import collect, prepare
     from omnidecision.eval.report import write_report
 
-    # -- tasks and services (collect's plumbing: same filters, same replay environment)
-    tasks, all_tasks = select_tasks(recipe)
+    # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
+    served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
+    prepared = prepare(recipe, specs, served_roles=served)
+    tasks, all_tasks = prepared.tasks, prepared.selected
     if not tasks:
         raise RecipeError(f"{recipe.tasks.path}: no tasks left after the filters")
-    services = build_services(recipe, all_tasks)
     i, n = recipe.shard_index
     out = Path(recipe.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -167,12 +140,9 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     serving = contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe)
     with serving as role_specs:
         planner = planner_info(role_specs)
-        judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm else None
-        summary = asyncio.run(collect_runs(
-            tasks, recipe.agent, build_backends(role_specs), trajectories_path(out, i, n), samples=recipe.samples,
-            concurrency=recipe.concurrency, judge=recipe.judge.enabled, judge_llm=judge_llm, services=services,
-            progress=progress and recipe.progress, desc=f"eval {recipe.name or out.name}",
-            judge_scorer=recipe.judge.scorer, retry_errors=recipe.retry_errors, breaker=recipe.breaker))
+        summary = asyncio.run(collect(recipe, prepared=prepared, specs=role_specs,
+                                      out_file=trajectories_path(out, i, n), progress=progress and recipe.progress,
+                                      desc=f"eval {recipe.name or out.name}"))
     wall = time.perf_counter() - t0
     # -- report over the records of these tasks (a resumed eval reports every finished run)
     ids = {t.id for t in all_tasks}

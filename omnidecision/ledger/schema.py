@@ -9,7 +9,7 @@ Plain pydantic records; the reducer (`omnidecision.ledger.reducer`) is the only 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +19,23 @@ Source = Literal["subtitle", "audio", "clip", "frame", "web", "code"]
 SlotKind = Literal["fact", "computation"]
 
 SOURCES: tuple[str, ...] = ("subtitle", "audio", "clip", "frame", "web", "code")
+
+# The tool names, defined once here, at the lowest layer that needs them (a need's source implies a tool; the
+# planner's action schema in `protocol.actions` validates against them). The tools registry cannot be imported from
+# here (docs/architecture.md), so `tests/architecture/test_registries.py` checks that the registered tools agree.
+ToolName = Literal[
+    "subtitle_grounding",
+    "audio_scouting",
+    "clip_grounding",
+    "frame_confirmation",
+    "web_search",
+    "page_reader",
+    "code_executor",
+]
+TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
+# The tools that look at one of the task's assets (they take `asset_id`), and the tools that reach the web.
+PERCEPTION_TOOLS: tuple[str, ...] = ("subtitle_grounding", "audio_scouting", "clip_grounding", "frame_confirmation")
+WEB_TOOLS: tuple[str, ...] = ("web_search", "page_reader")
 OPEN_STATUSES: frozenset[str] = frozenset({"unfilled", "partial"})
 
 
@@ -169,7 +186,7 @@ class Ledger(_Record):
 
 
 # The tool a need's preferred source implies (pure data: the ledger does not import the tools package).
-SOURCE_TOOL: dict[str, str] = {
+SOURCE_TOOL: dict[str, ToolName] = {
     "subtitle": "subtitle_grounding",
     "audio": "audio_scouting",
     "clip": "clip_grounding",

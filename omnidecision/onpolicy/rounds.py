@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from omnidecision.collect.recipe import RecipeError, cli_overrides, set_path
+from omnidecision.collect.recipe import EvalRecipe, cli_overrides, load_recipe
 from omnidecision.onpolicy.relabel import LLMLabeller, relabel_runs, rule_labeller, write_rows
 from omnidecision.protocol.chat import BackendSpec
 
@@ -43,28 +42,32 @@ class RoundsRecipe(BaseModel):
     base_sft_data: str = Field(..., description="SFT folder (train/validation) every round's data is added to")
     sft_config: str = Field("configs/sft/tiny-cpu.yaml", description="the SFT recipe each round fine-tunes with")
     sft_steps: int = Field(100, ge=1, description="SFT steps per round")
-    sft_overrides: dict[str, Any] = Field(default_factory=dict, description="SFT recipe fields to override")
-    collect: dict[str, Any] = Field(..., description="eval recipe run with the current planner on the train tasks")
+    sft_overrides: dict[str, bool | int | float | str] = Field(
+        default_factory=dict, description="SFT recipe fields to override (passed as --name value)")
+    collect: EvalRecipe = Field(
+        ..., description="the eval recipe run with the current planner on the train tasks; serve.model and out are "
+                         "set per round")
     labeller: Literal["own", "rule"] | BackendSpec = Field(
         "own", description="own: the planner's own judge-correct runs (no oracle); rule: the rule planner relabels "
                            "every visited state (an upper-bound arm); or a chat backend spec that relabels")
     out: str = Field("runs/rounds", description="output folder (round-1/, round-2/, …, rounds.json)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _served_per_round(cls, data: Any) -> Any:
+        # Every round serves its planner (collect_round sets serve.model); the recipe may leave serve.model out.
+        if isinstance(data, dict) and isinstance(data.get("collect"), dict):
+            collect = dict(data["collect"])
+            serve = dict(collect.get("serve") or {})
+            serve.setdefault("model", str(data.get("start_model") or ""))
+            data = {**data, "collect": {**collect, "serve": serve}}
+        return data
+
 
 def load_rounds_recipe(path: str | Path, overrides: list[str] | None = None) -> RoundsRecipe:
-    from pydantic import ValidationError
-
-    try:
-        data = yaml.safe_load(Path(path).read_text("utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise RecipeError(f"{path}: cannot read the rounds recipe: {exc}") from exc
-    for o in overrides or []:
-        set_path(data, o)
-    try:
-        return RoundsRecipe.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise RecipeError(f"{path}: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from exc
+    """The YAML rounds recipe with `key.path=value` overrides (the same reader, ${VAR} expansion and errors as
+    collect and eval recipes)."""
+    return load_recipe(path, overrides, model=RoundsRecipe)
 
 
 def _cli(*args: str) -> list[str]:
@@ -89,15 +92,12 @@ def _load_rows(folder: Path, split: str) -> list[dict[str, Any]]:
 
 def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]:
     """Step 1: the current planner served with vLLM, in the loop on the training tasks."""
-    from omnidecision.eval.runner import eval_recipe_from_dict, run_eval
+    from omnidecision.eval.runner import run_eval
 
-    data = json.loads(json.dumps(recipe.collect))
-    data.setdefault("serve", {})
-    data["serve"]["model"] = model
-    data["out"] = str(out)
-    data.setdefault("name", out.parent.name)
-    data["plots"] = False
-    return run_eval(eval_recipe_from_dict(data, source="rounds.collect"))
+    base = recipe.collect
+    assert base.serve is not None  # RoundsRecipe fills it in
+    return run_eval(base.model_copy(update={"serve": base.serve.model_copy(update={"model": model}), "out": str(out),
+                                            "name": base.name or out.parent.name, "plots": False}))
 
 
 def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[str, Any]:

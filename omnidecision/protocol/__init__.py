@@ -1,2 +1,2 @@
 """Shared types under the agent: actions, chat interface and backend spec, run records, the planner prompt,
-SFT/RL rows and the rule planner. Imports only pydantic and `omnidecision.ledger` (DESIGN.md §5)."""
+SFT/RL rows and the rule planner. Imports only pydantic and `omnidecision.ledger` (docs/architecture.md)."""

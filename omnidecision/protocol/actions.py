@@ -19,23 +19,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from omnidecision.ledger.events import NeedSpec
-from omnidecision.ledger.schema import NeedRole, NeedStatus, Slot
 
-ToolName = Literal[
-    "subtitle_grounding",
-    "audio_scouting",
-    "clip_grounding",
-    "frame_confirmation",
-    "web_search",
-    "page_reader",
-    "code_executor",
-]
-TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
+# The tool names are defined once, in ledger.schema (re-exported here for the action schema's users).
+from omnidecision.ledger.schema import TOOL_NAMES, NeedRole, NeedStatus, Slot, ToolName
+
 # The argument a planner's free-text `query` goes into, per tool (the tools registry and the closure checks use it).
 PRIMARY_FIELD: dict[str, str] = dict.fromkeys(TOOL_NAMES, "query") | {"code_executor": "code", "page_reader": "url"}
 

@@ -55,7 +55,8 @@ class ChatBackend(Protocol):
 
 class BackendSpec(BaseModel):
     """Where one role's model lives. kind="openai": any OpenAI-compatible endpoint (vLLM, OpenAI, Gemini);
-    kind="teacher": the scripted teacher (synthetic tasks); other kinds are registered by name."""
+    kind="teacher": the scripted teacher (synthetic tasks); other kinds are registered by name
+    (`backends.factory.BACKEND_KINDS`)."""
 
     model_config = ConfigDict(extra="forbid")
 

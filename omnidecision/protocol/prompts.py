@@ -20,12 +20,30 @@ from functools import cache
 from importlib import resources
 
 from omnidecision.ledger import DigestBudget, Ledger, render_digest
+from omnidecision.ledger.schema import TOOL_NAMES
+from omnidecision.protocol.actions import PRIMARY_FIELD
+
+# What a tool's free-text `query` stands for when it is not a search query (the react prompt says so).
+_QUERY_MEANS = {"url": "a URL", "code": "Python source"}
+
+
+def tool_list() -> str:
+    """The tools as a prompt lists them (`{tools}` in a prompt file), from the one list in `ledger.schema`.
+
+    >>> tool_list().split(", ")[-2:]
+    ['page_reader (query = a URL)', 'code_executor (query = Python source)']
+    """
+    parts = [f"{t} (query = {_QUERY_MEANS[PRIMARY_FIELD[t]]})" if PRIMARY_FIELD[t] in _QUERY_MEANS else t
+             for t in TOOL_NAMES]
+    return ", ".join(parts)
 
 
 @cache
 def load_prompt(name: str) -> str:
-    """The text of `omnidecision/protocol/prompts/<name>.md`, without the trailing newline."""
-    return resources.files("omnidecision.protocol").joinpath("prompts", f"{name}.md").read_text("utf-8").rstrip("\n")
+    """The text of `omnidecision/protocol/prompts/<name>.md`, without the trailing newline; `{tools}` is the tool
+    list (`tool_list`)."""
+    text = resources.files("omnidecision.protocol").joinpath("prompts", f"{name}.md").read_text("utf-8")
+    return text.rstrip("\n").replace("{tools}", tool_list())
 
 
 def render_planner_messages(ledger: Ledger, budget: DigestBudget | None = None, *,

@@ -5,7 +5,8 @@ WITHOUT executing it (closure checks + optional reward judge). Starts from an SF
 with `use_peft`) or continues an SFT LoRA adapter (a folder with adapter_config.json). Generation by transformers
 (CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see docs/findings.md). After training, the held-out mean
 closure reward of the starting and the trained planner, measured in the same run, goes to
-`output_dir/closure_eval.json`.
+`output_dir/closure_eval.json`, next to what the Hugging Face tools read (train_results.json, all_results.json,
+trainer_state.json, the model card README.md) and `log_history.json`.
 
 How this GRPO departs from plain GRPO (each a recipe field; measurements in docs/findings.md, "GRPO on the
 closure rubric"):
@@ -42,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnidecision.checkpoints import resolve_resume
+from omnidecision.checkpoints import resolve_resume, save_ecosystem_outputs
 from omnidecision.modeling import compact_lm_head
 from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig, parse_args
 
@@ -191,6 +192,9 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     after = heldout_closure_reward(trainer.model, heldout, **eval_kwargs) if run_eval else None
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
+    # what the ecosystem reads (metrics, trainer_state.json, model card) before this project's files below
+    save_ecosystem_outputs(trainer, {"train": dict(train_result.metrics)}, script_args.dataset_name,
+                           tags=["omnidecision", "planner", "grpo"])
     report = {
         "start": before, "trained": after,
         "delta_mean": round(after["closure"]["mean"] - before["closure"]["mean"], 4) if run_eval else None,

@@ -1,8 +1,10 @@
 """State-SFT of the planner: one straight-line `main()` over TRL's `SFTTrainer`.
 
 Loss on the assistant action only; full fine-tuning or LoRA/QLoRA (`use_peft`, `load_in_4bit`); resumable
-(`--resume_from_checkpoint true` picks the last checkpoint in `output_dir`); `log_history.json` and
-`sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`) in `output_dir`.
+(`--resume_from_checkpoint true` picks the last checkpoint in `output_dir`). In `output_dir`, first what the
+Hugging Face tools read (`save_metrics`: train_results.json / eval_results.json / all_results.json; `save_state`:
+trainer_state.json; the model card README.md), then this project's `log_history.json` (read by `smoke`, the
+benchmarks) and `sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`).
 
     omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
     omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml
@@ -18,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnidecision.checkpoints import resolve_resume
+from omnidecision.checkpoints import resolve_resume, save_ecosystem_outputs
 from omnidecision.modeling import compact_lm_head
 from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_args
 
@@ -110,12 +112,14 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
     result = trainer.train(resume_from_checkpoint=resume)
     metrics = dict(result.metrics)
-    if eval_ds is not None:
-        metrics.update(trainer.evaluate())
+    eval_metrics = trainer.evaluate() if eval_ds is not None else {}
+    metrics.update(eval_metrics)
 
-    # Save: model (or adapter) + tokenizer/chat template, log history, run card for export
+    # Save: model (or adapter) + tokenizer/chat template; what the ecosystem reads; log history, run card for export
     trainer.save_model(training_args.output_dir)
     out = Path(training_args.output_dir)
+    save_ecosystem_outputs(trainer, {"train": dict(result.metrics), "eval": eval_metrics},
+                           script_args.dataset_name, tags=["omnidecision", "planner", "sft"])
     run = {
         "output_dir": str(out),
         "global_step": trainer.state.global_step,

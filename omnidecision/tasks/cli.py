@@ -49,10 +49,10 @@ def check(
     """
     from collections import Counter
 
-    from omnidecision.tasks.loaders import FORMATS, TaskFileError, load_tasks
+    from omnidecision.tasks.loaders import TaskFileError, format_names, load_tasks
 
-    if fmt not in FORMATS:
-        choices = ", ".join(FORMATS)
+    if fmt not in format_names():
+        choices = ", ".join(format_names())
         raise typer.BadParameter(f"unknown format {fmt!r}; expected one of {choices}", param_hint="--format")
     options = {k: v for k, v in {"media_dir": media_dir, "srt_dir": srt_dir}.items() if v is not None}
     try:

@@ -6,14 +6,12 @@ eval report's `judge` block name the one used):
 - "gaia": `gaia_scorer`, the GAIA benchmark's official rules exactly (its leaderboard's `question_scorer`).
 - "lenient": `lenient_match`, this project's variant: units after numbers, articles, collapsed (not removed) spaces.
 
-`judge_run(task, prediction, llm=None, scorer="lenient")` (async) dispatches by the task's source and answer type:
-- OmniGAIA: the prediction is the last `<answer>…</answer>` (else the last 20 words); lower-cased,
-  whitespace-collapsed exact match is correct; otherwise the LLM judge (the benchmark's Correct/Incorrect prompt,
-  `prompts/omnigaia_judge.md`) decides. An empty/unclear judge reply or a `BackendError` is a judge FAILURE
-  (`JudgeResult(correct=None)`), never counted as correct. Without an LLM the string scorer stands in and the
-  method says so ("gaia_scorer_offline" / "lenient_match_offline").
-- multiple choice (WorldSense): the option letter extracted from the prediction equals the gold letter.
-- anything else (JSONL, synthetic): the string scorer, then the LLM judge (if given) on a miss.
+`judge_run(task, prediction, llm=None, scorer="lenient")` (async): the task's format (`tasks.formats`, by
+`task.source`) scores it offline where it has its own protocol (OmniGAIA: `loaders/omnigaia.py`; WorldSense's option
+letters: `loaders/worldsense.py`); otherwise a multiple-choice task is scored by its option letter and anything
+else by the string scorer. On a miss the LLM judge (if given, and if the format allows it) decides with the
+benchmark's Correct/Incorrect prompt (`prompts/omnigaia_judge.md`). An empty/unclear judge reply or a `BackendError`
+is a judge FAILURE (`JudgeResult(correct=None)`), never counted as correct.
 `judge_offline(task, prediction)` is the same without any LLM.
 
     python -c "from omnidecision.tasks.judges import gaia_scorer; print(gaia_scorer('2years', '2 years'))"
@@ -39,6 +37,7 @@ from typing import Literal
 
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest
 from omnidecision.protocol.records import JudgeResult
+from omnidecision.tasks.formats import format_of
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -336,8 +335,29 @@ async def llm_judge(question: str, prediction: str, gold: str, llm: ChatBackend)
 # ---------------------------------------------------------------- dispatch
 
 
-def _is_mcq(task: Task) -> bool:
-    return task.answer_type == "mcq" or task.source == "worldsense"
+def score_choice(task: Task, prediction: str | None) -> JudgeResult:
+    """A multiple-choice task: the option letter the prediction picks equals the gold letter."""
+    letter = extract_choice(prediction, task.options)
+    detail = None if letter else "no option letter found in the prediction"
+    return JudgeResult(correct=letter == (task.answer or "").strip().upper(), method="mcq", prediction=letter,
+                       detail=detail)
+
+
+def score_string(task: Task, prediction: str | None, scorer: str) -> JudgeResult:
+    """The named string scorer on the last `<answer>` tag (else the whole prediction)."""
+    tags = _ANSWER_TAG.findall(prediction or "")
+    pred = (tags[-1] if tags else prediction or "").strip()
+    if not pred:
+        return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
+    return JudgeResult(correct=get_scorer(scorer)(pred, task.answer or ""), method=SCORER_METHODS[scorer],
+                       prediction=pred)
+
+
+def llm_may_judge(task: Task) -> bool:
+    """Whether an LLM judge may decide a string-scorer miss: not for multiple choice, nor where the task's format
+    says no."""
+    fmt = format_of(task)
+    return task.answer_type != "mcq" and (fmt is None or fmt.llm_judge)
 
 
 def judge_offline(task: Task, prediction: str | None, outcome: str | None = None,
@@ -354,32 +374,20 @@ def judge_offline(task: Task, prediction: str | None, outcome: str | None = None
                            detail=f"outcome {outcome}; the right outcome is insufficient")
     if task.answer is None:
         return JudgeResult(correct=None, method="no_gold", prediction=prediction, detail="the task has no answer")
-    if _is_mcq(task):
-        letter = extract_choice(prediction, task.options)
-        detail = None if letter else "no option letter found in the prediction"
-        return JudgeResult(correct=letter == task.answer.strip().upper(), method="mcq", prediction=letter,
-                           detail=detail)
-    score, method = get_scorer(scorer), SCORER_METHODS[scorer]
-    if task.source == "omnigaia":
-        pred = extract_prediction(prediction)
-        if not pred:
-            return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
-        if normalize_em(pred) == normalize_em(task.answer):
-            return JudgeResult(correct=True, method="exact_match", prediction=pred)
-        return JudgeResult(correct=score(pred, task.answer), method=f"{method}_offline", prediction=pred,
-                           detail=f"no LLM judge given: the {scorer} string scorer ({method}) stands in")
-    tags = _ANSWER_TAG.findall(prediction or "")
-    pred = (tags[-1] if tags else prediction or "").strip()
-    if not pred:
-        return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
-    return JudgeResult(correct=score(pred, task.answer), method=method, prediction=pred)
+    fmt = format_of(task)
+    own = fmt.score(task, prediction, scorer) if fmt is not None else None
+    if own is not None:
+        return own
+    if task.answer_type == "mcq":
+        return score_choice(task, prediction)
+    return score_string(task, prediction, scorer)
 
 
 async def judge_run(task: Task, prediction: str | None, llm: ChatBackend | None = None,
                     outcome: str | None = None, scorer: ScorerName = "lenient") -> JudgeResult:
     """Judge a run's answer against the task's gold answer with the named string scorer (module docstring)."""
     offline = judge_offline(task, prediction, outcome, scorer)
-    if llm is None or _is_mcq(task) or offline.method in ("no_gold", "empty_prediction", "exact_match",
+    if llm is None or not llm_may_judge(task) or offline.method in ("no_gold", "empty_prediction", "exact_match",
                                                          "unanswerable"):
         return offline
     if offline.method == SCORER_METHODS[scorer] and offline.correct:

@@ -9,15 +9,14 @@ Without the media files (or a multimodal model), an OmniGAIA run can still exerc
 Every task handed to `build_replay_services` is labelled `task.meta["replay"] = True`, and the services dict
 carries "replay": True, so runs and reports can say the results come from replay.
 
-`ReplayBackend` is a minimal rule-based backend for all roles (decompose one need per asset plus a web need, call
-each need once, accept what the tools return, finish), enough to run every record end to end offline.
+The rule-based backend that drives replay runs offline is a backend kind: `backends.replay.ReplayBackend`
+(`kind: replay`).
 
     python -m omnidecision.tasks.replay_env tests/data/omnigaia_dev/dev_metadata.json "Mirabel Quebec coordinates"
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import sys
@@ -27,11 +26,9 @@ from typing import Any
 
 from rank_bm25 import BM25Plus
 
-from omnidecision.ledger.readiness import actionable_need_indices
 from omnidecision.ledger.schema import SourceRef
-from omnidecision.protocol.chat import ChatRequest, ChatResponse
+from omnidecision.protocol.observations import Observation, SearchHit
 from omnidecision.tasks.schema import Asset, Task
-from omnidecision.tools.base import Observation, SearchHit
 
 logger = logging.getLogger(__name__)
 
@@ -338,72 +335,6 @@ def build_replay_services(tasks: list[Task]) -> Callable[[Task], dict[str, Any]]
         return {"search": search, "media": ReplayMedia(task, cache[task.id]), "replay": True}
 
     return services_for
-
-
-# ---------------------------------------------------------------- a minimal rule-based backend for replay runs
-
-_ASSET_SOURCE = {"video": "clip", "audio": "audio", "image": "frame"}
-
-
-class ReplayBackend:
-    """Offline backend for every role on any task: one need per asset (its modality) and one web need; the planner
-    calls each actionable need once, then finishes; the critic fills a need with what an ok observation says; the
-    finalizer answers with the last filled value. Not a solver: it exercises the loop, tools and services."""
-
-    def __init__(self, max_value_chars: int = 160) -> None:
-        self.max_value_chars = max_value_chars
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        handler = getattr(self, f"_{request.role}", None)
-        text = handler(request.context) if handler else json.dumps({"answer": "", "check": "fail"})
-        return ChatResponse(text=text, model="replay-rules")
-
-    def _decompose(self, ctx: dict[str, Any]) -> str:
-        task: Task = ctx["task"]
-        first_sentence = re.split(r"(?<=[.?!])\s", task.question.strip())[0][:200]
-        needs = [
-            {"description": f"what {a.type} {a.id} shows or says", "role": "blocking",
-             "query_focus": first_sentence, "preferred_source": _ASSET_SOURCE[a.type]}
-            for a in task.assets
-        ]
-        needs.append({"description": "facts from the web", "role": "blocking", "query_focus": first_sentence,
-                      "preferred_source": "web"})
-        return json.dumps({"needs": needs})
-
-    @staticmethod
-    def _call(task: Task, need: int) -> str:
-        action: dict[str, Any] = {"action": "call", "need": need}
-        if need < len(task.assets):  # needs 0..n-1 are the assets, in order (see _decompose)
-            action["arguments"] = {"asset_id": task.assets[need].id}
-        return json.dumps(action)
-
-    def _planner(self, ctx: dict[str, Any]) -> str:
-        task: Task = ctx["task"]
-        ledger = ctx.get("ledger")
-        if ledger is not None:
-            fresh = [i for i in actionable_need_indices(ledger) if ledger.needs[i].attempts == 0]
-            return self._call(task, fresh[0]) if fresh else json.dumps({"action": "finish"})
-        history = ctx.get("history") or []
-        if len(history) < len(task.assets) + 1:
-            return self._call(task, len(history))
-        return json.dumps({"action": "finish"})
-
-    def _critic(self, ctx: dict[str, Any]) -> str:
-        action, obs = ctx.get("action"), ctx.get("observation")
-        need = getattr(action, "need", 0)
-        if obs is not None and obs.ok and obs.text.strip():
-            value = " ".join(obs.text.split())[: self.max_value_chars]
-            return json.dumps({"verdicts": [{"need": need, "verdict": "supports", "status": "filled", "value": value}],
-                               "evidence": [{"claim": value, "supports": [need]}]})
-        return json.dumps({"verdicts": [{"need": need, "verdict": "omits", "status": "unfillable"}]})
-
-    def _finalizer(self, ctx: dict[str, Any]) -> str:
-        ledger = ctx.get("ledger")
-        values = [n.value for n in ledger.needs if n.status == "filled" and n.value] if ledger is not None else []
-        return json.dumps({"answer": values[-1] if values else "unknown", "check": "pass"})
-
-    def _summarizer(self, ctx: dict[str, Any]) -> str:
-        return "replay run: observations so far are in the history."
 
 
 def main(argv: list[str]) -> None:

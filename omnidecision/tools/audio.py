@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from omnidecision.tools.base import Observation, ToolContext, ToolError
+from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
 from omnidecision.tools.media import Cue, WindowArgs, ask_media, get_asset, in_window, load_cues, search_cues
 from omnidecision.tools.subtitles import cue_observation
 from omnidecision.tools.text import rank
@@ -21,8 +21,9 @@ class AudioArgs(WindowArgs):
     pass
 
 
+@register_tool("audio_scouting")
 class AudioScouting:
-    name = "audio_scouting"
+    name: str  # set by @register_tool
     args_model = AudioArgs
 
     async def run(self, args: AudioArgs, ctx: ToolContext) -> Observation:

@@ -1,30 +1,47 @@
-"""What every tool shares: the observation record, the per-run tool context, and the tool protocol.
+"""What every tool shares: the tool registry and protocol, the per-run tool context and its typed settings.
 
-A tool never raises into the agent loop: errors and timeouts come back as `Observation(ok=False, error=...)`,
-which the critic sees like any other observation.
+A tool is one module of this package with a class decorated `@register_tool("name")` (the name must be one of
+`ledger.schema.ToolName`, the action schema's list); the registry imports every module of the package the first
+time it is read. A tool never raises into the agent loop: errors and timeouts come back as
+`Observation(ok=False, error=...)`, which the critic sees like any other observation.
+
+    >>> TOOLS["web_search"].name
+    'web_search'
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnidecision.ledger.schema import SourceRef
+from omnidecision.protocol.observations import Observation, SearchHit
+from omnidecision.protocol.registry import Registry
 from omnidecision.tasks.schema import Task
 
+__all__ = ["TOOLS", "DecodedFrame", "FrameMediaService", "MediaService", "Observation", "SearchHit",
+           "SearchService", "Tool", "ToolContext", "ToolError", "ToolSettings", "register_tool"]
 
-class Observation(BaseModel):
+
+class ToolSettings(BaseModel):
+    """The tools' knobs, with their defaults in one place (`agent.settings` in a recipe; a typo is an error)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    tool: str
-    ok: bool = True
-    text: str = ""
-    fields: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
-    source: SourceRef | None = None
-    limit_hit: str | None = None  # e.g. "timeout", "memory", "output" for the code executor
+    tool_timeout_s: float = Field(30.0, gt=0, description="a tool call's time limit (the registry's timeout)")
+    blocked_domains: list[str] = Field(default_factory=list, description="added to every task's web block list")
+    frame_tolerance_s: float = Field(2.0, ge=0, description="frame_confirmation: nearest caption within this")
+    frame_max_side: int = Field(512, ge=1, description="longer side (pixels) of frames sent to a media service")
+    clip_frames: int = Field(8, ge=1, description="clip_grounding: frames sampled from a window by default")
+    # Checked when the code executor runs (an error observation, as for any bad tool input), not here.
+    sandbox: dict[str, int | float] = Field(default_factory=dict,
+                                            description="code_executor limits (SandboxLimits field -> value)")
+    sandbox_python: str | None = Field(None, description="the interpreter the sandbox runs (None: found)")
+    sandbox_site: bool = Field(False, description="let sandboxed code import site-packages")
+    sandbox_method: str = Field("auto", description="auto | bubblewrap | namespaces")
+    sandbox_bwrap: str | None = Field(None, description="the bwrap executable (None: on PATH)")
 
 
 @dataclass
@@ -37,7 +54,11 @@ class ToolContext:
 
     task: Task
     services: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: ToolSettings = field(default_factory=ToolSettings)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.settings, Mapping):  # a plain mapping (tests, the tool CLI) is validated here
+            self.settings = ToolSettings.model_validate(dict(self.settings))
 
 
 class Tool(Protocol):
@@ -47,11 +68,19 @@ class Tool(Protocol):
     async def run(self, args: BaseModel, ctx: ToolContext) -> Observation: ...
 
 
-class SearchHit(BaseModel):
-    url: str
-    title: str = ""
-    snippet: str = ""
-    score: float = 0.0
+TOOLS: Registry[Tool] = Registry("tool", package="omnidecision.tools")
+ToolClass = TypeVar("ToolClass", bound=type)
+
+
+def register_tool(name: str) -> Callable[[ToolClass], ToolClass]:
+    """Class decorator: sets `cls.name` and registers one instance of the tool under `name`."""
+
+    def add(cls: ToolClass) -> ToolClass:
+        cls.name = name  # type: ignore[attr-defined]
+        TOOLS.register(name)(cls())
+        return cls
+
+    return add
 
 
 class SearchService(Protocol):

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from omnidecision.ledger.schema import SourceRef
 from omnidecision.tasks.schema import Asset
-from omnidecision.tools.base import Observation, ToolContext, ToolError
+from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
 from omnidecision.tools.media import WindowArgs, ask_media, fmt_span, get_asset, media_file, video_duration
 from omnidecision.tools.text import rank
 
@@ -68,8 +68,9 @@ def caption_moments(asset: Asset, query: str, lo: float | None, hi: float | None
     return moments[:k]
 
 
+@register_tool("clip_grounding")
 class ClipGrounding:
-    name = "clip_grounding"
+    name: str  # set by @register_tool
     args_model = ClipArgs
 
     async def run(self, args: ClipArgs, ctx: ToolContext) -> Observation:
@@ -79,7 +80,7 @@ class ClipGrounding:
         if path is not None and asset.type == "video" and "media" in ctx.services:
             hi = args.end if args.end is not None else (asset.duration or video_duration(path) or 0.0)
             lo = args.start or 0.0
-            n = args.frames or int(ctx.settings.get("clip_frames", 8))
+            n = args.frames or ctx.settings.clip_frames
             times = sample_times(lo, max(hi, lo), n)
         obs = await ask_media(ctx, self.name, asset, args.query, args.start, args.end, frame_times=times)
         if obs is not None:

@@ -12,7 +12,7 @@ import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnidecision.tools.base import Observation, ToolContext
+from omnidecision.tools.base import Observation, ToolContext, register_tool
 from omnidecision.tools.sandbox import SandboxLimits, run_python
 
 logger = logging.getLogger(__name__)
@@ -28,8 +28,9 @@ def _tail(text: str, n: int = 1500) -> str:
     return text if len(text) <= n else "…" + text[-n:]
 
 
+@register_tool("code_executor")
 class CodeExecutor:
-    name = "code_executor"
+    name: str  # set by @register_tool
     args_model = CodeArgs
 
     async def run(self, args: CodeArgs, ctx: ToolContext) -> Observation:
@@ -37,10 +38,10 @@ class CodeExecutor:
         result = await run_python(
             args.code,
             limits,
-            python=ctx.settings.get("sandbox_python"),
-            site=bool(ctx.settings.get("sandbox_site")),
-            method=ctx.settings.get("sandbox_method", "auto"),
-            bwrap=ctx.settings.get("sandbox_bwrap"),
+            python=ctx.settings.sandbox_python,
+            site=ctx.settings.sandbox_site,
+            method=ctx.settings.sandbox_method,  # type: ignore[arg-type]  # run_python names a bad one
+            bwrap=ctx.settings.sandbox_bwrap,
         )
         fields = {
             "stdout": result.stdout,

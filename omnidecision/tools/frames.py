@@ -13,7 +13,7 @@ import logging
 from pydantic import Field
 
 from omnidecision.ledger.schema import SourceRef
-from omnidecision.tools.base import Observation, ToolContext, ToolError
+from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
 from omnidecision.tools.clips import caption_moments, sample_times
 from omnidecision.tools.media import WindowArgs, ask_media, get_asset, media_file
 from omnidecision.tools.text import rank
@@ -25,8 +25,9 @@ class FrameArgs(WindowArgs):
     t: float | None = Field(None, ge=0, description="the timestamp (s) to look at")
 
 
+@register_tool("frame_confirmation")
 class FrameConfirmation:
-    name = "frame_confirmation"
+    name: str  # set by @register_tool
     args_model = FrameArgs
 
     async def run(self, args: FrameArgs, ctx: ToolContext) -> Observation:
@@ -60,7 +61,7 @@ class FrameConfirmation:
                 source=SourceRef(tool=self.name, asset_id=asset.id, start=m["start"], end=m["end"]),
             )
         cap = min(asset.frame_captions, key=lambda c: (abs(c.t - args.t), c.t))
-        tolerance = float(ctx.settings.get("frame_tolerance_s", 2.0))
+        tolerance = ctx.settings.frame_tolerance_s
         if abs(cap.t - args.t) > tolerance:
             raise ToolError(f"t: no frame caption within {tolerance:g}s of {args.t:g}s (nearest at {cap.t:g}s)")
         scored = rank(args.query, [cap.caption]) if args.query.strip() else []

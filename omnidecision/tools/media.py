@@ -207,7 +207,7 @@ async def ask_media(
     if path is not None:  # the service sees the file where it is, whatever the task's base folder
         asset = asset.model_copy(update={"path": str(path)})
     if frame_times is not None and path is not None and asset.type == "video" and hasattr(service, "perceive_frames"):
-        frames = decode_frames(path, frame_times, int(ctx.settings.get("frame_max_side", 512)))
+        frames = decode_frames(path, frame_times, ctx.settings.frame_max_side)
         obs = await service.perceive_frames(tool, asset, query, frames)
         if obs is None:  # a service that does not look at frames may take the window another way (video)
             obs = await service.perceive(tool, asset, query, start, end)

@@ -11,7 +11,7 @@ import logging
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnidecision.ledger.schema import SourceRef
-from omnidecision.tools.base import Observation, ToolContext, ToolError
+from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
 from omnidecision.tools.search import is_blocked
 from omnidecision.tools.web import blocked_domains, search_service
 
@@ -25,8 +25,9 @@ class PageArgs(BaseModel):
     max_chars: int = Field(4000, ge=100, le=50_000, description="truncate the page text to this many characters")
 
 
+@register_tool("page_reader")
 class PageReader:
-    name = "page_reader"
+    name: str  # set by @register_tool
     args_model = PageArgs
 
     async def run(self, args: PageArgs, ctx: ToolContext) -> Observation:

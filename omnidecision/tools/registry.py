@@ -1,4 +1,7 @@
-"""The tool registry: names → tools, argument validation, timeouts, and the default offline tool context.
+"""Running a tool by name: argument validation, timeouts, and the default offline tool context.
+
+The names come from the registry `TOOLS` (`tools.base`: each tool module registers its class with
+`@register_tool("name")`; nothing here lists them).
 
 `run_tool` never raises: unknown tools, bad arguments (the error names the field), timeouts and any exception
 come back as `Observation(ok=False, error=...)`, which the critic sees like any other observation.
@@ -16,36 +19,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from omnidecision.protocol.actions import PRIMARY_FIELD
+from omnidecision.protocol.registry import UnknownName
 from omnidecision.tasks.schema import Task
-from omnidecision.tools.audio import AudioScouting
-from omnidecision.tools.base import Observation, Tool, ToolContext, ToolError
-from omnidecision.tools.clips import ClipGrounding
-from omnidecision.tools.code import CodeExecutor
-from omnidecision.tools.frames import FrameConfirmation
-from omnidecision.tools.pages import PageReader
+from omnidecision.tools.base import TOOLS, Observation, ToolContext, ToolError, ToolSettings
 from omnidecision.tools.search import OfflineSearch, PageIndex, corpus_index
-from omnidecision.tools.subtitles import SubtitleGrounding
-from omnidecision.tools.web import WebSearch
+
+__all__ = ["TOOLS", "arguments_for", "build_tool_context", "default_search", "run_tool"]
 
 logger = logging.getLogger(__name__)
-
-TOOLS: dict[str, Tool] = {
-    t.name: t
-    for t in (
-        SubtitleGrounding(),
-        AudioScouting(),
-        ClipGrounding(),
-        FrameConfirmation(),
-        WebSearch(),
-        PageReader(),
-        CodeExecutor(),
-    )
-}
-
-# The tools that look at one of the task's assets (they take `asset_id`).
-PERCEPTION_TOOLS: frozenset[str] = frozenset({"subtitle_grounding", "audio_scouting", "clip_grounding",
-                                              "frame_confirmation"})
-WEB_TOOLS: frozenset[str] = frozenset({"web_search", "page_reader"})
 
 
 def arguments_for(tool: str, query: str | None, arguments: dict | None) -> dict:
@@ -71,16 +52,17 @@ def _field_errors(exc: ValidationError) -> str:
 
 async def run_tool(name: str, arguments: dict, ctx: ToolContext) -> Observation:
     """Validate the arguments, run the tool under its timeout, and turn every failure into an observation."""
-    tool = TOOLS.get(name)
-    if tool is None:
-        return Observation(tool=name, ok=False, error=f"unknown tool {name!r}; known: {', '.join(TOOLS)}")
+    try:
+        tool = TOOLS[name]
+    except UnknownName as exc:
+        return Observation(tool=name, ok=False, error=str(exc))
     if not isinstance(arguments, dict):
         return Observation(tool=name, ok=False, error=f"arguments: expected an object, got {type(arguments).__name__}")
     try:
         args = tool.args_model.model_validate(arguments)
     except ValidationError as exc:
         return Observation(tool=name, ok=False, error=f"invalid arguments for {name}: {_field_errors(exc)}")
-    timeout = float(ctx.settings.get("tool_timeout_s", 30))
+    timeout = ctx.settings.tool_timeout_s
     try:
         obs = await asyncio.wait_for(tool.run(args, ctx), timeout=timeout)
     except asyncio.TimeoutError:
@@ -99,18 +81,21 @@ async def run_tool(name: str, arguments: dict, ctx: ToolContext) -> Observation:
     return obs
 
 
-def default_search(task: Task, settings: dict[str, Any]) -> OfflineSearch:
+def default_search(task: Task, settings: ToolSettings) -> OfflineSearch:
     """BM25 over the task's own pages plus its corpus file (indexed once per process and shared)."""
     indices = [PageIndex(task.pages)] if task.pages else []
     corpus = task.resolve(task.corpus)
     if corpus is not None:
         indices.append(corpus_index(corpus))
-    return OfflineSearch(indices, [*task.blocked_domains, *settings.get("blocked_domains", [])])
+    return OfflineSearch(indices, [*task.blocked_domains, *settings.blocked_domains])
 
 
-def build_tool_context(task: Task, services: dict | None = None, settings: dict | None = None) -> ToolContext:
-    """A tool context with the given services, filling in the default offline search service."""
-    settings = dict(settings or {})
+def build_tool_context(task: Task, services: dict | None = None,
+                       settings: ToolSettings | dict[str, Any] | None = None) -> ToolContext:
+    """A tool context with the given services, filling in the default offline search service; `settings` as a
+    mapping is validated (an unknown name is an error)."""
+    if not isinstance(settings, ToolSettings):
+        settings = ToolSettings.model_validate(dict(settings or {}))
     services = dict(services or {})
     if "search" not in services:
         services["search"] = default_search(task, settings)

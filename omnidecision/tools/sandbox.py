@@ -56,9 +56,10 @@ class SandboxLimits:
     output_bytes: int = 64_000
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> SandboxLimits:
-        """Limits from `settings["sandbox"]` (a dict of the field names), defaults elsewhere."""
-        given = dict(settings.get("sandbox", {}))
+    def from_settings(cls, settings: Any) -> SandboxLimits:
+        """Limits from the tool settings' `sandbox` (a dict of the field names; the settings as a `ToolSettings`
+        or a mapping), defaults elsewhere."""
+        given = dict(settings.get("sandbox", {}) if isinstance(settings, dict) else settings.sandbox)
         unknown = set(given) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"settings.sandbox: unknown limit(s) {sorted(unknown)}")

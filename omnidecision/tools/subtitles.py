@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from omnidecision.ledger.schema import SourceRef
-from omnidecision.tools.base import Observation, ToolContext, ToolError
+from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
 from omnidecision.tools.media import WindowArgs, ask_media, fmt_span, get_asset, load_cues, search_cues
 
 logger = logging.getLogger(__name__)
@@ -21,8 +21,9 @@ class SubtitleArgs(WindowArgs):
     pass
 
 
+@register_tool("subtitle_grounding")
 class SubtitleGrounding:
-    name = "subtitle_grounding"
+    name: str  # set by @register_tool
     args_model = SubtitleArgs
 
     async def run(self, args: SubtitleArgs, ctx: ToolContext) -> Observation:

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnidecision.ledger.schema import SourceRef
-from omnidecision.tools.base import Observation, SearchHit, ToolContext, ToolError
+from omnidecision.tools.base import Observation, SearchHit, ToolContext, ToolError, register_tool
 from omnidecision.tools.search import is_blocked
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ class WebSearchArgs(BaseModel):
 
 
 def blocked_domains(ctx: ToolContext) -> list[str]:
-    return [*ctx.task.blocked_domains, *ctx.settings.get("blocked_domains", [])]
+    return [*ctx.task.blocked_domains, *ctx.settings.blocked_domains]
 
 
 def search_service(ctx: ToolContext) -> Any:
@@ -38,8 +38,9 @@ def search_service(ctx: ToolContext) -> Any:
     return service
 
 
+@register_tool("web_search")
 class WebSearch:
-    name = "web_search"
+    name: str  # set by @register_tool
     args_model = WebSearchArgs
 
     async def run(self, args: WebSearchArgs, ctx: ToolContext) -> Observation:

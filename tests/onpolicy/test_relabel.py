@@ -10,6 +10,7 @@ import pytest
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
+from omnidecision.collect.recipe import RecipeError
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import shard_path
 from omnidecision.ledger import Ledger
@@ -63,5 +64,9 @@ def test_the_shipped_rounds_recipe_validates_and_overrides_apply():
     recipe = load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["rounds=3", "sft_steps=7"])
     assert isinstance(recipe, RoundsRecipe) and (recipe.rounds, recipe.sft_steps) == (3, 7)
     # no oracle by default: the rounds learn from the planner's own judge-correct runs
-    assert recipe.labeller == "own" and recipe.collect["serve"]["roles"] == ["planner"]
     assert load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["labeller=rule"]).labeller == "rule"
+    assert recipe.labeller == "own" and recipe.collect.serve is not None and recipe.collect.serve.roles == ["planner"]
+    # typed all the way down: the collect part is an eval recipe, serving the start model until a round sets its own
+    assert recipe.collect.serve.model == recipe.start_model and recipe.collect.agent.step_budget == 15
+    with pytest.raises(RecipeError, match="collect.agent.step_budgt"):
+        load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["collect.agent.step_budgt=3"])

@@ -44,6 +44,8 @@ def test_grpo_runs_and_logs_every_component(tiny_planner, rl_dir, tmp_path):
     assert paired["delta_mean"] == pytest.approx(sum(trained) / 4 - sum(start) / 4, abs=1e-3)
     assert paired["ci95_low"] <= paired["delta_mean"] <= paired["ci95_high"]
     logged = {k for row in json.loads((out / "log_history.json").read_text()) for k in row}
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 2  # what HF tools read
+    assert "train_runtime" in json.loads((out / "train_results.json").read_text()) and (out / "README.md").exists()
     for name in ("format", "finish", "target", "tool", "query", "no_repeat", "modality"):
         assert f"closure/{name}" in logged, sorted(logged)
     for func in ("closure_reward", "format_reward", "finish_reward"):

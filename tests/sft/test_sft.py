@@ -54,6 +54,11 @@ def test_training_loss_decreases(full_run):
     assert card["data"]["train"]["rows"] == 96
     assert card["recipe"]["training"]["assistant_only_loss"] is True
     assert (out / "config.json").exists() and (out / "chat_template.jinja").exists()
+    # what the Hugging Face tools read, written by the trainer itself
+    assert json.loads((out / "train_results.json").read_text())["train_loss"] > 0
+    assert "train_loss" in json.loads((out / "all_results.json").read_text())
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 12
+    assert "SFT" in (out / "README.md").read_text()
 
 
 def test_resume_continues_the_same_run(full_run, tmp_path, tiny_model, sft_data):

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from omnidecision.backends.replay import ReplayBackend
 from omnidecision.tasks.loaders import load_tasks
-from omnidecision.tasks.replay_env import ReplayBackend, build_replay_services, classify_source
+from omnidecision.tasks.replay_env import build_replay_services, classify_source
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PERCEPTION = ("subtitle_grounding", "audio_scouting", "clip_grounding", "frame_confirmation")

@@ -1,10 +1,10 @@
-"""Task loaders: `load_tasks(path, fmt="auto", **options)` for every supported format.
+"""Task loaders: `load_tasks(path, fmt="auto", **options)` for every registered format.
 
-Formats: "jsonl" (one Task per line), "omnigaia" (`test_metadata.json`; option `media_dir`), "worldsense"
-(`worldsense_qa.json` + one .srt per video; options `srt_dir`, `video_dir`), both taking `media_root` (the folder of
-the downloaded media: OmniGAIA's `media_dir`; WorldSense's videos and subtitles, also in its videos/, subtitles/),
-"synthetic" (a folder with tasks.jsonl and corpus.jsonl). "auto" picks by what the path is. Bad input raises
-`TaskFileError` (file, record, field).
+Each format is a `tasks.formats.TaskFormat` in one module of this package, registered by name: "jsonl" (one Task
+per line), "synthetic" (a folder with tasks.jsonl and corpus.jsonl), "omnigaia" (`test_metadata.json`; option
+`media_dir`), "worldsense" (`worldsense_qa.json` + one .srt per video; options `srt_dir`, `video_dir`), both taking
+`media_root` (the folder of the downloaded media). "auto" asks each format whether it recognises the path. Bad
+input raises `TaskFileError` (file, record, field).
 
     python -c "from omnidecision.tasks.loaders import load_tasks; \
         print(len(load_tasks('tests/data/omnigaia_dev/dev_metadata.json')))"
@@ -16,67 +16,54 @@ import json
 from pathlib import Path
 from typing import Any
 
+from omnidecision.tasks.formats import TASK_FORMATS
 from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8
-from omnidecision.tasks.loaders.jsonl import load_jsonl, load_synthetic_dir
-from omnidecision.tasks.loaders.omnigaia import load_omnigaia
-from omnidecision.tasks.loaders.worldsense import load_worldsense
 from omnidecision.tasks.schema import Task
 
-FORMATS: tuple[str, ...] = ("auto", "jsonl", "omnigaia", "worldsense", "synthetic")
+__all__ = ["TaskFileError", "detect_format", "format_names", "load_tasks"]
 
-__all__ = ["FORMATS", "TaskFileError", "detect_format", "load_tasks"]
+
+def format_names() -> tuple[str, ...]:
+    """"auto" and every registered format."""
+    return ("auto", *TASK_FORMATS)
 
 
 def detect_format(path: str | Path) -> str:
-    """The format of `path`: a folder with tasks.jsonl → synthetic (with worldsense_qa.json → worldsense);
-    *.jsonl → jsonl; a JSON list of records with `omni_modal_input`/`annotated_solution` → omnigaia; a JSON object
-    of videos with `task0`… → worldsense."""
+    """The format of `path`: the first registered format that recognises it by the path alone (a folder, a
+    suffix), else by the first record of the JSON file."""
     path = Path(path)
+    found = next((name for name, fmt in TASK_FORMATS.items() if fmt.detect(path, None)), None)
+    if found is not None:
+        return found
     if path.is_dir():
-        if (path / "tasks.jsonl").is_file():
-            return "synthetic"
-        if (path / "worldsense_qa.json").is_file():
-            return "worldsense"
         raise TaskFileError(path, None, None, "cannot detect the format of this folder (no tasks.jsonl)")
     if not path.is_file():
         raise TaskFileError(path, None, None, "no such file")
-    if path.suffix == ".jsonl":
-        return "jsonl"
     try:
         data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, None, None, f"cannot detect the format: not JSON ({exc})") from exc
     records = list(data.values()) if isinstance(data, dict) else data if isinstance(data, list) else []
     first = next((r for r in records if isinstance(r, dict)), {})
-    if "omni_modal_input" in first or "annotated_solution" in first:
-        return "omnigaia"
-    if any(k.startswith("task") and k[4:].isdigit() for k in first):
-        return "worldsense"
-    raise TaskFileError(path, None, None, f"cannot detect the format; pass fmt= (one of {', '.join(FORMATS[1:])})")
+    found = next((name for name, fmt in TASK_FORMATS.items() if fmt.detect(path, first)), None)
+    if found is None:
+        raise TaskFileError(path, None, None,
+                            f"cannot detect the format; pass fmt= (one of {', '.join(TASK_FORMATS)})")
+    return found
 
 
 def load_tasks(path: str | Path, fmt: str = "auto", **options: Any) -> list[Task]:
-    """Load every task of `path`. Options: media_dir (omnigaia); srt_dir, video_dir (worldsense)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown task format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    """Load every task of `path` in format `fmt` (a registered name, or "auto"); `options` go to the format's
+    loader (the ones it does not take are an error)."""
+    if fmt != "auto" and fmt not in TASK_FORMATS:
+        raise ValueError(f"unknown task format {fmt!r}; expected one of {', '.join(format_names())}")
     path = Path(path)
     if fmt == "auto":
         fmt = detect_format(path)
-    if fmt != "synthetic" and not path.exists():
+    loader = TASK_FORMATS[fmt]
+    if loader.must_exist and not path.exists():
         raise TaskFileError(path, None, None, "no such file")
-    allowed = {"omnigaia": {"media_dir", "media_root"},
-               "worldsense": {"srt_dir", "video_dir", "media_root"}}.get(fmt, set())
-    unknown = set(options) - allowed
+    unknown = set(options) - loader.options
     if unknown:
         raise ValueError(f"option(s) {sorted(unknown)} do not apply to format {fmt!r}")
-    if fmt == "jsonl":
-        return load_jsonl(path)
-    if fmt == "synthetic":
-        return load_synthetic_dir(path)
-    if fmt == "omnigaia":
-        root = options.pop("media_root", None)
-        options.setdefault("media_dir", root)
-        return load_omnigaia(path, **options)
-    if path.is_dir():
-        path = path / "worldsense_qa.json"
-    return load_worldsense(path, **options)
+    return loader.load(path, **options)

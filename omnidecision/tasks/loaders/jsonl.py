@@ -1,4 +1,5 @@
-"""Generic JSONL task files: one `Task` (omnidecision.tasks.schema) per line; a synthetic-suite folder.
+"""Generic JSONL task files (format "jsonl"): one `Task` (omnidecision.tasks.schema) per line; a synthetic-suite
+folder (format "synthetic"). Their tasks are scored by the generic judges of `tasks.judges`.
 
 Relative paths in a record (assets' media and surrogates, `corpus`, `base_dir`) resolve against the file's folder.
 
@@ -12,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from omnidecision.tasks.formats import TaskFormat, register_format
 from omnidecision.tasks.loaders.errors import TaskFileError, not_utf8, validate_task
 from omnidecision.tasks.schema import Task
 
@@ -88,3 +90,27 @@ def load_synthetic_dir(folder: str | Path) -> list[Task]:
     if corpus.is_file():
         tasks = [t if t.corpus else t.model_copy(update={"corpus": str(corpus.resolve())}) for t in tasks]
     return tasks
+
+
+@register_format("jsonl")
+class JsonlFormat(TaskFormat):
+    """*.jsonl: one Task per line."""
+
+    def detect(self, path: Path, first: dict[str, Any] | None) -> bool:
+        return path.is_file() and path.suffix == ".jsonl"
+
+    def load(self, path: Path, **options: Any) -> list[Task]:
+        return load_jsonl(path)
+
+
+@register_format("synthetic")
+class SyntheticFormat(TaskFormat):
+    """A folder with tasks.jsonl (and corpus.jsonl), as `omnidecision tasks synth` writes it."""
+
+    must_exist = False  # load_synthetic_dir names a missing folder and how to write one
+
+    def detect(self, path: Path, first: dict[str, Any] | None) -> bool:
+        return path.is_dir() and (path / "tasks.jsonl").is_file()
+
+    def load(self, path: Path, **options: Any) -> list[Task]:
+        return load_synthetic_dir(path)

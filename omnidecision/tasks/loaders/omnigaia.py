@@ -5,6 +5,10 @@ Records are irregular (see ../shared/data/omnigaia/README.md): `sources` may be 
 `total_steps` or `task_type` may be missing or None; `omni_modal_input` lists 1-3+ assets. Every record is kept:
 the raw record stays in `task.meta["raw"]`, the normalised sources in `task.meta["sources"]`.
 
+Scoring (the benchmark's protocol, `OmniGaiaFormat.score`): the prediction is the last `<answer>…</answer>` (else
+the last 20 words); lower-cased, whitespace-collapsed exact match is correct; otherwise the LLM judge decides
+(`tasks.judges.judge_run`), and without one the string scorer stands in, labelled "…_offline".
+
     python -c "from omnidecision.tasks.loaders import load_tasks; \
         print(len(load_tasks('tests/data/omnigaia_dev/dev_metadata.json', fmt='omnigaia')))"
 """
@@ -17,6 +21,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from omnidecision.protocol.records import JudgeResult
+from omnidecision.tasks.formats import TaskFormat, register_format
+from omnidecision.tasks.judges import SCORER_METHODS, extract_prediction, get_scorer, normalize_em
 from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8, validate_task
 from omnidecision.tasks.schema import Task
 
@@ -210,3 +217,29 @@ def load_omnigaia(path: str | Path, media_dir: str | Path | None = None) -> list
         logger.warning("%d of %d records have media files missing under %s", missing, len(tasks), media_dir)
     logger.info("loaded %d OmniGAIA records from %s", len(tasks), path)
     return tasks
+
+
+@register_format("omnigaia")
+class OmniGaiaFormat(TaskFormat):
+    """`test_metadata.json`: a JSON list (or dict) of records with `omni_modal_input` / `annotated_solution`."""
+
+    options = frozenset({"media_dir", "media_root"})
+
+    def detect(self, path: Path, first: dict[str, Any] | None) -> bool:
+        return first is not None and ("omni_modal_input" in first or "annotated_solution" in first)
+
+    def load(self, path: Path, **options: Any) -> list[Task]:
+        root = options.pop("media_root", None)  # the recipe's environment.media_root is OmniGAIA's media_dir
+        options.setdefault("media_dir", root)
+        return load_omnigaia(path, **options)
+
+    def score(self, task: Task, prediction: str | None, scorer: str) -> JudgeResult:
+        pred = extract_prediction(prediction)
+        if not pred:
+            return JudgeResult(correct=False, method="empty_prediction", prediction=pred)
+        if normalize_em(pred) == normalize_em(task.answer):
+            return JudgeResult(correct=True, method="exact_match", prediction=pred)
+        method = SCORER_METHODS[scorer]
+        return JudgeResult(correct=get_scorer(scorer)(pred, task.answer or ""), method=f"{method}_offline",
+                           prediction=pred,
+                           detail=f"no LLM judge given: the {scorer} string scorer ({method}) stands in")

@@ -3,6 +3,7 @@
 
 Each video's `<video_id>.srt` (looked up in `srt_dir`, else next to the JSON file or in its `subtitles/` folder)
 becomes the video asset's subtitles surrogate; `<video_id>.mp4` in `video_dir` (optional) its media file.
+Scoring: the option letter extracted from the prediction equals the gold letter (no LLM judge).
 
     python -c "from omnidecision.tasks.loaders import load_tasks; \
         print(len(load_tasks('tests/data/worldsense/worldsense_qa.json')))"
@@ -16,6 +17,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from omnidecision.protocol.records import JudgeResult
+from omnidecision.tasks.formats import TaskFormat, register_format
+from omnidecision.tasks.judges import score_choice
 from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8, validate_task
 from omnidecision.tasks.schema import Task
 
@@ -136,3 +140,24 @@ def load_worldsense(
         logger.warning("%d of %d videos have no subtitle file (looked in %s)", no_subs, len(data), srt_folders)
     logger.info("loaded %d WorldSense questions over %d videos from %s", len(tasks), len(data), path)
     return tasks
+
+
+@register_format("worldsense")
+class WorldSenseFormat(TaskFormat):
+    """`worldsense_qa.json` (or its folder): videos keyed by id, questions under task0…taskN."""
+
+    options = frozenset({"srt_dir", "video_dir", "media_root"})
+    llm_judge = False  # a letter is right or wrong
+
+    def detect(self, path: Path, first: dict[str, Any] | None) -> bool:
+        if first is None:
+            return path.is_dir() and (path / "worldsense_qa.json").is_file()
+        return any(k.startswith("task") and k[4:].isdigit() for k in first)
+
+    def load(self, path: Path, **options: Any) -> list[Task]:
+        if path.is_dir():
+            path = path / "worldsense_qa.json"
+        return load_worldsense(path, **options)
+
+    def score(self, task: Task, prediction: str | None, scorer: str) -> JudgeResult:
+        return score_choice(task, prediction)
