@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-pytest.importorskip("trl")
-
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
+
+pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_RECIPE = ROOT / "configs" / "grpo" / "qwen3-8b-lora-vllm-server.yaml"
@@ -196,6 +195,7 @@ def test_judge_recipe_checks():
 # ---------------------------------------------------------------- sft and the precision guard
 
 
+@pytest.mark.gpu  # the CPU path: a GPU machine skips it
 def test_bf16_without_cuda_is_an_error_not_a_cpu_run():
     import torch
 
@@ -230,7 +230,7 @@ def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path):
 # ---------------------------------------------------------------- serve
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm(-cpu) not installed")
+@pytest.mark.requires("vllm")
 def test_serve_dry_run_accepts_a_hub_id_and_prints_a_valid_vllm_command(adapter):
     from omnidecision.serving.vllm_server import vllm_arg_error
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
-
 from omnidecision.checkpoints import last_complete_checkpoint
+
+pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
 RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.yaml"
 
