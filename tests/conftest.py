@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Generator
 from functools import cache
 from pathlib import Path
 
@@ -76,19 +77,19 @@ def _ci_failure(reason: object) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, object, None]:
     outcome = yield
-    report = outcome.get_result()
+    report = outcome.get_result()  # type: ignore[attr-defined]
     if IN_CI and report.skipped and not hasattr(report, "wasxfail") and not _skip_allowed(item):
         report.outcome, report.longrepr = "failed", _ci_failure(report.longrepr)
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector):
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, object, None]:
     """A module- or folder-level skip (`importorskip` at import time) hides every test in it: under CI it fails.
     No marker can allow it (the module never finished importing): such guards belong in `requires`."""
     outcome = yield
-    report = outcome.get_result()
+    report = outcome.get_result()  # type: ignore[attr-defined]
     if IN_CI and report.skipped:
         report.outcome, report.longrepr = "failed", _ci_failure(report.longrepr)
 
