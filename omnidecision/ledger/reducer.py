@@ -239,6 +239,8 @@ def _apply_resolution(new: Ledger, event: ConflictResolved) -> None:
     new.gap_diagnosis = None
     if conflict.need is not None:
         need = new.needs[conflict.need]
+        if need.status == "unfillable":
+            return  # the dispute is settled, but "unfillable" is terminal: a resolution does not revive the need
         need.value, need.status = event.value, "filled"
         if event.source is not None:
             need.filled_by = event.source.tool

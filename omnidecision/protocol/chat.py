@@ -3,6 +3,14 @@
 A backend gets a `ChatRequest` (role, messages, optional JSON schema) and returns a `ChatResponse`.
 `context` carries the run's task, ledger and latest observation: LLM backends ignore it, offline
 backends (the scripted teacher) use it. A backend failure raises `BackendError` with the reason.
+
+    >>> total = Usage(prompt_tokens=120, completion_tokens=8) + Usage(prompt_tokens=30, completion_tokens=2)
+    >>> total.prompt_tokens, total.completion_tokens
+    (150, 10)
+    >>> BackendSpec(kind="teacher").model_dump()["base_url"] is None
+    True
+    >>> BackendError("HTTP 429 after 3 retries").reason
+    'HTTP 429 after 3 retries'
 """
 
 from __future__ import annotations

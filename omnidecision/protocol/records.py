@@ -3,6 +3,16 @@
 Replay contract: `initial_events`, then each step's `events`, then `final_events`, applied in order with
 `omnidecision.ledger.replay`, reproduce `step.ledger` (the snapshot the planner saw at that step, i.e. the
 state after all events before the step) and `final_ledger`, byte for byte (`model_dump_json`).
+
+    >>> from omnidecision.ledger import InitLedger, NeedSpec, replay
+    >>> init = InitLedger(question="q?", needs=[NeedSpec(description="who")])
+    >>> run = RunRecord(run_id="r0", task_id="t1", outcome="insufficient", initial_events=[init])
+    >>> RunRecord.model_validate_json(run.model_dump_json()) == run  # one JSON line round-trips
+    True
+    >>> replay(run.initial_events)[-1].needs[0].description
+    'who'
+    >>> "stuck" in OUTCOMES
+    True
 """
 
 from __future__ import annotations

@@ -15,10 +15,7 @@ from omnidecision.agent.replay import check_run
 from omnidecision.backends.factory import build_backends
 from omnidecision.cli import app
 from omnidecision.protocol.chat import BackendSpec
-
-synth = pytest.importorskip("omnidecision.tasks.synth")
-pytest.importorskip("omnidecision.backends.teacher")
-pytest.importorskip("omnidecision.tools.registry")
+from omnidecision.tasks import synth
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,16 @@
 """The README's benchmark table equals the one generated from bench/results/*.json (bench/readme_table.py), so
-every figure in it is the JSON's; and the comparison notices a changed figure."""
+every figure in it is the JSON's; and the comparison notices a changed figure.
+
+The two comparisons of the README with bench/results are `slow`: `make bench` rewrites those files, so in the fast
+suite they would fail in a working tree between a benchmark run and its README commit (`make slow-test` runs
+them). The generator's own behaviour stays fast.
+"""
 
 from __future__ import annotations
 
 import doctest
+
+import pytest
 
 import bench.common
 import bench.readme_table as rt
@@ -11,11 +18,13 @@ import bench.schema
 import bench.trajectory_grpo
 
 
+@pytest.mark.slow
 def test_readme_table_matches_results() -> None:
     text = rt.README.read_text("utf-8")
     assert rt.current(text) == rt.table(rt.load_all()), "run `python -m bench.readme_table` and commit README.md"
 
 
+@pytest.mark.slow
 def test_every_result_has_a_row() -> None:
     body = rt.current(rt.README.read_text("utf-8"))
     for r in rt.load_all():

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-pytest.importorskip("trl")
-
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
 
+pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
+CFG = ROOT / "configs"  # anchored: the tests run from any working directory (`cd tests && pytest`)
 SERVER_RECIPE = ROOT / "configs" / "grpo" / "qwen3-8b-lora-vllm-server.yaml"
 GPU_RECIPES = [ROOT / "configs" / "sft" / "qwen3-8b-lora.yaml", ROOT / "configs" / "sft" / "qwen3-32b-full-zero3.yaml",
                SERVER_RECIPE, ROOT / "configs" / "grpo" / "qwen3-8b-vllm-colocate.yaml"]
@@ -100,17 +100,18 @@ def test_dataset_dir_is_gone():
 
 
 def test_grpo_launcher_runs_the_recipe_under_accelerate(rl_states, adapter):
-    code, report = _report(["grpo", "--accelerate-config", "configs/accelerate/zero3.yaml", "--config",
-                            "configs/grpo/qwen3-8b-vllm-colocate.yaml", "--model_name_or_path", str(adapter),
+    code, report = _report(["grpo", "--accelerate-config", str(CFG / "accelerate/zero3.yaml"), "--config",
+                            str(CFG / "grpo/qwen3-8b-vllm-colocate.yaml"), "--model_name_or_path", str(adapter),
                             "--dataset_name", str(rl_states), "--dry-run"])
     assert code == 0, report
     cmd = report["would_run"][0]
-    assert "-m accelerate.commands.launch --config_file configs/accelerate/zero3.yaml -m omnidecision.rl.train" in cmd
+    assert (f"-m accelerate.commands.launch --config_file {CFG / 'accelerate/zero3.yaml'} -m omnidecision.rl.train"
+            in cmd)
     assert cmd.endswith(f"--dataset_name {rl_states}")
     assert "DEEPSPEED, 8 processes" in _check(report, "accelerate config")["detail"]
     # ZeRO-3 shards the weights: the in-run evaluation is announced as skipped, balanced selection refused
-    code, report = _report(["grpo", "--accelerate-config", "configs/accelerate/zero3.yaml", "--config",
-                            "configs/grpo/qwen3-8b-vllm-colocate.yaml", "--model_name_or_path", str(adapter),
+    code, report = _report(["grpo", "--accelerate-config", str(CFG / "accelerate/zero3.yaml"), "--config",
+                            str(CFG / "grpo/qwen3-8b-vllm-colocate.yaml"), "--model_name_or_path", str(adapter),
                             "--dataset_name", str(rl_states), "--select_states", "balanced", "--dry-run"])
     assert code == 2 and _check(report, "select_states")["status"] == "error"
 
@@ -119,7 +120,7 @@ def test_sharded_training_skips_the_in_run_eval(monkeypatch):
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.train import _place_policy
 
-    script, training, _ = parse_args(["--config", "configs/grpo/tiny-cpu.yaml", "--select_states", "all"])
+    script, training, _ = parse_args(["--config", str(CFG / "grpo/tiny-cpu.yaml"), "--select_states", "all"])
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3")
     assert _place_policy(object(), script, training) is False  # no model move, no eval
     script.select_states = "balanced"
@@ -133,7 +134,7 @@ def test_the_policy_moves_to_the_training_device_before_the_eval():
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.train import _place_policy
 
-    script, training, _ = parse_args(["--config", "configs/grpo/tiny-cpu.yaml"])
+    script, training, _ = parse_args(["--config", str(CFG / "grpo/tiny-cpu.yaml")])
     model = torch.nn.Linear(2, 2).to(torch.float64)
     moved = []
     model.to = lambda device: moved.append(device)  # records where it was asked to go
@@ -151,7 +152,7 @@ def test_grpo_falls_back_to_offline_wandb(monkeypatch, tmp_path, adapter):
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no `wandb login` on this machine either
-    args = parse_args(["--config", "configs/grpo/tiny-cpu.yaml", "--report_to", "wandb", "--output_dir",
+    args = parse_args(["--config", str(CFG / "grpo/tiny-cpu.yaml"), "--report_to", "wandb", "--output_dir",
                        str(tmp_path / "out"), "--dataset_name", str(tmp_path / "missing")])
     with pytest.raises(FileNotFoundError, match="missing"):
         main(*args)
@@ -180,7 +181,7 @@ def test_judge_share_and_cache_per_process(tmp_path):
 def test_judge_recipe_checks():
     from omnidecision.rl.config import parse_args
 
-    base = ["--config", "configs/grpo/tiny-cpu.yaml"]
+    base = ["--config", str(CFG / "grpo/tiny-cpu.yaml")]
     with pytest.raises(ValueError, match="judge_base_url"):
         parse_args([*base, "--reward_funcs", "closure", "--reward_weights", "1", "--judge_weight", "0.5"])
     with pytest.raises(ValueError, match="add closure"):
@@ -197,6 +198,7 @@ def test_judge_recipe_checks():
 # ---------------------------------------------------------------- sft and the precision guard
 
 
+@pytest.mark.gpu  # the CPU path: a GPU machine skips it
 def test_bf16_without_cuda_is_an_error_not_a_cpu_run():
     import torch
 
@@ -205,10 +207,11 @@ def test_bf16_without_cuda_is_an_error_not_a_cpu_run():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     with pytest.raises(ValueError, match=r"bf16=true but no CUDA device is visible .*--bf16 false --use_cpu true"):
-        parse_args(["--config", "configs/sft/qwen3-8b-lora.yaml"])
-    _, training, _ = parse_args(["--config", "configs/sft/qwen3-8b-lora.yaml", "--bf16", "false", "--use_cpu", "true"])
+        parse_args(["--config", str(CFG / "sft/qwen3-8b-lora.yaml")])
+    _, training, _ = parse_args(["--config", str(CFG / "sft/qwen3-8b-lora.yaml"), "--bf16", "false",
+                                 "--use_cpu", "true"])
     assert training.use_cpu and not training.bf16
-    _, training, _ = parse_args(["--config", "configs/sft/qwen3-8b-lora.yaml", "--cpu_fallback", "true"])
+    _, training, _ = parse_args(["--config", str(CFG / "sft/qwen3-8b-lora.yaml"), "--cpu_fallback", "true"])
     assert training.use_cpu and not training.bf16  # asked for explicitly: warned, not silent
 
 
@@ -216,14 +219,14 @@ def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path):
     from omnidecision.synthetic.states import write_sft_dataset
 
     data = write_sft_dataset(tmp_path / "sft", n_train=4, n_validation=2, seed=0)
-    code, report = _report(["sft", "--accelerate-config", "configs/accelerate/zero2.yaml", "--num-processes", "4",
-                            "--config", "configs/sft/qwen3-8b-lora.yaml", "--dataset_name", str(data), "--dry-run"])
+    code, report = _report(["sft", "--accelerate-config", str(CFG / "accelerate/zero2.yaml"), "--num-processes", "4",
+                            "--config", str(CFG / "sft/qwen3-8b-lora.yaml"), "--dataset_name", str(data), "--dry-run"])
     assert code == 0, report
     assert report["resolved"]["training"]["bf16"] is True  # the recipe's request, not the CPU stand-in
     assert _check(report, "model_name_or_path")["status"] == "warning"  # Qwen/Qwen3-8B: a hub id, not checked
-    launch = "--num_processes 4 -m omnidecision.sft.train --config configs/sft/qwen3-8b-lora.yaml"
+    launch = f"--num_processes 4 -m omnidecision.sft.train --config {CFG / 'sft/qwen3-8b-lora.yaml'}"
     assert launch in report["would_run"][0]
-    code, report = _report(["sft", "--config", "configs/sft/qwen3-8b-lora.yaml", "--dataset_name",
+    code, report = _report(["sft", "--config", str(CFG / "sft/qwen3-8b-lora.yaml"), "--dataset_name",
                             str(tmp_path / "absent"), "--dry-run"])
     assert code == 2 and _check(report, "dataset_name")["status"] == "error"
 
@@ -231,7 +234,7 @@ def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path):
 # ---------------------------------------------------------------- serve
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm(-cpu) not installed")
+@pytest.mark.requires("vllm")
 def test_serve_dry_run_accepts_a_hub_id_and_prints_a_valid_vllm_command(adapter):
     from omnidecision.serving.vllm_server import vllm_arg_error
 
@@ -322,7 +325,7 @@ def test_fsdp_config_saves_a_model_export_reads(monkeypatch):
     from accelerate.utils.launch import prepare_multi_gpu_env
     from transformers import Trainer
 
-    args = launch_command_parser().parse_args(["--config_file", str(ROOT / "configs/accelerate/fsdp.yaml"),
+    args = launch_command_parser().parse_args(["--config_file", str(ROOT / str(CFG / "accelerate/fsdp.yaml")),
                                                "-m", "omnidecision.sft.train"])
     args, _, _ = _validate_launch_command(args)
     env = prepare_multi_gpu_env(args)

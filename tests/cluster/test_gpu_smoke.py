@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
+pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu_smoke.sh"
@@ -161,9 +161,15 @@ def test_gpu_stats_record_at_exit(tmp_path) -> None:
     records = [json.loads(line) for line in target.read_text().splitlines()]
     assert len(records) == 2 and records[0]["argv"][-1] == "version"
     assert records[0]["max_memory_allocated"] is None and records[0]["wall_s"] >= 0
-    other = tmp_path / "none.jsonl"
-    subprocess.run(cmd, check=True, capture_output=True, env=_env(), timeout=60)
-    assert not other.exists()
+    # without the variable nothing is recorded: not in the earlier file (it would be the natural default), not in
+    # the command's working folder
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    subprocess.run(cmd, check=True, capture_output=True, env=_env(), timeout=60, cwd=quiet)
+    assert len(target.read_text().splitlines()) == 2
+    assert list(quiet.iterdir()) == []
+    subprocess.run(cmd, check=True, capture_output=True, env=_env(OMNIDECISION_GPU_STATS=""), timeout=60, cwd=quiet)
+    assert len(target.read_text().splitlines()) == 2 and list(quiet.iterdir()) == []
 
 
 def test_export_dry_run_checks_the_checkpoint(tmp_path) -> None:

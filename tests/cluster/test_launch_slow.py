@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
+pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 

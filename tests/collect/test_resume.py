@@ -37,13 +37,18 @@ def _start(recipe: Path) -> subprocess.Popen:
 
 
 def _kill_after(proc: subprocess.Popen, path: Path, lines: int) -> bool:
-    """SIGKILL `proc` once `path` holds `lines` complete lines; False when it finished first."""
+    """SIGKILL `proc` once `path` holds `lines` complete lines; False when it finished first.
+
+    The process runs in 20 ms slices (SIGCONT, sleep, SIGSTOP) and the file is read while it is stopped, so a fast
+    machine cannot write the whole collection between two looks and a slow one is simply given more slices."""
     while proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGCONT)
+        time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGSTOP)
         if _complete_lines(path) >= lines:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             return True
-        time.sleep(0.01)
     return False
 
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from omnidecision.eval.report import REPORT_KEYS, build_report, is_correct, render_markdown
+from omnidecision.eval.report import REPORT_KEYS, build_report, render_markdown
 from omnidecision.eval.runner import load_records, run_eval, trajectories_path
-from omnidecision.protocol.records import OUTCOMES
+from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
 
 from .conftest import teacher_recipe
 
@@ -77,11 +77,37 @@ def test_a_recipe_chooses_the_gaia_scorer_and_the_report_says_so(synth_dir, tmp_
     assert "string scorer **gaia** (the official GAIA scoring rules)" in (tmp_path / "report.md").read_text()
 
 
-def test_report_matches_records_by_hand(teacher_eval):
+def _run(i: int, outcome: str, correct: bool | None, method: str = "lenient_match", level: str = "1") -> RunRecord:
+    return RunRecord(run_id=f"r{i}", task_id=f"t{i}", outcome=outcome, level=level, category="c",
+                     judge=JudgeResult(correct=correct, method=method))
+
+
+def test_report_of_hand_labelled_runs():
+    """Six runs whose correctness follows from the report's definitions (module docstring), figures by hand:
+    correct = judged correct, or a task without gold (`no_gold`) answered by abstaining (`insufficient`); a judge
+    failure (correct None) is never correct and is counted apart."""
+    runs = [
+        _run(1, "accepted", True),  # correct
+        _run(2, "accepted", False),  # wrong
+        _run(3, "accepted", None),  # judge failure: not correct, not wrong
+        _run(4, "insufficient", None, "no_gold", level="2"),  # no answer exists, the agent declined: correct
+        _run(5, "accepted", False, "no_gold", level="2"),  # no answer exists, the agent guessed: wrong
+        _run(6, "forced", True, level="2"),  # correct
+    ]
+    rep = build_report(runs, {"name": "hand"})
+    assert (rep["n"], rep["correct"], rep["accuracy"], rep["judge_failures"]) == (6, 3, 0.5, 1)
+    # Wilson 3/6: (6 + z^2 -+ z * sqrt(z^2 + 4*3*3/6)) / (2 * (6 + z^2)), z^2 = 3.841459 -> [0.187616, 0.812384]
+    assert rep["ci95"] == pytest.approx([0.187616, 0.812384], abs=2e-6)
+    assert rep["outcomes"] == {"accepted": 4, "insufficient": 1, "forced": 1, "budget": 0, "stuck": 0, "error": 0}
+    assert rep["accuracy_by_outcome"] == {"accepted": 0.25, "insufficient": 1.0, "forced": 1.0, "budget": None,
+                                          "stuck": None, "error": None}
+    assert {k: (v["n"], v["correct"]) for k, v in rep["by_level"].items()} == {"1": (3, 1), "2": (3, 2)}
+    assert sum(rep["attribution"].values()) == 2  # the two wrong runs; the judge failure is not attributed
+
+
+def test_report_counts_match_the_records(teacher_eval):
     out, rep = teacher_eval
     records = load_records(out)
-    k = sum(is_correct(r) for r in records)
-    assert rep["correct"] == k and rep["accuracy"] == pytest.approx(k / len(records))
     for o in OUTCOMES:
         assert rep["outcomes"][o] == sum(r.outcome == o for r in records)
     steps = sum(len(r.steps) for r in records)

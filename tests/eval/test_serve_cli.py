@@ -31,8 +31,8 @@ def test_passthrough_overrides():
 
 @pytest.mark.vllm
 @pytest.mark.slow
+@pytest.mark.requires("vllm")
 def test_serve_then_sigterm(tmp_path):
-    pytest.importorskip("vllm")
     from omnidecision.serving.vllm_server import free_port
     from omnidecision.synthetic.tiny import build_tiny_planner
 

@@ -13,9 +13,7 @@ from omnidecision.eval.report import REPORT_KEYS
 from omnidecision.eval.runner import eval_recipe_from_dict, load_records, run_eval
 from omnidecision.protocol.records import OUTCOMES
 
-pytestmark = [pytest.mark.vllm]
-
-vllm = pytest.importorskip("vllm")
+pytestmark = [pytest.mark.vllm, pytest.mark.requires("vllm")]
 
 
 def make_lora(base_dir, out_dir) -> None:

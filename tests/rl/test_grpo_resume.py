@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
-
 from omnidecision.checkpoints import last_complete_checkpoint
+
+pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
 RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.yaml"
 
@@ -29,18 +29,19 @@ def _cmd(model: Path, data: Path, out: Path, *extra: str) -> list[str]:
             *extra]
 
 
-@pytest.mark.timeout(300)
+# No wall-clock deadline of its own (a loaded machine is slow, not wrong): pytest-timeout bounds the whole test.
+@pytest.mark.timeout(600)
 def test_grpo_resumes_from_its_last_checkpoint_after_sigkill(tiny_planner, rl_dir, tmp_path):
     out = tmp_path / "grpo"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(_cmd(tiny_planner, rl_dir, out), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 240
-    while not (out / "checkpoint-2" / "trainer_state.json").exists():
-        assert proc.poll() is None, "the first run ended before writing checkpoint-2"
-        assert time.time() < deadline
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        while not (out / "checkpoint-2" / "trainer_state.json").exists():
+            assert proc.poll() is None, "the first run ended before writing checkpoint-2"
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # also when the test fails or times out: no training left behind
     proc.wait()
     assert not (out / "checkpoint-6").exists()  # killed part-way
     # Mark the history saved in the newest complete checkpoint (the kill may have torn a later one mid-save, which
@@ -50,7 +51,7 @@ def test_grpo_resumes_from_its_last_checkpoint_after_sigkill(tiny_planner, rl_di
     saved["log_history"][0]["resume_marker"] = 1
     (newest / "trainer_state.json").write_text(json.dumps(saved))
     done = subprocess.run(_cmd(tiny_planner, rl_dir, out, "--resume_from_checkpoint", "true"), env=env,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     state = json.loads((out / "checkpoint-6" / "trainer_state.json").read_text())
     assert state["global_step"] == 6

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.stub_chat import ChatStubHandler, chat_completion
-
-pytest.importorskip("trl")
-
 from omnidecision.ledger import Ledger
 from omnidecision.protocol.rows import rl_row
 from omnidecision.rewards.closure import EXAMPLE_LEDGER, ClosureRubric
+from tests.stub_chat import ChatStubHandler, chat_completion
+
+pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
 RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.yaml"
 RIGHT = '{"action": "call", "need": 0, "tool": "audio_scouting"}'  # closure 1.0 on EXAMPLE_LEDGER

@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omnidecision.sft.config import parse_args
-
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "configs" / "sft").glob("*.yaml"))
+
+
+def parse_args(argv: list[str]):
+    # omnidecision.sft.config imports trl: imported when a test runs, after tests/sft/conftest.py's requires check
+    from omnidecision.sft.config import parse_args as parse
+
+    return parse(argv)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -64,7 +63,7 @@ def _chat(base_url: str, model: str) -> dict:
     return r.json()
 
 
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm(-cpu) not installed")
+needs_vllm = pytest.mark.requires("vllm")
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ with the asset and the time window, and a second identical call is served from t
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 
 import pytest
@@ -19,13 +18,11 @@ from omnidecision.backends.perception import PerceptionRouter, PerceptionSpec
 from omnidecision.tasks.schema import Asset, Task
 from omnidecision.tools.registry import build_tool_context, run_tool
 
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.requires("vllm")]
 
 
 @pytest.fixture(scope="module")
 def vlm_server(tmp_path_factory):
-    if importlib.util.find_spec("vllm") is None:
-        pytest.skip("vllm is not installed")
     from omnidecision.serving.vllm_server import VLLMServer
     from omnidecision.synthetic.tiny_vlm import build_tiny_vlm
 

@@ -52,31 +52,52 @@ class Who:
     home: Path
 
 
+USER_PREFIX = "odsbx"  # + the pid of the pytest process that created the user
+
+
+def _remove_stale_users() -> None:
+    """Users an earlier run created but could not remove (it was killed): their creating pid is gone."""
+    for entry in pwd.getpwall():
+        tail = entry.pw_name[len(USER_PREFIX):]
+        if entry.pw_name.startswith(USER_PREFIX) and tail.isdigit() and not Path(f"/proc/{tail}").exists():
+            subprocess.run(["userdel", "--remove", entry.pw_name], check=False, capture_output=True)
+
+
 @pytest.fixture(scope="session")
 def ordinary_user(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Who]:
-    """An ordinary (non-root) user with secrets in its home: created with useradd when the suite runs as root."""
+    """An ordinary (non-root) user with secrets in its home: created with useradd when the suite runs as root, and
+    removed afterwards (also when the set-up or a test fails; a user left by a killed run is removed next time)."""
     if not ROOT:
         yield Who("user", None, None, Path.home())
         return
-    name = f"odsbx{os.getpid()}"
+    name = f"{USER_PREFIX}{os.getpid()}"
     created = False
-    if shutil.which("useradd"):
-        subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-        created = True
-        pw = pwd.getpwnam(name)
-        uid, gid, home = pw.pw_uid, pw.pw_gid, Path(pw.pw_dir)
-    else:  # no passwd tools: a bare uid with a home of its own is the same to the kernel
-        uid = gid = 2_000_000 + os.getpid() % 100_000
-        home = tmp_path_factory.mktemp("home")
-        os.chown(home, uid, gid)
-    for rel in (".cache/huggingface/token", ".ssh/id_ed25519"):
-        (home / rel).parent.mkdir(parents=True, exist_ok=True)
-        (home / rel).write_text(SECRET)
-    subprocess.run(["chown", "-R", f"{uid}:{gid}", str(home)], check=True)
-    yield Who("user", uid, gid, home)
-    _wait_gone(uid)
-    if created:
-        subprocess.run(["userdel", "--remove", name], check=False, capture_output=True)
+    try:
+        if shutil.which("useradd"):
+            _remove_stale_users()
+            subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+            created = True
+            pw = pwd.getpwnam(name)
+            uid, gid, home = pw.pw_uid, pw.pw_gid, Path(pw.pw_dir)
+        else:  # no passwd tools: a bare uid with a home of its own is the same to the kernel
+            uid = gid = 2_000_000 + os.getpid() % 100_000
+            home = tmp_path_factory.mktemp("home")
+            os.chown(home, uid, gid)
+        for rel in (".cache/huggingface/token", ".ssh/id_ed25519"):
+            (home / rel).parent.mkdir(parents=True, exist_ok=True)
+            (home / rel).write_text(SECRET)
+        subprocess.run(["chown", "-R", f"{uid}:{gid}", str(home)], check=True)
+        yield Who("user", uid, gid, home)
+        _wait_gone(uid)
+    finally:
+        if created:
+            res = subprocess.run(["userdel", "--remove", name], check=False, capture_output=True, text=True)
+            try:
+                pwd.getpwnam(name)
+            except KeyError:
+                pass  # removed
+            else:
+                pytest.fail(f"could not remove the test user {name}: {res.stderr.strip()}")
 
 
 @pytest.fixture(params=["root", "user"])
