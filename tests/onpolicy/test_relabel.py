@@ -21,6 +21,9 @@ from omnidecision.protocol.rule import rule_decision_text
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 
+# anchored at the repository root: the suite runs from any working directory
+ROUNDS_RECIPE = str(Path(__file__).resolve().parents[2] / "configs" / "rounds" / "tiny-cpu.yaml")
+
 
 def collect(tasks, out: Path, planner_noise: float) -> Path:
     specs = {"default": BackendSpec(kind="teacher", options={"noise": 0.0, "seed": 0}),
@@ -61,12 +64,12 @@ def test_visited_states_get_the_rule_label_and_include_states_the_teacher_never_
 
 
 def test_the_shipped_rounds_recipe_validates_and_overrides_apply():
-    recipe = load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["rounds=3", "sft_steps=7"])
+    recipe = load_rounds_recipe(ROUNDS_RECIPE, ["rounds=3", "sft_steps=7"])
     assert isinstance(recipe, RoundsRecipe) and (recipe.rounds, recipe.sft_steps) == (3, 7)
     # no oracle by default: the rounds learn from the planner's own judge-correct runs
-    assert load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["labeller=rule"]).labeller == "rule"
+    assert load_rounds_recipe(ROUNDS_RECIPE, ["labeller=rule"]).labeller == "rule"
     assert recipe.labeller == "own" and recipe.collect.serve is not None and recipe.collect.serve.roles == ["planner"]
     # typed all the way down: the collect part is an eval recipe, serving the start model until a round sets its own
     assert recipe.collect.serve.model == recipe.start_model and recipe.collect.agent.step_budget == 15
     with pytest.raises(RecipeError, match="collect.agent.step_budgt"):
-        load_rounds_recipe("configs/rounds/tiny-cpu.yaml", ["collect.agent.step_budgt=3"])
+        load_rounds_recipe(ROUNDS_RECIPE, ["collect.agent.step_budgt=3"])
