@@ -163,3 +163,29 @@ def test_a_recipe_naming_an_unknown_format_or_kind_fails_at_load_listing_the_reg
         recipe_from_dict({"tasks": {"path": "x", "format": "csv"}, "backends": {"default": {"kind": "teacher"}}})
     with pytest.raises(RecipeError, match=r"backends: .*unknown backend kind 'nope'; registered: .*openai"):
         recipe_from_dict({"tasks": {"path": "x"}, "backends": {"default": {"kind": "nope"}}})
+
+
+def test_a_toy_reward_check_is_one_function_plus_its_registration():
+    """A check registered in a test is a GRPO reward by name and a component of the closure rubric, with its weight;
+    nothing else is edited."""
+    from omnidecision.rewards import get_reward_funcs
+    from omnidecision.rewards.checks import CHECKS, DEFAULT_WEIGHTS, register_check, unregister_check
+    from omnidecision.rewards.closure import EXAMPLE_LEDGER, ClosureRubric
+
+    @register_check("toy_prefers_finish", weight=2.0)
+    def toy(decision, state) -> float:
+        return 1.0 if decision.is_finish else 0.0
+
+    try:
+        assert CHECKS["toy_prefers_finish"] is toy and DEFAULT_WEIGHTS["toy_prefers_finish"] == 2.0
+        (reward,) = get_reward_funcs(["toy_prefers_finish"])
+        assert reward(['{"action": "finish"}', '{"action": "call", "need": 0}'], ledger=[EXAMPLE_LEDGER] * 2) == [
+            1.0, 0.0]
+        rubric = ClosureRubric({"format": 1.0, "toy_prefers_finish": 1.0})
+        assert rubric(['{"action": "finish"}'], ledger=[EXAMPLE_LEDGER]) == [1.0]
+        with pytest.raises(ValueError, match="already registered"):
+            register_check("toy_prefers_finish")(lambda d, s: 0.0)
+    finally:
+        unregister_check("toy_prefers_finish")
+    with pytest.raises(ValueError, match="unknown reward 'toy_prefers_finish'"):
+        get_reward_funcs(["toy_prefers_finish"])
