@@ -109,20 +109,26 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
-def normalise_noise(noise: float | dict[str, float] | None) -> dict[str, float]:
-    if noise is None:
-        noise = 0.0
-    if isinstance(noise, int | float):
-        out = dict.fromkeys(NOISE_KNOBS, float(noise))
+def _probabilities(value: float | dict[str, float] | None, knobs: tuple[str, ...], what: str) -> dict[str, float]:
+    """One probability per knob: a float sets all, a mapping names some (the others 0); checked to lie in [0, 1]."""
+    if value is None:
+        value = 0.0
+    if isinstance(value, int | float):
+        out = dict.fromkeys(knobs, float(value))
     else:
-        unknown = sorted(set(noise) - set(NOISE_KNOBS))
+        unknown = sorted(set(value) - set(knobs))
         if unknown:
-            raise ValueError(f"unknown teacher noise knob(s) {unknown}; known: {list(NOISE_KNOBS)}")
-        out = {k: float(noise.get(k, 0.0)) for k in NOISE_KNOBS}
+            raise ValueError(f"unknown teacher {what}(s) {unknown}; known: {list(knobs)}")
+        out = {k: float(value.get(k, 0.0)) for k in knobs}
     for k, p in out.items():
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"teacher noise {k}={p} is not a probability in [0, 1]")
+            raise ValueError(f"teacher {what} {k}={p} is not a probability in [0, 1]")
     return out
+
+
+def normalise_noise(noise: float | dict[str, float] | None) -> dict[str, float]:
+    """Noise probabilities per decision, by knob (a float sets every knob)."""
+    return _probabilities(noise, NOISE_KNOBS, "noise knob")
 
 
 def normalise_habits(habits: float | dict[str, float] | None) -> dict[str, float]:
@@ -131,19 +137,7 @@ def normalise_habits(habits: float | dict[str, float] | None) -> dict[str, float
     >>> normalise_habits({"early_finish": 0.3})["retry_empty_source"]
     0.0
     """
-    if habits is None:
-        habits = 0.0
-    if isinstance(habits, int | float):
-        out = dict.fromkeys(HABIT_KNOBS, float(habits))
-    else:
-        unknown = sorted(set(habits) - set(HABIT_KNOBS))
-        if unknown:
-            raise ValueError(f"unknown teacher habit(s) {unknown}; known: {list(HABIT_KNOBS)}")
-        out = {k: float(habits.get(k, 0.0)) for k in HABIT_KNOBS}
-    for k, p in out.items():
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"teacher habit {k}={p} is not a probability in [0, 1]")
-    return out
+    return _probabilities(habits, HABIT_KNOBS, "habit")
 
 
 def _evidence_text(observation: Any) -> str:
