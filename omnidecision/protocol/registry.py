@@ -93,7 +93,8 @@ class Registry(MutableMapping[str, T]):
         try:
             return self._entries[name]
         except KeyError:
-            raise UnknownName(f"unknown {self.what} {name!r}; registered: {', '.join(self._entries)}") from None
+            # sorted: the registration order depends on which module a process imported first
+            raise UnknownName(f"unknown {self.what} {name!r}; registered: {', '.join(sorted(self._entries))}") from None
 
     def __setitem__(self, name: str, obj: T) -> None:
         self._discover()

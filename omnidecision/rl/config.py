@@ -146,10 +146,8 @@ class GRPOScriptArguments(trl.ScriptArguments):
         """Judge options of one training process: the learned judge's folder, or the LLM judge with its share of the
         run's concurrency and its own cache file."""
         if self.judge_path:
-            return {"path": self.judge_path, "device": self.judge_device, "shuffle": self.judge_shuffle,
-                    "shuffle_seed": process_index}
-        return {"shuffle": self.judge_shuffle, "shuffle_seed": process_index, "base_url": self.judge_base_url,
-                "model": self.judge_model, "api_key_env": self.judge_api_key_env,
+            return {"path": self.judge_path, "device": self.judge_device}
+        return {"base_url": self.judge_base_url, "model": self.judge_model, "api_key_env": self.judge_api_key_env,
                 "concurrency": max(1, math.ceil(self.judge_concurrency / max(1, num_processes))),
                 "timeout_s": self.judge_timeout_s, "cache_path": self.judge_cache_path(output_dir),
                 "cache_rank": process_index if num_processes > 1 else None}
@@ -162,13 +160,15 @@ class GRPOScriptArguments(trl.ScriptArguments):
         closure: dict[str, Any] = {}
         if self.closure_weights or not self.closure_gate_on_tool:
             closure.update(weights=self.closure_weights, gate_on_tool=self.closure_gate_on_tool)
+        # the placebo switch goes with the judge's options to the reward factory (rewards.closure.get_judge_reward)
+        placebo = {"shuffle": True, "shuffle_seed": process_index} if self.judge_shuffle else {}
         if self.judge_weight is not None:
-            closure.update(judge=self.judge_options(process_index, num_processes, output_dir),
+            closure.update(judge={**self.judge_options(process_index, num_processes, output_dir), **placebo},
                            judge_share=self.judge_weight)
         if "closure" in self.reward_funcs and closure:
             params["closure"] = closure
         if "judge" in self.reward_funcs:
-            params["judge"] = self.judge_options(process_index, num_processes, output_dir)
+            params["judge"] = {**self.judge_options(process_index, num_processes, output_dir), **placebo}
         return params
 
 

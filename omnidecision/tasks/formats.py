@@ -11,7 +11,7 @@ format). `tasks.loaders.load_tasks` and `tasks.judges` look formats up here; not
     ...     TASK_FORMATS["csv"]
     ... except KeyError as exc:
     ...     print(exc)
-    unknown task format 'csv'; registered: jsonl, synthetic, omnigaia, worldsense
+    unknown task format 'csv'; registered: jsonl, omnigaia, synthetic, worldsense
 """
 
 from __future__ import annotations

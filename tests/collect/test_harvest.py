@@ -90,7 +90,10 @@ def test_parity_token_ids_with_the_tiny_planner_template(harvested: Path, teache
 
 def test_rl_rows_are_rebuilt_states_with_reward_columns(harvested: Path) -> None:
     ds = datasets.load_dataset(str(harvested / "rl"), split="train")
-    assert len(set(ds["ledger"])) == ds.num_rows  # identical states kept once
+    # a (state, decision) pair is kept once: a state repeats only with a different decision made in it
+    pairs = list(zip(ds["ledger"], ds["decision"], strict=True))
+    assert len(set(pairs)) == ds.num_rows
+    assert len(set(ds["ledger"])) < ds.num_rows  # the noisy teacher decided differently in some identical states
     assert set(ds["outcome"]) - {"accepted"}  # all runs, not only correct ones
     for row in ds.select(range(0, ds.num_rows, max(1, ds.num_rows // 25))):
         state = Ledger.model_validate_json(row["ledger"])
@@ -101,6 +104,7 @@ def test_rl_rows_are_rebuilt_states_with_reward_columns(harvested: Path) -> None
         assert row["finish_available"] == finish_available(state)
         assert json.loads(row["tool_call_counts"]) == state.tool_call_counts
         assert [f["need"] for f in json.loads(row["failed_calls"])] == [f.need for f in state.failed_calls]
+        assert row["advanced"] in (True, False) and isinstance(row["decision"], str)
 
 
 def test_options_advancing_only_dedup_and_cap(teacher_runs: Path, tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def test_grpo_runs_and_logs_every_component(tiny_planner, rl_dir, tmp_path):
         assert closure["n"] == 4 and 0.0 <= closure["mean"] <= 1.0
         assert closure["ci95_low"] <= closure["mean"] <= closure["ci95_high"]
         assert set(saved[key]["components"]) == {"format", "finish", "target", "tool", "query", "no_repeat",
-                                                 "modality"}
+                                                 "modality", "budget", "conflict"}
     # the paired comparison is over the same states: its mean difference is the difference of the means
     paired = saved["paired"]
     assert paired["n"] == 4 and paired["wins"] + paired["losses"] + paired["ties"] == 4
@@ -57,7 +57,7 @@ def test_grpo_runs_and_logs_every_component(tiny_planner, rl_dir, tmp_path):
     logged = {k for row in json.loads((out / "log_history.json").read_text()) for k in row}
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 2  # what HF tools read
     assert "train_runtime" in json.loads((out / "train_results.json").read_text()) and (out / "README.md").exists()
-    for name in ("format", "finish", "target", "tool", "query", "no_repeat", "modality"):
+    for name in ("format", "finish", "target", "tool", "query", "no_repeat", "modality", "budget", "conflict"):
         assert f"closure/{name}" in logged, sorted(logged)
     for func in ("closure_reward", "format_reward", "finish_reward"):
         assert f"rewards/{func}/mean" in logged, sorted(logged)

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=tru
 
 RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.yaml"
 RIGHT = '{"action": "call", "need": 0, "tool": "audio_scouting"}'  # closure 1.0 on EXAMPLE_LEDGER
-WRONG_TOOL = '{"action": "call", "need": 0, "tool": "web_search"}'  # closure 0.375: gated call credit
+WRONG_TOOL = '{"action": "call", "need": 0, "tool": "web_search"}'  # closure 0.3: format and finish only (gated call credit)
 JUDGE_SCORE = 0.5
 
 
@@ -107,7 +107,7 @@ def test_a_failed_judge_is_left_out_not_scored_zero(tiny_planner, tmp_path, judg
                                "--reward_weights", "1.0", "--judge_weight", "1.0", "--judge_base_url", url,
                                "--judge_model", "judge", "--judge_timeout_s", "5"])
     closure = ClosureRubric()([RIGHT, WRONG_TOOL], ledger=[EXAMPLE_LEDGER] * 2)
-    assert closure == [1.0, 0.375]
+    assert closure == [1.0, 0.3]
 
     # the recipe's layout: the judge inside the closure reward (closure 1, judge 1)
     judge_server.mode = "fail"
@@ -135,7 +135,7 @@ def test_a_separate_judge_reward_counts_a_failure_as_zero_in_trl(tiny_planner, t
         judge_server.mode = mode
         judge = get_judge_reward(base_url=url, model="judge", timeout_s=5)
         rewards[mode] = _rewards(tiny_planner, tmp_path, [closure_reward, judge], [1.0, 1.0])
-    assert rewards["fail"] == rewards["zero"] == [1.0 + JUDGE_SCORE, 0.375]
+    assert rewards["fail"] == rewards["zero"] == [1.0 + JUDGE_SCORE, 0.3]
     with pytest.raises(ValueError, match="nansum"):
         parse_args(["--config", str(RECIPE), "--reward_funcs", "closure", "judge", "--reward_weights", "1", "1",
                     "--judge_base_url", url, "--judge_model", "judge"])
