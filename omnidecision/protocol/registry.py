@@ -94,7 +94,8 @@ class Registry(MutableMapping[str, T]):
             return self._entries[name]
         except KeyError:
             # sorted: the registration order depends on which module a process imported first
-            raise UnknownName(f"unknown {self.what} {name!r}; registered: {', '.join(sorted(self._entries))}") from None
+            known = ", ".join(sorted(self._entries))
+            raise UnknownName(f"unknown {self.what} {name!r}; registered: {known}") from None
 
     def __setitem__(self, name: str, obj: T) -> None:
         self._discover()

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=tru
 
 RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.yaml"
 RIGHT = '{"action": "call", "need": 0, "tool": "audio_scouting"}'  # closure 1.0 on EXAMPLE_LEDGER
-WRONG_TOOL = '{"action": "call", "need": 0, "tool": "web_search"}'  # closure 0.3: format and finish only (gated call credit)
+WRONG_TOOL = '{"action": "call", "need": 0, "tool": "web_search"}'  # closure 0.3: format + finish only
 JUDGE_SCORE = 0.5
 
 
