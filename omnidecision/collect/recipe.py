@@ -195,6 +195,10 @@ class EvalRecipe(CollectRecipe):
     out: str = Field("runs/eval", description="output folder: trajectories.jsonl, report.json, report.md, *.png")
     serve: ServeSpec | None = Field(None, description="start vLLM for the run (see ServeSpec)")
     plots: bool = Field(True, description="write PNG plots next to the report")
+    allow_offline: bool = Field(
+        False, description="evaluate a benchmark that needs tools (OmniGAIA, WorldSense) in the offline environment "
+        "(no perception model, no web): refused unless true (`--allow-offline`); every report then says "
+        "'offline: no tools'")
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -85,6 +85,7 @@ def compare_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "cost_per_question": rep.get("cost_per_question"),
             "max_tool_calls": (rep.get("budgets") or {}).get("max_tool_calls"),
             "replay": rep.get("replay"),
+            "environment": rep.get("environment"),
         }
         rows.append(row)
     return rows
@@ -105,7 +106,9 @@ def render_compare(rows: list[dict[str, Any]], title: str = "Comparison") -> str
     lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         delta = "–" if r["delta_vs_first"] is None else f"{100 * r['delta_vs_first']:+.1f} pts"
-        cells = [str(r["name"]) + (" (replay)" if r["replay"] else ""), str(r["mode"]), str(r["n"]),
+        label = " (replay)" if r["replay"] else " (offline: no tools)" if r.get("environment") == "offline: no tools" \
+            else ""
+        cells = [str(r["name"]) + label, str(r["mode"]), str(r["n"]),
                  _pct(r["accuracy"]), f"[{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}]", delta,
                  {True: "yes", False: "no", None: "–"}[r["ci_overlaps_first"]],
                  *(str(r["outcomes"].get(o, 0)) for o in outcome_names), _pct(r["need_closure_rate"]),

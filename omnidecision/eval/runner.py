@@ -95,6 +95,49 @@ def planner_info(specs: dict[str, BackendSpec]) -> dict[str, Any]:
     return {"endpoint": spec.base_url, "model": spec.model, "kind": spec.kind}
 
 
+# ---------------------------------------------------------------- the environment
+
+OFFLINE_NO_TOOLS = "offline: no tools"
+
+
+def task_format(recipe: EvalRecipe) -> str | None:
+    """The registered format of the recipe's task file (`tasks.format`, or what `auto` detects); None when the
+    file cannot be read (the task checks name that)."""
+    from omnidecision.tasks.loaders import TaskFileError, detect_format
+
+    if recipe.tasks.format != "auto":
+        return recipe.tasks.format
+    try:
+        return detect_format(recipe.tasks.path)
+    except (TaskFileError, OSError, ValueError):
+        return None
+
+
+def environment_label(recipe: EvalRecipe) -> str:
+    """What every report says about the tools the runs had: "live", "replay", "offline" (a benchmark whose
+    offline environment is its own, e.g. the synthetic suite's corpus) or "offline: no tools" (a benchmark that
+    needs tools, evaluated offline with `allow_offline`)."""
+    from omnidecision.tasks.formats import TASK_FORMATS
+
+    kind = recipe.environment.kind
+    fmt = task_format(recipe)
+    if kind == "offline" and fmt is not None and TASK_FORMATS[fmt].needs_tools:
+        return OFFLINE_NO_TOOLS
+    return kind
+
+
+def environment_problem(recipe: EvalRecipe) -> str | None:
+    """Why the recipe may not run as it is (a benchmark that needs tools, in the offline environment, without
+    `allow_offline`), else None."""
+    if environment_label(recipe) != OFFLINE_NO_TOOLS or recipe.allow_offline:
+        return None
+    return (f"{recipe.tasks.path}: a {task_format(recipe)} benchmark needs tools (perception over its media, web "
+            "search), but environment.kind is offline (text surrogates, no perception model, search over no pages): "
+            "its accuracy would be a planner's without evidence. Set environment.kind: live (with its endpoints, "
+            "see configs/eval/qwen3-8b-sft.yaml) or replay (configs/eval/omnigaia-replay.yaml), or pass "
+            "--allow-offline (recipe field allow_offline: true) to run it anyway, labelled 'offline: no tools'")
+
+
 # ---------------------------------------------------------------- the run
 
 
@@ -125,6 +168,8 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     from omnidecision.collect.runner import collect, prepare
     from omnidecision.eval.report import write_report
 
+    if (why := environment_problem(recipe)) is not None:  # before anything is written or served
+        raise RecipeError(why)
     # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
     prepared = prepare(recipe, specs, served_roles=served)
@@ -153,6 +198,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     meta = {"name": recipe.name or out.name, "planner": planner, "wall_s": round(wall, 3),
             "new_runs": summary.done, "skipped_runs": summary.skipped,
             "tasks": len(tasks), "samples": recipe.samples,
+            "environment": "replay" if replay else environment_label(recipe),
             "judge": {"enabled": recipe.judge.enabled, "scorer": recipe.judge.scorer,
                       "llm": recipe.judge.llm.model if recipe.judge.enabled and recipe.judge.llm else None},
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
