@@ -7,8 +7,8 @@ n, correct, judge_failures, by_level, by_category, outcomes, accuracy_by_outcome
 tool_calls_per_question, prompt_tokens_per_step, tokens_per_question, invalid_action_rate, attribution,
 cost_per_question, wall_time, errors, mode, replay, planner, judge_methods (an eval run adds `judge`: the recipe's
 string scorer and LLM judge, and `environment`: live, replay, offline, or "offline: no tools" for a benchmark that
-needs tools run offline with `--allow-offline`). Accuracy counts a run as correct only when the judge said so; a judge failure
-(`judge.correct is None`) is counted under `judge_failures` and never as correct.
+needs tools run offline with `--allow-offline`). Accuracy counts a run as correct only when the judge said so; a
+judge failure (`judge.correct is None`) is counted under `judge_failures` and never as correct.
 A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g. in the synthetic suite) is
 correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
 counted under `unanswerable`.
