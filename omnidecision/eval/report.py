@@ -9,6 +9,9 @@ cost_per_question, wall_time, errors, mode, replay, planner, judge_methods (an e
 string scorer and LLM judge, and `environment`: live, replay, offline, or "offline: no tools" for a benchmark that
 needs tools run offline with `--allow-offline`). Accuracy counts a run as correct only when the judge said so; a
 judge failure (`judge.correct is None`) is counted under `judge_failures` and never as correct.
+`ci95` (overall, by level, by category) is clustered by task: with several samples per task the task is the unit
+(`eval.stats.task_accuracy_ci`; `ci_method` says which interval, `n_tasks` and `samples_per_task` the units,
+`ci95_task_bootstrap` a task-level bootstrap of the per-task mean accuracy), as in `compare`'s paired statistics.
 A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g. in the synthetic suite) is
 correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
 counted under `unanswerable`.
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.eval.attribution import CATEGORIES, attribute
-from omnidecision.eval.stats import mean, rate, wilson
+from omnidecision.eval.stats import mean, rate, task_accuracy_ci
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
 
@@ -70,10 +73,15 @@ def judge_failed(r: RunRecord) -> bool:
     return not unanswerable(r) and (r.judge is None or r.judge.correct is None)
 
 
-def _acc(rs: list[RunRecord]) -> dict[str, Any]:
+def _acc(rs: list[RunRecord], detail: bool = False) -> dict[str, Any]:
+    """n, correct, accuracy (over runs) and its 95% CI clustered by task (`stats.task_accuracy_ci`: several samples
+    of one task are not independent); `detail` adds the method, the task count and the task-level bootstrap."""
     k = sum(is_correct(r) for r in rs)
-    low, high = wilson(k, len(rs))
-    return {"n": len(rs), "correct": k, "accuracy": rate(k, len(rs)), "ci95": [low, high]}
+    ci = task_accuracy_ci((r.task_id, is_correct(r)) for r in rs)
+    out = {"n": len(rs), "correct": k, "accuracy": rate(k, len(rs)), "ci95": ci["ci95"]}
+    if detail:
+        out.update({key: ci[key] for key in ("ci_method", "n_tasks", "samples_per_task", "ci95_task_bootstrap")})
+    return out
 
 
 def closure(r: RunRecord) -> float | None:
@@ -111,7 +119,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     rs = list(records)
     meta = dict(meta or {})
     n = len(rs)
-    overall = _acc(rs)
+    overall = _acc(rs, detail=True)
     outcomes = Counter(r.outcome for r in rs)
     by_outcome = {o: [r for r in rs if r.outcome == o] for o in OUTCOMES}
     levels: dict[str, list[RunRecord]] = defaultdict(list)
@@ -153,6 +161,10 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     report: dict[str, Any] = {
         "accuracy": overall["accuracy"],
         "ci95": overall["ci95"],
+        "ci_method": overall["ci_method"],
+        "n_tasks": overall["n_tasks"],
+        "samples_per_task": overall["samples_per_task"],
+        "ci95_task_bootstrap": overall["ci95_task_bootstrap"],
         "n": n,
         "correct": overall["correct"],
         "judge_failures": sum(judge_failed(r) for r in rs),
@@ -215,6 +227,14 @@ def _acc_row(name: str, a: dict[str, Any]) -> str:
     return f"| {name} | {a['n']} | {a['correct']} | {_pct(a['accuracy'])} | {ci} |"
 
 
+def _boot(rep: dict[str, Any]) -> str:
+    """The task-level bootstrap interval next to the Wilson one, when there are several samples per task."""
+    boot = rep.get("ci95_task_bootstrap")
+    if not boot or (rep.get("samples_per_task") or 1) <= 1:
+        return ""
+    return f"; task-level bootstrap of the per-task mean accuracy [{_pct(boot[0])}, {_pct(boot[1])}]"
+
+
 SCORER_NAMES = {"gaia": "the official GAIA scoring rules", "lenient": "this project's lenient match, not GAIA's rules"}
 
 
@@ -252,8 +272,9 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "",
         f"mode **{rep['mode']}**{replay}; planner `{rep['planner'].get('model')}` at {rep['planner'].get('endpoint')}",
         "",
-        f"**Accuracy {_pct(rep['accuracy'])}** ({rep['correct']}/{rep['n']}), Wilson 95% CI "
-        f"[{_pct(rep['ci95'][0])}, {_pct(rep['ci95'][1])}]; judge failures: {rep['judge_failures']} "
+        f"**Accuracy {_pct(rep['accuracy'])}** ({rep['correct']}/{rep['n']} runs, {rep.get('n_tasks', rep['n'])} "
+        f"tasks), 95% CI [{_pct(rep['ci95'][0])}, {_pct(rep['ci95'][1])}] "
+        f"({rep.get('ci_method', 'Wilson over runs')}{_boot(rep)}); judge failures: {rep['judge_failures']} "
         f"(never counted as correct); unanswerable tasks {rep['unanswerable']['n']}, of which the agent declined "
         f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
         "",
