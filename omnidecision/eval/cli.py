@@ -143,6 +143,9 @@ def eval_cmd(
     allow_offline: bool = typer.Option(False, "--allow-offline", help="run a benchmark that needs tools (OmniGAIA, "
                                        "WorldSense) in the offline environment anyway; reports say 'offline: no "
                                        "tools' (recipe field allow_offline)"),
+    allow_train_overlap: bool = typer.Option(False, "--allow-train-overlap", help="evaluate the served planner on "
+                                             "tasks it was trained on (its provenance.json) anyway; the report "
+                                             "marks it (recipe field allow_train_overlap)"),
 ) -> None:
     """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
     from omnidecision.collect.breaker import CollectionStopped
@@ -150,8 +153,9 @@ def eval_cmd(
     from omnidecision.eval.runner import run_eval
 
     _logging()
-    recipe = _recipe(config, ctx.args + (["--allow_offline=true"] if allow_offline else []), out,
-                     dry_run="eval" if dry_run else None)
+    flags = (["--allow_offline=true"] if allow_offline else []) + \
+        (["--allow_train_overlap=true"] if allow_train_overlap else [])
+    recipe = _recipe(config, ctx.args + flags, out, dry_run="eval" if dry_run else None)
     if dry_run:
         from omnidecision.collect.recipe import cli_overrides
         from omnidecision.eval.dryrun import eval_dry_run

@@ -92,6 +92,7 @@ def compare_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "max_tool_calls": (rep.get("budgets") or {}).get("max_tool_calls"),
             "replay": rep.get("replay"),
             "environment": rep.get("environment"),
+            "train_overlap": (rep.get("train_overlap") or {}).get("overlap") or 0,
         }
         rows.append(row)
     return rows
@@ -114,6 +115,7 @@ def render_compare(rows: list[dict[str, Any]], title: str = "Comparison") -> str
         delta = "–" if r["delta_vs_first"] is None else f"{100 * r['delta_vs_first']:+.1f} pts"
         label = " (replay)" if r["replay"] else " (offline: no tools)" if r.get("environment") == "offline: no tools" \
             else ""
+        label += f" (trained on {r['train_overlap']} of its tasks)" if r.get("train_overlap") else ""
         cells = [str(r["name"]) + label, str(r["mode"]), str(r["n"]),
                  _pct(r["accuracy"]), f"[{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}]", delta,
                  {True: "yes", False: "no", None: "–"}[r["ci_overlaps_first"]],

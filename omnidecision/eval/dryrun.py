@@ -71,6 +71,29 @@ def environment_checks(report: DryRunReport, recipe) -> None:
     live_checks(report, recipe.model_copy(update={"backends": checked}))
 
 
+def overlap_check(report: DryRunReport, recipe) -> None:
+    """Train/test separation: the evaluated tasks against the training tasks in the served planner's provenance."""
+    from omnidecision.collect.recipe import RecipeError
+    from omnidecision.eval.runner import overlap_problem, train_overlap
+
+    try:
+        info = train_overlap(recipe)
+    except (RecipeError, ValueError, OSError) as exc:
+        report.add("train/test", "error", str(exc))
+        return
+    report.extra["train_overlap"] = info
+    if not info["known"]:
+        report.add("train/test", "ok", "no training task ids next to the served planner (provenance.json "
+                                       "training_tasks): nothing to check")
+    elif (why := overlap_problem(info)) is not None:
+        report.add("train/test", "error", why)
+    elif info["overlap"]:
+        report.add("train/test", "warning", f"{info['overlap']} evaluated tasks are training tasks "
+                                            "(--allow-train-overlap): the report marks it")
+    else:
+        report.add("train/test", "ok", f"none of the {info['evaluated']} evaluated tasks is a training task")
+
+
 def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") -> DryRunReport:
     """The dry-run report of an already loaded eval recipe."""
     from omnidecision.serving.vllm_server import VLLMServer
@@ -79,6 +102,7 @@ def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") 
     report.add("recipe", "ok", f"{config} + {n_overrides} override(s)")
     recipe_checks(report, recipe)
     environment_checks(report, recipe)
+    overlap_check(report, recipe)
     s = recipe.serve
     if s is None:
         report.add("serve", "ok", "none: the planner is the recipe's endpoint")

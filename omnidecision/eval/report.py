@@ -235,6 +235,16 @@ def _boot(rep: dict[str, Any]) -> str:
     return f"; task-level bootstrap of the per-task mean accuracy [{_pct(boot[0])}, {_pct(boot[1])}]"
 
 
+def _overlap_lines(rep: dict[str, Any]) -> list[str]:
+    """A planner evaluated on tasks it trained on (`--allow-train-overlap`): said above the tables."""
+    info = rep.get("train_overlap") or {}
+    if not info.get("overlap"):
+        return []
+    return [f"**{info['overlap']} of the {info.get('evaluated')} evaluated tasks are training tasks of this planner** "
+            f"({', '.join(info.get('provenance') or [])}; run with --allow-train-overlap): not a held-out result.",
+            ""]
+
+
 SCORER_NAMES = {"gaia": "the official GAIA scoring rules", "lenient": "this project's lenient match, not GAIA's rules"}
 
 
@@ -279,6 +289,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
         "",
         *_error_lines(rep),
+        *_overlap_lines(rep),
         _judge_line(rep),
         "",
         "| answers judged | accuracy |", "|---|---|",

@@ -138,6 +138,61 @@ def environment_problem(recipe: EvalRecipe) -> str | None:
             "--allow-offline (recipe field allow_offline: true) to run it anyway, labelled 'offline: no tools'")
 
 
+# ---------------------------------------------------------------- train/test separation
+
+
+def training_tasks(recipe: EvalRecipe) -> dict[str, set[str]]:
+    """provenance.json path → the task ids the served planner trained on (`training_tasks` of each exported folder
+    the `serve:` block names: the model, and every LoRA adapter). Folders without provenance, or provenance without
+    training tasks, are left out: nothing is known about them."""
+    import json
+
+    if recipe.serve is None:
+        return {}
+    out: dict[str, set[str]] = {}
+    for folder in [recipe.serve.model, *recipe.serve.loras.values()]:
+        path = Path(folder) / "provenance.json"
+        if not path.is_file():
+            continue
+        try:
+            prov = json.loads(path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RecipeError(f"{path}: cannot read the planner's provenance: {exc}") from exc
+        tt = prov.get("training_tasks") if isinstance(prov, dict) else None
+        if tt is None:
+            continue
+        if not isinstance(tt, dict) or not isinstance(tt.get("ids"), list):
+            raise RecipeError(f"{path}: training_tasks: expected an object with an `ids` list")
+        out[str(path)] = {str(t) for t in tt["ids"]}
+    return out
+
+
+def train_overlap(recipe: EvalRecipe, task_ids: set[str] | None = None) -> dict[str, Any]:
+    """How the evaluated tasks meet the served planner's training tasks: `known` (some provenance lists them),
+    `provenance`, `overlap` (how many evaluated tasks it trained on), `examples`, `allowed`."""
+    trained = training_tasks(recipe)
+    if not trained:
+        return {"known": False, "provenance": [], "overlap": 0, "examples": [], "allowed": recipe.allow_train_overlap}
+    if task_ids is None:
+        from omnidecision.collect.runner import select_tasks
+
+        task_ids = {t.id for t in select_tasks(recipe)[1]}
+    seen = set().union(*trained.values()) & task_ids
+    return {"known": True, "provenance": sorted(trained), "overlap": len(seen), "evaluated": len(task_ids),
+            "examples": sorted(seen)[:5], "allowed": recipe.allow_train_overlap}
+
+
+def overlap_problem(info: dict[str, Any]) -> str | None:
+    """Why the eval may not run (its tasks overlap the planner's training tasks, without the flag), else None."""
+    if not info["overlap"] or info["allowed"]:
+        return None
+    return (f"{info['overlap']} of the {info['evaluated']} evaluated tasks are among the served planner's training "
+            f"tasks ({', '.join(info['provenance'])}), e.g. {info['examples']}: a score on them is not a test. "
+            "Evaluate on other tasks (`omnidecision tasks split FILE --folds K --out DIR`, then "
+            "--tasks.ids_file DIR/fold-i/test_ids.json), or pass --allow-train-overlap (recipe field "
+            "allow_train_overlap: true) to run it anyway, marked in the report")
+
+
 # ---------------------------------------------------------------- the run
 
 
@@ -170,6 +225,9 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     if (why := environment_problem(recipe)) is not None:  # before anything is written or served
         raise RecipeError(why)
+    overlap = train_overlap(recipe)
+    if (why := overlap_problem(overlap)) is not None:
+        raise RecipeError(why)
     # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
     prepared = prepare(recipe, specs, served_roles=served)
@@ -198,7 +256,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     meta = {"name": recipe.name or out.name, "planner": planner, "wall_s": round(wall, 3),
             "new_runs": summary.done, "skipped_runs": summary.skipped,
             "tasks": len(tasks), "samples": recipe.samples,
-            "environment": "replay" if replay else environment_label(recipe),
+            "environment": "replay" if replay else environment_label(recipe), "train_overlap": overlap,
             "judge": {"enabled": recipe.judge.enabled, "scorer": recipe.judge.scorer,
                       "llm": recipe.judge.llm.model if recipe.judge.enabled and recipe.judge.llm else None},
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
