@@ -5,7 +5,8 @@
 `build_report(records, meta)` returns the dict written to report.json. Keys (always present): accuracy, ci95,
 n, correct, judge_failures, by_level, by_category, outcomes, accuracy_by_outcome, need_closure_rate,
 tool_calls_per_question, prompt_tokens_per_step, tokens_per_question, invalid_action_rate, attribution,
-cost_per_question, wall_time, errors, mode, replay, planner, judge_methods (an eval run adds `judge`: the recipe's
+cost_per_question, wall_time, errors, mode, replay, planner, judge_methods, attribution_runs (per wrong run: the
+category of `eval.attribution`, the need and the reason) (an eval run adds `judge`: the recipe's
 string scorer and LLM judge, and `environment`: live, replay, offline, or "offline: no tools" for a benchmark that
 needs tools run offline with `--allow-offline`). Accuracy counts a run as correct only when the judge said so; a
 judge failure (`judge.correct is None`) is counted under `judge_failures` and never as correct.
@@ -35,7 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from omnidecision.eval.attribution import CATEGORIES, attribute
+from omnidecision.eval.attribution import CATEGORIES, attribute_run
 from omnidecision.eval.stats import mean, rate, task_accuracy_ci
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
@@ -147,8 +148,11 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     wrong = [r for r in rs if not is_correct(r) and not judge_failed(r) and r.outcome != "error"]
     answered = [r for r in rs if r.outcome != "error"]
     attribution = dict.fromkeys(CATEGORIES, 0)
+    diagnoses = []
     for r in wrong:
-        attribution[attribute(r.final_ledger, r.outcome)] += 1
+        d = attribute_run(r)
+        attribution[d.category] += 1
+        diagnoses.append({"run_id": r.run_id, "task_id": r.task_id, "outcome": r.outcome, **d.model_dump()})
 
     modes = sorted({r.mode for r in rs})
     planner_models = sorted({r.planner_model for r in rs if r.planner_model})
@@ -198,6 +202,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "planner_steps_per_question": mean(len(r.steps) for r in rs),
         "attribution": attribution,
         "attribution_share": {k: rate(v, len(wrong)) for k, v in attribution.items()},
+        "attribution_runs": diagnoses,  # per wrong run: category, the need it is about, the reason in words
         "cost_per_question": (sum(costs) / n) if costs and n else None,
         "wall_time": {"per_question_mean_s": mean(r.totals.wall_s for r in rs),
                       "per_question_max_s": max((r.totals.wall_s for r in rs), default=None),
@@ -243,6 +248,20 @@ def _overlap_lines(rep: dict[str, Any]) -> list[str]:
     return [f"**{info['overlap']} of the {info.get('evaluated')} evaluated tasks are training tasks of this planner** "
             f"({', '.join(info.get('provenance') or [])}; run with --allow-train-overlap): not a held-out result.",
             ""]
+
+
+def _attribution_reasons(rep: dict[str, Any], per_category: int = 3) -> list[str]:
+    """A few runs per category with the reason the ledger gives (which need stayed open, and why)."""
+    by_cat: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in rep.get("attribution_runs") or []:
+        by_cat[d["category"]].append(d)
+    if not by_cat:
+        return []
+    lines = ["", "Why (first runs of each category):", ""]
+    for cat, items in by_cat.items():
+        lines += [f"- {cat}: " + "; ".join(f"`{d['task_id']}` {d['outcome']}: {d['reason']}"
+                                            for d in items[:per_category])]
+    return lines
 
 
 SCORER_NAMES = {"gaia": "the official GAIA scoring rules", "lenient": "this project's lenient match, not GAIA's rules"}
@@ -327,6 +346,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"{_num(rep['wall_time']['eval_s'], 1)} s",
         "", "## Failure attribution (incorrect runs)", "", "| what stayed open | runs | share |", "|---|---|---|",
         *(f"| {k} | {v} | {_pct(rep['attribution_share'][k])} |" for k, v in rep["attribution"].items()),
+        *_attribution_reasons(rep),
     ]
     if rep["errors"]:
         lines += ["", "## Errors", "", *(f"- {c}× {e}" for e, c in rep["errors"].items())]
