@@ -214,6 +214,35 @@ def load_records(out: str | Path) -> list[RunRecord]:
     return list(seen.values())
 
 
+def endpoint_models(records: list[RunRecord]) -> dict[str, list[str]]:
+    """role → the model names its endpoint reported in its replies (the planner's, and every other role's calls):
+    what actually answered, next to what the recipe asked for."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        if r.planner_model:
+            seen.setdefault("planner" if r.mode == "ledger" else r.mode, set()).add(r.planner_model)
+        calls = [*([r.decompose] if r.decompose else []), *(c for s in r.steps for c in s.calls), *r.final_calls]
+        for call in calls:
+            if call.model:
+                seen.setdefault(call.role, set()).add(call.model)
+    return {role: sorted(models) for role, models in sorted(seen.items())}
+
+
+def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
+    """Add the models the endpoints reported to OUT/manifest.json (written by `collect.runner.prepare`)."""
+    import json
+
+    from omnidecision.collect.store import write_json_atomic
+
+    path = out / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return  # no manifest to complete (prepare writes one before any run)
+    manifest["endpoint_models"] = models
+    write_json_atomic(path, manifest)
+
+
 def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, BackendSpec] | None = None
              ) -> dict[str, Any]:
     """The whole eval: tasks → (server) → runs → report files. Returns the report dict.
@@ -260,6 +289,8 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
             "judge": {"enabled": recipe.judge.enabled, "scorer": recipe.judge.scorer,
                       "llm": recipe.judge.llm.model if recipe.judge.enabled and recipe.judge.llm else None},
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
+    meta["endpoint_models"] = endpoint_models(records)
+    record_endpoint_models(out, meta["endpoint_models"])
     rep = write_report(out, records, meta, plots=recipe.plots)
     logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
     return rep

@@ -107,3 +107,14 @@ def test_a_benchmark_without_tools_runs_offline(synth_dir, tmp_path):
 
     recipe = teacher_recipe(synth_dir, tmp_path / "eval")
     assert environment_label(recipe) == "offline"
+
+
+def test_the_manifest_records_the_models_the_endpoints_reported(synth_dir, tmp_path):
+    from .conftest import teacher_recipe
+
+    rep = run_eval(teacher_recipe(synth_dir, tmp_path / "eval").model_copy(update={"plots": False}), progress=False)
+    manifest = json.loads((tmp_path / "eval" / "manifest.json").read_text())
+    # the scripted teacher answers every role under its own name; the manifest lists what each role's replies said
+    assert manifest["endpoint_models"]["planner"] == ["scripted-teacher"]
+    assert {"decompose", "critic", "finalizer"} <= set(manifest["endpoint_models"])
+    assert rep["endpoint_models"] == manifest["endpoint_models"]
