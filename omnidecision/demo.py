@@ -352,7 +352,7 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path]) -> dict[str, Any]
     from omnidecision.eval.compare import task_correct
     from omnidecision.eval.stats import paired_in_loop
 
-    correct: dict[str, dict[str, bool]] = {n: {} for n in PLANNERS}
+    correct: dict[str, dict[str, float]] = {n: {} for n in PLANNERS}
     for s, folder in zip(summaries, folders, strict=True):
         for n in PLANNERS:
             correct[n].update({f"{s['seed']}:{t}": c for t, c in task_correct(folder / "eval" / n / "test").items()})

@@ -4,7 +4,8 @@
 - LoRA run + `merge=False`: the adapter kept as is, for `vllm ... --enable-lora --lora-modules planner=OUT`.
 - Full fine-tuning run: the weights re-saved.
 Always: `use_cache=True` restored (a model saved out of a trainer has it off), tokenizer and chat template
-saved, and `PROVENANCE.md` + `provenance.json` (base model, data stats, recipe, final metrics, git revision).
+saved, and `PROVENANCE.md` + `provenance.json` (base model, data stats, the training task ids, recipe, final
+metrics, git revision).
 
     omnidecision export runs/sft/tiny-cpu --out runs/export/tiny --merge
     omnidecision export runs/sft/tiny-cpu --out runs/export/tiny --merge --dry-run   # check; write nothing
@@ -158,7 +159,9 @@ def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: s
         "git_revision": git_revision(),
         "training_git_revision": run.get("git_revision"),
         "global_step": run.get("global_step") or final_metrics(history).get("step"),
-        "data": run.get("data"),
+        "data": {k: v for k, v in (run.get("data") or {}).items() if k != "training_tasks"} or None,
+        # the task ids the planner trained on (the harvest's task_ids.json): eval refuses to test it on them
+        "training_tasks": (run.get("data") or {}).get("training_tasks"),
         "final_metrics": run.get("metrics") or final_metrics(history),
         "recipe": run.get("recipe"),
     }
@@ -184,6 +187,10 @@ def render_card(prov: dict) -> str:
         lines.append(f"- serve: `--enable-lora --lora-modules planner=<this folder>` on base `{base}`")
     if prov.get("data"):
         lines += ["", "## Data", "", "```json", json.dumps(prov["data"], indent=1), "```"]
+    if prov.get("training_tasks"):
+        tt = prov["training_tasks"]
+        lines += ["", f"Trained on {tt.get('n')} task ids (listed in provenance.json `training_tasks`; from "
+                      f"{', '.join(tt.get('sources') or [])}): evaluate it on other tasks."]
     if prov.get("final_metrics"):
         lines += ["", "## Final metrics", ""] + [f"- {k}: {v}" for k, v in sorted(prov["final_metrics"].items())]
     recipe = prov.get("recipe") or {}

@@ -108,7 +108,8 @@ class Run:
     def role_call(role: str, resp: ChatResponse | None, error: str | None = None) -> RoleCall:
         if resp is None:
             return RoleCall(role=role, error=error)
-        return RoleCall(role=role, raw=resp.text, usage=resp.usage, latency_s=resp.latency_s, error=error)
+        return RoleCall(role=role, raw=resp.text, usage=resp.usage, latency_s=resp.latency_s, error=error,
+                        model=resp.model)
 
     # -- tools ----------------------------------------------------------------------------------------------
     async def run_tool(self, tool: str, arguments: dict) -> Observation:

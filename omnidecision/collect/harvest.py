@@ -16,7 +16,9 @@
   DIR/sft/{train,validation}-00000.parquet and DIR/rl/… (so `datasets.load_dataset(DIR/"sft")` and
   `trl sft --dataset_name DIR/sft` load them as is) plus DIR/stats.json. Everything is written into a temp
   folder that is renamed to DIR at the end. A split with no rows gets no file (an empty parquet file makes
-  `load_dataset` fail), so `val_fraction=0` gives a train split only.
+  `load_dataset` fail), so `val_fraction=0` gives a train split only. DIR/task_ids.json lists every task id the
+  runs came from (and its split): SFT copies it into its run card, export into provenance.json, and `eval` refuses
+  to evaluate the planner on those tasks (train/test separation).
 
     omnidecision harvest runs/synth-teacher --out data/harvest/synth-teacher --advancing-only --dedup
 """
@@ -49,6 +51,7 @@ from omnidecision.protocol.rule import rule_decision_text
 logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation")
+TASK_IDS = "task_ids.json"  # DIR/task_ids.json: every task id the harvest drew from, and its split
 
 
 class HarvestError(ValueError):
@@ -353,6 +356,12 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
                    f"{unit}_per_row": _length_stats(_lengths(rl, "prompt", tokenizer))},
             "split_tasks": {s: sum(v == s for v in split.values()) for s in SPLITS},
         }
+        # the tasks this harvest drew from (every run's, either split): a planner trained on it must not be
+        # evaluated on them (`eval` reads them back through the exported checkpoint's provenance.json)
+        stats["task_ids_file"] = TASK_IDS
+        task_ids = {"sources": [str(p) for p in paths], "ids": sorted(all_tasks),
+                    "splits": {s: sorted(t for t, v in split.items() if v == s) for s in SPLITS}}
+        (tmp / TASK_IDS).write_text(json.dumps(task_ids, indent=1) + "\n", encoding="utf-8")
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
         old = out.parent / f".{out.name}.old-{os.getpid()}"
         if out.exists():

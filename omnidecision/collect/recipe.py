@@ -70,6 +70,9 @@ class TaskSource(_Model):
                         "synthetic, omnigaia, worldsense)")
     options: dict[str, str] = Field(default_factory=dict, description="loader options (media_dir, srt_dir, …)")
     ids: list[str] | None = Field(None, description="keep only these task ids")
+    ids_file: str | None = Field(
+        None, description="keep only the task ids of this JSON file (a list, or {ids: [...]}: what `omnidecision "
+        "tasks split` writes as fold-i/train_ids.json and fold-i/test_ids.json)")
     levels: list[str] | None = Field(None, description="keep only these difficulty levels")
     categories: list[str] | None = Field(None, description="keep only these categories")
     offset: int = Field(0, ge=0, description="skip the first N tasks (after filters)")
@@ -195,6 +198,13 @@ class EvalRecipe(CollectRecipe):
     out: str = Field("runs/eval", description="output folder: trajectories.jsonl, report.json, report.md, *.png")
     serve: ServeSpec | None = Field(None, description="start vLLM for the run (see ServeSpec)")
     plots: bool = Field(True, description="write PNG plots next to the report")
+    allow_offline: bool = Field(
+        False, description="evaluate a benchmark that needs tools (OmniGAIA, WorldSense) in the offline environment "
+        "(no perception model, no web): refused unless true (`--allow-offline`); every report then says "
+        "'offline: no tools'")
+    allow_train_overlap: bool = Field(
+        False, description="evaluate the served planner on tasks it was trained on (its provenance.json "
+        "`training_tasks`): refused unless true (`--allow-train-overlap`); the report then names the overlap")
 
 
 def parse_shard(text: str) -> tuple[int, int]:

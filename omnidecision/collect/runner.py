@@ -219,6 +219,14 @@ def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
     if src.ids is not None:
         wanted = set(src.ids)
         tasks = [t for t in tasks if t.id in wanted]
+    if src.ids_file is not None:
+        from omnidecision.tasks.folds import read_ids_file
+
+        try:
+            wanted = set(read_ids_file(src.ids_file))
+        except ValueError as exc:
+            raise RecipeError(f"tasks.ids_file: {exc}") from exc
+        tasks = [t for t in tasks if t.id in wanted]
     if src.levels is not None:
         tasks = [t for t in tasks if t.level in set(src.levels)]
     if src.categories is not None:

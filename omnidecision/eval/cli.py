@@ -106,7 +106,9 @@ def serve(
         signal.signal(signal.SIGTERM, previous)
 
 
-def _recipe(config: Path, extra: list[str], out: Path | None):
+def _recipe(config: Path, extra: list[str], out: Path | None, dry_run: str | None = None):
+    """The eval recipe with the command line's overrides. A bad recipe exits 2 naming the file and field; in a dry
+    run (`dry_run` = the command's name) it prints the report first, one failed check per unset variable."""
     from omnidecision.collect.recipe import RecipeError, cli_overrides
     from omnidecision.eval.runner import load_eval_recipe
 
@@ -117,6 +119,16 @@ def _recipe(config: Path, extra: list[str], out: Path | None):
             overrides.append(f"out={out}")
         return load_eval_recipe(config, overrides)
     except (RecipeError, ValueError) as exc:
+        if dry_run is not None:
+            from omnidecision.preflight import DryRunReport, emit
+
+            report = DryRunReport(command=dry_run, recipe=str(config))
+            # an unset-variables error lists every variable ("FILE: field: ... VAR ...; field: ..."): one check each
+            head, sep, rest = str(exc).partition(": ")
+            items = rest.split("; ") if sep and "environment variable" in rest else [str(exc)]
+            for item in items:
+                report.add("recipe", "error", item)
+            raise typer.Exit(emit(report)) from exc
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
 
@@ -128,6 +140,12 @@ def eval_cmd(
     no_progress: bool = typer.Option(False, help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe, print it and the vLLM "
                                                           "command of its serve: block; start nothing"),
+    allow_offline: bool = typer.Option(False, "--allow-offline", help="run a benchmark that needs tools (OmniGAIA, "
+                                       "WorldSense) in the offline environment anyway; reports say 'offline: no "
+                                       "tools' (recipe field allow_offline)"),
+    allow_train_overlap: bool = typer.Option(False, "--allow-train-overlap", help="evaluate the served planner on "
+                                             "tasks it was trained on (its provenance.json) anyway; the report "
+                                             "marks it (recipe field allow_train_overlap)"),
 ) -> None:
     """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
     from omnidecision.collect.breaker import CollectionStopped
@@ -135,7 +153,9 @@ def eval_cmd(
     from omnidecision.eval.runner import run_eval
 
     _logging()
-    recipe = _recipe(config, ctx.args, out)
+    flags = (["--allow_offline=true"] if allow_offline else []) + \
+        (["--allow_train_overlap=true"] if allow_train_overlap else [])
+    recipe = _recipe(config, ctx.args + flags, out, dry_run="eval" if dry_run else None)
     if dry_run:
         from omnidecision.collect.recipe import cli_overrides
         from omnidecision.eval.dryrun import eval_dry_run
@@ -197,7 +217,7 @@ def ablate(
     if bad or not chosen:
         typer.echo(f"error: --modes {modes!r}: unknown mode(s) {bad} (known: {', '.join(MODES)})", err=True)
         raise typer.Exit(2)
-    recipe = _recipe(config, ctx.args, None)
+    recipe = _recipe(config, ctx.args, None, dry_run="ablate" if dry_run else None)
     if dry_run:
         from omnidecision.collect.recipe import cli_overrides
         from omnidecision.eval.dryrun import eval_dry_run

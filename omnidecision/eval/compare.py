@@ -4,7 +4,9 @@
     omnidecision ablate --config configs/eval/synthetic-tiny-vllm.yaml --max-tool-calls 6
 
 The first run is the reference: each other run gets its accuracy difference and whether the two Wilson 95%
-intervals overlap (overlapping intervals: the difference is not clearly significant).
+intervals overlap (overlapping intervals: the difference is not clearly significant), and the paired comparison on
+the tasks both ran (`stats.paired_in_loop`) with the task as the unit (its mean accuracy over samples), the unit of
+the reports' clustered CI.
 """
 
 from __future__ import annotations
@@ -39,11 +41,15 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return rep
 
 
-def task_correct(folder: str | Path) -> dict[str, bool]:
-    """task id → judged correct (first sample; a failed judge counts as not correct) of an eval folder's runs."""
+def task_correct(folder: str | Path) -> dict[str, float]:
+    """task id → mean accuracy over its samples of an eval folder's runs (0.0 / 1.0 with one sample per task),
+    judged as the report judges (`report.is_correct`: a failed judge is not correct, declining an unanswerable task
+    is): the same unit as the report's clustered CI."""
+    from omnidecision.eval.report import is_correct
     from omnidecision.eval.runner import load_records
+    from omnidecision.eval.stats import per_task
 
-    return {r.task_id: bool(r.judge is not None and r.judge.correct) for r in load_records(folder) if r.sample == 0}
+    return per_task((r.task_id, is_correct(r)) for r in load_records(folder))
 
 
 def paired_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -85,6 +91,8 @@ def compare_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "cost_per_question": rep.get("cost_per_question"),
             "max_tool_calls": (rep.get("budgets") or {}).get("max_tool_calls"),
             "replay": rep.get("replay"),
+            "environment": rep.get("environment"),
+            "train_overlap": (rep.get("train_overlap") or {}).get("overlap") or 0,
         }
         rows.append(row)
     return rows
@@ -105,7 +113,10 @@ def render_compare(rows: list[dict[str, Any]], title: str = "Comparison") -> str
     lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         delta = "–" if r["delta_vs_first"] is None else f"{100 * r['delta_vs_first']:+.1f} pts"
-        cells = [str(r["name"]) + (" (replay)" if r["replay"] else ""), str(r["mode"]), str(r["n"]),
+        label = " (replay)" if r["replay"] else " (offline: no tools)" if r.get("environment") == "offline: no tools" \
+            else ""
+        label += f" (trained on {r['train_overlap']} of its tasks)" if r.get("train_overlap") else ""
+        cells = [str(r["name"]) + label, str(r["mode"]), str(r["n"]),
                  _pct(r["accuracy"]), f"[{_pct(r['ci95'][0])}, {_pct(r['ci95'][1])}]", delta,
                  {True: "yes", False: "no", None: "–"}[r["ci_overlaps_first"]],
                  *(str(r["outcomes"].get(o, 0)) for o in outcome_names), _pct(r["need_closure_rate"]),
@@ -128,7 +139,8 @@ def write_compare(reports: list[dict[str, Any]], out_dir: str | Path, title: str
     (out / "compare.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     md = render_compare(rows, title)
     if paired:
-        md += ("\n\nPaired on the same tasks (vs the first run):\n\n"
+        md += ("\n\nPaired on the same tasks (vs the first run; unit: the task, its mean accuracy over samples; "
+               "'a only' / 'b only': tasks where that run did better):\n\n"
                "| a | b | n | a only | b only | Δ accuracy | 95% CI | p |\n")
         md += "|---|---|---|---|---|---|---|---|\n" + "".join(
             f"| {p['a']} | {p['b']} | {p['n']} | {p['a_only']} | {p['b_only']} | {p['delta']:+.3f} | "

@@ -50,6 +50,50 @@ def serve_report(report: DryRunReport, server) -> None:
         report.add("vllm arguments", "error" if error else "ok", error or "accepted by the installed vLLM's parser")
 
 
+def environment_checks(report: DryRunReport, recipe) -> None:
+    """What the runs' tools will be: a benchmark that needs tools refused offline (unless `allow_offline`, then
+    labelled "offline: no tools"); a live environment's endpoints asked and media files looked for, as collect's
+    dry run does (the roles a `serve:` block points at its own server are checked once it runs)."""
+    from omnidecision.collect.dryrun import live_checks
+    from omnidecision.eval.runner import OFFLINE_NO_TOOLS, environment_label, environment_problem
+
+    label = environment_label(recipe)
+    if (why := environment_problem(recipe)) is not None:
+        report.add("environment", "error", why)
+    elif label == OFFLINE_NO_TOOLS:
+        report.add("environment", "warning", "offline: no tools (--allow-offline): every report says so; not a "
+                                             "result on this benchmark")
+    elif label != "live":
+        report.add("environment", "ok", label)
+    report.extra["environment"] = label
+    served = set(recipe.serve.roles) if recipe.serve is not None else set()
+    checked = {role: spec for role, spec in recipe.backends.items() if role not in served}
+    live_checks(report, recipe.model_copy(update={"backends": checked}))
+
+
+def overlap_check(report: DryRunReport, recipe) -> None:
+    """Train/test separation: the evaluated tasks against the training tasks in the served planner's provenance."""
+    from omnidecision.collect.recipe import RecipeError
+    from omnidecision.eval.runner import overlap_problem, train_overlap
+
+    try:
+        info = train_overlap(recipe)
+    except (RecipeError, ValueError, OSError) as exc:
+        report.add("train/test", "error", str(exc))
+        return
+    report.extra["train_overlap"] = info
+    if not info["known"]:
+        report.add("train/test", "ok", "no training task ids next to the served planner (provenance.json "
+                                       "training_tasks): nothing to check")
+    elif (why := overlap_problem(info)) is not None:
+        report.add("train/test", "error", why)
+    elif info["overlap"]:
+        report.add("train/test", "warning", f"{info['overlap']} evaluated tasks are training tasks "
+                                            "(--allow-train-overlap): the report marks it")
+    else:
+        report.add("train/test", "ok", f"none of the {info['evaluated']} evaluated tasks is a training task")
+
+
 def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") -> DryRunReport:
     """The dry-run report of an already loaded eval recipe."""
     from omnidecision.serving.vllm_server import VLLMServer
@@ -57,6 +101,8 @@ def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") 
     report = DryRunReport(command=command, recipe=str(config), resolved=recipe.model_dump(mode="json"))
     report.add("recipe", "ok", f"{config} + {n_overrides} override(s)")
     recipe_checks(report, recipe)
+    environment_checks(report, recipe)
+    overlap_check(report, recipe)
     s = recipe.serve
     if s is None:
         report.add("serve", "ok", "none: the planner is the recipe's endpoint")

@@ -5,9 +5,14 @@
 `build_report(records, meta)` returns the dict written to report.json. Keys (always present): accuracy, ci95,
 n, correct, judge_failures, by_level, by_category, outcomes, accuracy_by_outcome, need_closure_rate,
 tool_calls_per_question, prompt_tokens_per_step, tokens_per_question, invalid_action_rate, attribution,
-cost_per_question, wall_time, errors, mode, replay, planner, judge_methods (an eval run adds `judge`: the recipe's
-string scorer and LLM judge). Accuracy counts a run as correct only when the judge said so; a judge failure
-(`judge.correct is None`) is counted under `judge_failures` and never as correct.
+cost_per_question, wall_time, errors, mode, replay, planner, judge_methods, attribution_runs (per wrong run: the
+category of `eval.attribution`, the need and the reason) (an eval run adds `judge`: the recipe's
+string scorer and LLM judge, and `environment`: live, replay, offline, or "offline: no tools" for a benchmark that
+needs tools run offline with `--allow-offline`). Accuracy counts a run as correct only when the judge said so; a
+judge failure (`judge.correct is None`) is counted under `judge_failures` and never as correct.
+`ci95` (overall, by level, by category) is clustered by task: with several samples per task the task is the unit
+(`eval.stats.task_accuracy_ci`; `ci_method` says which interval, `n_tasks` and `samples_per_task` the units,
+`ci95_task_bootstrap` a task-level bootstrap of the per-task mean accuracy), as in `compare`'s paired statistics.
 A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g. in the synthetic suite) is
 correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
 counted under `unanswerable`.
@@ -31,8 +36,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from omnidecision.eval.attribution import CATEGORIES, attribute
-from omnidecision.eval.stats import mean, rate, wilson
+from omnidecision.eval.attribution import CATEGORIES, attribute_run
+from omnidecision.eval.stats import mean, rate, task_accuracy_ci
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
 
@@ -69,10 +74,15 @@ def judge_failed(r: RunRecord) -> bool:
     return not unanswerable(r) and (r.judge is None or r.judge.correct is None)
 
 
-def _acc(rs: list[RunRecord]) -> dict[str, Any]:
+def _acc(rs: list[RunRecord], detail: bool = False) -> dict[str, Any]:
+    """n, correct, accuracy (over runs) and its 95% CI clustered by task (`stats.task_accuracy_ci`: several samples
+    of one task are not independent); `detail` adds the method, the task count and the task-level bootstrap."""
     k = sum(is_correct(r) for r in rs)
-    low, high = wilson(k, len(rs))
-    return {"n": len(rs), "correct": k, "accuracy": rate(k, len(rs)), "ci95": [low, high]}
+    ci = task_accuracy_ci((r.task_id, is_correct(r)) for r in rs)
+    out = {"n": len(rs), "correct": k, "accuracy": rate(k, len(rs)), "ci95": ci["ci95"]}
+    if detail:
+        out.update({key: ci[key] for key in ("ci_method", "n_tasks", "samples_per_task", "ci95_task_bootstrap")})
+    return out
 
 
 def closure(r: RunRecord) -> float | None:
@@ -110,7 +120,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     rs = list(records)
     meta = dict(meta or {})
     n = len(rs)
-    overall = _acc(rs)
+    overall = _acc(rs, detail=True)
     outcomes = Counter(r.outcome for r in rs)
     by_outcome = {o: [r for r in rs if r.outcome == o] for o in OUTCOMES}
     levels: dict[str, list[RunRecord]] = defaultdict(list)
@@ -138,8 +148,11 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     wrong = [r for r in rs if not is_correct(r) and not judge_failed(r) and r.outcome != "error"]
     answered = [r for r in rs if r.outcome != "error"]
     attribution = dict.fromkeys(CATEGORIES, 0)
+    diagnoses = []
     for r in wrong:
-        attribution[attribute(r.final_ledger, r.outcome)] += 1
+        d = attribute_run(r)
+        attribution[d.category] += 1
+        diagnoses.append({"run_id": r.run_id, "task_id": r.task_id, "outcome": r.outcome, **d.model_dump()})
 
     modes = sorted({r.mode for r in rs})
     planner_models = sorted({r.planner_model for r in rs if r.planner_model})
@@ -152,6 +165,10 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     report: dict[str, Any] = {
         "accuracy": overall["accuracy"],
         "ci95": overall["ci95"],
+        "ci_method": overall["ci_method"],
+        "n_tasks": overall["n_tasks"],
+        "samples_per_task": overall["samples_per_task"],
+        "ci95_task_bootstrap": overall["ci95_task_bootstrap"],
         "n": n,
         "correct": overall["correct"],
         "judge_failures": sum(judge_failed(r) for r in rs),
@@ -185,6 +202,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "planner_steps_per_question": mean(len(r.steps) for r in rs),
         "attribution": attribution,
         "attribution_share": {k: rate(v, len(wrong)) for k, v in attribution.items()},
+        "attribution_runs": diagnoses,  # per wrong run: category, the need it is about, the reason in words
         "cost_per_question": (sum(costs) / n) if costs and n else None,
         "wall_time": {"per_question_mean_s": mean(r.totals.wall_s for r in rs),
                       "per_question_max_s": max((r.totals.wall_s for r in rs), default=None),
@@ -212,6 +230,38 @@ def _num(x: float | None, nd: int = 1) -> str:
 def _acc_row(name: str, a: dict[str, Any]) -> str:
     ci = f"[{_pct(a['ci95'][0])}, {_pct(a['ci95'][1])}]"
     return f"| {name} | {a['n']} | {a['correct']} | {_pct(a['accuracy'])} | {ci} |"
+
+
+def _boot(rep: dict[str, Any]) -> str:
+    """The task-level bootstrap interval next to the Wilson one, when there are several samples per task."""
+    boot = rep.get("ci95_task_bootstrap")
+    if not boot or (rep.get("samples_per_task") or 1) <= 1:
+        return ""
+    return f"; task-level bootstrap of the per-task mean accuracy [{_pct(boot[0])}, {_pct(boot[1])}]"
+
+
+def _overlap_lines(rep: dict[str, Any]) -> list[str]:
+    """A planner evaluated on tasks it trained on (`--allow-train-overlap`): said above the tables."""
+    info = rep.get("train_overlap") or {}
+    if not info.get("overlap"):
+        return []
+    return [f"**{info['overlap']} of the {info.get('evaluated')} evaluated tasks are training tasks of this planner** "
+            f"({', '.join(info.get('provenance') or [])}; run with --allow-train-overlap): not a held-out result.",
+            ""]
+
+
+def _attribution_reasons(rep: dict[str, Any], per_category: int = 3) -> list[str]:
+    """A few runs per category with the reason the ledger gives (which need stayed open, and why)."""
+    by_cat: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in rep.get("attribution_runs") or []:
+        by_cat[d["category"]].append(d)
+    if not by_cat:
+        return []
+    lines = ["", "Why (first runs of each category):", ""]
+    for cat, items in by_cat.items():
+        lines += [f"- {cat}: " + "; ".join(f"`{d['task_id']}` {d['outcome']}: {d['reason']}"
+                                            for d in items[:per_category])]
+    return lines
 
 
 SCORER_NAMES = {"gaia": "the official GAIA scoring rules", "lenient": "this project's lenient match, not GAIA's rules"}
@@ -243,17 +293,22 @@ def render_markdown(rep: dict[str, Any]) -> str:
     """report.md: the headline, then one table per metric group."""
     title = rep.get("name") or "eval"
     replay = " — **replay mode** (recorded observations stand in for perception and search)" if rep["replay"] else ""
+    if rep.get("environment") == "offline: no tools":  # eval --allow-offline: say it where the number is
+        replay += (" — **offline: no tools** (a benchmark that needs perception and search, run without them: not "
+                   "a result on this benchmark)")
     lines = [
         f"# Eval report: {title}",
         "",
         f"mode **{rep['mode']}**{replay}; planner `{rep['planner'].get('model')}` at {rep['planner'].get('endpoint')}",
         "",
-        f"**Accuracy {_pct(rep['accuracy'])}** ({rep['correct']}/{rep['n']}), Wilson 95% CI "
-        f"[{_pct(rep['ci95'][0])}, {_pct(rep['ci95'][1])}]; judge failures: {rep['judge_failures']} "
+        f"**Accuracy {_pct(rep['accuracy'])}** ({rep['correct']}/{rep['n']} runs, {rep.get('n_tasks', rep['n'])} "
+        f"tasks), 95% CI [{_pct(rep['ci95'][0])}, {_pct(rep['ci95'][1])}] "
+        f"({rep.get('ci_method', 'Wilson over runs')}{_boot(rep)}); judge failures: {rep['judge_failures']} "
         f"(never counted as correct); unanswerable tasks {rep['unanswerable']['n']}, of which the agent declined "
         f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
         "",
         *_error_lines(rep),
+        *_overlap_lines(rep),
         _judge_line(rep),
         "",
         "| answers judged | accuracy |", "|---|---|",
@@ -291,6 +346,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"{_num(rep['wall_time']['eval_s'], 1)} s",
         "", "## Failure attribution (incorrect runs)", "", "| what stayed open | runs | share |", "|---|---|---|",
         *(f"| {k} | {v} | {_pct(rep['attribution_share'][k])} |" for k, v in rep["attribution"].items()),
+        *_attribution_reasons(rep),
     ]
     if rep["errors"]:
         lines += ["", "## Errors", "", *(f"- {c}× {e}" for e, c in rep["errors"].items())]

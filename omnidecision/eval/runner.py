@@ -95,6 +95,104 @@ def planner_info(specs: dict[str, BackendSpec]) -> dict[str, Any]:
     return {"endpoint": spec.base_url, "model": spec.model, "kind": spec.kind}
 
 
+# ---------------------------------------------------------------- the environment
+
+OFFLINE_NO_TOOLS = "offline: no tools"
+
+
+def task_format(recipe: EvalRecipe) -> str | None:
+    """The registered format of the recipe's task file (`tasks.format`, or what `auto` detects); None when the
+    file cannot be read (the task checks name that)."""
+    from omnidecision.tasks.loaders import TaskFileError, detect_format
+
+    if recipe.tasks.format != "auto":
+        return recipe.tasks.format
+    try:
+        return detect_format(recipe.tasks.path)
+    except (TaskFileError, OSError, ValueError):
+        return None
+
+
+def environment_label(recipe: EvalRecipe) -> str:
+    """What every report says about the tools the runs had: "live", "replay", "offline" (a benchmark whose
+    offline environment is its own, e.g. the synthetic suite's corpus) or "offline: no tools" (a benchmark that
+    needs tools, evaluated offline with `allow_offline`)."""
+    from omnidecision.tasks.formats import TASK_FORMATS
+
+    kind = recipe.environment.kind
+    fmt = task_format(recipe)
+    if kind == "offline" and fmt is not None and TASK_FORMATS[fmt].needs_tools:
+        return OFFLINE_NO_TOOLS
+    return kind
+
+
+def environment_problem(recipe: EvalRecipe) -> str | None:
+    """Why the recipe may not run as it is (a benchmark that needs tools, in the offline environment, without
+    `allow_offline`), else None."""
+    if environment_label(recipe) != OFFLINE_NO_TOOLS or recipe.allow_offline:
+        return None
+    return (f"{recipe.tasks.path}: a {task_format(recipe)} benchmark needs tools (perception over its media, web "
+            "search), but environment.kind is offline (text surrogates, no perception model, search over no pages): "
+            "its accuracy would be a planner's without evidence. Set environment.kind: live (with its endpoints, "
+            "see configs/eval/qwen3-8b-sft.yaml) or replay (configs/eval/omnigaia-replay.yaml), or pass "
+            "--allow-offline (recipe field allow_offline: true) to run it anyway, labelled 'offline: no tools'")
+
+
+# ---------------------------------------------------------------- train/test separation
+
+
+def training_tasks(recipe: EvalRecipe) -> dict[str, set[str]]:
+    """provenance.json path → the task ids the served planner trained on (`training_tasks` of each exported folder
+    the `serve:` block names: the model, and every LoRA adapter). Folders without provenance, or provenance without
+    training tasks, are left out: nothing is known about them."""
+    import json
+
+    if recipe.serve is None:
+        return {}
+    out: dict[str, set[str]] = {}
+    for folder in [recipe.serve.model, *recipe.serve.loras.values()]:
+        path = Path(folder) / "provenance.json"
+        if not path.is_file():
+            continue
+        try:
+            prov = json.loads(path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RecipeError(f"{path}: cannot read the planner's provenance: {exc}") from exc
+        tt = prov.get("training_tasks") if isinstance(prov, dict) else None
+        if tt is None:
+            continue
+        if not isinstance(tt, dict) or not isinstance(tt.get("ids"), list):
+            raise RecipeError(f"{path}: training_tasks: expected an object with an `ids` list")
+        out[str(path)] = {str(t) for t in tt["ids"]}
+    return out
+
+
+def train_overlap(recipe: EvalRecipe, task_ids: set[str] | None = None) -> dict[str, Any]:
+    """How the evaluated tasks meet the served planner's training tasks: `known` (some provenance lists them),
+    `provenance`, `overlap` (how many evaluated tasks it trained on), `examples`, `allowed`."""
+    trained = training_tasks(recipe)
+    if not trained:
+        return {"known": False, "provenance": [], "overlap": 0, "examples": [], "allowed": recipe.allow_train_overlap}
+    if task_ids is None:
+        from omnidecision.collect.runner import select_tasks
+
+        task_ids = {t.id for t in select_tasks(recipe)[1]}
+    seen = set().union(*trained.values()) & task_ids
+    return {"known": True, "provenance": sorted(trained), "overlap": len(seen), "evaluated": len(task_ids),
+            "examples": sorted(seen)[:5], "allowed": recipe.allow_train_overlap}
+
+
+def overlap_problem(info: dict[str, Any]) -> str | None:
+    """Why the eval may not run (its tasks overlap the planner's training tasks, without the flag), else None."""
+    if not info["overlap"] or info["allowed"]:
+        return None
+    return (f"{info['overlap']} of the {info['evaluated']} evaluated tasks are among the served planner's training "
+            f"tasks ({', '.join(info['provenance'])}), e.g. {info['examples']}: a score on them is not a test. "
+            "Evaluate on other tasks (`omnidecision tasks split FILE --folds K --out DIR`, then "
+            "--tasks.ids_file DIR/fold-i/test_ids.json), or pass --allow-train-overlap (recipe field "
+            "allow_train_overlap: true) to run it anyway, marked in the report")
+
+
 # ---------------------------------------------------------------- the run
 
 
@@ -116,6 +214,35 @@ def load_records(out: str | Path) -> list[RunRecord]:
     return list(seen.values())
 
 
+def endpoint_models(records: list[RunRecord]) -> dict[str, list[str]]:
+    """role → the model names its endpoint reported in its replies (the planner's, and every other role's calls):
+    what actually answered, next to what the recipe asked for."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        if r.planner_model:
+            seen.setdefault("planner" if r.mode == "ledger" else r.mode, set()).add(r.planner_model)
+        calls = [*([r.decompose] if r.decompose else []), *(c for s in r.steps for c in s.calls), *r.final_calls]
+        for call in calls:
+            if call.model:
+                seen.setdefault(call.role, set()).add(call.model)
+    return {role: sorted(models) for role, models in sorted(seen.items())}
+
+
+def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
+    """Add the models the endpoints reported to OUT/manifest.json (written by `collect.runner.prepare`)."""
+    import json
+
+    from omnidecision.collect.store import write_json_atomic
+
+    path = out / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return  # no manifest to complete (prepare writes one before any run)
+    manifest["endpoint_models"] = models
+    write_json_atomic(path, manifest)
+
+
 def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, BackendSpec] | None = None
              ) -> dict[str, Any]:
     """The whole eval: tasks → (server) → runs → report files. Returns the report dict.
@@ -125,6 +252,11 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     from omnidecision.collect.runner import collect, prepare
     from omnidecision.eval.report import write_report
 
+    if (why := environment_problem(recipe)) is not None:  # before anything is written or served
+        raise RecipeError(why)
+    overlap = train_overlap(recipe)
+    if (why := overlap_problem(overlap)) is not None:
+        raise RecipeError(why)
     # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
     prepared = prepare(recipe, specs, served_roles=served)
@@ -153,9 +285,12 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     meta = {"name": recipe.name or out.name, "planner": planner, "wall_s": round(wall, 3),
             "new_runs": summary.done, "skipped_runs": summary.skipped,
             "tasks": len(tasks), "samples": recipe.samples,
+            "environment": "replay" if replay else environment_label(recipe), "train_overlap": overlap,
             "judge": {"enabled": recipe.judge.enabled, "scorer": recipe.judge.scorer,
                       "llm": recipe.judge.llm.model if recipe.judge.enabled and recipe.judge.llm else None},
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
+    meta["endpoint_models"] = endpoint_models(records)
+    record_endpoint_models(out, meta["endpoint_models"])
     rep = write_report(out, records, meta, plots=recipe.plots)
     logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
     return rep

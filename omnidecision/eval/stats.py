@@ -1,4 +1,12 @@
-"""Small statistics for eval reports: the Wilson score interval and safe means.
+"""Small statistics for eval reports: the Wilson score interval (over runs, or clustered by task), safe means and
+the paired in-loop comparison.
+
+Several samples of one task are not independent draws (the same question, the same evidence): an interval over
+all runs as if they were would be too narrow. `task_accuracy_ci` takes the task as the unit: the Wilson interval
+at the mean of the per-task accuracies with n = the number of tasks (conservative: exact when a task's samples
+always agree, wider than needed when they vary), next to a task-level bootstrap of the per-task mean accuracy.
+With one sample per task the Wilson interval is the one over runs. `paired_in_loop` compares two planners on the
+same unit: per-task mean accuracy (0/1 with one sample per task).
 
     python -c "from omnidecision.eval.stats import wilson; print(wilson(7, 10))"
 
@@ -11,17 +19,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 
 from omnidecision.stats import bootstrap_mean_ci, exact_sign_p
 
 Z95 = 1.959963984540054  # the two-sided 95% normal quantile
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion k/n (default 95%). n = 0 gives the vacuous (0, 1).
 
-    Unlike the normal ("Wald") interval it stays inside [0, 1] and is not degenerate at k = 0 or k = n.
+    Unlike the normal ("Wald") interval it stays inside [0, 1] and is not degenerate at k = 0 or k = n. `k` may be
+    fractional: the sum of per-task accuracies when the unit is the task (`task_accuracy_ci`).
     """
     if n < 0 or k < 0 or k > n:
         raise ValueError(f"wilson: need 0 <= k <= n, got k={k}, n={n}")
@@ -34,6 +44,50 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
     # the interval always contains p (rounding at k = 0 or k = n would otherwise leave it a hair outside)
     return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+
+
+def per_task(outcomes: Iterable[tuple[str, bool | float]]) -> dict[str, float]:
+    """task id → mean accuracy over its samples, from (task id, correct) pairs: the unit of the clustered CI and of
+    the paired comparisons.
+
+    >>> per_task([("t1", True), ("t1", False), ("t1", True), ("t2", False)])
+    {'t1': 0.6666666666666666, 't2': 0.0}
+    """
+    runs: dict[str, list[float]] = defaultdict(list)
+    for task_id, correct in outcomes:
+        runs[task_id].append(float(correct))
+    return {t: sum(v) / len(v) for t, v in runs.items()}
+
+
+WILSON_RUNS = "Wilson over runs (one sample per task)"
+WILSON_TASKS = "Wilson over tasks at the per-task mean accuracy (clustered by task: {m} samples per task)"
+
+
+def task_accuracy_ci(outcomes: Iterable[tuple[str, bool | float]], *, n_boot: int = 2000, seed: int = 0
+                     ) -> dict[str, object]:
+    """The 95% CI of an accuracy clustered by task (see the module docstring): `ci95` (Wilson at the mean per-task
+    accuracy, n = tasks), `ci_method` (in words), `n_tasks`, `samples_per_task` (the most any task has) and
+    `ci95_task_bootstrap` (percentile bootstrap over tasks of the per-task mean accuracy; None with one task).
+
+    >>> r = task_accuracy_ci([("a", 1), ("a", 1), ("b", 0), ("b", 0)])
+    >>> r["ci95"] == list(wilson(1, 2)), r["n_tasks"], r["samples_per_task"]
+    (True, 2, 2)
+    """
+    pairs = list(outcomes)
+    units = per_task(pairs)
+    counts: dict[str, int] = defaultdict(int)
+    for task_id, _ in pairs:
+        counts[task_id] += 1
+    m = max(counts.values(), default=0)
+    low, high = wilson(sum(units.values()), len(units))
+    boot = None
+    if len(units) > 1:
+        from omnidecision.stats import bootstrap_mean_ci
+
+        b_low, b_high = bootstrap_mean_ci(list(units.values()), n_boot, seed)
+        boot = [round(b_low, 6), round(b_high, 6)]
+    return {"ci95": [low, high], "ci_method": WILSON_RUNS if m <= 1 else WILSON_TASKS.format(m=m),
+            "n_tasks": len(units), "samples_per_task": m, "ci95_task_bootstrap": boot}
 
 
 def mean(values: Iterable[float | int | None]) -> float | None:
@@ -73,13 +127,15 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     return exact_sign_p(a_only, b_only)
 
 
-def paired_in_loop(a: dict[str, bool], b: dict[str, bool], names: tuple[str, str] = ("a", "b"), *,
-                   n_boot: int = 4000, seed: int = 0) -> dict[str, object]:
-    """Paired comparison of two planners in the loop on the SAME tasks: task id → correct, for each planner.
+def paired_in_loop(a: Mapping[str, bool | float], b: Mapping[str, bool | float], names: tuple[str, str] = ("a", "b"),
+                   *, n_boot: int = 4000, seed: int = 0) -> dict[str, object]:
+    """Paired comparison of two planners in the loop on the SAME tasks: task id → correct (one sample per task) or
+    the task's mean accuracy over its samples (`per_task`; the unit of the report's clustered CI), for each planner.
 
-    `delta` = accuracy(b) − accuracy(a) over the shared tasks, with a paired-bootstrap 95% CI (tasks resampled) and
-    the exact McNemar p-value; `a_only` / `b_only` count the tasks only that planner solved. Tasks present in one
-    run only are left out (and counted in `unpaired`).
+    `delta` = accuracy(b) − accuracy(a) over the shared tasks (means of the per-task accuracies), with a
+    paired-bootstrap 95% CI (tasks resampled) and the exact sign test over tasks: `a_only` / `b_only` count the
+    tasks where that planner did better (with 0/1 values: the tasks only it solved, and the test is exact McNemar).
+    Tasks present in one run only are left out (and counted in `unpaired`).
 
     >>> r = paired_in_loop({"t1": True, "t2": False, "t3": False}, {"t1": True, "t2": True, "t3": True}, ("x", "y"))
     >>> r["a"], r["b"], r["n"], r["a_only"], r["b_only"], r["delta"]
@@ -90,13 +146,19 @@ def paired_in_loop(a: dict[str, bool], b: dict[str, bool], names: tuple[str, str
     shared = sorted(set(a) & set(b))
     if not shared:
         raise ValueError(f"paired_in_loop: {names[0]} and {names[1]} share no task")
-    xa = np.array([bool(a[t]) for t in shared], dtype=float)
-    xb = np.array([bool(b[t]) for t in shared], dtype=float)
+    xa = np.array([float(a[t]) for t in shared], dtype=float)
+    xb = np.array([float(b[t]) for t in shared], dtype=float)
+    for name, x in zip(names, (xa, xb), strict=True):
+        if ((x < 0) | (x > 1)).any():
+            raise ValueError(f"paired_in_loop: {name}: a task's accuracy must lie in [0, 1]")
     diff = xb - xa
     low, high = bootstrap_mean_ci(diff, n_boot, seed)
-    a_only, b_only = int(((xa == 1) & (xb == 0)).sum()), int(((xa == 0) & (xb == 1)).sum())
+    a_only, b_only = int((xa > xb).sum()), int((xb > xa).sum())
+    binary = bool(np.isin(np.concatenate([xa, xb]), (0.0, 1.0)).all())
+    test = ("exact McNemar; paired bootstrap CI" if binary else
+            "exact sign test over tasks on per-task mean accuracy; paired task bootstrap CI")
     return {"a": names[0], "b": names[1], "n": len(shared), "a_only": a_only, "b_only": b_only,
             "delta": round(float(diff.mean()), 4),
             "ci95": [round(low, 4), round(high, 4)],
-            "p_value": float(f"{mcnemar_exact(a_only, b_only):.4g}"), "test": "exact McNemar; paired bootstrap CI",
+            "p_value": float(f"{mcnemar_exact(a_only, b_only):.4g}"), "test": test, "unit": "task",
             "unpaired": len(set(a) ^ set(b))}

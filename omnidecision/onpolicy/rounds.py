@@ -96,8 +96,11 @@ def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]
 
     base = recipe.collect
     assert base.serve is not None  # RoundsRecipe fills it in
+    # on-policy collection runs the planner on its own training tasks by design: a collection, not a test, so the
+    # eval's train/test check (which would refuse it from round 1 on) does not apply; its report still says so
     return run_eval(base.model_copy(update={"serve": base.serve.model_copy(update={"model": model}), "out": str(out),
-                                            "name": base.name or out.parent.name, "plots": False}))
+                                            "name": base.name or out.parent.name, "plots": False,
+                                            "allow_train_overlap": True}))
 
 
 def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[str, Any]:

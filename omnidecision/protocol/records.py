@@ -42,6 +42,7 @@ class RoleCall(BaseModel):
     usage: Usage = Usage()
     latency_s: float = 0.0
     error: str | None = None
+    model: str = ""  # the model name the endpoint reported in its reply (the run manifest lists them per role)
 
 
 class StepRecord(BaseModel):

@@ -36,7 +36,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
     from omnidecision.preflight import require_attention, wandb_offline_fallback
-    from omnidecision.sft.data import data_stats, load_sft_splits, prepare
+    from omnidecision.sft.data import data_stats, load_sft_splits, prepare, training_tasks
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required (a local checkpoint folder, e.g. from `tiny-planner`)")
@@ -83,6 +83,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
                           limit=script_args.max_eval_samples, enable_thinking=script_args.enable_thinking,
                           seed=training_args.seed, shuffle=False)
     stats = data_stats({"train": train_ds, **({"validation": eval_ds} if eval_ds is not None else {})})
+    # every task the dataset came from (before `prepare` drops the id column): provenance for train/test separation
+    stats["training_tasks"] = training_tasks(script_args.dataset_name, splits)
     logger.info("data: %s", stats)
 
     # Trainer (on the CPU, TRL's LM head scores only the supervised positions: modeling.compact_lm_head)

@@ -1,6 +1,7 @@
 """`omnidecision tasks …`: task-suite commands.
 
     omnidecision tasks synth --n 500 --seed 0 --out runs/synth
+    omnidecision tasks split data/omnigaia/test_metadata.json --folds 5 --seed 0 --out data/omnigaia/folds
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="Task suites: generate the synthetic suite, check task files.")
+app = typer.Typer(no_args_is_help=True,
+                  help="Task suites: generate the synthetic suite, check task files, split a benchmark into folds.")
 
 
 @app.command("synth")
@@ -75,3 +77,25 @@ def check(
     print(f"assets: {sum(len(t.assets) for t in tasks)}, with a media file: "
           f"{sum(1 for t in tasks for a in t.assets if a.path)}, without an answer: "
           f"{sum(t.answer is None for t in tasks)}")
+
+
+@app.command("split")
+def split(
+    path: Path = typer.Argument(..., help="benchmark file (OmniGAIA test_metadata.json, WorldSense, JSONL, ...)"),
+    folds: int = typer.Option(5, "--folds", min=2, help="number of folds"),
+    seed: int = typer.Option(0, "--seed", help="shuffle seed (same seed, same folds)"),
+    out: Path = typer.Option(..., "--out", help="output folder: folds.json, fold-i/{test,train}_ids.json"),
+    fmt: str = typer.Option("auto", "--format", "-f", help="auto, jsonl, omnigaia, worldsense or synthetic"),
+) -> None:
+    """Split a benchmark's tasks into k disjoint folds by task id (every task in exactly one fold), for k-fold
+    training and evaluation: collect/train on `fold-i/train_ids.json`, evaluate on `fold-i/test_ids.json`
+    (recipe field `tasks.ids_file`)."""
+    from omnidecision.tasks.folds import write_folds
+    from omnidecision.tasks.loaders import TaskFileError
+
+    try:
+        doc = write_folds(path, fmt, folds, seed, out)
+    except (TaskFileError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    print(f"{doc['tasks']} tasks of {path} in {folds} folds (seed {seed}), sizes {doc['sizes']} -> {out}")

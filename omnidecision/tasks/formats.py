@@ -32,6 +32,9 @@ class TaskFormat:
     options: ClassVar[frozenset[str]] = frozenset()  # loader options it takes (others are an error)
     must_exist: ClassVar[bool] = True  # False: `load` reports a missing path itself (with a hint)
     llm_judge: ClassVar[bool] = True  # whether an LLM judge may decide a miss of the string scorer
+    # whether its questions need real tools (perception over media, web search): an evaluation in the offline
+    # environment (text surrogates, BM25 over no pages) measures a planner without evidence, so eval refuses it
+    needs_tools: ClassVar[bool] = False
 
     def detect(self, path: Path, first: dict[str, Any] | None) -> bool:
         """Whether `path` is in this format. `first` is the first record of a JSON file (None for a folder or

@@ -79,6 +79,7 @@ def project(tmp_path_factory) -> Path:
     """The scratch project the docs' commands run in (paths relative to it, as in the docs)."""
     from omnidecision.rl.data import write_rl_dataset
     from omnidecision.synthetic.states import write_sft_dataset
+    from omnidecision.tasks.folds import write_folds
     from omnidecision.tasks.synth import write_suite
 
     work = tmp_path_factory.mktemp("docs-commands")
@@ -95,6 +96,9 @@ def project(tmp_path_factory) -> Path:
     (project / "data" / "omnigaia" / "media").mkdir(parents=True)
     shutil.copy(ROOT / "tests" / "data" / "omnigaia_dev" / "dev_metadata.json",
                 project / "data" / "omnigaia" / "test_metadata.json")
+    # what `omnidecision tasks split data/omnigaia/test_metadata.json --folds 5 --seed 0 --out ...` writes
+    write_folds(project / "data" / "omnigaia" / "test_metadata.json", "auto", 5, 0,
+                project / "data" / "omnigaia" / "folds")
     (project / "runs" / "collect").mkdir(parents=True)
     write_suite(6, 0, project / "runs" / "synth")  # what `omnidecision tasks synth --out runs/synth` writes
     _tiny_models(project)

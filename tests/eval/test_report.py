@@ -61,7 +61,9 @@ def test_report_fields_and_counts(teacher_eval):
     for png in ("outcomes.png", "tool_calls.png", "prompt_tokens.png", "attribution.png"):
         assert (out / png).stat().st_size > 1000
     md = (out / "report.md").read_text()
-    assert "Wilson 95% CI" in md and "Failure attribution" in md
+    # two samples per task: the CI takes the task as its unit, and the report says so
+    assert "Wilson over tasks at the per-task mean accuracy (clustered by task: 2 samples per task)" in md
+    assert rep["n_tasks"] == 16 and rep["samples_per_task"] == 2 and "Failure attribution" in md
     # which judge decided: the recipe's default string scorer, no LLM, and the methods the records carry
     assert rep["judge"] == {"enabled": True, "scorer": "lenient", "llm": None}
     assert "lenient_match" in rep["judge_methods"] and "gaia_scorer" not in rep["judge_methods"]

@@ -79,7 +79,7 @@ def test_supplementary_needs_do_not_count():
 def test_premature_stop_only_when_the_ledger_could_advance():
     s = led(need(0, "clip"))  # open, actionable (attempts 0 < 3)
     assert attribute(s, "forced") == "premature_stop"
-    assert attribute(s, "budget") == "media_perception"  # the budget ran out: not the planner's choice to stop
+    assert attribute(s, "budget") == "budget"  # the budget ran out before a call reached it: not perception
     exhausted = led(need(0, "clip", attempts=3))
     assert attribute(exhausted, "forced") == "media_perception"  # nothing could advance: not premature
 

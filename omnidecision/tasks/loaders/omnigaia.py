@@ -224,6 +224,7 @@ class OmniGaiaFormat(TaskFormat):
     """`test_metadata.json`: a JSON list (or dict) of records with `omni_modal_input` / `annotated_solution`."""
 
     options = frozenset({"media_dir", "media_root"})
+    needs_tools = True  # perception over the media files and web search: meaningless offline
 
     def detect(self, path: Path, first: dict[str, Any] | None) -> bool:
         return first is not None and ("omni_modal_input" in first or "annotated_solution" in first)

@@ -147,6 +147,7 @@ class WorldSenseFormat(TaskFormat):
     """`worldsense_qa.json` (or its folder): videos keyed by id, questions under task0…taskN."""
 
     options = frozenset({"srt_dir", "video_dir", "media_root"})
+    needs_tools = True  # perception over the videos (frames, audio): meaningless offline
     llm_judge = False  # a letter is right or wrong
 
     def detect(self, path: Path, first: dict[str, Any] | None) -> bool:
