@@ -380,9 +380,9 @@ def experiment(
     for seed in [int(x) for x in seeds.split(",") if x.strip()]:
         folder = (out / f"seed-{seed}").resolve()
         cfg = DemoConfig(seed=seed, test_tasks=test_tasks)
-        summary_file = folder / "summary.json"
-        if summary_file.exists():  # a restarted experiment keeps the seeds it finished
-            summaries.append(_read(summary_file))
+        if (folder / "summary.json").exists():  # a restarted experiment keeps the seeds it finished (and summarises
+            # them again from their files, so the figures follow the current report and statistics code)
+            summaries.append(summarise(folder, cfg, _read(folder / "stage_wall_s.json")))
         else:
             times = run_plan(build_plan(cfg, folder), folder)
             summaries.append(summarise(folder, cfg, times))
