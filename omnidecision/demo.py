@@ -68,10 +68,10 @@ class DemoConfig:
 
     train_tasks: int = 240
     dev_tasks: int = 30
-    test_tasks: int = 100
-    sft_steps: int = 2000  # from-scratch SFT budget (sft and oracle_sft); the best dev-loss checkpoint is kept
+    test_tasks: int = 60  # the demo's size for 15 minutes on 2 cores; `experiment` runs 300 per seed
+    sft_steps: int = 1500  # from-scratch SFT budget (sft and oracle_sft); the best dev-loss checkpoint is kept
     sft_eval_steps: int = 250
-    judge_steps: int = 200
+    judge_steps: int = 150
     grpo_steps: int = 30
     seed: int = 0
 
@@ -320,7 +320,7 @@ def demo(
     quick: bool = typer.Option(False, help="a small smoke run instead of the embedded default"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (one command per line) and stop"),
     seed: int = typer.Option(0, help="seed of the suites, the teacher's draws and every training stage"),
-    test_tasks: int | None = typer.Option(None, help="test suite size (default 100; quick 8)"),
+    test_tasks: int | None = typer.Option(None, help="test suite size (default 60; quick 8)"),
     sft_steps: int | None = typer.Option(None, help="override the SFT step budget"),
     grpo_steps: int | None = typer.Option(None, help="override the GRPO steps"),
 ) -> None:
@@ -372,6 +372,8 @@ def experiment(
     out: Path = typer.Option(Path("runs/experiment"), help="one demo folder per seed goes under it"),
     seeds: str = typer.Option("0,1,2", help="comma-separated seeds"),
     test_tasks: int = typer.Option(300, help="test suite size per seed"),
+    sft_steps: int = typer.Option(2000, help="SFT steps per seed (sft and oracle_sft)"),
+    judge_steps: int = typer.Option(200, help="reward-judge training steps per seed"),
     results: Path | None = typer.Option(None, help="also write the pooled result here (e.g. "
                                                    "docs/results/experiment.json)"),
 ) -> None:
@@ -379,7 +381,7 @@ def experiment(
     summaries, folders = [], []
     for seed in [int(x) for x in seeds.split(",") if x.strip()]:
         folder = (out / f"seed-{seed}").resolve()
-        cfg = DemoConfig(seed=seed, test_tasks=test_tasks)
+        cfg = DemoConfig(seed=seed, test_tasks=test_tasks, sft_steps=sft_steps, judge_steps=judge_steps)
         if (folder / "summary.json").exists():  # a restarted experiment keeps the seeds it finished (and summarises
             # them again from their files, so the figures follow the current report and statistics code)
             summaries.append(summarise(folder, cfg, _read(folder / "stage_wall_s.json")))
