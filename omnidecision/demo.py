@@ -59,7 +59,9 @@ BASELINES = ("sft_plus", "rft", "teacher")
 
 def pairs() -> list[tuple[str, str]]:
     out = [(a, b) for a in BASELINES for b in ARMS if b != a]
-    return out + [("grpo_shuffled", "grpo_judge"), ("grpo", "grpo_judge"), ("sft", "oracle_sft")]
+    # and against their common start: a control that drifts below SFT would flatter every arm compared with it
+    return out + [("grpo_shuffled", "grpo_judge"), ("grpo", "grpo_judge"), ("sft", "grpo"), ("sft", "grpo_judge"),
+                  ("sft", "rft"), ("sft", "oracle_sft")]
 
 
 @dataclass
