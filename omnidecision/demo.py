@@ -360,8 +360,18 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path]) -> dict[str, Any]
             correct[n].update({f"{s['seed']}:{t}": c for t, c in task_correct(folder / "eval" / n / "test").items()})
     per_seed = {n: [s["planners"][n]["accuracy"] for s in summaries] for n in PLANNERS}
     pooled = {n: round(sum(correct[n].values()) / len(correct[n]), 4) if correct[n] else None for n in PLANNERS}
+    families: dict[str, dict[str, Any]] = {}
+    for s in summaries:
+        for n in PLANNERS:
+            for f, v in s["planners"][n].get("by_family", {}).items():
+                cell = families.setdefault(f, {}).setdefault(n, {"n": 0, "correct": 0.0})
+                cell["n"] += v["n"]
+                cell["correct"] += (v["accuracy"] or 0.0) * v["n"]
+    by_family = {f: {n: round(c["correct"] / c["n"], 4) if c["n"] else None for n, c in cells.items()}
+                 | {"n": max(c["n"] for c in cells.values())} for f, cells in sorted(families.items())}
     return {
         "seeds": [s["seed"] for s in summaries], "per_seed_accuracy": per_seed, "pooled_accuracy": pooled,
+        "pooled_by_family": by_family,
         "pooled_n": {n: len(correct[n]) for n in PLANNERS},
         "pooled_paired": [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs()],
         "per_seed_paired": {str(s["seed"]): s["paired_in_loop"] for s in summaries},
@@ -407,5 +417,10 @@ def experiment_table(pooled: dict[str, Any]) -> str:
     for n in PLANNERS:
         accs = " | ".join("–" if a is None else f"{a:.3f}" for a in pooled["per_seed_accuracy"][n])
         rows.append(f"| {n} | {accs} | {pooled['pooled_accuracy'][n]:.3f} | {pooled['pooled_n'][n]} |")
-    return "\n".join([*rows, "", "Pooled over seeds, paired per (seed, task):", "",
-                      *_paired_rows(pooled["pooled_paired"])]) + "\n"
+    rows += ["", "Pooled over seeds, paired per (seed, task):", "", *_paired_rows(pooled["pooled_paired"])]
+    rows += ["", "Pooled test accuracy per synthetic family (n tasks over all seeds):", "",
+             "| family | n | " + " | ".join(PLANNERS) + " |", "|---|---|" + "---|" * len(PLANNERS)]
+    for f, cells in pooled.get("pooled_by_family", {}).items():
+        rows.append(f"| {f} | {cells['n']} | " + " | ".join("–" if cells.get(n) is None else f"{cells[n]:.2f}"
+                                                          for n in PLANNERS) + " |")
+    return "\n".join(rows) + "\n"

@@ -78,3 +78,6 @@ def test_the_experiment_pools_seeds_paired_per_seed_and_task(tmp_path):
     got = {(p["a"], p["b"]): p for p in pooled["pooled_paired"]}
     p = got[("teacher", "grpo_judge")]
     assert (p["n"], p["a_only"], p["b_only"], p["delta"]) == (8, 0, 4, 0.5)
+    # per family, pooled over seeds: every test task of both seeds is in source_switch here
+    fam = pooled["pooled_by_family"]["source_switch"]
+    assert fam["n"] == 8 and fam["teacher"] == 0.5 and fam["grpo_judge"] == 1.0 and fam["sft"] == 0.5
