@@ -128,6 +128,10 @@ def test_api_planner_eval_row(strict, tmp_path, monkeypatch):
     monkeypatch.setenv("OD_BASE_URL", stub.url)
     monkeypatch.setenv("OD_MODEL", "gpt-4.1-mini")
     monkeypatch.setenv("OD_OMNIGAIA", str(ROOT / "tests/data/omnigaia_dev/dev_metadata.json"))
+    # the recipe's live environment names these; the row runs in replay, so they are never contacted
+    for var, value in (("OD_MEDIA_ROOT", str(tmp_path)), ("OD_PERCEPTION_URL", stub.url),
+                       ("OD_PERCEPTION_MODEL", "gpt-4.1-mini"), ("OD_SEARXNG_URL", stub.url)):
+        monkeypatch.setenv(var, value)
     res = CliRunner().invoke(app, [
         "eval", "--config", str(ROOT / "configs/eval/qwen3-8b-sft.yaml"), "--serve", "null",
         "--backends.planner.base_url", stub.url, "--backends.planner.model", "gpt-4.1-mini",

@@ -56,7 +56,7 @@ def load_tasks(path: str | Path, fmt: str = "auto", **options: Any) -> list[Task
     """Load every task of `path` in format `fmt` (a registered name, or "auto"); `options` go to the format's
     loader (the ones it does not take are an error)."""
     if fmt != "auto" and fmt not in TASK_FORMATS:
-        raise ValueError(f"unknown task format {fmt!r}; expected one of {', '.join(format_names())}")
+        raise ValueError(f"unknown task format {fmt!r}; expected one of {', '.join(sorted(format_names()))}")
     path = Path(path)
     if fmt == "auto":
         fmt = detect_format(path)
