@@ -267,7 +267,8 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float]) -> dict[str, 
     summary = {
         "seed": cfg.seed, "config": asdict(cfg), "planners": planners,
         "paired_in_loop": [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs()],
-        "judge_eval": _read(out / "judge_eval.json"),
+        # the judge's figures without the machine path of the data folder (summaries are committed as results)
+        "judge_eval": {k: v for k, v in _read(out / "judge_eval.json").items() if k != "data"},
         "harvest": {"runs": harvest["runs"], "correct_runs": harvest["correct_runs"], "sft_rows": harvest["sft"],
                     "rl_rows": harvest["rl"]},
         "post_sft_budget_s": round(sum(times.get(k, 0.0) for k in ("judge-train", "grpo_judge")), 1),
