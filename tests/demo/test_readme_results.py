@@ -20,3 +20,11 @@ def test_readme_experiment_tables_come_from_the_result_file():
     missing = [line for line in rows if line not in readme]
     assert not missing, f"README.md lacks these lines of the experiment table (regenerate from the JSON): {missing}"
     assert f"{len(pooled['seeds'])} seeds" in readme and f"{pooled['test_tasks_per_seed']} test tasks" in readme
+
+
+def test_readme_demo_figures_come_from_the_demo_result_file():
+    summary = json.loads((ROOT / "docs/results/demo-summary.json").read_text("utf-8"))
+    readme = (ROOT / "README.md").read_text("utf-8")
+    for name in PLANNERS:
+        assert f"{name} {summary['planners'][name]['accuracy']:.3f}" in readme, name
+    assert f"{summary['total_wall_s'] / 60:.1f} min of stage time" in readme
