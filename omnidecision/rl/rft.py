@@ -5,7 +5,8 @@
     omnidecision sft --config configs/sft/tiny-cpu-continue.yaml --model_name_or_path runs/demo/models/sft \\
         --dataset_name runs/demo/data/rft --max_train_seconds 60 ...
 
-The control GRPO has to beat at the same compute: it sees the same states (the RL train split), samples the same K
+The control GRPO has to beat at the same compute: it draws its states from the same RL train split (shuffled by the
+seed; GRPO selects its own with `select_states`), samples the same K
 decisions per state at the GRPO recipe's temperature, scores them with the GRPO recipe's own reward (closure checks
 and, when the recipe has one, the judge), and keeps, per state, the best-scoring decision when it is well-formed
 (best-of-K; the stats count the groups where the decisions' scores differed, the ones selection informs). The kept
@@ -57,7 +58,7 @@ def rft_select(
     seed: int = typer.Option(0, help="sampling seed"),
     judge_path: Path = typer.Option(None, "--judge_path", help="the learned judge folder (overrides the recipe's)"),
 ) -> None:
-    """Sample K decisions per RL state, keep the best above its group's mean, write an SFT dataset."""
+    """Sample K decisions per RL state, keep the best well-formed one by the reward, write an SFT dataset."""
     import datasets
     import torch
     import yaml
