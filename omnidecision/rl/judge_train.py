@@ -46,14 +46,16 @@ def judge_pairs(rows: list[dict[str, Any]], seed: int = 0, max_pairs: int | None
     """(positive, negative) pairs: every labelled row appears at least once, its partner drawn from the other class
     in the same task family when there is one (else from any family)."""
     rng = random.Random(seed)
-    pos = [r for r in rows if judge_label(r) is True]
-    neg = [r for r in rows if judge_label(r) is False]
+    labels = [judge_label(r) for r in rows]  # one parse per row
+    pos = [r for r, y in zip(rows, labels, strict=True) if y is True]
+    neg = [r for r, y in zip(rows, labels, strict=True) if y is False]
     if not pos or not neg:
         raise ValueError(f"the judge needs positive and negative decisions; got {len(pos)} positive, "
                          f"{len(neg)} negative (harvest RL rows with `decision` and `advanced` columns)")
     by_family: dict[str, dict[bool, list[dict]]] = {}
-    for r in pos + neg:
-        by_family.setdefault(r.get("category") or "", {True: [], False: []})[judge_label(r) is True].append(r)
+    for want, group in ((True, pos), (False, neg)):
+        for r in group:
+            by_family.setdefault(r.get("category") or "", {True: [], False: []})[want].append(r)
 
     def partner(row: dict, want: bool) -> dict:
         pool = by_family[row.get("category") or ""][want] or (pos if want else neg)

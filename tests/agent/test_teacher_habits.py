@@ -68,8 +68,8 @@ def test_each_habit_fails_its_task_and_the_teacher_without_it_solves_it(tasks, h
 
 
 def test_the_other_habits_leave_a_task_alone(tasks):
-    """A habit fires only where it applies: the early-finish task has no conflict, no alternate source and no
-    supplementary need, so the other three habits at full strength change nothing."""
+    """A habit fires only where it applies: the early-finish task has no conflict and no supplementary need, so
+    `settle_first_value` and `supplementary_first` at full strength change nothing."""
     task = tasks["audio_subtitle_web"]
     others = {h: 1.0 for h in HABIT_KNOBS if h not in ("early_finish", "retry_empty_source")}
     rec = _run(task, others)
