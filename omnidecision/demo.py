@@ -33,7 +33,9 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,9 @@ class Step:
     writes: list[str]
     budget_of: tuple[str, ...] = ()
     budget_less: tuple[str, ...] = ()
+    # may run beside the other `parallel` steps next to it (the final evaluations: independent, and mostly the
+    # single-threaded start of a vLLM server, so two at a time use both cores; no budget reads their wall time)
+    parallel: bool = False
 
     def line(self) -> str:
         return " ".join(["omnidecision", *self.argv])
@@ -177,11 +182,11 @@ def build_plan(cfg: DemoConfig, out: Path) -> list[Step]:
         add(f"eval-{arm}", ["eval", "--config", _recipe("eval", "synthetic-tiny-vllm.yaml"), "--name", arm,
                             "--tasks.path", test, "--tasks.limit", str(cfg.test_tasks), "--serve.model", f"{m}/{arm}",
                             "--out", f"{o}/eval/{arm}/test", "--no-progress"],
-            [f"{m}/{arm}", test], [f"{o}/eval/{arm}/test"])
+            [f"{m}/{arm}", test], [f"{o}/eval/{arm}/test"], parallel=True)
     for ref, recipe in (("teacher", "synthetic-habits-teacher.yaml"), ("rule", "synthetic-rule.yaml")):
         add(f"eval-{ref}", ["eval", "--config", _recipe("eval", recipe), "--tasks.path", test,
                             "--backends.default.options.seed", s, "--out", f"{o}/eval/{ref}/test", "--no-progress"],
-            [test], [f"{o}/eval/{ref}/test"])
+            [test], [f"{o}/eval/{ref}/test"], parallel=True)
     reports = [f"{o}/eval/{p}/test" for p in PLANNERS]
     add("compare", ["compare", *reports, "--out", f"{o}/compare", "--title", "Test suite: planners in the loop"],
         reports, [f"{o}/compare"])
@@ -196,34 +201,55 @@ class Runner:
     def __init__(self, out: Path) -> None:
         self.out, self.times = out, {}
         self.log = out / "demo.log"
+        self.lock = threading.Lock()
 
     def budget(self, step: Step) -> str:
         seconds = sum(self.times.get(k, 0.0) for k in step.budget_of) - sum(self.times.get(k, 0.0)
                                                                            for k in step.budget_less)
         return f"{max(seconds, 1.0):.1f}"
 
-    def execute(self, step: Step) -> None:
+    def execute(self, step: Step, quiet: bool = False) -> None:
+        """Run one step; `quiet` (beside other steps): its output goes to OUT/logs/STEP.log, then into demo.log."""
         argv = [self.budget(step) if a == "{budget}" else a for a in step.argv]
         cmd = [sys.executable, "-m", "omnidecision.cli", *argv]
         print(f"\n=== [{step.name}] omnidecision {' '.join(argv)}", flush=True)
         t0 = time.perf_counter()
-        with self.log.open("ab") as log:
+        own = self.out / "logs" / f"{step.name}.log"
+        if quiet:
+            own.parent.mkdir(exist_ok=True)
+        with (own if quiet else self.log).open("wb" if quiet else "ab") as log:
             log.write(f"\n=== [{step.name}] {' '.join(cmd)}\n".encode())
             log.flush()
             proc = subprocess.Popen(cmd, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             assert proc.stdout is not None
             for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
                 log.write(chunk)
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.flush()
+                if not quiet:
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.flush()
             code = proc.wait()
+        if quiet:
+            with self.lock, self.log.open("ab") as log:
+                log.write(own.read_bytes())
         if code != 0:
-            raise typer.Exit(f"demo step {step.name!r} failed (exit {code}); see {self.log}") from None
+            where = own if quiet else self.log
+            raise typer.Exit(f"demo step {step.name!r} failed (exit {code}); see {where}") from None
         self.times[step.name] = round(time.perf_counter() - t0, 1)
         print(f"=== [{step.name}] done in {self.times[step.name]:.1f}s", flush=True)
 
+    def execute_group(self, steps: list[Step], jobs: int) -> None:
+        """Run independent steps `jobs` at a time; the first failure stops the demo after the others finish."""
+        if jobs <= 1 or len(steps) == 1:
+            for step in steps:
+                self.execute(step)
+            return
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(self.execute, step, True) for step in steps]
+        for future in futures:
+            future.result()  # re-raises the first failure (its log named)
 
-def run_plan(plan: list[Step], out: Path) -> dict[str, float]:
+
+def run_plan(plan: list[Step], out: Path, jobs: int = 2) -> dict[str, float]:
     out.mkdir(parents=True, exist_ok=True)
     # OMP_WAIT_POLICY=PASSIVE: on a busy 2-core machine torch's spinning OpenMP threads lose most of their time
     # (docs/findings.md, "OpenMP"); every stage inherits it, a user's own setting wins
@@ -234,17 +260,41 @@ def run_plan(plan: list[Step], out: Path) -> dict[str, float]:
     times_file = out / "stage_wall_s.json"
     # a restarted demo keeps the steps it finished (their wall time recorded, their outputs there) and runs the rest
     done = _read(times_file) if times_file.exists() else {}
+    todo: list[Step] = []
     for step in plan:
         if step.name in done and all(Path(w).exists() for w in step.writes):
             runner.times[step.name] = done[step.name]
             print(f"=== [{step.name}] finished in an earlier run ({done[step.name]:.1f}s): kept", flush=True)
-            continue
-        runner.execute(step)
-        times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
+        else:
+            todo.append(step)
+    # consecutive `parallel` steps form one group; every other step runs alone, in plan order
+    groups: list[list[Step]] = []
+    for step in todo:
+        if step.parallel and groups and groups[-1][-1].parallel:
+            groups[-1].append(step)
+        else:
+            groups.append([step])
+    for group in groups:
+        t0 = time.perf_counter()
+        try:
+            runner.execute_group(group, jobs)
+        finally:  # what finished is kept for a restart, also when a step beside it failed
+            times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
+        if len(group) > 1 and jobs > 1:
+            runner.times[f"parallel:{group[0].name}..{group[-1].name}"] = round(time.perf_counter() - t0, 1)
+            times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
     return runner.times
 
 
 # ---- the summary: read from the files the commands wrote --------------------------------------------------------
+def total_wall(plan: list[Step], times: dict[str, float]) -> float:
+    """The plan's wall time: steps that ran beside others count through their group's wall time (`parallel:...`),
+    not one by one (with --jobs 1 there is no group and each counts)."""
+    groups = [k for k in times if k.startswith("parallel:")]
+    beside = {s.name for s in plan if s.parallel} if groups else set()
+    return round(sum(v for k, v in times.items() if k not in beside), 1)
+
+
 def _read(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text("utf-8"))
 
@@ -272,7 +322,7 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float]) -> dict[str, 
         "harvest": {"runs": harvest["runs"], "correct_runs": harvest["correct_runs"], "sft_rows": harvest["sft"],
                     "rl_rows": harvest["rl"]},
         "post_sft_budget_s": round(sum(times.get(k, 0.0) for k in ("judge-train", "grpo_judge")), 1),
-        "stage_wall_s": times, "total_wall_s": round(sum(times.values()), 1),
+        "stage_wall_s": times, "total_wall_s": total_wall(build_plan(cfg, out), times),
         "protocol": "train/dev/test suites with distinct seeds; every arm but oracle_sft learns from the teacher's "
                     "emitted decisions in its judge-correct runs (or from rewards over the ledger); sft_plus and rft "
                     "train for grpo_judge's post-SFT wall time; the table reports test",
@@ -326,6 +376,7 @@ def demo(
     test_tasks: int | None = typer.Option(None, help="test suite size (default 60; quick 8)"),
     sft_steps: int | None = typer.Option(None, help="override the SFT step budget"),
     grpo_steps: int | None = typer.Option(None, help="override the GRPO steps"),
+    jobs: int = typer.Option(2, min=1, help="final evaluations run this many at a time (1: one after another)"),
 ) -> None:
     """synth → collect (teacher with habits) → harvest → SFT → judge → GRPO arms → controls → eval, on CPU, offline."""
     cfg = DemoConfig.quick() if quick else DemoConfig()
@@ -338,9 +389,10 @@ def demo(
     if dry_run:
         for step in plan:
             print(json.dumps({"stage": step.name, "command": step.line(), "reads": step.reads,
-                              "writes": step.writes, "budget_of": list(step.budget_of)}))
+                              "writes": step.writes, "budget_of": list(step.budget_of),
+                              "parallel": step.parallel}))
         return
-    times = run_plan(plan, out)
+    times = run_plan(plan, out, jobs)
     summary = summarise(out, cfg, times)
     text = table(summary) + ("\nEvery test-suite run of every planner, step by step (offline HTML): "
                              "[view/index.html](view/index.html)\n")
@@ -389,6 +441,7 @@ def experiment(
     judge_steps: int = typer.Option(200, help="reward-judge training steps per seed"),
     results: Path | None = typer.Option(None, help="also write the pooled result here (e.g. "
                                                    "docs/results/experiment.json)"),
+    jobs: int = typer.Option(2, min=1, help="final evaluations run this many at a time (1: one after another)"),
 ) -> None:
     """The demo's protocol over several seeds, pooled: per-seed and pooled accuracy, paired deltas with CI and p."""
     summaries, folders = [], []
@@ -399,7 +452,7 @@ def experiment(
             # them again from their files, so the figures follow the current report and statistics code)
             summaries.append(summarise(folder, cfg, _read(folder / "stage_wall_s.json")))
         else:
-            times = run_plan(build_plan(cfg, folder), folder)
+            times = run_plan(build_plan(cfg, folder), folder, jobs)
             summaries.append(summarise(folder, cfg, times))
         folders.append(folder)
     pooled = pool(summaries, folders)
