@@ -67,6 +67,8 @@ class JudgeResult(BaseModel):
     method: str = ""
     prediction: str | None = None
     detail: str | None = None
+    usage: Usage | None = None  # an LLM judge's tokens (None: no LLM call, or a record from before they were kept)
+    model: str = ""  # the model name the LLM judge's endpoint reported
 
 
 class Totals(BaseModel):
