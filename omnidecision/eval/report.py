@@ -24,6 +24,7 @@ Runs with outcome `error` (a dead endpoint, a crash: no answer at all) are not w
 them, `wrong` counts the judged runs that answered wrongly, `accuracy_without_errors` is the accuracy over the runs
 that did not error, and failure attribution leaves them out. `accuracy` still counts them as not correct (never
 inflated); report.md says how many there were and that a restart retries them.
+The `stuck` table (which needs stalled, by modality) comes from `eval.stuck`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any
 
 from omnidecision.eval.attribution import CATEGORIES, attribute_run
 from omnidecision.eval.stats import mean, rate, task_accuracy_ci
+from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
 
@@ -47,7 +49,7 @@ REPORT_KEYS: tuple[str, ...] = (
     "accuracy", "ci95", "n", "correct", "judge_failures", "by_level", "by_category", "outcomes",
     "accuracy_by_outcome", "need_closure_rate", "tool_calls_per_question", "prompt_tokens_per_step",
     "tokens_per_question", "invalid_action_rate", "attribution", "cost_per_question", "wall_time", "errors",
-    "mode", "replay", "planner",
+    "mode", "replay", "planner", "stuck",
 )
 AT_STEP = 15
 
@@ -187,6 +189,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "by_category": {k: _acc(v) for k, v in sorted(cats.items())},
         "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
         "accuracy_by_outcome": {o: rate(sum(is_correct(r) for r in g), len(g)) for o, g in by_outcome.items()},
+        "stuck": stuck_table(rs),
         "need_closure_rate": {"all": closure_of(rs), "correct": closure_of(correct),
                               "incorrect": closure_of(incorrect)},
         "tool_calls_per_question": tool_calls,
@@ -347,6 +350,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "", "## Failure attribution (incorrect runs)", "", "| what stayed open | runs | share |", "|---|---|---|",
         *(f"| {k} | {v} | {_pct(rep['attribution_share'][k])} |" for k, v in rep["attribution"].items()),
         *_attribution_reasons(rep),
+        *stuck_lines(rep["stuck"]),
     ]
     if rep["errors"]:
         lines += ["", "## Errors", "", *(f"- {c}× {e}" for e, c in rep["errors"].items())]
