@@ -24,7 +24,8 @@ Runs with outcome `error` (a dead endpoint, a crash: no answer at all) are not w
 them, `wrong` counts the judged runs that answered wrongly, `accuracy_without_errors` is the accuracy over the runs
 that did not error, and failure attribution leaves them out. `accuracy` still counts them as not correct (never
 inflated); report.md says how many there were and that a restart retries them.
-The `stuck` table (which needs stalled, by modality) comes from `eval.stuck`.
+Two tables come from modules of their own: `outcome_table` (per outcome, and the accuracy had every `forced` run
+abstained: `eval.outcomes`) and `stuck` (which needs stalled, by modality: `eval.stuck`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.eval.attribution import CATEGORIES, attribute_run
+from omnidecision.eval.outcomes import outcome_lines, outcome_table
 from omnidecision.eval.stats import mean, rate, task_accuracy_ci
 from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.ledger import unmet_blocking
@@ -49,7 +51,7 @@ REPORT_KEYS: tuple[str, ...] = (
     "accuracy", "ci95", "n", "correct", "judge_failures", "by_level", "by_category", "outcomes",
     "accuracy_by_outcome", "need_closure_rate", "tool_calls_per_question", "prompt_tokens_per_step",
     "tokens_per_question", "invalid_action_rate", "attribution", "cost_per_question", "wall_time", "errors",
-    "mode", "replay", "planner", "stuck",
+    "mode", "replay", "planner", "outcome_table", "stuck",
 )
 AT_STEP = 15
 
@@ -124,7 +126,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     n = len(rs)
     overall = _acc(rs, detail=True)
     outcomes = Counter(r.outcome for r in rs)
-    by_outcome = {o: [r for r in rs if r.outcome == o] for o in OUTCOMES}
+    by_outcome = outcome_table(rs)
     levels: dict[str, list[RunRecord]] = defaultdict(list)
     cats: dict[str, list[RunRecord]] = defaultdict(list)
     for r in rs:
@@ -188,7 +190,8 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "by_level": {k: _acc(v) for k, v in sorted(levels.items())},
         "by_category": {k: _acc(v) for k, v in sorted(cats.items())},
         "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
-        "accuracy_by_outcome": {o: rate(sum(is_correct(r) for r in g), len(g)) for o, g in by_outcome.items()},
+        "accuracy_by_outcome": {o: row["accuracy"] for o, row in by_outcome["rows"].items()},
+        "outcome_table": by_outcome,
         "stuck": stuck_table(rs),
         "need_closure_rate": {"all": closure_of(rs), "correct": closure_of(correct),
                               "incorrect": closure_of(incorrect)},
@@ -325,8 +328,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         *(_acc_row(k, v) for k, v in rep["by_level"].items()),
         "", "## By category", "", "| category | n | correct | accuracy | 95% CI |", "|---|---|---|---|---|",
         *(_acc_row(k, v) for k, v in rep["by_category"].items()),
-        "", "## Outcomes", "", "| outcome | runs | accuracy within |", "|---|---|---|",
-        *(f"| {o} | {c} | {_pct(rep['accuracy_by_outcome'][o])} |" for o, c in rep["outcomes"].items()),
+        "", *outcome_lines(rep),
         "", "## Evidence and decisions", "",
         f"- need-closure rate (blocking needs filled at the end): all {_pct(rep['need_closure_rate']['all'])}, "
         f"correct runs {_pct(rep['need_closure_rate']['correct'])}, "
