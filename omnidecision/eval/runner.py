@@ -257,6 +257,10 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     overlap = train_overlap(recipe)
     if (why := overlap_problem(overlap)) is not None:
         raise RecipeError(why)
+    if recipe.prices:  # a broken price table fails now, not after the runs
+        from omnidecision.eval.prices import load_prices
+
+        load_prices(recipe.prices)
     # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
     prepared = prepare(recipe, specs, served_roles=served)
@@ -291,7 +295,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
     meta["endpoint_models"] = endpoint_models(records)
     record_endpoint_models(out, meta["endpoint_models"])
-    rep = write_report(out, records, meta, plots=recipe.plots)
+    rep = write_report(out, records, meta, plots=recipe.plots, prices=recipe.prices)
     logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
     return rep
 
