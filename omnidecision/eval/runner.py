@@ -35,7 +35,7 @@ from omnidecision.collect.recipe import (  # the eval recipe is collect's, so ro
 )
 from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.protocol.records import RunRecord
+from omnidecision.protocol.records import RunRecord, endpoint_models
 
 logger = logging.getLogger(__name__)
 
@@ -212,20 +212,6 @@ def load_records(out: str | Path) -> list[RunRecord]:
         for _, r in read_records(f):
             seen.setdefault((r.task_id, r.sample), r)
     return list(seen.values())
-
-
-def endpoint_models(records: list[RunRecord]) -> dict[str, list[str]]:
-    """role → the model names its endpoint reported in its replies (the planner's, and every other role's calls):
-    what actually answered, next to what the recipe asked for."""
-    seen: dict[str, set[str]] = {}
-    for r in records:
-        if r.planner_model:
-            seen.setdefault("planner" if r.mode == "ledger" else r.mode, set()).add(r.planner_model)
-        calls = [*([r.decompose] if r.decompose else []), *(c for s in r.steps for c in s.calls), *r.final_calls]
-        for call in calls:
-            if call.model:
-                seen.setdefault(call.role, set()).add(call.model)
-    return {role: sorted(models) for role, models in sorted(seen.items())}
 
 
 def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
