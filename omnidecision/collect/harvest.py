@@ -18,7 +18,9 @@
   folder that is renamed to DIR at the end. A split with no rows gets no file (an empty parquet file makes
   `load_dataset` fail), so `val_fraction=0` gives a train split only. DIR/task_ids.json lists every task id the
   runs came from (and its split): SFT copies it into its run card, export into provenance.json, and `eval` refuses
-  to evaluate the planner on those tasks (train/test separation).
+  to evaluate the planner on those tasks (train/test separation). DIR/data_card.json and DIR/DATA_CARD.md describe
+  the datasets: runs and pass rate, rows per task, row lengths, the collecting models and the task files
+  (`collect.datacard`).
 
     omnidecision harvest runs/synth-teacher --out data/harvest/synth-teacher --advancing-only --dedup
 """
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omnidecision.collect.datacard import build_card, read_manifests, recipe_tokenizer, write_card
 from omnidecision.collect.store import TrajectoryFileError, read_records, stable_hash, trajectory_files
 from omnidecision.ledger import (
     DigestBudget,
@@ -64,7 +67,8 @@ class HarvestOptions:
     dedup: bool = False
     max_rows_per_task: int | None = None
     val_fraction: float = 0.1
-    tokenizer: str | None = None  # a tokenizer folder: stats count tokens (else characters)
+    # a tokenizer (folder or hub id): stats count tokens (else the collection's served planner's, else characters)
+    tokenizer: str | None = None
     skip_bad: bool = False
     check_replay: bool = True
     digest_max_chars: int | None = None  # None: from the collection's manifest.json, else the AgentConfig default
@@ -282,12 +286,14 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
     val_tasks: set[str] = set()
     train_tasks: set[str] = set()
     val_roots = [Path(p).resolve() for p in opts.validation_from]
+    kept: list[RunRecord] = []
     # harvest run by run
     for path, lineno, rec in runs:
         if rec.run_id in seen_runs:
             counts.duplicate_runs += 1
             continue
         seen_runs.add(rec.run_id)
+        kept.append(rec)
         all_tasks.add(rec.task_id)
         if any(Path(path).resolve().is_relative_to(root) for root in val_roots):
             val_tasks.add(rec.task_id)
@@ -337,12 +343,17 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
     try:
         sft_sizes = write_splits(sft, "sft", tmp / "sft", split)
         rl_sizes = write_splits(rl, "rl", tmp / "rl", split)
+        manifests = read_manifests(path for path, _, _ in runs)
+        tok_name, tok_from = ((opts.tokenizer, "--tokenizer") if opts.tokenizer else
+                              (recipe_tokenizer(manifests), "the planner the collection served"))
         tokenizer = None
-        if opts.tokenizer:
+        if tok_name:
             from transformers import AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(opts.tokenizer)
+            tokenizer = AutoTokenizer.from_pretrained(tok_name)
         unit = "tokens" if tokenizer is not None else "chars"
+        lengths = {"sft": _lengths(sft, "messages", tokenizer), "rl": _lengths(rl, "prompt", tokenizer)}
+        length_stats = {kind: _length_stats(v) for kind, v in lengths.items()}
         stats = {
             "sources": [str(p) for p in paths], "runs": counts.runs, "duplicate_runs": counts.duplicate_runs,
             "correct_runs": counts.correct_runs, "outcomes": dict(counts.outcomes), "tasks": len(all_tasks),
@@ -350,10 +361,10 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
             "options": {k: v for k, v in vars(opts).items()},
             "sft": {**sft_sizes, "tasks": {s: len({r["task_id"] for r in sft if split[r["task_id"]] == s})
                                            for s in SPLITS},
-                    f"{unit}_per_row": _length_stats(_lengths(sft, "messages", tokenizer))},
+                    f"{unit}_per_row": length_stats["sft"]},
             "rl": {**rl_sizes, "tasks": {s: len({r["task_id"] for r in rl if split[r["task_id"]] == s})
                                          for s in SPLITS},
-                   f"{unit}_per_row": _length_stats(_lengths(rl, "prompt", tokenizer))},
+                   f"{unit}_per_row": length_stats["rl"]},
             "split_tasks": {s: sum(v == s for v in split.values()) for s in SPLITS},
         }
         # the tasks this harvest drew from (every run's, either split): a planner trained on it must not be
@@ -363,6 +374,9 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
                     "splits": {s: sorted(t for t, v in split.items() if v == s) for s in SPLITS}}
         (tmp / TASK_IDS).write_text(json.dumps(task_ids, indent=1) + "\n", encoding="utf-8")
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        write_card(tmp, build_card(stats=stats, records=kept, manifests=manifests, sft=sft, rl=rl, lengths=lengths,
+                                   length_stats=length_stats, tokenizer=tok_name if tokenizer is not None else None,
+                                   tokenizer_from=tok_from, split=split, task_ids_file=TASK_IDS))
         old = out.parent / f".{out.name}.old-{os.getpid()}"
         if out.exists():
             os.replace(out, old)

@@ -205,6 +205,9 @@ class EvalRecipe(CollectRecipe):
     allow_train_overlap: bool = Field(
         False, description="evaluate the served planner on tasks it was trained on (its provenance.json "
         "`training_tasks`): refused unless true (`--allow-train-overlap`); the report then names the overlap")
+    prices: str | None = Field(
+        None, description="a price table (YAML, e.g. configs/prices/default.yaml; eval.prices): the report's cost "
+        "per question by call kind; kinds without a price are listed as unpriced")
 
 
 def parse_shard(text: str) -> tuple[int, int]:

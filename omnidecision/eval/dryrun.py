@@ -94,6 +94,21 @@ def overlap_check(report: DryRunReport, recipe) -> None:
         report.add("train/test", "ok", f"none of the {info['evaluated']} evaluated tasks is a training task")
 
 
+def prices_check(report: DryRunReport, recipe) -> None:
+    """The recipe's price table parses (the report's cost per call kind), or the error names the file and field."""
+    from omnidecision.eval.prices import PriceTableError, load_prices
+
+    if not recipe.prices:
+        report.add("prices", "ok", "no price table: the report lists every call kind as unpriced")
+        return
+    try:
+        table = load_prices(recipe.prices)
+    except PriceTableError as exc:
+        report.add("prices", "error", str(exc))
+        return
+    report.add("prices", "ok", f"{recipe.prices}: {len(table.models)} model(s), kinds {', '.join(table.kinds)}")
+
+
 def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") -> DryRunReport:
     """The dry-run report of an already loaded eval recipe."""
     from omnidecision.serving.vllm_server import VLLMServer
@@ -103,6 +118,7 @@ def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") 
     recipe_checks(report, recipe)
     environment_checks(report, recipe)
     overlap_check(report, recipe)
+    prices_check(report, recipe)
     s = recipe.serve
     if s is None:
         report.add("serve", "ok", "none: the planner is the recipe's endpoint")

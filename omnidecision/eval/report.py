@@ -24,6 +24,9 @@ Runs with outcome `error` (a dead endpoint, a crash: no answer at all) are not w
 them, `wrong` counts the judged runs that answered wrongly, `accuracy_without_errors` is the accuracy over the runs
 that did not error, and failure attribution leaves them out. `accuracy` still counts them as not correct (never
 inflated); report.md says how many there were and that a restart retries them.
+Three tables come from modules of their own: `outcome_table` (per outcome, and the accuracy had every `forced` run
+abstained: `eval.outcomes`), `stuck` (which needs stalled, by modality: `eval.stuck`) and `cost` (per call kind,
+from a price table, `--prices` or the recipe's `prices:`: `eval.prices`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.eval.attribution import CATEGORIES, attribute_run
+from omnidecision.eval.outcomes import outcome_lines, outcome_table
+from omnidecision.eval.prices import cost_lines, cost_table, load_prices
 from omnidecision.eval.stats import mean, rate, task_accuracy_ci
+from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
 
@@ -47,7 +53,7 @@ REPORT_KEYS: tuple[str, ...] = (
     "accuracy", "ci95", "n", "correct", "judge_failures", "by_level", "by_category", "outcomes",
     "accuracy_by_outcome", "need_closure_rate", "tool_calls_per_question", "prompt_tokens_per_step",
     "tokens_per_question", "invalid_action_rate", "attribution", "cost_per_question", "wall_time", "errors",
-    "mode", "replay", "planner",
+    "mode", "replay", "planner", "outcome_table", "stuck", "cost",
 )
 AT_STEP = 15
 
@@ -115,14 +121,17 @@ def _prompt_tokens_per_step(records: list[RunRecord]) -> dict[str, Any]:
     }
 
 
-def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """All metrics of one eval run. `meta` may carry planner {endpoint, model}, mode, wall_s, name, recipe."""
+def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = None,
+                 prices: str | Path | None = None) -> dict[str, Any]:
+    """All metrics of one eval run. `meta` may carry planner {endpoint, model}, mode, wall_s, name, recipe;
+    `prices` is a price table (`eval.prices`) for the `cost` table."""
     rs = list(records)
     meta = dict(meta or {})
     n = len(rs)
     overall = _acc(rs, detail=True)
     outcomes = Counter(r.outcome for r in rs)
-    by_outcome = {o: [r for r in rs if r.outcome == o] for o in OUTCOMES}
+    by_outcome = outcome_table(rs)
+    judge_llm = (meta.get("judge") or {}).get("llm") or ""
     levels: dict[str, list[RunRecord]] = defaultdict(list)
     cats: dict[str, list[RunRecord]] = defaultdict(list)
     for r in rs:
@@ -186,7 +195,11 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "by_level": {k: _acc(v) for k, v in sorted(levels.items())},
         "by_category": {k: _acc(v) for k, v in sorted(cats.items())},
         "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
-        "accuracy_by_outcome": {o: rate(sum(is_correct(r) for r in g), len(g)) for o, g in by_outcome.items()},
+        "accuracy_by_outcome": {o: row["accuracy"] for o, row in by_outcome["rows"].items()},
+        "outcome_table": by_outcome,
+        "stuck": stuck_table(rs),
+        "cost": cost_table(rs, load_prices(prices) if prices else None, judge_model=judge_llm,
+                           table_path=str(prices) if prices else None),
         "need_closure_rate": {"all": closure_of(rs), "correct": closure_of(correct),
                               "incorrect": closure_of(incorrect)},
         "tool_calls_per_question": tool_calls,
@@ -322,8 +335,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         *(_acc_row(k, v) for k, v in rep["by_level"].items()),
         "", "## By category", "", "| category | n | correct | accuracy | 95% CI |", "|---|---|---|---|---|",
         *(_acc_row(k, v) for k, v in rep["by_category"].items()),
-        "", "## Outcomes", "", "| outcome | runs | accuracy within |", "|---|---|---|",
-        *(f"| {o} | {c} | {_pct(rep['accuracy_by_outcome'][o])} |" for o, c in rep["outcomes"].items()),
+        "", *outcome_lines(rep),
         "", "## Evidence and decisions", "",
         f"- need-closure rate (blocking needs filled at the end): all {_pct(rep['need_closure_rate']['all'])}, "
         f"correct runs {_pct(rep['need_closure_rate']['correct'])}, "
@@ -347,6 +359,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "", "## Failure attribution (incorrect runs)", "", "| what stayed open | runs | share |", "|---|---|---|",
         *(f"| {k} | {v} | {_pct(rep['attribution_share'][k])} |" for k, v in rep["attribution"].items()),
         *_attribution_reasons(rep),
+        *stuck_lines(rep["stuck"]),
+        *cost_lines(rep["cost"]),
     ]
     if rep["errors"]:
         lines += ["", "## Errors", "", *(f"- {c}× {e}" for e, c in rep["errors"].items())]
@@ -372,11 +386,11 @@ def read_records(path: str | Path) -> list[RunRecord]:
 
 
 def write_report(out_dir: str | Path, records: list[RunRecord], meta: dict[str, Any] | None = None,
-                 plots: bool = True) -> dict[str, Any]:
+                 plots: bool = True, prices: str | Path | None = None) -> dict[str, Any]:
     """Write report.json, report.md and the plots under `out_dir`; returns the report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rep = build_report(records, meta)
+    rep = build_report(records, meta, prices)
     (out / "report.json").write_text(json.dumps(rep, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_markdown(rep), encoding="utf-8")
     if plots:
@@ -391,10 +405,11 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trajectories", nargs="+")
     p.add_argument("--out", required=True)
+    p.add_argument("--prices", default=None, help="a price table (configs/prices/default.yaml): cost per call kind")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     records = [r for path in a.trajectories for r in read_records(path)]
-    write_report(a.out, records)
+    write_report(a.out, records, prices=a.prices)
 
 
 if __name__ == "__main__":

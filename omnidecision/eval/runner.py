@@ -35,7 +35,7 @@ from omnidecision.collect.recipe import (  # the eval recipe is collect's, so ro
 )
 from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.protocol.records import RunRecord
+from omnidecision.protocol.records import RunRecord, endpoint_models
 
 logger = logging.getLogger(__name__)
 
@@ -214,20 +214,6 @@ def load_records(out: str | Path) -> list[RunRecord]:
     return list(seen.values())
 
 
-def endpoint_models(records: list[RunRecord]) -> dict[str, list[str]]:
-    """role → the model names its endpoint reported in its replies (the planner's, and every other role's calls):
-    what actually answered, next to what the recipe asked for."""
-    seen: dict[str, set[str]] = {}
-    for r in records:
-        if r.planner_model:
-            seen.setdefault("planner" if r.mode == "ledger" else r.mode, set()).add(r.planner_model)
-        calls = [*([r.decompose] if r.decompose else []), *(c for s in r.steps for c in s.calls), *r.final_calls]
-        for call in calls:
-            if call.model:
-                seen.setdefault(call.role, set()).add(call.model)
-    return {role: sorted(models) for role, models in sorted(seen.items())}
-
-
 def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
     """Add the models the endpoints reported to OUT/manifest.json (written by `collect.runner.prepare`)."""
     import json
@@ -257,6 +243,10 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     overlap = train_overlap(recipe)
     if (why := overlap_problem(overlap)) is not None:
         raise RecipeError(why)
+    if recipe.prices:  # a broken price table fails now, not after the runs
+        from omnidecision.eval.prices import load_prices
+
+        load_prices(recipe.prices)
     # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
     prepared = prepare(recipe, specs, served_roles=served)
@@ -291,7 +281,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
     meta["endpoint_models"] = endpoint_models(records)
     record_endpoint_models(out, meta["endpoint_models"])
-    rep = write_report(out, records, meta, plots=recipe.plots)
+    rep = write_report(out, records, meta, plots=recipe.plots, prices=recipe.prices)
     logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
     return rep
 

@@ -17,6 +17,7 @@ state after all events before the step) and `final_ledger`, byte for byte (`mode
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,6 +68,8 @@ class JudgeResult(BaseModel):
     method: str = ""
     prediction: str | None = None
     detail: str | None = None
+    usage: Usage | None = None  # an LLM judge's tokens (None: no LLM call, or a record from before they were kept)
+    model: str = ""  # the model name the LLM judge's endpoint reported
 
 
 class Totals(BaseModel):
@@ -108,3 +111,20 @@ class RunRecord(BaseModel):
     judge: JudgeResult | None = None
     draft_judge: JudgeResult | None = None  # the judge on `draft_answer` (reports: accuracy with drafted answers)
     totals: Totals = Totals()
+
+
+def endpoint_models(records: Iterable[RunRecord]) -> dict[str, list[str]]:
+    """role → the model names its endpoint reported in its replies (the planner's, every other role's calls, the LLM
+    judge's): what actually answered, next to what the recipe asked for (eval and harvest manifests, data cards)."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        if r.planner_model:
+            seen.setdefault("planner" if r.mode == "ledger" else r.mode, set()).add(r.planner_model)
+        calls = [*([r.decompose] if r.decompose else []), *(c for s in r.steps for c in s.calls), *r.final_calls]
+        for call in calls:
+            if call.model:
+                seen.setdefault(call.role, set()).add(call.model)
+        for judge in (r.judge, r.draft_judge):
+            if judge is not None and judge.model:
+                seen.setdefault("judge", set()).add(judge.model)
+    return {role: sorted(models) for role, models in sorted(seen.items())}

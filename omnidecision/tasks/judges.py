@@ -328,8 +328,10 @@ async def llm_judge(question: str, prediction: str, gold: str, llm: ChatBackend)
     verdict = parse_judge_reply(response.text)
     if verdict is None:
         detail = f"unclear judge reply: {response.text[:200]!r}"
-        return JudgeResult(correct=None, method="llm_judge_failed", prediction=prediction, detail=detail)
-    return JudgeResult(correct=verdict, method="llm_judge", prediction=prediction, detail=response.text[:200])
+        return JudgeResult(correct=None, method="llm_judge_failed", prediction=prediction, detail=detail,
+                           usage=response.usage, model=response.model)
+    return JudgeResult(correct=verdict, method="llm_judge", prediction=prediction, detail=response.text[:200],
+                       usage=response.usage, model=response.model)
 
 
 # ---------------------------------------------------------------- dispatch
