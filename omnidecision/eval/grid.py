@@ -288,12 +288,12 @@ def _lookup(data: Any, key: str) -> Any:
 
 def grid_dry_run(path: str | Path, overrides: list[str], out: str | Path):
     """The dry-run report of a grid: every cell resolved (the values its variants set, after ${VAR} expansion; its
-    folder's state; the eval command that runs it alone) and checked as `eval --dry-run` checks it (checks that
-    every cell shares are listed once). Starts nothing, writes nothing."""
+    folder's state; the eval command that runs it alone) and checked as `eval --dry-run` checks it: each check once,
+    its detail starting with the cells it concerns ("[every cell] ..."). Starts nothing, writes nothing."""
     from omnidecision.eval.dryrun import eval_dry_run
     from omnidecision.preflight import DryRunReport
 
-    report = DryRunReport(command="ablate --grid", recipe=str(path))
+    report = DryRunReport(command="ablate", recipe=str(path))
     try:
         grid, base, cells = resolve_cells(path, overrides, out)
     except GridError as exc:
@@ -306,20 +306,20 @@ def grid_dry_run(path: str | Path, overrides: list[str], out: str | Path):
     seen: dict[tuple[str, str, str], list[str]] = {}
     rows = []
     for c in cells:
-        sub = eval_dry_run(c.recipe, base, len(c.sets) + len(overrides), command="ablate --grid")
+        sub = eval_dry_run(c.recipe, base, len(c.sets) + len(overrides), command="ablate")
         for check in sub.checks:
             seen.setdefault((check.what, check.status, check.detail), []).append(c.label)
         try:
             state = cell_state(c)
         except GridError as exc:
             state = "refused"
-            report.add(f"{c.label}: folder", "error", str(exc))
+            report.add("out", "error", f"[{c.label}] {exc}")
         resolved = c.recipe.model_dump(mode="json")
         rows.append({"planner": c.planner, "perception": c.perception, "out": str(c.out), "state": state,
                      "sets": {key: _lookup(resolved, key) for key, _ in c.sets}})
         report.would_run += [cell_command(base, c, overrides), *sub.would_run]
     for (what, status, detail), labels in seen.items():
         where = "every cell" if len(labels) == len(cells) else ", ".join(labels)
-        report.add(f"{where}: {what}", status, detail)
+        report.add(what, status, f"[{where}] {detail}")
     report.extra["grid"] = {"planners": list(grid.planner), "perceptions": list(grid.perception), "cells": rows}
     return report
