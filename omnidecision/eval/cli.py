@@ -6,6 +6,7 @@
     omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2 --out runs/eval-a
     omnidecision compare runs/eval-a runs/eval-b --out runs/compare
     omnidecision ablate --config configs/eval/synthetic-tiny-vllm.yaml --max-tool-calls 6 --out runs/ablate
+    omnidecision ablate --grid configs/ablate/synthetic-grid.yaml --tasks.path runs/synth-eval --out runs/grid
 
 `eval` and `ablate` override any recipe field as `--key.path VALUE` (e.g. `--agent.step_budget 10`), the syntax of
 `sft`, `grpo` and `collect` too. `serve`, `eval` and `ablate` take `--dry-run`: resolve, check, print, start nothing.
@@ -199,24 +200,44 @@ def compare(
 
 def ablate(
     ctx: typer.Context,
-    config: Path = typer.Option(..., "--config", help="eval recipe (configs/eval/*.yaml)"),
-    out: Path = typer.Option(Path("runs/ablate"), help="output folder: one sub-folder per mode + compare.*"),
+    config: Optional[Path] = typer.Option(None, "--config", help="eval recipe (configs/eval/*.yaml): the modes "  # noqa: UP045
+                                          "ablation"),
+    grid: Optional[Path] = typer.Option(None, "--grid", help="backend-swap grid (configs/ablate/*.yaml): planner × "  # noqa: UP045
+                                        "perception variants, one eval per cell, grid.json/md (eval/grid.py)"),
+    out: Path = typer.Option(Path("runs/ablate"), help="output folder: one sub-folder per mode (or grid cell) + "
+                                                      "compare.* (or grid.*)"),
     max_tool_calls: Optional[int] = typer.Option(None, help="equal tool-call cap (default: recipe, else T)"),  # noqa: UP045
-    modes: str = typer.Option("ledger,react,memory", help="comma-separated modes"),
+    modes: Optional[str] = typer.Option(None, help="comma-separated modes (default: ledger,react,memory; not "  # noqa: UP045
+                                                   "with --grid)"),
     no_progress: bool = typer.Option(False, help="no progress bar"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe, print it; start nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe (every grid cell), print "
+                                                          "it; start nothing"),
 ) -> None:
-    """Budget-matched ablation: the same tasks in ledger / react / memory modes with equal tool-call caps."""
+    """Budget-matched ablation: the same tasks in ledger / react / memory modes with equal tool-call caps; or, with
+    --grid, the backend-swap grid (planner × perception) with its saturation reading."""
     from omnidecision.collect.breaker import CollectionStopped
     from omnidecision.collect.recipe import RecipeError
     from omnidecision.eval.compare import MODES, run_ablation
 
     _logging()
+    if (config is None) == (grid is None):
+        typer.echo("error: give --config RECIPE (the modes ablation) or --grid GRID.yaml (the backend-swap grid)",
+                   err=True)
+        raise typer.Exit(2)
+    if grid is not None:
+        if modes is not None:
+            typer.echo("error: --modes is for the modes ablation; a grid cell's mode is its recipe's agent.mode",
+                       err=True)
+            raise typer.Exit(2)
+        _ablate_grid(grid, ctx.args, out, max_tool_calls, not no_progress, dry_run)
+        return
+    modes = modes or ",".join(MODES)
     chosen = tuple(m.strip() for m in modes.split(",") if m.strip())
     bad = [m for m in chosen if m not in MODES]
     if bad or not chosen:
         typer.echo(f"error: --modes {modes!r}: unknown mode(s) {bad} (known: {', '.join(MODES)})", err=True)
         raise typer.Exit(2)
+    assert config is not None
     recipe = _recipe(config, ctx.args, None, dry_run="ablate" if dry_run else None)
     if dry_run:
         from omnidecision.collect.recipe import cli_overrides
@@ -238,3 +259,32 @@ def ablate(
 
 
 ablate.passthrough = True  # type: ignore[attr-defined]
+
+
+def _ablate_grid(grid: Path, args: list[str], out: Path, max_tool_calls: int | None, progress: bool,
+                 dry_run: bool) -> None:
+    """`ablate --grid`: every cell of planner × perception (`eval.grid`); `--max-tool-calls N` caps every cell."""
+    from omnidecision.collect.breaker import CollectionStopped
+    from omnidecision.collect.recipe import RecipeError, cli_overrides
+    from omnidecision.eval.grid import grid_dry_run, run_grid
+
+    try:
+        overrides = cli_overrides(args)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if max_tool_calls is not None:
+        overrides.append(f"agent.max_tool_calls={max_tool_calls}")
+    if dry_run:
+        from omnidecision.preflight import emit
+
+        raise typer.Exit(emit(grid_dry_run(grid, overrides, out)))
+    try:
+        run_grid(grid, overrides, out, progress=progress)
+    except (RecipeError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except CollectionStopped as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from exc
+    typer.echo((out / "grid.md").read_text("utf-8"))

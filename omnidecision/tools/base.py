@@ -42,6 +42,11 @@ class ToolSettings(BaseModel):
     sandbox_site: bool = Field(False, description="let sandboxed code import site-packages")
     sandbox_method: str = Field("auto", description="auto | bubblewrap | namespaces")
     sandbox_bwrap: str | None = Field(None, description="the bwrap executable (None: on PATH)")
+    # Degraded perception for backend-swap grids (eval/grid.py): a weak perception backend as a knob of the tools.
+    perception_drop: float = Field(
+        0.0, ge=0.0, le=1.0, description="the chance that a perception tool returns nothing usable, drawn once per "
+        "(task, tool) (tools.registry.perception_dropped): every planner and every rerun see the same drops")
+    perception_drop_seed: int = Field(0, description="seed of the perception_drop draws")
 
 
 @dataclass

@@ -13,18 +13,20 @@ print(asyncio.run(run_tool('code_executor', {'code': 'print(6*7)'}, build_tool_c
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from typing import Any
 
 from pydantic import ValidationError
 
+from omnidecision.ledger.schema import PERCEPTION_TOOLS
 from omnidecision.protocol.actions import PRIMARY_FIELD
 from omnidecision.protocol.registry import UnknownName
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import TOOLS, Observation, ToolContext, ToolError, ToolSettings
 from omnidecision.tools.search import OfflineSearch, PageIndex, corpus_index
 
-__all__ = ["TOOLS", "arguments_for", "build_tool_context", "default_search", "run_tool"]
+__all__ = ["TOOLS", "arguments_for", "build_tool_context", "default_search", "perception_dropped", "run_tool"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,9 @@ async def run_tool(name: str, arguments: dict, ctx: ToolContext) -> Observation:
         args = tool.args_model.model_validate(arguments)
     except ValidationError as exc:
         return Observation(tool=name, ok=False, error=f"invalid arguments for {name}: {_field_errors(exc)}")
+    drop = ctx.settings.perception_drop
+    if drop > 0.0 and perception_dropped(ctx.task.id, name, drop, ctx.settings.perception_drop_seed):
+        return dropped_observation(name, args)
     timeout = ctx.settings.tool_timeout_s
     try:
         obs = await asyncio.wait_for(tool.run(args, ctx), timeout=timeout)
@@ -79,6 +84,34 @@ async def run_tool(name: str, arguments: dict, ctx: ToolContext) -> Observation:
     if not isinstance(obs, Observation):
         return Observation(tool=name, ok=False, error=f"{name} returned {type(obs).__name__}, not an Observation")
     return obs
+
+
+def perception_dropped(task_id: str, tool: str, p: float, seed: int = 0) -> bool:
+    """Degraded perception (`agent.settings.perception_drop` = p): whether the perception tool `tool` returns nothing
+    usable on task `task_id`. A Bernoulli(p) draw from a hash of (seed, task id, tool), never from global random
+    state: each (task, tool) is dropped or not for every call, sample, planner and rerun, so a backend-swap grid's
+    cells stay paired per task and calling the same source again never helps (another source may). Web search, page
+    reading and code are never dropped.
+
+    >>> perception_dropped("t1", "web_search", 1.0), perception_dropped("t1", "subtitle_grounding", 1.0)
+    (False, True)
+    >>> perception_dropped("t1", "subtitle_grounding", 0.0)
+    False
+    """
+    if p <= 0.0 or tool not in PERCEPTION_TOOLS:
+        return False
+    digest = hashlib.sha256(f"{seed}|{task_id}|{tool}|perception_drop".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < p
+
+
+def dropped_observation(tool: str, args: Any) -> Observation:
+    """What a dropped perception call returns: a well-formed, empty result (as a weak perception model that saw
+    nothing relevant), marked `perception_dropped` in its fields for analysis."""
+    asset = getattr(args, "asset_id", None)
+    what = f"asset {asset}" if asset else "the asset"
+    query = getattr(args, "query", "")
+    return Observation(tool=tool, text=f"Nothing usable was perceived in {what} for {query!r}.",
+                       fields={"asset_id": asset, "matches": [], "perception_dropped": True})
 
 
 def default_search(task: Task, settings: ToolSettings) -> OfflineSearch:
