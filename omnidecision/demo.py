@@ -97,8 +97,8 @@ class Step:
     writes: list[str]
     budget_of: tuple[str, ...] = ()
     budget_less: tuple[str, ...] = ()
-    # may run beside the other `parallel` steps next to it (the final evaluations: independent, and mostly the
-    # single-threaded start of a vLLM server, so two at a time use both cores; no budget reads their wall time)
+    # may run beside the other `parallel` steps next to it: independent steps whose wall time sets no budget (the
+    # final evaluations, mostly the single-threaded start of a vLLM server; sft beside oracle_sft)
     parallel: bool = False
 
     def line(self) -> str:
@@ -139,11 +139,15 @@ def build_plan(cfg: DemoConfig, out: Path) -> list[Step]:
     m = f"{o}/models"
     add("tiny-planner", ["tiny-planner", "--out", f"{m}/untrained", "--data", f"{o}/data/sft", "--heads", "2"],
         [f"{o}/data/sft"], [f"{m}/untrained"])
-    for arm, data in (("sft", f"{o}/data/sft"), ("oracle_sft", f"{o}/data-oracle/sft")):
+    # sft and oracle_sft side by side, one thread each: the 0.2 M-parameter model gains little from a second thread
+    # (docs/findings.md), and neither's wall time sets a budget (they are step-matched, not time-matched)
+    sft_arms = (("sft", f"{o}/data/sft"), ("oracle_sft", f"{o}/data-oracle/sft"))
+    for arm, data in sft_arms:
         add(arm, ["sft", "--config", _recipe("sft", "tiny-cpu.yaml"), "--model_name_or_path", f"{m}/untrained",
                   "--dataset_name", data, "--output_dir", f"{m}/{arm}-run", "--max_steps", str(cfg.sft_steps),
                   "--eval_steps", str(cfg.sft_eval_steps), "--save_steps", str(cfg.sft_eval_steps), "--seed", s],
-            [f"{m}/untrained", data], [f"{m}/{arm}-run"])
+            [f"{m}/untrained", data], [f"{m}/{arm}-run"], parallel=True)
+    for arm, _ in sft_arms:
         add(f"export-{arm}", ["export", f"{m}/{arm}-run", "--out", f"{m}/{arm}"], [f"{m}/{arm}-run"], [f"{m}/{arm}"])
 
     # 3. the learned judge on the teacher's (state, decision, what followed) rows; its ranking on dev
@@ -202,6 +206,7 @@ class Runner:
         self.out, self.times = out, {}
         self.log = out / "demo.log"
         self.lock = threading.Lock()
+        self.threads = 1
 
     def budget(self, step: Step) -> str:
         seconds = sum(self.times.get(k, 0.0) for k in step.budget_of) - sum(self.times.get(k, 0.0)
@@ -220,7 +225,10 @@ class Runner:
         with (own if quiet else self.log).open("wb" if quiet else "ab") as log:
             log.write(f"\n=== [{step.name}] {' '.join(cmd)}\n".encode())
             log.flush()
-            proc = subprocess.Popen(cmd, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            env = os.environ.copy()
+            if quiet:  # beside other steps: the cores are shared out (a user's own OMP_NUM_THREADS wins)
+                env.setdefault("OMP_NUM_THREADS", str(self.threads))
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             assert proc.stdout is not None
             for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
                 log.write(chunk)
@@ -243,6 +251,7 @@ class Runner:
             for step in steps:
                 self.execute(step)
             return
+        self.threads = max(1, (os.cpu_count() or 1) // jobs)
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(self.execute, step, True) for step in steps]
         for future in futures:
@@ -376,7 +385,8 @@ def demo(
     test_tasks: int | None = typer.Option(None, help="test suite size (default 60; quick 8)"),
     sft_steps: int | None = typer.Option(None, help="override the SFT step budget"),
     grpo_steps: int | None = typer.Option(None, help="override the GRPO steps"),
-    jobs: int = typer.Option(2, min=1, help="final evaluations run this many at a time (1: one after another)"),
+    jobs: int = typer.Option(2, min=1, help="independent steps (sft and oracle_sft; the final evaluations) run this "
+                                             "many at a time, sharing the cores (1: one after another)"),
 ) -> None:
     """synth → collect (teacher with habits) → harvest → SFT → judge → GRPO arms → controls → eval, on CPU, offline."""
     cfg = DemoConfig.quick() if quick else DemoConfig()
@@ -441,7 +451,8 @@ def experiment(
     judge_steps: int = typer.Option(200, help="reward-judge training steps per seed"),
     results: Path | None = typer.Option(None, help="also write the pooled result here (e.g. "
                                                    "docs/results/experiment.json)"),
-    jobs: int = typer.Option(2, min=1, help="final evaluations run this many at a time (1: one after another)"),
+    jobs: int = typer.Option(2, min=1, help="independent steps (sft and oracle_sft; the final evaluations) run this "
+                                             "many at a time, sharing the cores (1: one after another)"),
 ) -> None:
     """The demo's protocol over several seeds, pooled: per-seed and pooled accuracy, paired deltas with CI and p."""
     summaries, folders = [], []
