@@ -222,15 +222,20 @@ class LLMScorer:
     @classmethod
     def from_endpoint(cls, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
                       max_retries: int = 3, concurrency: int = 8, max_tokens: int = 128, structured: bool = True,
-                      **options: Any) -> LLMScorer:
-        """A scorer on an endpoint, through the project's one OpenAI backend (its retries on 429/5xx/timeouts)."""
+                      max_evidence_chars: int = 8000, **options: Any) -> LLMScorer:
+        """A scorer on an endpoint, through the project's one OpenAI backend (its retries on 429/5xx/timeouts);
+        `options` are the backend's (e.g. `extra_body`)."""
         from omnidecision.backends.openai_backend import OpenAIBackend
         from omnidecision.protocol.chat import BackendSpec
 
         spec = BackendSpec(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s,
                            max_retries=max_retries, max_tokens=max_tokens, temperature=0.0,
                            structured_output=structured, max_concurrency=concurrency, options=options)
-        return cls(OpenAIBackend(spec), model=model)
+        return cls(OpenAIBackend(spec), model=model, max_evidence_chars=max_evidence_chars)
+
+    async def aclose(self) -> None:
+        if (close := getattr(self.backend, "aclose", None)) is not None:
+            await close()
 
     def messages(self, item: AuditItem) -> list[dict[str, str]]:
         steps = "\n".join(f"{i}. {_STEP_PREFIX.sub('', s)}" for i, s in enumerate(item.subgoals, start=1))
