@@ -213,6 +213,20 @@ def test_cli_on_the_eval_folder_and_tasks_without_subgoals(replay_eval, tmp_path
     assert "3 on tasks without annotated subgoals (no subgoals: excluded)" in md
 
 
+def test_the_eval_report_carries_the_audit(replay_eval, tmp_path):
+    from omnidecision.eval.runner import progress_audit
+
+    rep = json.loads((replay_eval / "report.json").read_text())
+    res = audit(load_runs(replay_eval), load_tasks(DEV, fmt="omnigaia"), StringScorer())
+    assert rep["progress"]["counts"] == res["counts"] and rep["progress"]["failed_runs"] == res["runs"]["failed"]
+    assert rep["progress"]["weighted_progress"] == res["weighted_progress"]
+    assert json.loads((replay_eval / "progress.json").read_text())["per_run"] == res["per_run"]
+    assert f"- progress audit of the {res['runs']['failed']} failed runs" in (replay_eval / "report.md").read_text()
+    records, tasks = _hand_built()
+    bare = [t.model_copy(update={"meta": {}}) for t in tasks]
+    assert progress_audit(tmp_path, records, bare) == {} and not (tmp_path / "progress.json").exists()
+
+
 def test_cli_bad_input_names_file_and_line(replay_eval, tmp_path):
     cli = CliRunner()
     missing = cli.invoke(app, ["audit", "progress", str(tmp_path / "none.jsonl"), "--tasks", str(DEV),
