@@ -176,6 +176,15 @@ def test_replay_runs_of_the_dev_subset(replay_eval):
     assert all(r["k"] >= k_led[r["run_id"]] for r in every["per_run"])
     assert sum(r["k"] > k_led[r["run_id"]] for r in every["per_run"]) > 10
     assert led["counts"]["zero"] > 0 and every["counts"]["partial"] > 0  # the replay runs are far from full
+    # the figures docs/cluster-workflow.md quotes are these runs' (the same recipe as its reproduce command)
+    doc = " ".join((ROOT / "docs" / "cluster-workflow.md").read_text("utf-8").split())
+    weights = {r["partial_weight"]: r["weighted_progress"] for r in led["sensitivity"]["rows"]}
+    c, e = led["counts"], every["counts"]
+    assert (f"ledger evidence gives {c['full']} full / {c['partial']} partial / {c['zero']} zero "
+            f"(weighted {100 * led['weighted_progress']:.1f}%;") in doc
+    assert (f"ledger plus observations {e['full']} / {e['partial']} / {e['zero']} "
+            f"({100 * every['weighted_progress']:.1f}%)") in doc
+    assert f"{100 * weights[0.25]:.1f}% and {100 * weights[0.75]:.1f}% at partial 0.25 / 0.75" in doc
     # the replay shows annotated steps as perception observations: a step shown verbatim is reached (or has
     # nothing to check), whatever its wording — an independent check of the string scorer on real records
     by_task = {t.id: t for t in tasks}
