@@ -7,7 +7,8 @@ verified slots (`evidence="ledger"`; a run without a ledger, react / memory, fal
 tool observations too (`evidence="all"`). With k of n subgoals reached the run is **full** (k = n), **partial**
 (0 < k < n) or **zero** progress (k = 0); the weighted progress is the mean weight over the audited runs (full 1.0,
 partial 0.5, zero 0). The sensitivity block gives the same classification under other partial weights (0.25, 0.75),
-the mean k/n, and, when the LLM scorer runs, the string scorer's classification next to it with their agreement.
+the mean k/n, the string scorer over the other evidence source, and, when a second scorer runs (the string scorer
+next to the LLM one), its classification with the two scorers' agreement.
 
 Scorers (`ProgressScorer`: `name`, `async score(item) -> list[bool | None]`, one entry per subgoal; a raised
 `ScorerError` is that run's recorded error, never a crash):
