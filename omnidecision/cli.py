@@ -31,6 +31,7 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.eval.cli", "eval_cmd", "eval"),
     ("omnidecision.eval.cli", "compare", "compare"),
     ("omnidecision.eval.cli", "ablate", "ablate"),
+    ("omnidecision.eval.cli", "audit_app", "audit"),
     ("omnidecision.view.cli", "view", "view"),
     ("omnidecision.demo", "demo", "demo"),
     ("omnidecision.demo", "experiment", "experiment"),

@@ -1,4 +1,4 @@
-"""Eval commands mounted by `omnidecision/cli.py`: `serve`, `eval`, `compare`, `ablate`.
+"""Eval commands mounted by `omnidecision/cli.py`: `serve`, `eval`, `compare`, `ablate`, `audit progress`.
 
     omnidecision serve runs/export/merged --port 8000
     omnidecision serve Qwen/Qwen3-8B --lora planner=runs/sft/adapter --tensor-parallel-size 2
@@ -7,6 +7,7 @@
     omnidecision compare runs/eval-a runs/eval-b --out runs/compare
     omnidecision ablate --config configs/eval/synthetic-tiny-vllm.yaml --max-tool-calls 6 --out runs/ablate
     omnidecision ablate --grid configs/ablate/synthetic-grid.yaml --tasks.path runs/synth-eval --out runs/grid
+    omnidecision audit progress runs/eval-a --scorer string --out runs/eval-a/progress
 
 `eval` and `ablate` override any recipe field as `--key.path VALUE` (e.g. `--agent.step_budget 10`), the syntax of
 `sft`, `grpo` and `collect` too. `serve`, `eval` and `ablate` take `--dry-run`: resolve, check, print, start nothing.
@@ -288,3 +289,74 @@ def _ablate_grid(grid: Path, args: list[str], out: Path, max_tool_calls: int | N
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(3) from exc
     typer.echo((out / "grid.md").read_text("utf-8"))
+
+
+audit_app = typer.Typer(no_args_is_help=True, help="Audits of finished runs (the progress audit of failed runs).")
+
+
+@audit_app.command("progress")
+def audit_progress(
+    source: Path = typer.Argument(..., help="an eval/collect folder (its trajectories*.jsonl) or one JSONL file"),
+    out: Path = typer.Option(..., help="folder for progress.json and progress.md"),
+    tasks: Optional[Path] = typer.Option(  # noqa: UP045
+        None, help="the task file with annotated subgoals (default: tasks.path of the folder's recipe.yaml)"),
+    fmt: str = typer.Option("auto", "--format", help="task format (default: the recipe's, else detected)"),
+    scorer: str = typer.Option("string", help="string (offline, deterministic) or llm (an OpenAI-compatible "
+                                              "endpoint; the string scorer then runs too, as the second scorer)"),
+    endpoint: Optional[str] = typer.Option(None, help="llm: base URL, e.g. http://localhost:8001/v1"),  # noqa: UP045
+    model: Optional[str] = typer.Option(None, help="llm: model name"),  # noqa: UP045
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="llm: variable holding the API key"),
+    timeout: float = typer.Option(120.0, help="llm: seconds per request"),
+    concurrency: int = typer.Option(8, help="llm: requests in flight"),
+    structured: bool = typer.Option(True, help="llm: JSON-schema constrained replies (response_format)"),
+    evidence: str = typer.Option("ledger", help="ledger (evidence atoms, filled needs, verified slots) or all "
+                                                "(and the tool observations)"),
+    min_coverage: float = typer.Option(0.5, help="string: share of a subgoal's key terms that must be found"),
+) -> None:
+    """Progress audit of the FAILED runs: subgoals of each task's annotated solution reached by the run's evidence,
+    full / partial / zero progress, weighted progress, sensitivity → progress.json, progress.md."""
+    from omnidecision.eval.progress import LLMScorer, StringScorer, audit
+    from omnidecision.eval.progress_report import load_runs, recipe_tasks, write_audit
+    from omnidecision.tasks.loaders import load_tasks
+
+    _logging()
+
+    def fail(message: str) -> typer.Exit:
+        typer.echo(f"error: {message}", err=True)
+        return typer.Exit(2)
+
+    if scorer not in ("string", "llm"):
+        raise fail(f"--scorer {scorer!r}: expected string or llm")
+    if evidence not in ("ledger", "all"):
+        raise fail(f"--evidence {evidence!r}: expected ledger or all")
+    if scorer == "llm" and not (endpoint and model):
+        raise fail("--scorer llm needs --endpoint URL and --model NAME")
+    # -- runs and tasks
+    from_recipe = ""
+    try:
+        records = load_runs(source)
+        if tasks is None:
+            found = recipe_tasks(source) if source.is_dir() else None
+            if found is None:
+                raise fail(f"{source}: no recipe.yaml naming the tasks; give --tasks TASKFILE")
+            tasks, fmt = Path(found[0]), found[1] if fmt == "auto" else fmt
+            from_recipe = f" (the tasks of {source / 'recipe.yaml'}; give --tasks TASKFILE)"
+        task_list = load_tasks(tasks, fmt=fmt)
+        string = StringScorer(min_coverage)
+    except (ValueError, OSError) as exc:
+        raise fail(f"{exc}{from_recipe}") from exc
+    # -- scoring
+    if scorer == "llm":
+        main = LLMScorer.from_endpoint(endpoint, model, api_key_env=api_key_env, timeout_s=timeout,
+                                       concurrency=concurrency, structured=structured)
+        res = audit(records, task_list, main, evidence=evidence, second=string, concurrency=concurrency)
+    else:
+        res = audit(records, task_list, string, evidence=evidence)
+    res["source"], res["tasks"] = str(source), str(tasks)
+    write_audit(out, res)
+    c = res["counts"]
+    wp = res["weighted_progress"]
+    typer.echo(f"progress audit ({res['scorer']}): {res['runs']['failed']} failed runs, {c['full']} full / "
+               f"{c['partial']} partial / {c['zero']} zero, weighted progress "
+               f"{'–' if wp is None else f'{100 * wp:.1f}%'}, {res['scorer_errors']} scorer errors, "
+               f"{res['runs']['no_subgoals']} without subgoals → {out}/progress.md")

@@ -302,6 +302,17 @@ def _error_lines(rep: dict[str, Any]) -> list[str]:
             "again retries them (`--no-retry-errors` keeps them).", ""]
 
 
+def _progress_lines(rep: dict[str, Any]) -> list[str]:
+    """The progress audit's headline (eval.progress), when the tasks carry annotated subgoals."""
+    p = rep.get("progress")
+    if not p:
+        return []
+    c = p["counts"]
+    return [f"- progress audit of the {p['failed_runs']} failed runs (subgoals of the annotated solution reached, "
+            f"{p['scorer']} scorer over {p['evidence']} evidence; {p['file']}): full {c['full']}, partial "
+            f"{c['partial']}, zero {c['zero']}; weighted progress {_pct(p['weighted_progress'])}"]
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     """report.md: the headline, then one table per metric group."""
     title = rep.get("name") or "eval"
@@ -340,6 +351,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"- need-closure rate (blocking needs filled at the end): all {_pct(rep['need_closure_rate']['all'])}, "
         f"correct runs {_pct(rep['need_closure_rate']['correct'])}, "
         f"incorrect runs {_pct(rep['need_closure_rate']['incorrect'])}",
+        *_progress_lines(rep),
         f"- invalid planner actions: {_pct(rep['invalid_action_rate'])} of planner steps; invalid events per "
         f"question {_num(rep['invalid_events_per_question'], 2)}",
         f"- planner steps per question: {_num(rep['planner_steps_per_question'], 2)}",

@@ -6,7 +6,8 @@ adapters) and the roles listed in `serve.roles` (default: planner) are pointed a
 Runs go through collect's one entry (`collect.runner.prepare` + `collect`: the same task selection, the live
 environment's pre-flight before a server starts, OUT/manifest.json that refuses a second experiment in the folder,
 concurrent workers, judge, single-writer append-only store) into OUT/trajectories.jsonl, so a killed eval restarts
-where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped.
+where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped. Tasks with annotated
+subgoals (OmniGAIA) also get the progress audit of the failed runs (`eval.progress`, string scorer): OUT/progress.md.
 
     omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2
     python -m omnidecision.eval.runner configs/eval/synthetic-tiny-vllm.yaml
@@ -36,6 +37,7 @@ from omnidecision.collect.recipe import (  # the eval recipe is collect's, so ro
 from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
+from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +231,21 @@ def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
     write_json_atomic(path, manifest)
 
 
+def progress_audit(out: Path, records: list[RunRecord], tasks: list[Task]) -> dict[str, Any]:
+    """Tasks with annotated subgoals (OmniGAIA): the progress audit of the failed runs with the offline string scorer
+    (eval/progress.py) → OUT/progress.json, progress.md, and its headline for the report; else nothing."""
+    from omnidecision.eval.progress import StringScorer, audit, subgoals
+    from omnidecision.eval.progress_report import write_audit
+
+    if not any(subgoals(t) for t in tasks):
+        return {}
+    res = audit(records, tasks, StringScorer())
+    write_audit(out, res)
+    keys = ("scorer", "evidence", "n_scored", "counts", "weighted_progress", "mean_subgoal_fraction", "scorer_errors")
+    return {"progress": {**{k: res[k] for k in keys}, "failed_runs": res["runs"]["failed"],
+                         "no_subgoals": res["runs"]["no_subgoals"], "file": "progress.md"}}
+
+
 def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, BackendSpec] | None = None
              ) -> dict[str, Any]:
     """The whole eval: tasks → (server) → runs → report files. Returns the report dict.
@@ -281,6 +298,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
             "budgets": {"step_budget": recipe.agent.step_budget, "max_tool_calls": recipe.agent.max_tool_calls}}
     meta["endpoint_models"] = endpoint_models(records)
     record_endpoint_models(out, meta["endpoint_models"])
+    meta.update(progress_audit(out, records, all_tasks))
     rep = write_report(out, records, meta, plots=recipe.plots, prices=recipe.prices)
     logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
     return rep
