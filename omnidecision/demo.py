@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -72,7 +73,7 @@ class DemoConfig:
 
     train_tasks: int = 240
     dev_tasks: int = 30
-    test_tasks: int = 100  # evaluation is mostly a vLLM start: 100 tasks cost little more than 60; `experiment`: 300
+    test_tasks: int = 60  # the most that keeps make demo within 15 min on 2 cores; `experiment` runs 300 per seed
     sft_steps: int = 1200  # from-scratch SFT budget (sft and oracle_sft); the best dev-loss checkpoint is kept
     sft_eval_steps: int = 250
     judge_steps: int = 150
@@ -97,9 +98,10 @@ class Step:
     writes: list[str]
     budget_of: tuple[str, ...] = ()
     budget_less: tuple[str, ...] = ()
-    # may run beside the other `parallel` steps next to it: independent steps whose wall time sets no budget (the
-    # final evaluations, mostly the single-threaded start of a vLLM server; sft beside oracle_sft)
-    parallel: bool = False
+    # runs beside the steps next to it with the same group (--jobs at a time, the cores shared out between them):
+    # independent steps. The final evaluations (mostly the single-threaded start of a vLLM server); sft beside
+    # oracle_sft; the post-SFT stages in pairs, so every stage whose wall time is a budget ran as its controls do
+    group: str = ""
 
     def line(self) -> str:
         return " ".join(["omnidecision", *self.argv])
@@ -146,39 +148,55 @@ def build_plan(cfg: DemoConfig, out: Path) -> list[Step]:
         add(arm, ["sft", "--config", _recipe("sft", "tiny-cpu.yaml"), "--model_name_or_path", f"{m}/untrained",
                   "--dataset_name", data, "--output_dir", f"{m}/{arm}-run", "--max_steps", str(cfg.sft_steps),
                   "--eval_steps", str(cfg.sft_eval_steps), "--save_steps", str(cfg.sft_eval_steps), "--seed", s],
-            [f"{m}/untrained", data], [f"{m}/{arm}-run"], parallel=True)
+            [f"{m}/untrained", data], [f"{m}/{arm}-run"], group="sft")
     for arm, _ in sft_arms:
-        add(f"export-{arm}", ["export", f"{m}/{arm}-run", "--out", f"{m}/{arm}"], [f"{m}/{arm}-run"], [f"{m}/{arm}"])
+        add(f"export-{arm}", ["export", f"{m}/{arm}-run", "--out", f"{m}/{arm}"], [f"{m}/{arm}-run"], [f"{m}/{arm}"],
+            group="export-sft")
 
-    # 3. the learned judge on the teacher's (state, decision, what followed) rows; its ranking on dev
+    # 3-5. post-SFT, in pairs side by side with one thread each (--jobs 2; --jobs 1: one after another, all threads):
+    # every stage runs under the same conditions, so the controls' wall-time budget buys them what it bought
+    # grpo_judge. The learned judge (on the teacher's (state, decision, what followed) rows) beside `grpo`, which
+    # needs no judge; the judge's AUROC on dev beside rft-select; grpo_judge beside its placebo; the two controls.
     add("judge-train", ["judge", "train", "--data", f"{o}/data/rl", "--model", f"{m}/sft", "--out", f"{m}/judge",
                         "--max-steps", str(cfg.judge_steps), "--seed", s],
-        [f"{o}/data/rl", f"{m}/sft"], [f"{m}/judge"])
-    add("judge-eval", ["judge", "eval", "--data", f"{o}/data/rl", "--split", "validation", "--judge", f"{m}/judge",
-                       "--out", f"{o}/judge_eval.json"], [f"{o}/data/rl", f"{m}/judge"], [f"{o}/judge_eval.json"])
-
-    # 4. GRPO arms from the SFT planner on the teacher's ledger states
+        [f"{o}/data/rl", f"{m}/sft"], [f"{m}/judge"], group="judge+grpo")
     grpo = {"grpo": "tiny-cpu.yaml", "grpo_judge": "tiny-cpu-judge.yaml",
             "grpo_shuffled": "tiny-cpu-judge-shuffled.yaml"}
-    for arm, recipe in grpo.items():
+
+    def grpo_arm(arm: str, group: str) -> None:
         judge = [] if arm == "grpo" else ["--judge_path", f"{m}/judge"]
-        add(arm, ["grpo", "--config", _recipe("grpo", recipe), "--model_name_or_path", f"{m}/sft",
+        add(arm, ["grpo", "--config", _recipe("grpo", grpo[arm]), "--model_name_or_path", f"{m}/sft",
                   "--dataset_name", f"{o}/data/rl", "--output_dir", f"{m}/{arm}-run", "--max_steps",
                   str(cfg.grpo_steps), "--seed", s, *judge],
-            [f"{m}/sft", f"{o}/data/rl"] + ([] if arm == "grpo" else [f"{m}/judge"]), [f"{m}/{arm}-run"])
-        add(f"export-{arm}", ["export", f"{m}/{arm}-run", "--out", f"{m}/{arm}"], [f"{m}/{arm}-run"], [f"{m}/{arm}"])
+            [f"{m}/sft", f"{o}/data/rl"] + ([] if arm == "grpo" else [f"{m}/judge"]), [f"{m}/{arm}-run"],
+            group=group)
 
-    # 5. the controls at grpo_judge's post-SFT compute (judge training + GRPO)
-    spent = ("judge-train", "grpo_judge")
+    grpo_arm("grpo", "judge+grpo")
+    add("judge-eval", ["judge", "eval", "--data", f"{o}/data/rl", "--split", "validation", "--judge", f"{m}/judge",
+                       "--out", f"{o}/judge_eval.json"], [f"{o}/data/rl", f"{m}/judge"], [f"{o}/judge_eval.json"],
+        group="select")
+    # rft's selection: K samples on as many states as GRPO's steps consume, best by grpo_judge's reward
     add("rft-select", ["rft-select", "--config", _recipe("grpo", "tiny-cpu-judge.yaml"), "--model", f"{m}/sft",
                        "--data", f"{o}/data/rl", "--val", f"{o}/data/sft", "--out", f"{o}/data-rft", "--seed", s,
                        "--judge_path", f"{m}/judge", "--match-steps", str(cfg.grpo_steps)],
-        [f"{m}/sft", f"{o}/data/rl", f"{m}/judge"], [f"{o}/data-rft"])
-    for arm, data, less in (("rft", f"{o}/data-rft", ("rft-select",)), ("sft_plus", f"{o}/data/sft", ())):
+        [f"{m}/sft", f"{o}/data/rl", f"{m}/judge"], [f"{o}/data-rft"], group="select")
+    grpo_arm("grpo_judge", "grpo+placebo")
+    grpo_arm("grpo_shuffled", "grpo+placebo")
+    for arm in grpo:
+        add(f"export-{arm}", ["export", f"{m}/{arm}-run", "--out", f"{m}/{arm}"], [f"{m}/{arm}-run"], [f"{m}/{arm}"],
+            group="export-grpo")
+
+    # the controls at grpo_judge's post-SFT compute (judge training + GRPO; rft's selection counts against it)
+    spent = ("judge-train", "grpo_judge")
+    controls = (("rft", f"{o}/data-rft", ("rft-select",)), ("sft_plus", f"{o}/data/sft", ()))
+    for arm, data, less in controls:
         add(arm, ["sft", "--config", _recipe("sft", "tiny-cpu-continue.yaml"), "--model_name_or_path", f"{m}/sft",
                   "--dataset_name", data, "--output_dir", f"{m}/{arm}-run", "--max_train_seconds", "{budget}",
-                  "--seed", s], [f"{m}/sft", data], [f"{m}/{arm}-run"], budget_of=spent, budget_less=less)
-        add(f"export-{arm}", ["export", f"{m}/{arm}-run", "--out", f"{m}/{arm}"], [f"{m}/{arm}-run"], [f"{m}/{arm}"])
+                  "--seed", s], [f"{m}/sft", data], [f"{m}/{arm}-run"], budget_of=spent, budget_less=less,
+            group="controls")
+    for arm, _, _ in controls:
+        add(f"export-{arm}", ["export", f"{m}/{arm}-run", "--out", f"{m}/{arm}"], [f"{m}/{arm}-run"], [f"{m}/{arm}"],
+            group="export-controls")
 
     # 6. in the loop on the test suite: every planner served by vLLM; the teacher and the rule planner as references
     test = f"{o}/tasks-test"
@@ -186,11 +204,11 @@ def build_plan(cfg: DemoConfig, out: Path) -> list[Step]:
         add(f"eval-{arm}", ["eval", "--config", _recipe("eval", "synthetic-tiny-vllm.yaml"), "--name", arm,
                             "--tasks.path", test, "--tasks.limit", str(cfg.test_tasks), "--serve.model", f"{m}/{arm}",
                             "--out", f"{o}/eval/{arm}/test", "--no-progress"],
-            [f"{m}/{arm}", test], [f"{o}/eval/{arm}/test"], parallel=True)
+            [f"{m}/{arm}", test], [f"{o}/eval/{arm}/test"], group="eval")
     for ref, recipe in (("teacher", "synthetic-habits-teacher.yaml"), ("rule", "synthetic-rule.yaml")):
         add(f"eval-{ref}", ["eval", "--config", _recipe("eval", recipe), "--tasks.path", test,
                             "--backends.default.options.seed", s, "--out", f"{o}/eval/{ref}/test", "--no-progress"],
-            [test], [f"{o}/eval/{ref}/test"], parallel=True)
+            [test], [f"{o}/eval/{ref}/test"], group="eval")
     reports = [f"{o}/eval/{p}/test" for p in PLANNERS]
     add("compare", ["compare", *reports, "--out", f"{o}/compare", "--title", "Test suite: planners in the loop"],
         reports, [f"{o}/compare"])
@@ -207,6 +225,8 @@ class Runner:
         self.log = out / "demo.log"
         self.lock = threading.Lock()
         self.threads = 1
+        self.slots: queue.Queue[int] = queue.Queue()
+        self.cores = sorted(os.sched_getaffinity(0))  # the cores this process may use (a cluster job's share)
 
     def budget(self, step: Step) -> str:
         seconds = sum(self.times.get(k, 0.0) for k in step.budget_of) - sum(self.times.get(k, 0.0)
@@ -214,7 +234,8 @@ class Runner:
         return f"{max(seconds, 1.0):.1f}"
 
     def execute(self, step: Step, quiet: bool = False) -> None:
-        """Run one step; `quiet` (beside other steps): its output goes to OUT/logs/STEP.log, then into demo.log."""
+        """Run one step; `quiet` (beside other steps, in a job slot): its output goes to OUT/logs/STEP.log, then
+        into demo.log."""
         argv = [self.budget(step) if a == "{budget}" else a for a in step.argv]
         cmd = [sys.executable, "-m", "omnidecision.cli", *argv]
         print(f"\n=== [{step.name}] omnidecision {' '.join(argv)}", flush=True)
@@ -226,16 +247,26 @@ class Runner:
             log.write(f"\n=== [{step.name}] {' '.join(cmd)}\n".encode())
             log.flush()
             env = os.environ.copy()
-            if quiet:  # beside other steps: the cores are shared out (a user's own OMP_NUM_THREADS wins)
+            slot = self.slots.get() if quiet else None
+            if slot is not None:  # beside other steps: each job slot has its own cores (a user's own setting wins)
                 env.setdefault("OMP_NUM_THREADS", str(self.threads))
-            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            assert proc.stdout is not None
-            for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
-                log.write(chunk)
-                if not quiet:
-                    sys.stdout.buffer.write(chunk)
-                    sys.stdout.flush()
-            code = proc.wait()
+                cores = self.cores[slot * self.threads:(slot + 1) * self.threads]
+                if cores:
+                    # vLLM's CPU worker pins its threads; left to itself every server pins the same core and two
+                    # evaluations side by side fight over it (measured: docs/findings.md, "Demo wall time")
+                    env.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
+            try:
+                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                assert proc.stdout is not None
+                for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
+                    log.write(chunk)
+                    if not quiet:
+                        sys.stdout.buffer.write(chunk)
+                        sys.stdout.flush()
+                code = proc.wait()
+            finally:
+                if slot is not None:
+                    self.slots.put(slot)
         if quiet:
             with self.lock, self.log.open("ab") as log:
                 log.write(own.read_bytes())
@@ -251,7 +282,10 @@ class Runner:
             for step in steps:
                 self.execute(step)
             return
-        self.threads = max(1, (os.cpu_count() or 1) // jobs)
+        self.threads = max(1, len(self.cores) // jobs)
+        self.slots = queue.Queue()
+        for slot in range(jobs):
+            self.slots.put(slot)
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(self.execute, step, True) for step in steps]
         for future in futures:
@@ -276,10 +310,10 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2) -> dict[str, float]:
             print(f"=== [{step.name}] finished in an earlier run ({done[step.name]:.1f}s): kept", flush=True)
         else:
             todo.append(step)
-    # consecutive `parallel` steps form one group; every other step runs alone, in plan order
+    # consecutive steps of one group run side by side; a step without a group runs alone, in plan order
     groups: list[list[Step]] = []
     for step in todo:
-        if step.parallel and groups and groups[-1][-1].parallel:
+        if step.group and groups and groups[-1][-1].group == step.group:
             groups[-1].append(step)
         else:
             groups.append([step])
@@ -290,17 +324,17 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2) -> dict[str, float]:
         finally:  # what finished is kept for a restart, also when a step beside it failed
             times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
         if len(group) > 1 and jobs > 1:
-            runner.times[f"parallel:{group[0].name}..{group[-1].name}"] = round(time.perf_counter() - t0, 1)
+            runner.times[f"group:{group[0].group}"] = round(time.perf_counter() - t0, 1)
             times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
     return runner.times
 
 
 # ---- the summary: read from the files the commands wrote --------------------------------------------------------
 def total_wall(plan: list[Step], times: dict[str, float]) -> float:
-    """The plan's wall time: steps that ran beside others count through their group's wall time (`parallel:...`),
-    not one by one (with --jobs 1 there is no group and each counts)."""
-    groups = [k for k in times if k.startswith("parallel:")]
-    beside = {s.name for s in plan if s.parallel} if groups else set()
+    """The plan's wall time: steps that ran beside others count through their group's wall time (`group:NAME`),
+    not one by one (with --jobs 1 no group is recorded and each step counts)."""
+    ran = {k.removeprefix("group:") for k in times if k.startswith("group:")}
+    beside = {s.name for s in plan if s.group in ran}
     return round(sum(v for k, v in times.items() if k not in beside), 1)
 
 
@@ -400,7 +434,7 @@ def demo(
         for step in plan:
             print(json.dumps({"stage": step.name, "command": step.line(), "reads": step.reads,
                               "writes": step.writes, "budget_of": list(step.budget_of),
-                              "parallel": step.parallel}))
+                              "group": step.group}))
         return
     times = run_plan(plan, out, jobs)
     summary = summarise(out, cfg, times)

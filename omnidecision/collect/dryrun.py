@@ -63,7 +63,14 @@ def backend_check(report: DryRunReport, what: str, spec) -> None:
                 "" if os.environ.get(key) else " (unset: sends EMPTY, enough for a vLLM server)")
         report.checks.append(check)
     else:
-        report.add(what, "error", f"unknown backend kind {spec.kind!r} (known: openai, teacher)")
+        # any other registered kind (replay, first-actionable, a user's own) runs in-process: nothing to ask
+        from omnidecision.backends.factory import BACKEND_KINDS
+
+        if spec.kind in BACKEND_KINDS:
+            report.add(what, "ok", f"{spec.kind} backend (in-process)")
+        else:
+            report.add(what, "error", f"unknown backend kind {spec.kind!r} (registered: "
+                                      f"{', '.join(BACKEND_KINDS.names())})")
 
 
 def dry_run(config: Path | None, overrides: list[str]) -> DryRunReport:

@@ -83,3 +83,27 @@ def test_only_the_final_evaluations_read_the_test_suite(tmp_path):
     # the compute-matched controls train for the post-SFT stages' wall time
     budgeted = {s.name: s.budget_of for s in plan if s.budget_of}
     assert set(budgeted) == {"rft", "sft_plus"} and all("grpo_judge" in b for b in budgeted.values())
+
+
+def test_steps_side_by_side_are_independent_and_budgets_come_from_earlier_groups(tmp_path):
+    plan = build_plan(DemoConfig(), tmp_path)
+    position = {s.name: i for i, s in enumerate(plan)}
+    groups: dict[str, list] = {}
+    for step in plan:
+        if step.group:
+            groups.setdefault(step.group, []).append(step)
+    assert {"sft", "judge+grpo", "grpo+placebo", "controls", "eval"} <= set(groups)
+    for name, steps in groups.items():
+        idx = [position[s.name] for s in steps]
+        assert idx == list(range(idx[0], idx[0] + len(idx))), f"group {name} is not contiguous"
+        for a in steps:
+            for b in steps:
+                if a is not b:  # nothing in a group reads what another step of the same group writes
+                    assert not set(a.reads) & set(b.writes), (name, a.name, b.name)
+    for step in plan:  # a budget is the wall time of steps that finished before the step starts (another group)
+        for other in (*step.budget_of, *step.budget_less):
+            assert position[other] < position[step.name]
+            assert not step.group or plan[position[other]].group != step.group, (step.name, other)
+    # the stages whose wall time is the controls' budget run paired, as the controls do (same threads per stage)
+    assert all(len(groups[plan[position[k]].group]) == 2 for k in ("judge-train", "grpo_judge", "rft-select"))
+    assert len(groups["controls"]) == 2
