@@ -354,6 +354,8 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float]) -> dict[str, 
             "invalid_action_rate": rep.get("invalid_action_rate"), "data": PROVENANCE[name],
             "report": f"eval/{name}/test/report.json",  # relative to the demo folder (no machine path)
             "by_family": {f: {"n": v["n"], "accuracy": v["accuracy"]} for f, v in rep.get("by_category", {}).items()},
+            # why the wrong runs failed (eval.attribution's categories, the ones that occurred)
+            "attribution": {k: v for k, v in (rep.get("attribution") or {}).items() if v},
         }
     correct = {n: task_correct(out / "eval" / n / "test") for n in PLANNERS}
     harvest = _read(out / "data" / "stats.json")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from omnidecision.demo import PLANNERS, DemoConfig, pairs, pool, summarise, table
+from omnidecision.demo import PLANNERS, DemoConfig, build_plan, pairs, pool, summarise, table, total_wall
 from omnidecision.protocol.records import JudgeResult, RunRecord
 
 
@@ -20,7 +20,8 @@ def _eval(folder, correct: list[bool]) -> None:
     k, n = sum(correct), len(correct)
     rep = {"accuracy": k / n, "ci95": [max(0.0, k / n - 0.2), min(1.0, k / n + 0.2)], "n": n,
            "outcomes": {"accepted": k, "stuck": n - k}, "invalid_action_rate": (n - k) / n,
-           "by_category": {"source_switch": {"n": n, "correct": k, "accuracy": k / n, "ci95": [0.0, 1.0]}}}
+           "by_category": {"source_switch": {"n": n, "correct": k, "accuracy": k / n, "ci95": [0.0, 1.0]}},
+           "attribution": {"budget": n - k, "computation": 0}}
     (folder / "report.json").write_text(json.dumps(rep))
 
 
@@ -60,6 +61,20 @@ def test_summary_has_every_planner_the_pairs_and_the_judge(tmp_path):
     assert "| sft_plus | grpo_judge | 4 | 0 | 1 | +0.250 |" in text
     assert "| grpo_judge | emitted+reward | 1.000 |" in text
     assert "AUROC judge 0.74, closure checks alone 0.61" in text
+    # the wrong runs' categories, only those that occurred
+    assert saved["planners"]["teacher"]["attribution"] == {"budget": 2}
+    assert saved["planners"]["rule"]["attribution"] == {}
+
+
+def test_total_wall_counts_steps_side_by_side_once(tmp_path):
+    plan = build_plan(DemoConfig.quick(), tmp_path)
+    times = {s.name: 10.0 for s in plan}
+    evals = [s.name for s in plan if s.group == "eval"]
+    assert len(evals) == 9
+    alone = total_wall(plan, times)  # --jobs 1: no group recorded, every step counts
+    assert alone == 10.0 * len(plan)
+    times["group:eval"] = 25.0  # the nine evaluations took 25 s side by side
+    assert total_wall(plan, times) == alone - 10.0 * len(evals) + 25.0
 
 
 def test_the_experiment_pools_seeds_paired_per_seed_and_task(tmp_path):
