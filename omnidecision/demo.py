@@ -23,6 +23,8 @@ the judge's AUROC) and TEST (reported; read only by the final evaluations).
 6. every planner served by vLLM in the loop on the test suite; `teacher` (with habits) and `rule` as reference rows;
    paired per-task comparisons of every arm against sft_plus, rft and teacher.
 
+Independent steps run side by side, `--jobs` (2) at a time with the cores shared out (`Step.group`: sft beside
+oracle_sft, the post-SFT stages in pairs, the evaluations); `--jobs 1` runs every step alone.
 Writes OUT/summary.json, OUT/summary.md, OUT/compare/, OUT/view/ and each evaluation's report with plots.
 """
 
@@ -253,7 +255,7 @@ class Runner:
                 cores = self.cores[slot * self.threads:(slot + 1) * self.threads]
                 if cores:
                     # vLLM's CPU worker pins its threads; left to itself every server pins the same core and two
-                    # evaluations side by side fight over it (measured: docs/findings.md, "Demo wall time")
+                    # evaluations side by side fight over it (measured: docs/findings.md, "Demo wall time on 2 cores")
                     env.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
             try:
                 proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -310,6 +312,11 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2) -> dict[str, float]:
             print(f"=== [{step.name}] finished in an earlier run ({done[step.name]:.1f}s): kept", flush=True)
         else:
             todo.append(step)
+    kept = {s.name for s in plan if s.name in runner.times}
+    for key, value in done.items():  # a group that finished whole keeps its wall time (the total counts it once)
+        members = {s.name for s in plan if s.group == key.removeprefix("group:")}
+        if key.startswith("group:") and members and members <= kept:
+            runner.times[key] = value
     # consecutive steps of one group run side by side; a step without a group runs alone, in plan order
     groups: list[list[Step]] = []
     for step in todo:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from omnidecision.demo import PLANNERS, DemoConfig, build_plan, pairs, pool, summarise, table, total_wall
 from omnidecision.protocol.records import JudgeResult, RunRecord
 
@@ -96,3 +98,18 @@ def test_the_experiment_pools_seeds_paired_per_seed_and_task(tmp_path):
     # per family, pooled over seeds: every test task of both seeds is in source_switch here
     fam = pooled["pooled_by_family"]["source_switch"]
     assert fam["n"] == 8 and fam["teacher"] == 0.5 and fam["grpo_judge"] == 1.0 and fam["sft"] == 0.5
+
+
+def test_a_restart_keeps_the_wall_time_of_a_group_that_finished_whole(tmp_path, monkeypatch):
+    from omnidecision import demo
+
+    plan = [s for s in build_plan(DemoConfig.quick(), tmp_path) if s.group == "eval"][:2]
+    for step in plan:
+        for w in step.writes:
+            (tmp_path / w).mkdir(parents=True, exist_ok=True)
+    times = {plan[0].name: 30.0, plan[1].name: 31.0, "group:eval": 32.0, "group:gone": 5.0}
+    (tmp_path / "stage_wall_s.json").write_text(json.dumps(times))
+    monkeypatch.setattr(demo.Runner, "execute", lambda self, step, quiet=False: pytest.fail(f"ran {step.name}"))
+    kept = demo.run_plan(plan, tmp_path)
+    assert kept == {plan[0].name: 30.0, plan[1].name: 31.0, "group:eval": 32.0}
+    assert total_wall(plan, kept) == 32.0
