@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
@@ -47,6 +48,9 @@ class Planner(ChatStubHandler):
     posts = 0
     probes = 0
     come_back_after_probes: int | None = None
+    # goes down by itself (once), before answering a request, when this holds: read in the handler, so the
+    # collection cannot run ahead of a watcher thread that the machine's load keeps from being scheduled
+    down_when: Callable[[], bool] | None = None
     lock = threading.Lock()
 
     def _drop(self) -> None:
@@ -56,6 +60,8 @@ class Planner(ChatStubHandler):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         with Planner.lock:
             Planner.posts += 1
+            if not Planner.down and Planner.down_when is not None and Planner.down_when():
+                Planner.down, Planner.down_when = True, None  # once: a server brought back stays up
             down = Planner.down
         if down:
             return self._drop()
@@ -100,6 +106,7 @@ class Server:
 @pytest.fixture
 def planner():
     Planner.down, Planner.posts, Planner.probes, Planner.come_back_after_probes = False, 0, 0, None
+    Planner.down_when = None
     server = Server().start()
     yield server
     server.kill()
@@ -189,25 +196,15 @@ def test_breaker_pauses_and_the_collection_resumes_when_the_endpoint_answers(sui
     out = tmp_path / "runs"
     Planner.come_back_after_probes = 2
     shard = shard_path(out, 0, 1)
-    stop = threading.Event()
-
-    def take_down_at_a_third() -> None:
-        while not stop.is_set():
-            if shard.is_file() and shard.read_bytes().count(b"\n") >= N_TASKS // 3:
-                Planner.down = True
-                return
-            time.sleep(0.002)
-
-    watcher = threading.Thread(target=take_down_at_a_third, daemon=True)
-    watcher.start()
-    try:
-        summary = asyncio.run(collect(load_recipe(None, overrides(suite, out, planner.base_url))))
-    finally:
-        stop.set()
-        watcher.join()
+    Planner.down_when = lambda: _lines(shard) >= N_TASKS // 3
+    summary = asyncio.run(collect(load_recipe(None, overrides(suite, out, planner.base_url))))
     assert Planner.probes == 2 and not Planner.down
     assert summary.requeued >= 3  # the failed in-flight runs were run again, not written
     assert_complete(out, task_ids(suite))
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.is_file() else 0
 
 
 def _cli(recipe: Path) -> subprocess.Popen:
@@ -224,10 +221,11 @@ def test_server_killed_at_a_third_then_restarted_with_the_same_command(suite: Pa
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(recipe_yaml(overrides(suite, out, planner.base_url)), "utf-8")
     shard = shard_path(out, 0, 1)
+    Planner.down_when = lambda: _lines(shard) >= N_TASKS // 3  # it stops answering at a third ...
     proc = _cli(recipe)
-    while proc.poll() is None and not (shard.is_file() and shard.read_bytes().count(b"\n") >= N_TASKS // 3):
+    while proc.poll() is None and not Planner.down:
         time.sleep(0.002)
-    planner.kill()
+    planner.kill()  # ... then its listening socket closes (connection refused)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err[-3000:]
     assert planner.base_url in err and "unreachable" in err and "Run the same command again" in err, err[-3000:]
@@ -235,6 +233,7 @@ def test_server_killed_at_a_third_then_restarted_with_the_same_command(suite: Pa
     assert N_TASKS // 3 <= len(written) < N_TASKS  # stopped part-way: the rest are not marked
     assert not any(r.outcome == "error" for r in written)  # in-flight runs that died are not finished errors
 
+    Planner.down = False
     planner.start()  # the same port: the manifest's backends are unchanged
     proc = _cli(recipe)
     output, err = proc.communicate(timeout=120)
