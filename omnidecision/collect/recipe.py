@@ -319,6 +319,18 @@ def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: 
         raise RecipeError(f"{source}: " + "; ".join(msgs)) from exc
 
 
+def read_yaml(path: Path, what: str, error: type[Exception] = RecipeError) -> Any:
+    """A YAML file's content; an unreadable file or bad YAML raises `error` naming the file (and YAML line)."""
+    try:
+        return yaml.safe_load(path.read_text("utf-8"))
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise error(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+
+
 def load_recipe(path: str | Path | None, overrides: list[str] | None = None,
                 model: type[RecipeT] = CollectRecipe) -> RecipeT:  # type: ignore[assignment]
     """Read a YAML recipe (or start from an empty one when `path` is None) and apply `key.path=value` overrides;
@@ -326,14 +338,7 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None,
     if path is None:
         return recipe_from_dict({}, "<command line>", overrides, model)
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text("utf-8"))
-    except OSError as exc:
-        raise RecipeError(f"{p}: cannot read the recipe: {exc}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise RecipeError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    data = read_yaml(p, "the recipe")
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -128,15 +128,10 @@ class GridFile(BaseModel):
 
 def load_grid(path: str | Path) -> GridFile:
     """Read and check a grid file; errors name the file (and YAML line) and the field."""
+    from omnidecision.collect.recipe import read_yaml
+
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text("utf-8"))
-    except OSError as exc:
-        raise GridError(f"{p}: cannot read the grid file: {exc}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise GridError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    data = read_yaml(p, "the grid file", GridError)
     if not isinstance(data, dict):
         raise GridError(f"{p}: a grid file is a mapping (base:, planner:, perception:)")
     try:

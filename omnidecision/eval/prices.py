@@ -51,7 +51,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
@@ -126,13 +125,10 @@ class PriceTable(BaseModel):
 
 def load_prices(path: str | Path) -> PriceTable:
     """Read a price table; errors name the file and the field."""
+    from omnidecision.collect.recipe import read_yaml
+
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text("utf-8"))
-    except OSError as exc:
-        raise PriceTableError(f"{p}: cannot read the price table: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise PriceTableError(f"{p}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    data = read_yaml(p, "the price table", PriceTableError)
     if not isinstance(data, dict):
         raise PriceTableError(f"{p}: a price table is a mapping (currency:, models:, kinds:)")
     try:
