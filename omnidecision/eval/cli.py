@@ -17,6 +17,7 @@ exit code 3 naming an endpoint that stays unreachable (the recipe's `breaker:` b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -31,6 +32,23 @@ logger = logging.getLogger(__name__)
 
 def _logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+
+@contextlib.contextmanager
+def _exit_codes():
+    """A run's failures as exit codes with the message: 2 for bad input (recipe, files), 3 when an endpoint stayed
+    down (collect/breaker.py: the message names it)."""
+    from omnidecision.collect.breaker import CollectionStopped
+    from omnidecision.collect.recipe import RecipeError
+
+    try:
+        yield
+    except (RecipeError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except CollectionStopped as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from exc
 
 
 def serve(
@@ -150,8 +168,6 @@ def eval_cmd(
                                              "marks it (recipe field allow_train_overlap)"),
 ) -> None:
     """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
-    from omnidecision.collect.breaker import CollectionStopped
-    from omnidecision.collect.recipe import RecipeError
     from omnidecision.eval.runner import run_eval
 
     _logging()
@@ -164,14 +180,8 @@ def eval_cmd(
         from omnidecision.preflight import emit
 
         raise typer.Exit(emit(eval_dry_run(recipe, config, len(cli_overrides(ctx.args)) + (out is not None))))
-    try:
+    with _exit_codes():
         rep = run_eval(recipe, progress=not no_progress)
-    except (RecipeError, ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    except CollectionStopped as exc:  # an endpoint stayed down (collect/breaker.py): the message names it
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(3) from exc
     low, high = rep["ci95"]
     acc = rep["accuracy"] or 0.0
     typer.echo(f"{rep.get('name')}: accuracy {100 * acc:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over n={rep['n']} "
@@ -216,8 +226,6 @@ def ablate(
 ) -> None:
     """Budget-matched ablation: the same tasks in ledger / react / memory modes with equal tool-call caps; or, with
     --grid, the backend-swap grid (planner × perception) with its saturation reading."""
-    from omnidecision.collect.breaker import CollectionStopped
-    from omnidecision.collect.recipe import RecipeError
     from omnidecision.eval.compare import MODES, run_ablation
 
     _logging()
@@ -248,14 +256,8 @@ def ablate(
         report = eval_dry_run(recipe, config, len(cli_overrides(ctx.args)), command="ablate")
         report.extra.update({"modes": list(chosen), "max_tool_calls": max_tool_calls, "out": str(out)})
         raise typer.Exit(emit(report))
-    try:
+    with _exit_codes():
         run_ablation(recipe, out, chosen, max_tool_calls, progress=not no_progress)
-    except (RecipeError, ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    except CollectionStopped as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(3) from exc
     typer.echo((out / "compare.md").read_text("utf-8"))
 
 
@@ -265,8 +267,7 @@ ablate.passthrough = True  # type: ignore[attr-defined]
 def _ablate_grid(grid: Path, args: list[str], out: Path, max_tool_calls: int | None, progress: bool,
                  dry_run: bool) -> None:
     """`ablate --grid`: every cell of planner × perception (`eval.grid`); `--max-tool-calls N` caps every cell."""
-    from omnidecision.collect.breaker import CollectionStopped
-    from omnidecision.collect.recipe import RecipeError, cli_overrides
+    from omnidecision.collect.recipe import cli_overrides
     from omnidecision.eval.grid import grid_dry_run, run_grid
 
     try:
@@ -280,14 +281,8 @@ def _ablate_grid(grid: Path, args: list[str], out: Path, max_tool_calls: int | N
         from omnidecision.preflight import emit
 
         raise typer.Exit(emit(grid_dry_run(grid, overrides, out)))
-    try:
+    with _exit_codes():
         run_grid(grid, overrides, out, progress=progress)
-    except (RecipeError, ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    except CollectionStopped as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(3) from exc
     typer.echo((out / "grid.md").read_text("utf-8"))
 
 
