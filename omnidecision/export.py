@@ -4,8 +4,9 @@
 - LoRA run + `merge=False`: the adapter kept as is, for `vllm ... --enable-lora --lora-modules planner=OUT`.
 - Full fine-tuning run: the weights re-saved.
 Always: `use_cache=True` restored (a model saved out of a trainer has it off), tokenizer and chat template
-saved, and `PROVENANCE.md` + `provenance.json` (base model, data stats, the training task ids, recipe, final
-metrics, git revision).
+saved, and `PROVENANCE.md` + `provenance.json`: the training stage's own provenance.json
+(`omnidecision.provenance`: the training task ids through every upstream stage, recipe, data, base model and adapter
+lineage, git revision) with the export's block (mode, source, time, git revision).
 
     omnidecision export runs/sft/tiny-cpu --out runs/export/tiny --merge
     omnidecision export runs/sft/tiny-cpu --out runs/export/tiny --merge --dry-run   # check; write nothing
@@ -19,31 +20,25 @@ import datetime as _dt
 import json
 import logging
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from omnidecision.modeling import is_adapter, load_planner
+from omnidecision.provenance import (
+    PROVENANCE_FILE,
+    ExportInfo,
+    Lineage,
+    Provenance,
+    TrainingTasks,
+    git_revision,
+    read_provenance,
+)
 
 logger = logging.getLogger(__name__)
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
                    "vocab.json", "merges.txt", "tokenizer.model")
-
-
-def git_revision(path: str | Path | None = None) -> str | None:
-    """The commit of the repository holding `path` (default: this package), `+dirty` when modified; None if no git."""
-    where = Path(path) if path else Path(__file__).resolve().parent
-    try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10)
-        if rev.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
-                               capture_output=True, text=True, timeout=10)
-        return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def _read_json(path: Path) -> Any:
@@ -96,6 +91,20 @@ def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_
         base = base_model or (_read_json(src / "adapter_config.json") or {}).get("base_model_name_or_path")
         report.checks.append(check_model(base, "base_model"))
         mode = "merged" if merge else "adapter"
+    try:
+        trained = read_provenance(src)
+    except ValueError as exc:
+        report.add("provenance", "error", str(exc))
+    else:
+        tasks = trained.training_tasks if trained else None
+        if tasks is None and (_run_info(src)[0].get("data") or {}).get("training_tasks"):
+            report.add("provenance", "ok", f"from {src}'s sft_run.json (a run from before provenance.json)")
+        elif tasks is None:
+            report.add("provenance", "warning", f"{src}: no {PROVENANCE_FILE} with training task ids: eval will "
+                                                "not be able to check train/test separation for this planner")
+        else:
+            report.add("provenance", "ok", f"{tasks.n} training task ids ({trained.stage}"
+                                           + "".join(f" ← {u.get('stage')}" for u in trained.lineage.upstream) + ")")
     has_tokenizer = any((src / f).exists() for f in TOKENIZER_FILES)
     report.add("tokenizer", "ok", f"from {src}" if has_tokenizer else "from the base model")
     report.would_run = [f"export {mode} checkpoint {src} -> {dst} (+ tokenizer, PROVENANCE.md, provenance.json)"]
@@ -149,26 +158,47 @@ def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: s
         raise ValueError(f"{src}: no tokenizer files and no base model to take them from")
     AutoTokenizer.from_pretrained(tok_src).save_pretrained(dst)
 
-    # Provenance card
+    # Provenance card: the training stage's provenance.json (every trained stage writes one; an old SFT run: its
+    # sft_run.json), with the export's own block; the flat keys of earlier cards kept for their readers
     run, history = _run_info(src)
+    trained = read_provenance(src) or _from_run_card(run)
+    exported = ExportInfo(exported_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                          source_checkpoint=str(src.resolve()), mode=mode, git_revision=git_revision())
+    if adapter:
+        lineage = trained.lineage.model_copy(update={"adapter": mode == "adapter", "adapter_base": base})
+        trained = trained.model_copy(update={"lineage": lineage})
+    card = trained.model_copy(update={"export": exported, "base_model": base or trained.base_model})
+    data = {k: v for k, v in (card.data or {}).items() if k not in ("training_tasks", "dataset")}
     prov = {
-        "exported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "source_checkpoint": str(src.resolve()),
+        **card.model_dump(mode="json"),
+        "exported_at": exported.exported_at,
+        "source_checkpoint": exported.source_checkpoint,
         "mode": mode,
-        "base_model": base or run.get("base_model"),
-        "git_revision": git_revision(),
-        "training_git_revision": run.get("git_revision"),
-        "global_step": run.get("global_step") or final_metrics(history).get("step"),
-        "data": {k: v for k, v in (run.get("data") or {}).items() if k != "training_tasks"} or None,
-        # the task ids the planner trained on (the harvest's task_ids.json): eval refuses to test it on them
-        "training_tasks": (run.get("data") or {}).get("training_tasks"),
-        "final_metrics": run.get("metrics") or final_metrics(history),
-        "recipe": run.get("recipe"),
+        "git_revision": exported.git_revision,
+        "training_git_revision": trained.git_revision,
+        "global_step": trained.global_step or run.get("global_step") or final_metrics(history).get("step"),
+        "data": data or None,
+        "final_metrics": trained.metrics or final_metrics(history),
     }
-    (dst / "provenance.json").write_text(json.dumps(prov, indent=1, default=str), encoding="utf-8")
+    if card.data and card.data.get("dataset"):
+        prov["dataset"] = card.data["dataset"]
+    (dst / PROVENANCE_FILE).write_text(json.dumps(prov, indent=1, default=str), encoding="utf-8")
     (dst / "PROVENANCE.md").write_text(render_card(prov), encoding="utf-8")
     logger.info("exported %s (%s) to %s", src, mode, dst)
     return dst
+
+
+def _from_run_card(run: dict) -> Provenance:
+    """The provenance an SFT run written before provenance.json existed implies (its sft_run.json), or an empty
+    record (`training_tasks` None: eval reports the planner as having no provenance)."""
+    data = dict(run.get("data") or {})
+    tasks = data.pop("training_tasks", None)
+    return Provenance(stage="sft" if run else "unknown", output_dir=run.get("output_dir"),
+                      git_revision=run.get("git_revision"),
+                      training_tasks=TrainingTasks.model_validate(tasks) if tasks else None, data=data or None,
+                      recipe=run.get("recipe"), base_model=run.get("base_model"),
+                      lineage=Lineage(start_model=run.get("base_model")), metrics=run.get("metrics"),
+                      global_step=run.get("global_step"))
 
 
 def render_card(prov: dict) -> str:
@@ -181,6 +211,9 @@ def render_card(prov: dict) -> str:
         f"- base model: `{prov.get('base_model')}`",
         f"- git revision (export / training): `{prov.get('git_revision')}` / `{prov.get('training_git_revision')}`",
         f"- global step: {prov.get('global_step')}",
+        f"- trained by: {prov.get('stage')}"
+        + "".join(f" ← {u.get('stage')} (`{u.get('output_dir')}`)" for u in (prov.get('lineage') or {}).get(
+            'upstream', [])),
     ]
     if prov.get("mode") == "adapter":
         base = prov.get("base_model")
@@ -191,6 +224,8 @@ def render_card(prov: dict) -> str:
         tt = prov["training_tasks"]
         lines += ["", f"Trained on {tt.get('n')} task ids (listed in provenance.json `training_tasks`; from "
                       f"{', '.join(tt.get('sources') or [])}): evaluate it on other tasks."]
+    else:
+        lines += ["", "No training task ids are known for this planner: eval cannot check train/test separation."]
     if prov.get("final_metrics"):
         lines += ["", "## Final metrics", ""] + [f"- {k}: {v}" for k, v in sorted(prov["final_metrics"].items())]
     recipe = prov.get("recipe") or {}

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -278,15 +277,6 @@ def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
     return services_for
 
 
-def git_revision() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
-
-
 def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
     """OUT/manifest.json: the recipe, the agent config digest, the git revision. Every shard writes the same
     content (shard-specific fields left out; written atomically). A restart with a different agent config or
@@ -294,6 +284,7 @@ def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
     import json
 
     from omnidecision.agent.runtime import config_digest
+    from omnidecision.provenance import git_revision
 
     path = out_dir / "manifest.json"
     backends = {k: v.model_dump(mode="json") for k, v in sorted(recipe.backends.items())}

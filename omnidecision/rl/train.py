@@ -45,6 +45,7 @@ from typing import Any
 
 from omnidecision.checkpoints import resolve_resume, save_ecosystem_outputs
 from omnidecision.modeling import compact_lm_head
+from omnidecision.provenance import record_training
 from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig, parse_args
 
 logger = logging.getLogger(__name__)
@@ -97,14 +98,6 @@ def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: P
     return False
 
 
-def _judges(reward_funcs: list[Any]) -> list[Any]:
-    """The RewardJudge objects behind the reward functions (alone, or inside a ClosureRubric)."""
-    funcs = list(reward_funcs)
-    for f in reward_funcs:
-        funcs += [extra_func for extra_func, _ in getattr(f, "extra", {}).values()]
-    return [f.judge for f in funcs if getattr(f, "judge", None) is not None]
-
-
 def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
          model_args: PlannerModelConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget."""
@@ -115,6 +108,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     from omnidecision.rl.averaging import TailWeightAverage, check_supported
     from omnidecision.rl.data import load_rl_splits
     from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
+    from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
     from omnidecision.rl.select import balanced_selection
 
     _check_backend(training_args)
@@ -136,8 +130,8 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 
     # --- rewards from the recipe
     # (each process gets its share of the judge's concurrency and its own judge-cache file)
-    reward_funcs = get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
-        training_args.process_index, training_args.world_size, training_args.output_dir))
+    reward_funcs = with_judge_logging(get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
+        training_args.process_index, training_args.world_size, training_args.output_dir)))
     if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
         raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
                          f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
@@ -190,8 +184,10 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
             last = heldout_closure_reward(trainer.model, heldout, **eval_kwargs)
         averaged = averager.apply()
     after = heldout_closure_reward(trainer.model, heldout, **eval_kwargs) if run_eval else None
-    trainer.save_model(training_args.output_dir)
-    tokenizer.save_pretrained(training_args.output_dir)
+    trainer.save_model(training_args.output_dir)  # TRL saves on the main process only, the tokenizer with it
+    main_process = trainer.accelerator.is_main_process
+    if main_process:  # one writer into the shared folder (concurrent writers can truncate tokenizer.json)
+        tokenizer.save_pretrained(training_args.output_dir)
     # what the ecosystem reads (metrics, trainer_state.json, model card) before this project's files below
     save_ecosystem_outputs(trainer, {"train": dict(train_result.metrics)}, script_args.dataset_name,
                            tags=["omnidecision", "planner", "grpo"])
@@ -211,10 +207,16 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         "steps": trainer.state.global_step, "train_seconds": round(train_s, 2),
         "train_metrics": train_result.metrics,
     }
-    for judge in _judges(reward_funcs):  # judge failure accounting, when a judge took part
-        report["judge"] = judge.stats.as_dict()
+    judges = judges_of(reward_funcs)
+    if (judge_stats := gather_judge_stats(judges)) is not None:  # every rank's judge, summed (collective call)
+        report["judge"] = judge_stats
+    for judge in judges:
         judge.close()
-    if trainer.is_world_process_zero():
+    record_training(out, stage="grpo", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
+                    splits=splits, recipe=_recipe(script_args, training_args, model_args),
+                    data={"selection": selection, "train_states": len(train), "heldout_states": len(heldout)},
+                    metrics=dict(train_result.metrics), global_step=trainer.state.global_step, write=main_process)
+    if main_process:
         (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
     if run_eval:
@@ -227,6 +229,15 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
             logger.info("the last weights, before averaging: %.4f (per-state delta %+.4f vs the start)",
                         last["closure"]["mean"], report["weight_average"]["paired_last"]["delta_mean"])
     return report
+
+
+def _recipe(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+            model_args: PlannerModelConfig) -> dict[str, Any]:
+    """The run's full recipe for its provenance (the same three blocks as the SFT run card)."""
+    import dataclasses
+
+    return {"script": dataclasses.asdict(script_args), "model": dataclasses.asdict(model_args),
+            "training": json.loads(training_args.to_json_string())}
 
 
 if __name__ == "__main__":

@@ -81,32 +81,6 @@ def data_stats(splits: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def training_tasks(dataset_name: str | Path, splits: dict[str, Any]) -> dict[str, Any] | None:
-    """The task ids a planner trained on this dataset has seen: the harvest's `task_ids.json` (next to the dataset
-    folder, DIR/sft's parent: every task its runs came from, either split), plus the rows' own `task_id` column;
-    None when neither exists (a dataset from elsewhere). Export copies it into provenance.json, where `eval`
-    reads it to keep evaluation tasks apart from training tasks."""
-    ids: set[str] = set()
-    sources: list[str] = []
-    root = Path(dataset_name)
-    for candidate in (root / "task_ids.json", root.parent / "task_ids.json"):
-        if candidate.is_file():
-            try:
-                data = json.loads(candidate.read_text("utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ValueError(f"{candidate}: cannot read the harvest's task ids: {exc}") from exc
-            ids |= {str(t) for t in data.get("ids", [])}
-            sources.append(str(candidate.resolve()))
-            break
-    for name, d in splits.items():
-        if "task_id" in getattr(d, "column_names", []):
-            ids |= {str(t) for t in d["task_id"] if t is not None}
-            sources.append(f"{dataset_name}:{name} task_id column")
-    if not sources:
-        return None
-    return {"ids": sorted(ids), "n": len(ids), "sources": sources}
-
-
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
     print(json.dumps(data_stats(load_sft_splits(sys.argv[1])), indent=2))

@@ -22,6 +22,7 @@ from typing import Any
 
 from omnidecision.checkpoints import resolve_resume, save_ecosystem_outputs
 from omnidecision.modeling import compact_lm_head
+from omnidecision.provenance import git_revision, record_training, training_tasks
 from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_args
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
     from omnidecision.preflight import require_attention, wandb_offline_fallback
-    from omnidecision.sft.data import data_stats, load_sft_splits, prepare, training_tasks
+    from omnidecision.sft.data import data_stats, load_sft_splits, prepare
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required (a local checkpoint folder, e.g. from `tiny-planner`)")
@@ -84,8 +85,9 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
                           seed=training_args.seed, shuffle=False)
     stats = data_stats({"train": train_ds, **({"validation": eval_ds} if eval_ds is not None else {})})
     # every task the dataset came from (before `prepare` drops the id column): provenance for train/test separation
-    stats["training_tasks"] = training_tasks(script_args.dataset_name, splits)
-    logger.info("data: %s", stats)
+    tasks = training_tasks(script_args.dataset_name, splits)
+    stats["training_tasks"] = tasks.model_dump() if tasks is not None else None
+    logger.info("data: %s", {k: v for k, v in stats.items() if k != "training_tasks"})
 
     # Trainer (on the CPU, TRL's LM head scores only the supervised positions: modeling.compact_lm_head)
     compact_lm_head(training_args.compact_lm_head)
@@ -106,8 +108,6 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
 def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any,
          callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train; returns {"output_dir", "global_step", "metrics", "data"}. `callbacks`: see `build_trainer`."""
-    from omnidecision.export import git_revision
-
     trainer, eval_ds, stats = build_trainer(script_args, training_args, model_args, callbacks)
 
     # Train (resuming from a checkpoint when asked)
@@ -117,8 +117,8 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     eval_metrics = trainer.evaluate() if eval_ds is not None else {}
     metrics.update(eval_metrics)
 
-    # Save: model (or adapter) + tokenizer/chat template; what the ecosystem reads; log history, run card for export
-    trainer.save_model(training_args.output_dir)
+    # Save: model (or adapter) + tokenizer/chat template; what the ecosystem reads; log history, run card, provenance
+    trainer.save_model(training_args.output_dir)  # the tokenizer with it, on the main process only (TRL)
     out = Path(training_args.output_dir)
     save_ecosystem_outputs(trainer, {"train": dict(result.metrics), "eval": eval_metrics},
                            script_args.dataset_name, tags=["omnidecision", "planner", "sft"])
@@ -137,9 +137,14 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
             "training": json.loads(training_args.to_json_string()),
         },
     }
-    if trainer.is_world_process_zero():
+    main_process = trainer.is_world_process_zero()
+    if main_process:
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
         (out / "sft_run.json").write_text(json.dumps(run, indent=1, default=str))
+    record_training(out, stage="sft", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
+                    splits=None, recipe=run["recipe"], data={k: v for k, v in stats.items() if k != "training_tasks"},
+                    metrics=metrics, global_step=trainer.state.global_step, write=main_process,
+                    tasks=stats.get("training_tasks"))
     logger.info("rank %d/%d: trained %d steps, metrics %s, saved to %s", training_args.process_index,
                 training_args.world_size, trainer.state.global_step, metrics, out)
     if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
