@@ -82,9 +82,17 @@ def overlap_check(report: DryRunReport, recipe) -> None:
         report.add("train/test", "error", str(exc))
         return
     report.extra["train_overlap"] = info
+    if info["no_provenance"]:
+        report.add("provenance", "warning", f"no provenance for the served planner {', '.join(info['no_provenance'])}"
+                                            " (no provenance.json with training_tasks): what it was trained on is "
+                                            "unknown, so train/test separation is NOT checked for it; serve a folder "
+                                            "that `omnidecision export` wrote from a trained stage")
     if not info["known"]:
-        report.add("train/test", "ok", "no training task ids next to the served planner (provenance.json "
-                                       "training_tasks): nothing to check")
+        if recipe.serve is None:
+            report.add("train/test", "ok", "the planner is the recipe's endpoint (no served folder): its training "
+                                           "tasks are not known here")
+        else:
+            report.add("train/test", "warning", "not checked: no served planner has recorded training tasks")
     elif (why := overlap_problem(info)) is not None:
         report.add("train/test", "error", why)
     elif info["overlap"]:

@@ -256,11 +256,13 @@ def _boot(rep: dict[str, Any]) -> str:
 def _overlap_lines(rep: dict[str, Any]) -> list[str]:
     """A planner evaluated on tasks it trained on (`--allow-train-overlap`): said above the tables."""
     info = rep.get("train_overlap") or {}
+    unknown = [f"**No provenance for the served planner {', '.join(info['no_provenance'])}**: what it was trained on "
+               "is unknown, so train/test separation was not checked.", ""] if info.get("no_provenance") else []
     if not info.get("overlap"):
-        return []
-    return [f"**{info['overlap']} of the {info.get('evaluated')} evaluated tasks are training tasks of this planner** "
-            f"({', '.join(info.get('provenance') or [])}; run with --allow-train-overlap): not a held-out result.",
-            ""]
+        return unknown
+    return unknown + [
+        f"**{info['overlap']} of the {info.get('evaluated')} evaluated tasks are training tasks of this planner** "
+        f"({', '.join(info.get('provenance') or [])}; run with --allow-train-overlap): not a held-out result.", ""]
 
 
 def _attribution_reasons(rep: dict[str, Any], per_category: int = 3) -> list[str]:

@@ -143,53 +143,64 @@ def environment_problem(recipe: EvalRecipe) -> str | None:
 # ---------------------------------------------------------------- train/test separation
 
 
-def training_tasks(recipe: EvalRecipe) -> dict[str, set[str]]:
-    """provenance.json path → the task ids the served planner trained on (`training_tasks` of each exported folder
-    the `serve:` block names: the model, and every LoRA adapter). Folders without provenance, or provenance without
-    training tasks, are left out: nothing is known about them."""
-    import json
-
+def planner_folders(recipe: EvalRecipe) -> list[str]:
+    """The folders the `serve:` block serves as planners: every LoRA adapter, and the model itself unless it is only
+    the hub base the adapters ride on (a local model folder is checked: it may be a trained planner)."""
     if recipe.serve is None:
-        return {}
+        return []
+    model = recipe.serve.model
+    loras = list(recipe.serve.loras.values())
+    return [*([model] if not loras or Path(model).is_dir() else []), *loras]
+
+
+def training_tasks(recipe: EvalRecipe) -> tuple[dict[str, set[str]], dict[str, str], list[str]]:
+    """(provenance.json path → the task ids the served planner trained on, path → the stages that trained it,
+    the served planner folders with no training tasks recorded: their provenance is unknown). Read through
+    `omnidecision.provenance.read_provenance`, which every trained stage writes and export carries."""
+    from omnidecision.provenance import PROVENANCE_FILE, ProvenanceError, read_provenance
+
     out: dict[str, set[str]] = {}
-    for folder in [recipe.serve.model, *recipe.serve.loras.values()]:
-        path = Path(folder) / "provenance.json"
-        if not path.is_file():
-            continue
+    stages: dict[str, str] = {}
+    unknown: list[str] = []
+    for folder in planner_folders(recipe):
         try:
-            prov = json.loads(path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RecipeError(f"{path}: cannot read the planner's provenance: {exc}") from exc
-        tt = prov.get("training_tasks") if isinstance(prov, dict) else None
-        if tt is None:
+            prov = read_provenance(folder, parents=False)
+        except ProvenanceError as exc:
+            raise RecipeError(str(exc)) from exc
+        if prov is None or prov.training_tasks is None:
+            unknown.append(folder)
             continue
-        if not isinstance(tt, dict) or not isinstance(tt.get("ids"), list):
-            raise RecipeError(f"{path}: training_tasks: expected an object with an `ids` list")
-        out[str(path)] = {str(t) for t in tt["ids"]}
-    return out
+        path = str(Path(folder) / PROVENANCE_FILE)
+        out[path] = set(prov.training_tasks.ids)
+        stages[path] = " ← ".join([prov.stage, *(str(u.get("stage")) for u in prov.lineage.upstream)])
+    return out, stages, unknown
 
 
 def train_overlap(recipe: EvalRecipe, task_ids: set[str] | None = None) -> dict[str, Any]:
     """How the evaluated tasks meet the served planner's training tasks: `known` (some provenance lists them),
-    `provenance`, `overlap` (how many evaluated tasks it trained on), `examples`, `allowed`."""
-    trained = training_tasks(recipe)
+    `provenance` (and `stages`: which stages trained it), `overlap` (how many evaluated tasks it trained on),
+    `examples`, `allowed`, and `no_provenance`: served planner folders whose training tasks are unknown (not
+    checked; the dry run warns, the report says so)."""
+    trained, stages, unknown = training_tasks(recipe)
+    base = {"no_provenance": unknown, "allowed": recipe.allow_train_overlap}
     if not trained:
-        return {"known": False, "provenance": [], "overlap": 0, "examples": [], "allowed": recipe.allow_train_overlap}
+        return {"known": False, "provenance": [], "stages": {}, "overlap": 0, "examples": [], **base}
     if task_ids is None:
         from omnidecision.collect.runner import select_tasks
 
         task_ids = {t.id for t in select_tasks(recipe)[1]}
     seen = set().union(*trained.values()) & task_ids
-    return {"known": True, "provenance": sorted(trained), "overlap": len(seen), "evaluated": len(task_ids),
-            "examples": sorted(seen)[:5], "allowed": recipe.allow_train_overlap}
+    return {"known": True, "provenance": sorted(trained), "stages": stages, "overlap": len(seen),
+            "evaluated": len(task_ids), "examples": sorted(seen)[:5], **base}
 
 
 def overlap_problem(info: dict[str, Any]) -> str | None:
     """Why the eval may not run (its tasks overlap the planner's training tasks, without the flag), else None."""
     if not info["overlap"] or info["allowed"]:
         return None
+    where = ", ".join(f"{p} (trained by {info.get('stages', {}).get(p, '?')})" for p in info["provenance"])
     return (f"{info['overlap']} of the {info['evaluated']} evaluated tasks are among the served planner's training "
-            f"tasks ({', '.join(info['provenance'])}), e.g. {info['examples']}: a score on them is not a test. "
+            f"tasks ({where}), e.g. {info['examples']}: a score on them is not a test. "
             "Evaluate on other tasks (`omnidecision tasks split FILE --folds K --out DIR`, then "
             "--tasks.ids_file DIR/fold-i/test_ids.json), or pass --allow-train-overlap (recipe field "
             "allow_train_overlap: true) to run it anyway, marked in the report")

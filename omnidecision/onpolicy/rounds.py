@@ -103,6 +103,18 @@ def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]
                                             "allow_train_overlap": True}))
 
 
+def _write_round_tasks(recipe: RoundsRecipe, r: int, folder: Path) -> None:
+    """The aggregate's task ids (the base data's and every round's collection so far) in `folder/task_ids.json`,
+    so the round's SFT records them and stage `rounds` in its provenance (omnidecision/provenance.py)."""
+    from omnidecision.provenance import TrainingTasks, training_tasks, write_task_ids
+
+    parts = [training_tasks(recipe.base_sft_data, {"train": _load_rows(Path(recipe.base_sft_data), "train")})]
+    for k in range(1, r + 1):
+        onpolicy = Path(recipe.out) / f"round-{k}" / "data" / "onpolicy" / "sft"
+        parts.append(training_tasks(onpolicy, {"train": _load_rows(onpolicy, "train")}))
+    write_task_ids(folder, TrainingTasks.union(*parts), stage="rounds")
+
+
 def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[str, Any]:
     out = Path(recipe.out) / f"round-{r}"
     out.mkdir(parents=True, exist_ok=True)
@@ -131,6 +143,7 @@ def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[s
     for k in range(1, r + 1):
         train += _load_rows(Path(recipe.out) / f"round-{k}" / "data" / "onpolicy" / "sft", "train")
     write_rows(train, "sft", out / "data" / "sft")
+    _write_round_tasks(recipe, r, out / "data" / "sft")
     val = _load_rows(base, "validation")
     if val:
         write_rows(val, "sft", out / "data" / "sft", split="validation")

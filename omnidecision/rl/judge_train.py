@@ -124,6 +124,13 @@ def train(
                "train_loss": result.metrics.get("train_loss"), "wall_s": round(time.perf_counter() - t0, 1),
                "data": str(data), "start_model": str(model)}
     (out / "judge_train.json").write_text(json.dumps(summary, indent=2), "utf-8")
+    from omnidecision.provenance import record_training
+
+    record_training(out, stage="judge", start_model=str(model), dataset=data, splits={"train": rows},
+                    recipe={"max_steps": max_steps, "batch_size": batch_size, "learning_rate": learning_rate,
+                            "max_length": max_length, "seed": seed}, data={"pairs": len(pairs)},
+                    metrics=dict(result.metrics), global_step=trainer.state.global_step,
+                    write=trainer.is_world_process_zero())
     print(json.dumps(summary))
 
 

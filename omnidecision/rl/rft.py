@@ -122,6 +122,10 @@ def rft_select(
              "mean_best": round(statistics.fmean(max(s) for s in scores), 4) if scores else None,
              "model": str(model), "data": str(data), "recipe": str(config)}
     (tmp / "rft_select.json").write_text(json.dumps(stats, indent=2), "utf-8")
+    # the tasks whose states the rows came from: the SFT run on them records them (and stage rft) in its provenance
+    from omnidecision.provenance import training_tasks, write_task_ids
+
+    write_task_ids(tmp, training_tasks(data, {"train": rows}), stage="rft")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     print(json.dumps(stats))

@@ -99,11 +99,12 @@ def test_harvest_writes_the_task_ids_it_drew_from(harvested):
 
 def test_sft_and_export_carry_the_training_tasks(harvested, tmp_path):
     from omnidecision.export import export
-    from omnidecision.sft.data import load_sft_splits, training_tasks
+    from omnidecision.provenance import training_tasks
+    from omnidecision.sft.data import load_sft_splits
     from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
 
     work, train_ids = harvested
-    tt = training_tasks(work / "data" / "sft", load_sft_splits(work / "data" / "sft"))
+    tt = training_tasks(work / "data" / "sft", load_sft_splits(work / "data" / "sft")).model_dump()
     assert set(tt["ids"]) == train_ids and tt["n"] == len(train_ids)
     assert any(s.endswith("task_ids.json") for s in tt["sources"])
     # an SFT output folder (its run card as sft/train.py writes it) exported: provenance.json has the ids
