@@ -212,6 +212,38 @@ def adapter_base_of(folder: str | Path) -> str | None:
         raise ProvenanceError(f"{path}: cannot read the adapter's config: {exc}") from exc
 
 
+def recorded_base(adapter_dir: str | Path) -> tuple[str | None, list[str]]:
+    """(the base an adapter records, every spelling of it): PEFT's `base_model_name_or_path` and the adapter's
+    provenance lineage (`adapter_base`, and its absolute path, which survives a relative path and another cwd)."""
+    names: list[str] = []
+    config_base = adapter_base_of(adapter_dir)
+    prov = read_provenance(adapter_dir, parents=False)
+    lineage = prov.lineage if prov is not None else None
+    for name in (config_base, lineage.adapter_base if lineage else None,
+                 lineage.adapter_base_resolved if lineage else None, _resolved(config_base)):
+        if name and name not in names:
+            names.append(name)
+    return (names[0] if names else None), names
+
+
+def same_model(served: str, recorded: list[str]) -> bool:
+    """Whether the served `--model` is the recorded base: the same name, the same folder, or a hub id's snapshot
+    folder in the Hugging Face cache (`.../models--org--name/snapshots/...`), or a local folder named like the hub id
+    that holds no trained stage's provenance (a plain download of the base)."""
+    served_abs = _resolved(served)
+    for name in recorded:
+        if name == served or (served_abs is not None and _resolved(name) == served_abs):
+            return True
+        if "/" in name and not Path(name).exists() and len(name.split("/")) == 2:  # a hub id
+            org, repo = name.split("/")
+            if f"models--{org}--{repo}" in served:
+                return True
+            local = Path(served)
+            if local.is_dir() and local.name.lower() == repo.lower() and not (local / PROVENANCE_FILE).exists():
+                return True
+    return False
+
+
 def record_training(output_dir: str | Path, *, stage: Stage, start_model: str | Path | None, dataset: str | Path,
                     splits: dict[str, Any] | None = None, recipe: dict[str, Any] | None = None,
                     data: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None,

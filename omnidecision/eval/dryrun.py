@@ -36,6 +36,9 @@ def serve_report(report: DryRunReport, server) -> None:
         report.add("lora rank", "error" if why else "ok", detail)
         if (clash := server.name_problem()) is not None:
             report.add("lora names", "error", clash)
+        base_problem = server.lora_base_problem()
+        report.add("lora base", "error" if base_problem else "ok",
+                   base_problem or f"every adapter's recorded base is the served model {server.model}")
     cmd = server.command()
     env = server.environment_overrides(Path("<private-temp-dir>"))
     report.would_run.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(cmd)]))

@@ -242,8 +242,28 @@ class VLLMServer:
         for name, path in self.lora_modules.items():
             if not Path(path).is_dir():
                 raise VLLMServerError(f"LoRA adapter {name}={path}: not a folder")
-        if (why := self.lora_rank_problem() or self.name_problem()) is not None:
+        if (why := self.lora_rank_problem() or self.name_problem() or self.lora_base_problem()) is not None:
             raise VLLMServerError(why)
+
+    def lora_base_problem(self) -> str | None:
+        """Why an adapter would ride on the wrong weights: its recorded base (adapter_config.json
+        base_model_name_or_path and its provenance lineage, omnidecision/provenance.py) is not the served
+        `--model`. vLLM would apply it silently (e.g. a GRPO adapter trained from a merged SFT export, served on the
+        SFT planner's own base, loses the SFT delta). None when every adapter's base is the served model."""
+        from omnidecision.provenance import ProvenanceError, recorded_base, same_model
+
+        for name, path in self.lora_modules.items():
+            try:
+                base, spellings = recorded_base(path)
+            except ProvenanceError as exc:
+                return str(exc)
+            if base is None or same_model(self.model, spellings):
+                continue
+            return (f"LoRA adapter {name}={path} was trained on base {base} (its adapter_config.json "
+                    f"base_model_name_or_path / provenance lineage), but the server's --model is {self.model}: "
+                    f"vLLM would apply the adapter to other weights. Serve it on its base (--model {base}), or merge "
+                    f"it into that base (omnidecision export {path} --out DIR --merge) and serve DIR alone")
+        return None
 
     def environment_overrides(self, workdir: Path) -> dict[str, str]:
         """What the server's environment adds to this process's."""
