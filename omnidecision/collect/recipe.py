@@ -180,7 +180,9 @@ class ServeSpec(BaseModel):
         None, ge=1, description="--max-lora-rank (default: the adapters' largest rank, from adapter_config.json)")
     extra_args: list[str] = Field(default_factory=list, description="more vLLM server arguments, verbatim")
     fresh_cache: bool = Field(False, description="a private vLLM compile cache deleted on stop (default: persistent)")
-    startup_timeout_s: float = Field(300.0, gt=0, description="seconds to wait for /v1/models")
+    startup_timeout_s: float = Field(
+        900.0, gt=0, description="seconds to wait for /v1/models (900: an 8B cold start from a network file system "
+                                 "with CUDA graph capture; = serving.vllm_server.STARTUP_TIMEOUT_S)")
 
     def request_name(self) -> str:
         if self.planner_model:

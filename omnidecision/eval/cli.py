@@ -61,7 +61,8 @@ def serve(
     max_lora_rank: Optional[int] = typer.Option(  # noqa: UP045
         None, help="--max-lora-rank of vLLM (default: the adapters' largest rank, from adapter_config.json)"),
     served_name: Optional[str] = typer.Option(None, help="name clients request (default: folder name)"),  # noqa: UP045
-    startup_timeout: float = typer.Option(600.0, help="seconds to wait until /v1/models answers"),
+    startup_timeout: float = typer.Option(900.0, help="seconds to wait until /v1/models answers (an 8B cold start "
+                                                      "takes minutes)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check the model and adapters, print the vLLM command and "
                                                           "its environment, start nothing"),
     fresh_cache: bool = typer.Option(False, "--fresh-cache", help="a private vLLM compile cache, deleted on stop "

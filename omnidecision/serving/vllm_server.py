@@ -141,6 +141,12 @@ def lora_rank_for(rank: int) -> int:
     raise ValueError(f"LoRA rank {rank} is above the largest --max-lora-rank vLLM takes ({allowed[-1]})")
 
 
+# How long a start may take before /v1/models answers: an 8B model's cold start (weights read from a network file
+# system, CUDA graph capture, the compile cache filled) takes several minutes; a tiny CPU model seconds. The one
+# default of the `serve:` block of eval recipes (`startup_timeout_s`), `omnidecision serve` and this class.
+STARTUP_TIMEOUT_S = 900.0
+
+
 class VLLMServer:
     """Context manager: `with VLLMServer(model_dir) as s: OpenAI(base_url=s.base_url)`.
 
@@ -151,9 +157,9 @@ class VLLMServer:
 
     def __init__(self, model_dir: str | Path, port: int | None = None, lora_modules: dict[str, str] | None = None,
                  extra_args: Sequence[str] = (), *, served_name: str | None = None, max_model_len: int | None = 4096,
-                 max_lora_rank: int | None = None, startup_timeout_s: float = 240.0, cpu: bool | None = None,
-                 host: str = "127.0.0.1", python: str | None = None, env: dict[str, str] | None = None,
-                 warmup: bool = True, fresh_cache: bool = False) -> None:
+                 max_lora_rank: int | None = None, startup_timeout_s: float = STARTUP_TIMEOUT_S,
+                 cpu: bool | None = None, host: str = "127.0.0.1", python: str | None = None,
+                 env: dict[str, str] | None = None, warmup: bool = True, fresh_cache: bool = False) -> None:
         self.model = str(model_dir)
         self.model_dir = Path(model_dir)
         self.port = port or free_port()

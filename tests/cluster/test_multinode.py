@@ -105,3 +105,22 @@ def test_gpu_recipes_bound_the_completions_printed():
         if recipe.get("log_completions"):
             limit = recipe.get("num_completions_to_print")
             assert limit is not None and 0 <= limit <= 8, f"{path.name}: log_completions without a bound"
+
+
+def test_serve_start_timeout_suits_an_8b_cold_start():
+    """One default for every way the project starts vLLM (the eval recipe's `serve:` block, `omnidecision serve`,
+    `VLLMServer`), long enough for an 8B cold start; the server GRPO recipe gives TRL's client as long."""
+    import inspect
+
+    import yaml
+
+    from omnidecision.collect.recipe import ServeSpec
+    from omnidecision.eval.cli import serve
+    from omnidecision.serving.vllm_server import STARTUP_TIMEOUT_S, VLLMServer
+
+    assert STARTUP_TIMEOUT_S >= 900
+    assert ServeSpec(model="m").startup_timeout_s == STARTUP_TIMEOUT_S
+    assert inspect.signature(VLLMServer).parameters["startup_timeout_s"].default == STARTUP_TIMEOUT_S
+    assert inspect.signature(serve).parameters["startup_timeout"].default.default == STARTUP_TIMEOUT_S
+    assert ServeSpec(model="m", startup_timeout_s=60).startup_timeout_s == 60  # a recipe field
+    assert yaml.safe_load(SERVER.read_text("utf-8"))["vllm_server_timeout"] >= STARTUP_TIMEOUT_S
