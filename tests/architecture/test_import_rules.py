@@ -30,8 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "backends": TOOLS | {"backends"},  # the perception backend decodes frames with the tools' media helpers
     "agent": TOOLS | {"backends", "agent"},
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
-    "sft": PROTOCOL | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight"},
-    "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats", "preflight"},
+    "sft": PROTOCOL | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight", "provenance"},
+    "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats", "preflight", "provenance"},
     "collect": TOOLS | {"backends", "agent", "collect", "preflight"},
     "eval": TOOLS | {"backends", "agent", "collect", "eval", "serving", "stats", "preflight"},
     "onpolicy": TOOLS | {"backends", "agent", "collect", "onpolicy"},
@@ -60,6 +60,16 @@ def loaded_by(package: str) -> set[str]:
 def test_package_loads_only_what_it_may(package: str) -> None:
     extra = loaded_by(package) - ALLOWED[package]
     assert not extra, f"omnidecision.{package} loads {sorted(extra)}, which docs/architecture.md forbids"
+
+
+def test_provenance_is_a_bottom_module() -> None:
+    """`omnidecision.provenance` (written by every trained stage, read by export, eval and serving) loads no other
+    project module, so any layer may use it."""
+    code = ("import json, sys, omnidecision.provenance; "
+            "print(json.dumps(sorted({k.split('.')[1] for k in sys.modules if k.startswith('omnidecision.')})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["provenance"]
 
 
 def render_table() -> str:
