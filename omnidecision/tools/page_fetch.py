@@ -3,11 +3,13 @@ with trafilatura; answers are cached per URL (in memory, and on disk when a cach
 
 Limits: `max_bytes` (the body is streamed and cut there), `timeout_s` (connect + read), content types (HTML/XHTML and
 plain text; anything else is refused with its type), at most `max_redirects` redirects, http(s) only. A blocked
-URL (the environment's block list, checked again after redirects) is never fetched.
+URL (the environment's block list, checked again after redirects) is never fetched. The cache is read only after
+the guard below has admitted the URL, and its entries are keyed by the allow list they were fetched under.
 
 Request forgery: a model chooses the URL, so before each request (the first and every redirect) the host is resolved
 once (`resolve_host`) and refused when any address is loopback, private, link-local (169.254.169.254: a cloud node's
-metadata service), multicast, reserved, unspecified or otherwise not public. The request then goes to the exact
+metadata service), multicast, reserved, unspecified, in one of the IANA special-purpose ranges (`SPECIAL_PURPOSE`),
+or an IPv6 address wrapping such an IPv4 address (6to4, Teredo, NAT64, IPv4-mapped). The request then goes to the exact
 address that was checked (the URL's host replaced by it, the Host header and TLS SNI/certificate check kept on the
 name), so a second DNS answer cannot swap in an internal address (DNS rebinding). Hosts or networks that may be
 fetched anyway are listed in `environment.pages.allow` or `OMNIDECISION_PAGE_READER_ALLOW` (comma-separated: exact
@@ -62,6 +64,51 @@ class PageReaderSpec(BaseModel):
         f"although they are not public (loopback, private, link-local, …); {ALLOW_ENV} adds comma-separated ones")
 
 
+# IANA special-purpose ranges (iana-ipv4/ipv6-special-registry) refused whatever the running Python's tables say:
+# `ipaddress` calls several of them global (3.11: 192.0.0.8-10, AS112, AMT, the 6to4 relay anycast, 3fff::/20,
+# fec0::/10) and its tables change between patch releases. Addresses wrapping an IPv4 address (6to4, Teredo, NAT64,
+# IPv4-mapped) are judged by the address they wrap as well.
+SPECIAL_PURPOSE: dict[str, tuple[str, ...]] = {
+    "this network": ("0.0.0.0/8",),
+    "shared address space (carrier-grade NAT)": ("100.64.0.0/10",),
+    "IETF protocol assignments": ("192.0.0.0/24", "2001::/23"),
+    "documentation": ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32", "3fff::/20"),
+    "AS112 / AMT anycast": ("192.31.196.0/24", "192.52.193.0/24", "192.175.48.0/24", "2620:4f:8000::/48"),
+    "6to4 relay anycast": ("192.88.99.0/24",),
+    "benchmarking": ("198.18.0.0/15", "2001:2::/48"),
+    "reserved": ("240.0.0.0/4", "255.255.255.255/32"),
+    "NAT64 local-use": ("64:ff9b:1::/48",),
+    "discard / dummy prefix": ("100::/64", "100:0:0:1::/64"),
+    "segment routing SIDs": ("5f00::/16",),
+    "unique-local": ("fc00::/7",),
+    "site-local (deprecated)": ("fec0::/10",),
+}
+_SPECIAL = [(label, ipaddress.ip_network(net)) for label, nets in SPECIAL_PURPOSE.items() for net in nets]
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def wrapped_ipv4(ip: IPAddress) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, with the mechanism's name (IPv4-mapped, 6to4, Teredo server and
+    client, NAT64).
+
+    >>> wrapped_ipv4(ipaddress.ip_address("2002:a9fe:a9fe::"))
+    [('6to4', IPv4Address('169.254.169.254'))]
+    """
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    out: list[tuple[str, ipaddress.IPv4Address]] = []
+    if ip.ipv4_mapped is not None:
+        out.append(("IPv4-mapped", ip.ipv4_mapped))
+    if ip.sixtofour is not None:
+        out.append(("6to4", ip.sixtofour))
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        out += [("Teredo client", client), ("Teredo server", server)]
+    if ip in NAT64:
+        out.append(("NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)))
+    return out
+
+
 def address_problem(ip: IPAddress) -> str | None:
     """Why an address must not be fetched (None: a public address).
 
@@ -69,12 +116,22 @@ def address_problem(ip: IPAddress) -> str | None:
     'link-local'
     >>> address_problem(ipaddress.ip_address("::ffff:10.0.0.1")), address_problem(ipaddress.ip_address("1.1.1.1"))
     ('private', None)
+    >>> address_problem(ipaddress.ip_address("2002:7f00:1::"))
+    '6to4 address wrapping 127.0.0.1, a loopback'
+    >>> address_problem(ipaddress.ip_address("192.0.0.9")), address_problem(ipaddress.ip_address("fec0::1"))
+    ('special-purpose (IETF protocol assignments)', 'special-purpose (site-local (deprecated))')
     """
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    for how, inner in wrapped_ipv4(ip):
+        if (problem := address_problem(inner)) is not None:
+            if how == "IPv4-mapped":
+                return problem
+            return f"{how} address wrapping {inner}, a {problem}"
     for name in ("unspecified", "loopback", "link_local", "multicast", "reserved", "private"):
         if getattr(ip, f"is_{name}"):
             return name.replace("_", "-")
+    for label, net in _SPECIAL:
+        if ip.version == net.version and ip in net:
+            return f"special-purpose ({label})"
     return None if ip.is_global else "non-public (special-purpose)"
 
 
@@ -106,6 +163,10 @@ class UrlGuard:
     def from_spec(cls, spec: PageReaderSpec) -> UrlGuard:
         extra = os.environ.get(ALLOW_ENV, "").split(",")
         return cls([*spec.allow, *extra], spec.timeout_s)
+
+    def policy(self) -> str:
+        """The allow list as one canonical string ("" when none: public addresses only)."""
+        return ",".join(sorted(self.names) + sorted(str(n) for n in self.networks))
 
     def allowed(self, host: str, ip: IPAddress) -> bool:
         return host in self.names or any(ip in net for net in self.networks)
@@ -180,29 +241,41 @@ class PageFetcher:
         return self._client
 
     # -- cache ------------------------------------------------------------------------------------------------
+    # An entry is keyed by the URL AND the allow list it was fetched under: a page reached only through an allow
+    # entry (its first hop or a redirect) is never served to a fetcher whose policy lacks that entry. And the cache
+    # is read only after the guard has admitted the URL under the current policy (`fetch`).
+    def _key(self, url: str) -> str:
+        policy = self.guard.policy()
+        return url if not policy else f"{url}\nallow={policy}"
+
     def _disk_path(self, url: str) -> Path | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}.json"
+        return self.cache_dir / f"{hashlib.sha256(self._key(url).encode()).hexdigest()[:32]}.json"
 
     def cached(self, url: str) -> str | None:
-        if url in self._memory:
-            self._memory.move_to_end(url)
-            return self._memory[url]
+        key = self._key(url)
+        if key in self._memory:
+            self._memory.move_to_end(key)
+            return self._memory[key]
         path = self._disk_path(url)
         if path is not None and path.is_file():
             try:
-                text = json.loads(path.read_text("utf-8"))["text"]
+                entry = json.loads(path.read_text("utf-8"))
+                text = entry["text"]
             except (OSError, ValueError, KeyError):
                 return None
+            if entry.get("url") != url or entry.get("allow", "") != self.guard.policy():
+                return None  # a hash collision or an entry of another policy
             self._remember(url, text)
             return text
         return None
 
     def _remember(self, url: str, text: str) -> None:
         if self.spec.cache_entries:
-            self._memory[url] = text
-            self._memory.move_to_end(url)
+            key = self._key(url)
+            self._memory[key] = text
+            self._memory.move_to_end(key)
             while len(self._memory) > self.spec.cache_entries:
                 self._memory.popitem(last=False)
 
@@ -212,7 +285,8 @@ class PageFetcher:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"url": url, "text": text}, ensure_ascii=False), "utf-8")
+            entry = {"url": url, "allow": self.guard.policy(), "text": text}
+            tmp.write_text(json.dumps(entry, ensure_ascii=False), "utf-8")
             tmp.replace(path)
 
     # -- fetching ---------------------------------------------------------------------------------------------
@@ -222,13 +296,16 @@ class PageFetcher:
             raise FetchError(f"url: {url!r} is not an http(s) URL")
         if self.is_blocked(url):
             raise FetchError(f"url: {url} is blocked in this environment")
+        # the guard first, under the current policy: a cached page is no way around it (the checked address is the
+        # one the first request then goes to: one lookup per request)
+        first = await self.guard.pin(url)
         hit = self.cached(url)
         if hit is not None:
             return hit
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.spec.max_concurrency)
         async with self._semaphore:
-            final, ctype, body = await self._get(url)
+            final, ctype, body = await self._get(url, first)
         if ctype == "text/plain":
             text = body.decode("utf-8", errors="replace").strip()
         else:
@@ -238,21 +315,22 @@ class PageFetcher:
         self._store(url, text)
         return text
 
-    async def _pinned(self, url: str) -> tuple[httpx.URL, dict[str, str], dict[str, str]]:
-        """(URL with the checked address as host, Host header, request extensions): what `_get` sends."""
-        ip = await self.guard.pin(url)
+    async def _pinned(self, url: str, ip: str | None = None) -> tuple[httpx.URL, dict[str, str], dict[str, str]]:
+        """(URL with the checked address as host, Host header, request extensions): what `_get` sends; `ip`: the
+        address the guard already admitted for `url`."""
+        ip = ip or await self.guard.pin(url)
         logical = httpx.URL(url)
         headers = {"Host": logical.netloc.decode("ascii")}
         # TLS: SNI and the certificate check stay on the name, the connection goes to the checked address
         extensions = {"sni_hostname": logical.raw_host.decode("ascii")} if logical.scheme == "https" else {}
         return logical.copy_with(host=ip), headers, extensions
 
-    async def _get(self, url: str) -> tuple[str, str, bytes]:
+    async def _get(self, url: str, first: str | None = None) -> tuple[str, str, bytes]:
         current = url
         for _ in range(self.spec.max_redirects + 1):
             try:
                 try:
-                    target_url, headers, extensions = await self._pinned(current)
+                    target_url, headers, extensions = await self._pinned(current, first if current == url else None)
                 except FetchError as exc:
                     if current == url:
                         raise

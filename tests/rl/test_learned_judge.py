@@ -79,6 +79,9 @@ def test_the_judge_trains_on_harvested_rows_and_scores_decisions(harvest: Path, 
     summary = json.loads((out / "judge_train.json").read_text())
     assert summary["pairs"] > 0 and summary["train_loss"] is not None
     assert (out / "train_results.json").exists() and (out / "trainer_state.json").exists()  # the trainer's own files
+    prov = json.loads((out / "provenance.json").read_text())  # omnidecision/provenance.py, as every trained stage
+    assert prov["stage"] == "judge" and prov["lineage"]["start_model"] == str(planner)
+    assert set(prov["training_tasks"]["ids"]) == set(json.loads((harvest / "task_ids.json").read_text())["ids"])
 
     rows = list(datasets.load_dataset(str(harvest / "rl"), split="validation"))[:6]
     reward = get_judge_reward(path=str(out))

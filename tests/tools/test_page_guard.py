@@ -158,3 +158,60 @@ def test_the_page_reader_observation_says_why(port):
     obs = asyncio.run(run_tool("page_reader", {"url": "http://169.254.169.254/latest/meta-data/"}, ctx))
     assert not obs.ok and "request forgery guard" in obs.error and "link-local" in obs.error
     assert Local.hits == []
+
+
+# ---------------------------------------------------------------- wrapped addresses, special-purpose ranges, cache
+
+
+@pytest.mark.parametrize(("host", "why"), [
+    ("[2002:a9fe:a9fe::]", "6to4 address wrapping 169.254.169.254, a link-local"),  # the metadata service
+    ("[2002:7f00:1::]", "6to4 address wrapping 127.0.0.1, a loopback"),
+    ("[2002:0a00:0001::1]", "6to4 address wrapping 10.0.0.1, a private"),
+    # Teredo 2001:0:SERVER:FLAGS:PORT:~CLIENT: client 127.0.0.1 (obfuscated 80ff:fffe), server public 65.54.227.120
+    ("[2001:0:4136:e378:8000:63bf:80ff:fffe]", "Teredo client address wrapping 127.0.0.1, a loopback"),
+    ("[64:ff9b::a9fe:a9fe]", "NAT64 address wrapping 169.254.169.254, a link-local"),
+    ("[64:ff9b:1::1]", "NAT64 local-use|reserved"),
+    ("[fec0::1]", "site-local"), ("[3fff::1]", "documentation"), ("[fc00::1]", "private|unique-local"),
+    ("192.0.0.9", "IETF protocol assignments"), ("192.0.0.170", "private|IETF protocol assignments"),
+    ("192.31.196.1", "AS112"), ("192.88.99.1", "6to4 relay anycast"), ("100.64.0.1", "carrier-grade NAT"),
+    ("198.18.0.1", "private|benchmarking"), ("[2620:4f:8000::1]", "AS112"),
+])
+def test_wrapped_and_special_purpose_addresses_are_refused(host, why):
+    sent: list[httpx.Request] = []
+    with pytest.raises(FetchError, match=f"refused.*({why})"):
+        fetch(f"http://{host}/latest/meta-data/", PageFetcher(client=recording_client(sent)))
+    assert sent == []
+
+
+def test_a_name_resolving_to_a_6to4_wrapped_metadata_address_is_refused(dns):
+    table, _ = dns
+    table["v6.example.com"] = ["2002:a9fe:a9fe::1"]
+    with pytest.raises(FetchError, match="resolves to 2002:a9fe:a9fe::1, which is a 6to4 address wrapping "
+                                         "169.254.169.254"):
+        fetch("http://v6.example.com/", PageFetcher())
+
+
+def test_public_addresses_still_pass():
+    from ipaddress import ip_address
+
+    for text in ("93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "2002:808:808::1"):  # 6to4 of a public v4
+        assert page_fetch.address_problem(ip_address(text)) is None, text
+
+
+def test_the_cache_is_read_only_after_the_guard_admits_the_url(port, dns, tmp_path):
+    """A page fetched under an allow entry and cached on disk is not served to a reader without that entry (the
+    guard runs first, and the cache key covers the allow list); under the same allow list the cache answers."""
+    table, _ = dns
+    table["intranet.test"] = ["127.0.0.1"]
+    url = f"http://intranet.test:{port}/page"
+    cache = str(tmp_path / "cache")
+    assert "1932" in fetch(url, PageFetcher(PageReaderSpec(allow=["intranet.test"], cache_dir=cache)))
+    assert len(Local.hits) == 1 and len(list((tmp_path / "cache").glob("*.json"))) == 1
+    with pytest.raises(FetchError, match="refused.*loopback"):  # no allow entry: refused, cache or not
+        fetch(url, PageFetcher(PageReaderSpec(cache_dir=cache)))
+    assert "1932" in fetch(url, PageFetcher(PageReaderSpec(allow=["intranet.test"], cache_dir=cache)))
+    assert len(Local.hits) == 1  # the same policy: the cache answered, nothing fetched again
+    # an entry written under one allow list is not found under another that also admits the URL
+    other = PageFetcher(PageReaderSpec(allow=["intranet.test", "127.0.0.0/8"], cache_dir=cache))
+    assert other.cached(url) is None
+    assert "1932" in fetch(url, other) and len(Local.hits) == 2
