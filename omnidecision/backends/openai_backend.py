@@ -35,6 +35,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from omnidecision.backends.factory import register_backend
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, ChatResponse, Usage
+from omnidecision.protocol.secrets import redact, scrub_chain, secrets_from_env
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ class OpenAIBackend:
         self.spec = spec
         self.retry_wait_s, self.retry_max_wait_s = retry_wait_s, retry_max_wait_s
         api_key = os.environ.get(spec.api_key_env) or "EMPTY"
+        self._secrets = secrets_from_env([spec.api_key_env])  # scrubbed from every error text (a server may echo it)
         # Retries are ours (tenacity, with the policy above); the client's own retries are switched off.
         self.client = openai.AsyncOpenAI(base_url=spec.base_url, api_key=api_key, timeout=spec.timeout_s,
                                          max_retries=0)
@@ -215,7 +217,8 @@ class OpenAIBackend:
                         kwargs = self.request_kwargs(request, await self.endpoint_kind())
                         completion = await self.client.chat.completions.create(**kwargs)
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
-            raise BackendError(_reason(exc, self.spec.base_url, self._kind)) from exc
+            scrub_chain(exc, self._secrets)  # a traceback logged further up shows no key either
+            raise BackendError(redact(_reason(exc, self.spec.base_url, self._kind), self._secrets)) from exc
         if not completion.choices:
             raise BackendError(f"no choices in the reply from {self.spec.base_url}")
         text = completion.choices[0].message.content or ""

@@ -88,7 +88,9 @@ def _probe_openai(base_url: str, key_env: str, what: str, timeout_s: float) -> s
     try:
         r = httpx.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout_s)
     except httpx.HTTPError as exc:
-        return f"{what}: {url} does not answer ({type(exc).__name__}: {exc})"
+        from omnidecision.protocol.secrets import redact
+
+        return redact(f"{what}: {url} does not answer ({type(exc).__name__}: {exc})", [key])
     if r.status_code != 200:
         return f"{what}: {url} answered HTTP {r.status_code}"
     return None

@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from omnidecision.protocol.secrets import check_env_name, check_options, check_url
 
 Role = Literal["decompose", "planner", "critic", "finalizer", "judge", "perception", "summarizer"]
 
@@ -64,9 +66,11 @@ class ChatBackend(Protocol):
 class BackendSpec(BaseModel):
     """Where one role's model lives. kind="openai": any OpenAI-compatible endpoint (vLLM, OpenAI, Gemini);
     kind="teacher": the scripted teacher (synthetic tasks); other kinds are registered by name
-    (`backends.factory.BACKEND_KINDS`)."""
+    (`backends.factory.BACKEND_KINDS`). The key stays in the environment: `api_key_env` names a variable, and no
+    credential may sit in `base_url` or `options` (both are written to manifest.json): protocol/secrets.py."""
 
-    model_config = ConfigDict(extra="forbid")
+    # a refused value is never echoed back (pydantic would print `input_value=...` in the error)
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     kind: str = "openai"
     base_url: str | None = None
@@ -87,3 +91,19 @@ class BackendSpec(BaseModel):
     price_per_1k_completion: float | None = None
     max_concurrency: int = 64
     options: dict[str, Any] = Field(default_factory=dict)  # kind-specific (e.g. teacher noise knobs)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return check_env_name(value, "api_key_env") or value
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_userinfo(cls, value: str | None) -> str | None:
+        return check_url(value, "base_url")
+
+    @field_validator("options")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_options(value, "options")
+        return value

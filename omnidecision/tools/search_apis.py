@@ -27,9 +27,10 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from omnidecision.protocol.secrets import check_env_name, check_options, check_url, redact, secrets_from_env
 from omnidecision.tools.base import SearchHit
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class SearchError(RuntimeError):
 class SearchSpec(BaseModel):
     """One search backend of a live environment (the `environment.search` part of a recipe)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # a refused key is never echoed
 
     kind: SearchKind = Field(..., description="searxng | tavily | brave | serper")
     base_url: str | None = Field(None, description="API root (searxng: the instance's URL; others: their default)")
@@ -60,6 +61,22 @@ class SearchSpec(BaseModel):
     max_retries: int = Field(3, ge=0, description="retries on connection errors, timeouts, 429 and 5xx")
     max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
     options: dict[str, Any] = Field(default_factory=dict, description="extra request parameters of the API")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        return check_env_name(value, "api_key_env")
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_userinfo(cls, value: str | None) -> str | None:
+        return check_url(value, "base_url")
+
+    @field_validator("options")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_options(value, "options")
+        return value
 
     def url(self) -> str | None:
         return (self.base_url or DEFAULT_URLS.get(self.kind) or "").rstrip("/") or None
@@ -201,11 +218,13 @@ class ApiSearch:
                     with attempt:
                         response = await self.client.request(**request)
                         response.raise_for_status()
-        except httpx.HTTPStatusError as exc:
-            raise SearchError(f"{self.spec.kind} search at {request['url']}: HTTP {exc.response.status_code}: "
-                              f"{exc.response.text[:200]}") from exc
+        except httpx.HTTPStatusError as exc:  # the reply's text scrubbed of the key (a server may echo it)
+            raise SearchError(redact(f"{self.spec.kind} search at {request['url']}: HTTP "
+                                     f"{exc.response.status_code}: {exc.response.text[:200]}",
+                                     secrets_from_env([self.spec.key_env()]))) from exc
         except httpx.HTTPError as exc:
-            raise SearchError(f"{self.spec.kind} search at {request['url']}: {type(exc).__name__}: {exc}") from exc
+            raise SearchError(redact(f"{self.spec.kind} search at {request['url']}: {type(exc).__name__}: {exc}",
+                                     secrets_from_env([self.spec.key_env()]))) from exc
         try:
             data = response.json()
         except ValueError as exc:

@@ -72,6 +72,9 @@ def _tiny_models(project: Path) -> None:
                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
     for name in ("runs/sft/qwen3-8b-lora", "runs/grpo/qwen3-8b-lora", "runs/export/grpo-adapter"):
         lora.save_pretrained(project / name)
+    # the exported adapter the docs serve on Qwen/Qwen3-8B records that base, as the real one does (serving checks it)
+    config = project / "runs/export/grpo-adapter/adapter_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "base_model_name_or_path": "Qwen/Qwen3-8B"}))
 
 
 @pytest.fixture(scope="module")

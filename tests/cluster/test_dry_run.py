@@ -234,10 +234,31 @@ def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path):
 # ---------------------------------------------------------------- serve
 
 
+def _on_hub_base(adapter: Path, where: Path) -> Path:
+    """A copy of `adapter` that records Qwen/Qwen3-8B as its base (as an adapter trained on it does)."""
+    import json
+    import shutil
+
+    shutil.copytree(adapter, where)
+    config = where / "adapter_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "base_model_name_or_path": "Qwen/Qwen3-8B"}))
+    return where
+
+
+def test_serve_dry_run_refuses_an_adapter_on_another_base(adapter):
+    code, report = _report(["serve", "Qwen/Qwen3-8B", "--lora", f"planner={adapter}", "--dry-run"])
+    detail = _check(report, "lora base")["detail"]
+    assert code == 2 and "Qwen/Qwen3-8B" in detail and str(adapter.parent / "base") in detail and "--merge" in detail
+    code, report = _report(["serve", str(adapter.parent / "base"), "--lora", f"planner={adapter}", "--dry-run"])
+    assert code == 0 and _check(report, "lora base")["status"] == "ok"
+
+
 @pytest.mark.requires("vllm")
-def test_serve_dry_run_accepts_a_hub_id_and_prints_a_valid_vllm_command(adapter):
+def test_serve_dry_run_accepts_a_hub_id_and_prints_a_valid_vllm_command(adapter, tmp_path):
     from omnidecision.serving.vllm_server import vllm_arg_error
 
+    base = adapter.parent / "base"
+    adapter = _on_hub_base(adapter, tmp_path / "adapter")
     code, report = _report(["serve", "Qwen/Qwen3-8B", "--lora", f"planner={adapter}", "--max-lora-rank", "64",
                             "--dry-run"])
     assert code == 0, report
@@ -250,7 +271,7 @@ def test_serve_dry_run_accepts_a_hub_id_and_prints_a_valid_vllm_command(adapter)
     assert _check(report, "vllm arguments")["status"] == "ok"
     # a hub model may need the hub: no HF_HUB_OFFLINE; a local folder is served offline
     assert "HF_HUB_OFFLINE" not in report["would_run"][0]
-    code, report = _report(["serve", str(adapter.parent / "base"), "--dry-run"])
+    code, report = _report(["serve", str(base), "--dry-run"])
     assert code == 0 and "HF_HUB_OFFLINE=1" in report["would_run"][0]
     # a wrong option is caught by the same parser
     assert "unrecognized arguments" in vllm_arg_error([*server_args, "--max-lora-rnk", "3"])

@@ -1,0 +1,127 @@
+"""Keys stay in environment variables: recipe fields that name one must look like a variable name, no credential
+rides in a URL or a backend option, and error text from an endpoint is scrubbed of the key before it reaches a log,
+a warning or a trajectory record. A refusal names the field, never the value.
+
+    python -c "from omnidecision.protocol.secrets import check_env_name; check_env_name('sk-123', 'api_key_env')"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# option names that hold a credential, and values that look like one (API keys of the common providers, bearer
+# tokens, JWTs): refused in backend options, which are written to manifest.json
+SECRET_NAME = re.compile(r"(^|[_-])(api[_-]?key|apikey|key|secret|token|passw(or)?d|authorization|auth|bearer|"
+                         r"credentials?)($|[_-])", re.I)
+SECRET_VALUE = re.compile(r"^(sk-|sk_|hf_|ghp_|gho_|xox[abp]-|AIza|Bearer\s|Basic\s|eyJ[\w-]+\.)", re.I)
+REDACTED = "***"
+MIN_SECRET_CHARS = 6  # shorter values (e.g. vLLM's "EMPTY") are not scrubbed: they would mangle ordinary text
+
+
+def check_env_name(value: str | None, field: str) -> str | None:
+    """`value` when it is an environment variable name (or None); else ValueError naming `field` (not the value).
+
+    >>> check_env_name("OPENAI_API_KEY", "api_key_env")
+    'OPENAI_API_KEY'
+    >>> try:
+    ...     check_env_name("sk-abc123", "api_key_env")
+    ... except ValueError as exc:
+    ...     print("sk-abc123" in str(exc), str(exc)[:45])
+    False api_key_env must name an environment variable
+    """
+    if value is None or ENV_NAME.fullmatch(value):
+        return value
+    raise ValueError(f"{field} must name an environment variable (like OPENAI_API_KEY: capitals, digits, _), not "
+                     f"hold a key: got a value of {len(value)} characters that is not a variable name (not shown)")
+
+
+def check_url(value: str | None, field: str) -> str | None:
+    """`value` when it carries no credentials (`user:password@host`); else ValueError naming `field`."""
+    if value is None:
+        return value
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return value  # not a URL at all: the field's own check says so
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{field} must not carry credentials (user:password@ in the URL; not shown): they would be "
+                         "written to manifest.json and sent as Basic auth. Put the key in an environment variable "
+                         "and name it in api_key_env")
+    return value
+
+
+def check_options(options: Mapping[str, Any], field: str) -> None:
+    """ValueError naming the option (`field.a.b`) when a backend option holds a credential: by its name, or by a
+    value that looks like a key. Nested mappings and lists (e.g. `extra_body`) are searched too."""
+    for name, value in options.items():
+        where = f"{field}.{name}"
+        if isinstance(value, Mapping):
+            check_options(value, where)
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, Mapping):
+                check_options(v, where)
+            elif isinstance(v, str) and v and (SECRET_NAME.search(str(name)) or SECRET_VALUE.match(v)):
+                raise ValueError(f"{where} looks like a credential (not shown): options are written to "
+                                 "manifest.json. Put the key in an environment variable and name it in api_key_env")
+
+
+def secrets_from_env(names: Iterable[str | None]) -> list[str]:
+    """The values of the named environment variables that are long enough to scrub."""
+    out = []
+    for name in names:
+        value = os.environ.get(name) if name else None
+        if value and len(value) >= MIN_SECRET_CHARS:
+            out.append(value)
+    return out
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret replaced by ***.
+
+    >>> redact("HTTP 500: invalid key sk-abcdef123 (sk-abcdef123)", ["sk-abcdef123"])
+    'HTTP 500: invalid key *** (***)'
+    """
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_chain(exc: BaseException, secrets: Iterable[str]) -> None:
+    """Redact the secrets from an exception and its causes in place (their args and `message`), keeping their types
+    (callers classify failures by them); a traceback logged later shows no key."""
+    keys = list(secrets)
+    if not keys:
+        return
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.args = tuple(redact(a, keys) if isinstance(a, str) else a for a in e.args)
+        if isinstance(getattr(e, "message", None), str):
+            try:
+                e.message = redact(e.message, keys)  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        if isinstance(getattr(e, "body", None), (dict, str)):
+            try:
+                e.body = redact(e.body, keys) if isinstance(e.body, str) else _redact_obj(e.body, keys)  # type: ignore
+            except AttributeError:
+                pass
+        e = e.__cause__ or e.__context__
+
+
+def _redact_obj(value: Any, keys: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, keys)
+    if isinstance(value, dict):
+        return {k: _redact_obj(v, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_obj(v, keys) for v in value]
+    return value
