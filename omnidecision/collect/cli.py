@@ -97,7 +97,8 @@ def collect(
     acc = f"{s['accuracy']:.3f}" if s["accuracy"] is not None else "n/a"
     retried = f", {s['retried_errors']} earlier error runs retried" if s["retried_errors"] else ""
     typer.echo(f"{s['out_file']}: {s['done']} new runs, {s['skipped']} already done{retried}, {s['jobs']} total; "
-               f"accuracy {acc} ({s['correct']}/{s['judged']}, {s['judge_failures']} judge failures); "
+               f"accuracy {acc} ({s['correct']}/{s['judged']} answered, {s['errors']} errors, "
+               f"{s['judge_failures']} judge failures); "
                f"outcomes {s['outcomes']}; {s['wall_s']:.1f}s")
 
 

@@ -54,7 +54,8 @@ Services = dict[str, Any] | Callable[[Task], dict[str, Any]] | None
 
 @dataclass
 class CollectSummary:
-    """What one collection did. `accuracy` counts judged runs only (judge failures are not correct)."""
+    """What one collection did. `accuracy` counts judged answered runs only: error runs (no answer: a dead endpoint,
+    a crash) are counted apart in `errors`, judge failures in `judge_failures`; neither is a wrong answer."""
 
     out_file: str
     jobs: int = 0
@@ -66,6 +67,7 @@ class CollectSummary:
     correct: int = 0
     judged: int = 0
     judge_failures: int = 0
+    errors: int = 0  # runs with outcome `error`: not judged as wrong answers
     wall_s: float = 0.0
 
     @property
@@ -76,7 +78,8 @@ class CollectSummary:
         return {"out_file": self.out_file, "jobs": self.jobs, "skipped": self.skipped,
                 "retried_errors": self.retried_errors, "done": self.done, "requeued": self.requeued,
                 "outcomes": dict(self.outcomes), "correct": self.correct, "judged": self.judged,
-                "judge_failures": self.judge_failures, "accuracy": self.accuracy, "wall_s": round(self.wall_s, 3)}
+                "judge_failures": self.judge_failures, "errors": self.errors, "accuracy": self.accuracy,
+                "wall_s": round(self.wall_s, 3)}
 
 
 async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None,
@@ -105,7 +108,8 @@ async def judge_draft(task: Task, record: RunRecord, llm: ChatBackend | None,
 def _postfix(s: CollectSummary) -> str:
     acc = f"{s.accuracy:.3f}" if s.accuracy is not None else "-"
     counts = " ".join(f"{o}={s.outcomes[o]}" for o in OUTCOMES if s.outcomes.get(o))
-    return f"acc={acc} {counts}"
+    errors = f" errors={s.errors}" if s.errors else ""
+    return f"acc={acc} ({s.correct}/{s.judged} answered){errors} {counts}"
 
 
 async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
@@ -178,7 +182,9 @@ async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[st
                 await writer.put(record)
                 summary.done += 1
                 summary.outcomes[record.outcome] += 1
-                if record.judge is not None:
+                if record.outcome == "error":  # no answer: counted apart, never as a wrong one
+                    summary.errors += 1
+                elif record.judge is not None:
                     if record.judge.correct is None:
                         summary.judge_failures += 1
                     else:

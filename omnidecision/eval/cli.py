@@ -186,7 +186,16 @@ def eval_cmd(
     low, high = rep["ci95"]
     acc = rep["accuracy"] or 0.0
     typer.echo(f"{rep.get('name')}: accuracy {100 * acc:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over n={rep['n']} "
-               f"({json.dumps(rep['outcomes'])}) → {recipe.out}/report.md")
+               f"({_answered(rep)}; {json.dumps(rep['outcomes'])}) → {recipe.out}/report.md")
+
+
+def _answered(rep: dict) -> str:
+    """"N answered, E errors" of a report, with the accuracy over the answered runs when errors were left out."""
+    errors = int(rep.get("error_runs") or 0)
+    answered = rep["n"] - errors
+    without = rep.get("accuracy_without_errors")
+    tail = f", accuracy without errors {100 * without:.1f}%" if errors and without is not None else ""
+    return f"{answered} answered, {errors} errors{tail}"
 
 
 eval_cmd.passthrough = True  # type: ignore[attr-defined]
