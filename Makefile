@@ -54,7 +54,7 @@ experiment: install
 	$(BIN)/omnidecision experiment --seeds 0,1,2 --test-tasks 300 --out runs/experiment \
 		--results docs/results/experiment.json
 
-bench: install
+bench: install browser  # the view benchmark renders pages in chromium, as `make test` does
 	$(BIN)/python -m bench.run_all
 
 clean:
