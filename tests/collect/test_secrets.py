@@ -112,3 +112,21 @@ def test_a_key_echoed_by_the_server_is_scrubbed_everywhere(tmp_path, tasks, echo
     assert "***" in caplog.text  # the warning of each failed run, scrubbed
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["backends"]["planner"]["api_key_env"] == KEY_ENV  # the variable's name, never its value
+
+
+def test_perception_and_search_specs_refuse_a_pasted_key_without_echo():
+    from pydantic import ValidationError
+
+    from omnidecision.backends.perception import PerceptionSpec
+    from omnidecision.tools.search_apis import SearchSpec
+
+    for build in (lambda: SearchSpec(kind="tavily", api_key_env=KEY),
+                  lambda: SearchSpec(kind="searxng", base_url=f"http://u:{KEY}@search.local"),
+                  lambda: SearchSpec(kind="brave", options={"token": KEY}),
+                  lambda: PerceptionSpec(api_key_env=KEY),
+                  lambda: PerceptionSpec(base_url=f"http://u:{KEY}@gpu-node:8001/v1"),
+                  lambda: PerceptionSpec(extra_body={"authorization": f"Bearer {KEY}"})):
+        with pytest.raises(ValidationError) as err:
+            build()
+        assert KEY not in str(err.value) and "not shown" in str(err.value)
+    assert SearchSpec(kind="tavily", api_key_env="TAVILY_API_KEY", options={"max_tokens": 5}).api_key_env

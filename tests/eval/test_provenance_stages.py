@@ -113,6 +113,11 @@ def test_grpo_output_is_guarded_through_its_export(work, sft_export, synth_dir, 
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["stage"] == "grpo" and set(prov["training_tasks"]["ids"]) == train_ids
     assert [u["stage"] for u in prov["lineage"]["upstream"]] == ["sft"]
+    from omnidecision.export import export_dry_run
+
+    plan = export_dry_run(out, tmp_path / "export-grpo")
+    assert [c.status for c in plan.checks if c.what == "provenance"] == ["ok"]
+    assert "8 training task ids (grpo ← sft)" in [c.detail for c in plan.checks if c.what == "provenance"][0]
     report = _dry_run(synth_dir, tmp_path, _export(out, tmp_path / "export-grpo"))
     check = _check(report, "train/test")
     assert report["exit_code"] == 2 and check["status"] == "error"
@@ -193,3 +198,16 @@ def test_a_planner_without_provenance_is_reported_as_such(work, synth_dir, tmp_p
     assert _check(report, "train/test")["status"] == "warning"
     assert report["extra"]["train_overlap"]["no_provenance"] == [str(planner)]
     assert "nothing to check" not in json.dumps(report)
+    from omnidecision.export import export_dry_run
+
+    assert [c.status for c in export_dry_run(planner, tmp_path / "x").checks if c.what == "provenance"] == ["warning"]
+    # the eval itself runs (the served planner stood in by the teacher) and its report says so
+    from omnidecision.protocol.chat import BackendSpec
+
+    data = {**teacher_recipe(synth_dir, tmp_path / "eval-run").model_dump(mode="json"), "plots": False,
+            "samples": 1, "serve": {"model": str(planner)}}
+    data["tasks"]["ids"] = sorted(train_ids)[:2]
+    rep = run_eval(eval_recipe_from_dict(data), progress=False,
+                   specs={"default": BackendSpec(kind="teacher", options={"seed": 1})})
+    assert rep["train_overlap"]["no_provenance"] == [str(planner)] and not rep["train_overlap"]["known"]
+    assert "No provenance for the served planner" in (tmp_path / "eval-run" / "report.md").read_text()
