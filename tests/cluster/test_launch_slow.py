@@ -51,8 +51,26 @@ def test_sft_num_processes_runs_two_ranks(tiny, tmp_path):
     assert (tmp_path / "out" / "model.safetensors").exists()
 
 
+@pytest.fixture
+def judge_url():
+    """A reward-judge endpoint (the in-test stub of tests/rl: a score for every decision)."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from tests.rl.test_judge_aggregation import _Judge
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    server.mode = "zero"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
 @pytest.mark.slow
-def test_grpo_num_processes_runs_two_ranks(tiny, tmp_path):
+def test_grpo_num_processes_runs_two_ranks(tiny, tmp_path, judge_url):
+    import json
+
     from omnidecision.rl.data import write_rl_dataset
 
     data = write_rl_dataset(tmp_path / "harvest", n_train=16, n_validation=4, seed=1)
@@ -61,7 +79,16 @@ def test_grpo_num_processes_runs_two_ranks(tiny, tmp_path):
                str(tiny), "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", "1",
                "--num_generations", "4", "--per_device_train_batch_size", "4", "--generation_batch_size", "8",
                "--max_completion_length", "16", "--eval_closure_n", "4", "--select_states", "all",
-               "--weight_average", "false")
+               "--weight_average", "false", "--judge_weight", "1.0", "--judge_base_url", judge_url,
+               "--judge_model", "judge", "--judge_timeout_s", "10", "--logging_steps", "1")
     assert "accelerate.commands.launch --multi_gpu --num_processes 2" in log
     assert (out / "closure_eval.json").exists() and (out / "model.safetensors").exists()
     assert log.count("held-out closure reward (greedy, 4 states)") == 2  # start and trained, on rank 0 only
+    # the judge's counters are both processes' (each scored its own share of the completions), and logged per step
+    judge = json.loads((out / "closure_eval.json").read_text())["judge"]
+    assert judge["processes"] == 2 and judge["requests"] + judge["cache_hits"] >= 8, judge
+    logged = {k for row in json.loads((out / "log_history.json").read_text()) for k in row}
+    assert "judge/failures" in logged, sorted(logged)
+    prov = json.loads((out / "provenance.json").read_text())  # written once, by the main process
+    assert prov["stage"] == "grpo" and prov["lineage"]["start_model"] == str(tiny)
+    assert json.loads((out / "tokenizer_config.json").read_text())  # one writer: a whole file
