@@ -264,7 +264,8 @@ def record_training(output_dir: str | Path, *, stage: Stage, start_model: str | 
     if tasks is None:
         logger.warning("%s: no task ids found for %s (no task_ids.json, no task_id column) and none upstream: "
                        "eval cannot keep its tasks apart from this model's training tasks", out, dataset)
-    base = adapter_base_of(out)
+    # the adapter config the main process just saved (another rank might read it half-written: it skips it)
+    base = adapter_base_of(out) if write else None
     lineage = Lineage(start_model=str(start_model) if start_model else None,
                       start_model_resolved=_resolved(str(start_model) if start_model else None),
                       adapter=base is not None, adapter_base=base, adapter_base_resolved=_resolved(base),
