@@ -86,7 +86,8 @@ def test_grpo_num_processes_runs_two_ranks(tiny, tmp_path, judge_url):
     assert log.count("held-out closure reward (greedy, 4 states)") == 2  # start and trained, on rank 0 only
     # the judge's counters are both processes' (each scored its own share of the completions), and logged per step
     judge = json.loads((out / "closure_eval.json").read_text())["judge"]
-    assert judge["processes"] == 2 and judge["requests"] + judge["cache_hits"] >= 8, judge
+    scored = judge["requests"] + judge["cache_hits"] + judge["skipped_invalid"]  # an untrained planner: mostly invalid
+    assert judge["processes"] == 2 and scored >= 8, judge
     logged = {k for row in json.loads((out / "log_history.json").read_text()) for k in row}
     assert "judge/failures" in logged, sorted(logged)
     prov = json.loads((out / "provenance.json").read_text())  # written once, by the main process
