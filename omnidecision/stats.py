@@ -26,9 +26,17 @@ same unit: per-task mean accuracy (0/1 with one sample per task).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+logger = logging.getLogger(__name__)
 
 
 def exact_sign_p(wins: int, losses: int) -> float:
@@ -49,8 +57,6 @@ def exact_sign_p(wins: int, losses: int) -> float:
 
 def bootstrap_mean_ci(diff: Sequence[float], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile-bootstrap 95% CI of the mean of paired differences (units resampled with replacement)."""
-    import numpy as np
-
     d = np.asarray(diff, dtype=float)
     boots = d[np.random.default_rng(seed).integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
     return float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))
@@ -67,8 +73,6 @@ def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     neg = [s for s, y in zip(scores, labels, strict=True) if not y]
     if not pos or not neg:
         return None
-    import numpy as np
-
     order = np.argsort(np.asarray(list(pos) + list(neg), dtype=float), kind="mergesort")
     values = np.asarray(list(pos) + list(neg), dtype=float)[order]
     ranks = np.empty(len(values))
@@ -199,8 +203,6 @@ def paired_in_loop(a: Mapping[str, bool | float], b: Mapping[str, bool | float],
     >>> r["a"], r["b"], r["n"], r["a_only"], r["b_only"], r["delta"]
     ('x', 'y', 3, 0, 2, 0.6667)
     """
-    import numpy as np
-
     shared = sorted(set(a) & set(b))
     if not shared:
         raise ValueError(f"paired_in_loop: {names[0]} and {names[1]} share no task")
@@ -220,3 +222,330 @@ def paired_in_loop(a: Mapping[str, bool | float], b: Mapping[str, bool | float],
             "ci95": [round(low, 4), round(high, 4)],
             "p_value": float(f"{mcnemar_exact(a_only, b_only):.4g}"), "test": test, "unit": "task",
             "unpaired": len(set(a) ^ set(b))}
+
+
+# ---- the experiment: SFT start → RL replicate → task ------------------------------------------------------------
+# One arm's outcomes: start → replicate → task id → value (0/1 outcome or a score). Within a start every arm is
+# evaluated on the same tasks (paired by task); replicates are RL seeds (one replicate per start is fine, e.g. sft).
+Outcomes = Mapping[str, Mapping[str, Mapping[str, float]]]
+
+
+class Estimate(BaseModel):
+    """A hierarchical estimate: the mean of the per-start means and its t interval at `level`.
+
+    `levels` names the variance levels the interval counts (of "start", "replicate", "task"); `note` says in words
+    what it could not count (e.g. the start level with one start). `n_replicates` is summed over starts,
+    `n_tasks` too (the tasks shared by every replicate within a start)."""
+
+    estimate: float
+    low: float
+    high: float
+    half_width: float
+    se: float
+    df: float
+    level: float
+    n_starts: int
+    n_replicates: int
+    n_tasks: int
+    method: str
+    levels: list[str]
+    note: str
+
+
+class ReplicateDelta(BaseModel):
+    start: str
+    replicate: str
+    delta: float
+
+
+class ContrastEstimate(Estimate):
+    """a − b with the same interval; `per_replicate` lists the replicate-level deltas as the method pairs them
+    (`paired_replicates`: by replicate id), `n_replicates` counts them; `n_replicates_a` / `_b` count each arm's."""
+
+    p_value: float
+    per_replicate: list[ReplicateDelta]
+    paired_replicates: bool
+    n_replicates_a: int
+    n_replicates_b: int
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """Two-sided p-value of Student's t statistic `t` with `df` (real, > 0) degrees of freedom:
+    I_x(df/2, 1/2) at x = df / (df + t²), the regularized incomplete beta function.
+
+    >>> round(t_two_sided_p(12.7062, 1), 4), round(t_two_sided_p(2.2281, 10), 4), round(t_two_sided_p(0.0, 3), 4)
+    (0.05, 0.05, 1.0)
+    """
+    if df <= 0:
+        raise ValueError(f"t_two_sided_p: df must be > 0, got {df}")
+    if not math.isfinite(t):
+        return 0.0
+    return _betainc(df / 2, 0.5, df / (df + t * t))
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with `df` (real, > 0) degrees of freedom (Newton on `t_two_sided_p` from the
+    normal quantile, where the tail is convex: monotone convergence); df = inf gives the normal quantile.
+
+    >>> [round(t_quantile(0.975, df), 3) for df in (1, 2, 10, 1e9)], round(t_quantile(0.025, 4), 3)
+    ([12.706, 4.303, 2.228, 1.96], -2.776)
+    """
+    if not 0 < p < 1:
+        raise ValueError(f"t_quantile: need 0 < p < 1, got {p}")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    z = NormalDist().inv_cdf(p)
+    if p == 0.5 or df > 1e7:
+        return z
+    alpha, t = 2 * (1 - p), z
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    for _ in range(200):
+        gap = t_two_sided_p(t, df) - alpha
+        step = gap / (2 * math.exp(log_c - (df + 1) / 2 * math.log1p(t * t / df)))  # d p / d t = -2 pdf(t)
+        t += step
+        if abs(step) < 1e-10 * max(1.0, t):
+            break
+    return t
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b) by its continued fraction (modified Lentz; Numerical Recipes 6.4)."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast only on this side
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    front = math.exp(a * math.log(x) + b * math.log1p(-x) + math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b))
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return min(1.0, front * h / a)
+
+
+def _satterthwaite(parts: list[tuple[float, float]]) -> float:
+    """Welch–Satterthwaite degrees of freedom of a sum of variance terms, each (term, its df)."""
+    total = sum(v for v, _ in parts)
+    denom = sum(v * v / df for v, df in parts if df > 0)
+    return total * total / denom if denom > 0 else math.inf
+
+
+def _row_terms(x: np.ndarray) -> tuple[list[tuple[float, float]], float]:
+    """For one arm's replicate × task matrix within a start: the replicate term s²(row means)/R and the residual
+    term MSE/(R·T) of the two-way (replicate × task) ANOVA, each with its df. None of either with one replicate."""
+    r, t = x.shape
+    if r < 2:
+        return [], 0.0
+    rows, cols = x.mean(axis=1), x.mean(axis=0)
+    resid = x - rows[:, None] - cols[None, :] + x.mean()
+    mse = float((resid**2).sum()) / ((r - 1) * (t - 1))
+    return [(float(rows.var(ddof=1)) / r, r - 1)], mse / (r * t)
+
+
+def _within(xs: list[np.ndarray], signs: list[float]) -> tuple[float, float, float]:
+    """(Σ sign·mean, its within-start variance, df) for replicate × task matrices on the same tasks.
+
+    Crossed random effects (replicate, task, residual): Var = Σ σ²_rep/R + σ²_task/T + Σ σ²_res/(R·T). The row
+    means' variance estimates σ²_rep + σ²_res/T, the column deltas' estimates σ²_task + Σ σ²_res/R: their sum
+    counts each residual twice, so one MSE/(R·T) per arm is taken off (the two-way cluster-robust variance of
+    Cameron, Gelbach & Miller 2011). Floored at the larger single term, each an underestimate in expectation."""
+    col = sum(s * x.mean(axis=0) for s, x in zip(signs, xs, strict=True))
+    t = col.shape[0]
+    parts = [(float(col.var(ddof=1)) / t, t - 1)]
+    resid = 0.0
+    for x in xs:
+        rows, res = _row_terms(x)
+        parts += rows
+        resid += res
+    var = max(sum(v for v, _ in parts) - resid, max(v for v, _ in parts))
+    return float(sum(s * x.mean() for s, x in zip(signs, xs, strict=True))), var, _satterthwaite(parts)
+
+
+def _matrix(arm: Mapping[str, Mapping[str, float]], reps: list[str], tasks: list[str], where: str) -> np.ndarray:
+    x = np.array([[float(arm[r][t]) for t in tasks] for r in reps], dtype=float)
+    if not np.isfinite(x).all():
+        raise ValueError(f"{where}: outcomes must be finite numbers")
+    return x
+
+
+def _shared_tasks(arms: list[Mapping[str, Mapping[str, float]]], start: str, where: str) -> tuple[list[str], int]:
+    if any(not arm for arm in arms):
+        raise ValueError(f"{where}: start {start!r} has no replicate in one of the arms")
+    task_sets = [set(tasks) for arm in arms for tasks in arm.values()]
+    shared = sorted(set.intersection(*task_sets))
+    if len(shared) < 2:
+        raise ValueError(f"{where}: start {start!r}: {len(shared)} task(s) shared by every replicate (need 2)")
+    return shared, len(set.union(*task_sets)) - len(shared)
+
+
+def _interval(per_start: list[tuple[float, float, float]], level: float) -> tuple[float, float, float, str, bool]:
+    """Combine starts (equal weight): (estimate, variance, df, what was done, start level counted)."""
+    n = len(per_start)
+    ds = np.array([d for d, _, _ in per_start])
+    within = sum(v for _, v, _ in per_start) / n**2
+    df_within = _satterthwaite([(v / n**2, df) for _, v, df in per_start])
+    if n == 1:
+        return float(ds[0]), within, df_within, "one start: the variance between SFT starts cannot be estimated " \
+            "and is not counted", False
+    between = float(ds.var(ddof=1)) / n
+    if between >= within:
+        return float(ds.mean()), between, n - 1, f"between-start spread of the {n} start deltas (t, {n - 1} df; " \
+            "it contains the replicate and task noise)", True
+    return float(ds.mean()), within, df_within, f"the {n} start deltas spread no more than their within-start " \
+        "noise: start variance estimated at 0, within-start variance used", True
+
+
+def _estimate(per_start: list[tuple[float, float, float]], level: float, extra_note: str) -> dict[str, Any]:
+    est, var, df, note, start_counted = _interval(per_start, level)
+    se = math.sqrt(var)
+    half = t_quantile(0.5 + level / 2, df) * se if se > 0 else 0.0
+    return {"estimate": est, "low": est - half, "high": est + half, "half_width": half, "se": se, "df": df,
+            "level": level, "n_starts": len(per_start), "note": "; ".join(x for x in (note, extra_note) if x),
+            "levels": (["start"] if start_counted else []), "_p": _p_value(est, se, df)}
+
+
+def _p_value(est: float, se: float, df: float) -> float:
+    if se == 0:
+        return 1.0 if est == 0 else 0.0
+    return t_two_sided_p(est / se, df)
+
+
+METHOD = ("hierarchical t: mean of per-start means; within a start crossed replicate × task variance (two-way "
+          "cluster-robust), between starts the spread of the start means when it exceeds that")
+
+
+def hierarchical_mean(a: Outcomes, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> Estimate:
+    """One arm's mean over starts (each start: mean over replicates of the mean over its tasks) with an interval
+    that counts the variance between SFT starts, between RL replicates and between tasks; see
+    `hierarchical_contrast` for the method. `n_boot` and `seed` are accepted for a signature shared with the
+    bootstrap comparisons; the closed-form interval needs neither and is deterministic.
+
+    >>> e = hierarchical_mean({"s0": {"r0": {"t1": 1, "t2": 0}, "r1": {"t1": 1, "t2": 1}}})
+    >>> e.estimate, e.n_starts, e.n_replicates, e.n_tasks, e.levels
+    (0.75, 1, 2, 2, ['replicate', 'task'])
+    """
+    if not a:
+        raise ValueError("hierarchical_mean: no start")
+    per_start, n_rep, n_tasks, dropped, multi = [], 0, 0, 0, False
+    for s in sorted(a):
+        tasks, lost = _shared_tasks([a[s]], s, "hierarchical_mean")
+        reps = sorted(a[s])
+        per_start.append(_within([_matrix(a[s], reps, tasks, f"hierarchical_mean: start {s!r}")], [1.0]))
+        n_rep, n_tasks, dropped = n_rep + len(reps), n_tasks + len(tasks), dropped + lost
+        multi = multi or len(reps) > 1
+    out = _estimate(per_start, level, _notes(dropped, multi, len(per_start)))
+    out["levels"] += (["replicate"] if multi else []) + ["task"]
+    out.pop("_p")
+    return Estimate(**out, n_replicates=n_rep, n_tasks=n_tasks, method=METHOD)
+
+
+def _notes(dropped: int, multi: bool, n_starts: int) -> str:
+    notes = [f"{dropped} task result(s) not shared by every replicate of a start left out"] if dropped else []
+    if not multi:
+        notes.append("one replicate per start: the variance between RL replicates " +
+                     ("is part of the start level" if n_starts > 1 else "cannot be estimated and is not counted"))
+    return "; ".join(notes)
+
+
+def hierarchical_contrast(a: Outcomes, b: Outcomes, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+                          ) -> ContrastEstimate:
+    """The difference a − b (per start: a's replicate mean minus b's, over the tasks every replicate of both arms
+    has; then the mean over starts), with a t interval that counts the variance between SFT starts, between RL
+    replicates within a start and between tasks (paired by task within a start).
+
+    Method, and why not a bootstrap: with 1–3 starts a bootstrap over starts has 1–10 distinct resamples and
+    under-covers (its variance is (S−1)/S of the truth, with normal rather than t_{S−1} tails), and resampling
+    replicates and then tasks counts the replicate × task residual twice. So, in closed form:
+    - within a start, the replicate × task matrices are crossed random effects: variance = replicate terms
+      s²(replicate means)/R of each arm with R > 1 + the task term s²(per-task a − b)/T − each arm's residual
+      MSE/(R·T) (counted in both; `_within`). An arm with one replicate (sft, teacher) is fixed given its start.
+      When both arms have the same replicate ids (RL seeds run for both arms) they are paired by id: the same
+      terms on the replicate × task matrix of a − b (the covariance of seed-paired runs is then counted).
+    - between starts (S ≥ 2): the sample variance of the S start deltas / S estimates the variance of their mean
+      with every level in it (a nested design's top-level mean square), with S − 1 df. It is used when it is at
+      least the within-start variance; otherwise the start variance is estimated at 0 and the within-start
+      variance (Satterthwaite df) is used: the interval is never narrower than the within-start noise.
+    - with one start the start level cannot be estimated: `levels` lacks "start" and `note` says so.
+    The p-value is the two-sided t test of 0 on the same standard error and df. `n_boot` and `seed` are accepted
+    for a signature shared with the bootstrap comparisons; this interval needs neither and is deterministic.
+
+    >>> a = {"s0": {"r0": {"t1": 1, "t2": 1, "t3": 0}, "r1": {"t1": 1, "t2": 0, "t3": 1}}}
+    >>> b = {"s0": {"sft": {"t1": 1, "t2": 0, "t3": 0}}}
+    >>> c = hierarchical_contrast(a, b)
+    >>> round(c.estimate, 4), c.levels, [round(r.delta, 4) for r in c.per_replicate], c.paired_replicates
+    (0.3333, ['replicate', 'task'], [0.3333, 0.3333], False)
+    """
+    if set(a) != set(b) or not a:
+        raise ValueError(f"hierarchical_contrast: the arms must have the same starts: {sorted(a)} vs {sorted(b)}")
+    per_start, points, dropped = [], [], 0
+    paired_all, multi, n_a, n_b, n_tasks = True, False, 0, 0, 0
+    for s in sorted(a):
+        tasks, lost = _shared_tasks([a[s], b[s]], s, "hierarchical_contrast")
+        ra, rb = sorted(a[s]), sorted(b[s])
+        xa = _matrix(a[s], ra, tasks, f"hierarchical_contrast: a, start {s!r}")
+        xb = _matrix(b[s], rb, tasks, f"hierarchical_contrast: b, start {s!r}")
+        paired = ra == rb
+        paired_all, multi = paired_all and paired, multi or len(ra) > 1 or len(rb) > 1
+        per_start.append(_within([xa - xb], [1.0]) if paired else _within([xa, xb], [1.0, -1.0]))
+        if paired:
+            points += [(s, r, float(d)) for r, d in zip(ra, (xa - xb).mean(axis=1), strict=True)]
+        elif len(ra) >= len(rb):
+            points += [(s, r, float(d)) for r, d in zip(ra, xa.mean(axis=1) - xb.mean(), strict=True)]
+        else:
+            points += [(s, r, float(d)) for r, d in zip(rb, xa.mean() - xb.mean(axis=1), strict=True)]
+        n_a, n_b, n_tasks, dropped = n_a + len(ra), n_b + len(rb), n_tasks + len(tasks), dropped + lost
+    out = _estimate(per_start, level, _notes(dropped, multi, len(per_start)))
+    out["levels"] += (["replicate"] if multi else []) + ["task"]
+    p = out.pop("_p")
+    return ContrastEstimate(**out, p_value=p, n_replicates=len(points), n_tasks=n_tasks, method=METHOD,
+                            per_replicate=[ReplicateDelta(start=s, replicate=r, delta=d) for s, r, d in points],
+                            paired_replicates=paired_all, n_replicates_a=n_a, n_replicates_b=n_b)
+
+
+def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
+    """Holm–Bonferroni adjusted p-values (step-down; the family-wise error rate held at any level), same keys.
+
+    >>> holm({"x": 0.01, "y": 0.04, "z": 0.03})
+    {'x': 0.03, 'y': 0.06, 'z': 0.06}
+    """
+    order = sorted(pvalues, key=lambda k: pvalues[k])
+    m, running, out = len(order), 0.0, {}
+    for i, k in enumerate(order):
+        p = pvalues[k]
+        if not 0 <= p <= 1:
+            raise ValueError(f"holm: p-value of {k!r} must lie in [0, 1], got {p}")
+        running = max(running, min(1.0, (m - i) * p))
+        out[k] = round(running, 12)
+    return {k: out[k] for k in pvalues}
+
+
+def excludable_effect(e: Estimate) -> float:
+    """The size |Δ| beyond which effects are excluded at the interval's level: max(|low|, |high|). For an interval
+    that covers 0 this is what the experiment can rule out (an effect at least this large in either direction).
+
+    >>> excludable_effect(Estimate(estimate=0.01, low=-0.02, high=0.04, half_width=0.03, se=0.015, df=30,
+    ...     level=0.95, n_starts=3, n_replicates=12, n_tasks=300, method="", levels=[], note=""))
+    0.04
+    """
+    return max(abs(e.low), abs(e.high))
+
+
+def min_detectable_effect(e: Estimate, *, power: float = 0.8) -> float:
+    """The true effect this design would detect (interval excluding 0, two-sided at e.level) with probability
+    `power`, at its observed standard error and df: (t_{1−α/2} + t_{power}) · se.
+
+    >>> round(min_detectable_effect(Estimate(estimate=0.0, low=-0.0196, high=0.0196, half_width=0.0196, se=0.01,
+    ...     df=1e9, level=0.95, n_starts=3, n_replicates=12, n_tasks=300, method="", levels=[], note="")), 4)
+    0.028
+    """
+    if not 0 < power < 1:
+        raise ValueError(f"min_detectable_effect: power must lie in (0, 1), got {power}")
+    return (t_quantile(0.5 + e.level / 2, e.df) + t_quantile(power, e.df)) * e.se
