@@ -197,7 +197,8 @@ def paired_in_loop(a: Mapping[str, bool | float], b: Mapping[str, bool | float],
     `delta` = accuracy(b) − accuracy(a) over the shared tasks (means of the per-task accuracies), with a
     paired-bootstrap 95% CI (tasks resampled) and the exact sign test over tasks: `a_only` / `b_only` count the
     tasks where that planner did better (with 0/1 values: the tasks only it solved, and the test is exact McNemar).
-    Tasks present in one run only are left out (and counted in `unpaired`).
+    Tasks present in one run only are left out (and counted in `unpaired`). The tasks are the only noise this
+    interval sees: for replicated runs (several SFT starts, several RL seeds) use `hierarchical_contrast`.
 
     >>> r = paired_in_loop({"t1": True, "t2": False, "t3": False}, {"t1": True, "t2": True, "t3": True}, ("x", "y"))
     >>> r["a"], r["b"], r["n"], r["a_only"], r["b_only"], r["delta"]
@@ -332,40 +333,41 @@ def _betainc(a: float, b: float, x: float) -> float:
 
 
 def _satterthwaite(parts: list[tuple[float, float]]) -> float:
-    """Welch–Satterthwaite degrees of freedom of a sum of variance terms, each (term, its df)."""
+    """Welch–Satterthwaite degrees of freedom of a sum of variance terms, each (term, the variance of its
+    estimate in units of mean squares: Σ (coefficient · mean square)² / df over the mean squares it is made of)."""
     total = sum(v for v, _ in parts)
-    denom = sum(v * v / df for v, df in parts if df > 0)
+    denom = sum(w for _, w in parts)
     return total * total / denom if denom > 0 else math.inf
 
 
-def _row_terms(x: np.ndarray) -> tuple[list[tuple[float, float]], float]:
-    """For one arm's replicate × task matrix within a start: the replicate term s²(row means)/R and the residual
-    term MSE/(R·T) of the two-way (replicate × task) ANOVA, each with its df. None of either with one replicate."""
+def _replicate_term(x: np.ndarray) -> tuple[float, float] | None:
+    """σ²_rep/R for one arm's replicate × task matrix within a start (with its Satterthwaite weight): the row
+    means' variance over R, s²(rows)/R, estimates σ²_rep/R + σ²_res/(R·T); the two-way (replicate × task) ANOVA's
+    residual mean square MSE estimates σ²_res; so s²(rows)/R − MSE/(R·T), truncated at 0. None with one
+    replicate (the arm is fixed given its start: sft, teacher)."""
     r, t = x.shape
     if r < 2:
-        return [], 0.0
+        return None
     rows, cols = x.mean(axis=1), x.mean(axis=0)
     resid = x - rows[:, None] - cols[None, :] + x.mean()
-    mse = float((resid**2).sum()) / ((r - 1) * (t - 1))
-    return [(float(rows.var(ddof=1)) / r, r - 1)], mse / (r * t)
+    between, res = float(rows.var(ddof=1)) / r, float((resid**2).sum()) / ((r - 1) * (t - 1)) / (r * t)
+    if between <= res:
+        return 0.0, 0.0
+    return between - res, between**2 / (r - 1) + res**2 / ((r - 1) * (t - 1))
 
 
 def _within(xs: list[np.ndarray], signs: list[float]) -> tuple[float, float, float]:
-    """(Σ sign·mean, its within-start variance, df) for replicate × task matrices on the same tasks.
+    """(Σ sign·mean, its within-start variance, Satterthwaite df) for replicate × task matrices on the same tasks.
 
-    Crossed random effects (replicate, task, residual): Var = Σ σ²_rep/R + σ²_task/T + Σ σ²_res/(R·T). The row
-    means' variance estimates σ²_rep + σ²_res/T, the column deltas' estimates σ²_task + Σ σ²_res/R: their sum
-    counts each residual twice, so one MSE/(R·T) per arm is taken off (the two-way cluster-robust variance of
-    Cameron, Gelbach & Miller 2011). Floored at the larger single term, each an underestimate in expectation."""
+    Crossed random effects (replicate, task, residual): Var = Σ σ²_rep/R + σ²_task/T + Σ σ²_res/(R·T). The
+    per-task deltas' variance over T estimates σ²_task/T + Σ σ²_res/(R·T) (each task's delta averages its R
+    residuals), so Var = that task term + each arm's replicate term (`_replicate_term`; the two-way
+    cluster-robust variance of Cameron, Gelbach & Miller 2011 with its double-counted residual taken off)."""
     col = sum(s * x.mean(axis=0) for s, x in zip(signs, xs, strict=True))
     t = col.shape[0]
-    parts = [(float(col.var(ddof=1)) / t, t - 1)]
-    resid = 0.0
-    for x in xs:
-        rows, res = _row_terms(x)
-        parts += rows
-        resid += res
-    var = max(sum(v for v, _ in parts) - resid, max(v for v, _ in parts))
+    task = float(col.var(ddof=1)) / t
+    parts = [(task, task**2 / (t - 1))] + [p for p in map(_replicate_term, xs) if p is not None]
+    var = sum(v for v, _ in parts)
     return float(sum(s * x.mean() for s, x in zip(signs, xs, strict=True))), var, _satterthwaite(parts)
 
 
@@ -386,12 +388,12 @@ def _shared_tasks(arms: list[Mapping[str, Mapping[str, float]]], start: str, whe
     return shared, len(set.union(*task_sets)) - len(shared)
 
 
-def _interval(per_start: list[tuple[float, float, float]], level: float) -> tuple[float, float, float, str, bool]:
+def _interval(per_start: list[tuple[float, float, float]]) -> tuple[float, float, float, str, bool]:
     """Combine starts (equal weight): (estimate, variance, df, what was done, start level counted)."""
     n = len(per_start)
     ds = np.array([d for d, _, _ in per_start])
     within = sum(v for _, v, _ in per_start) / n**2
-    df_within = _satterthwaite([(v / n**2, df) for _, v, df in per_start])
+    df_within = _satterthwaite([(v / n**2, (v / n**2) ** 2 / df) for _, v, df in per_start])
     if n == 1:
         return float(ds[0]), within, df_within, "one start: the variance between SFT starts cannot be estimated " \
             "and is not counted", False
@@ -404,7 +406,7 @@ def _interval(per_start: list[tuple[float, float, float]], level: float) -> tupl
 
 
 def _estimate(per_start: list[tuple[float, float, float]], level: float, extra_note: str) -> dict[str, Any]:
-    est, var, df, note, start_counted = _interval(per_start, level)
+    est, var, df, note, start_counted = _interval(per_start)
     se = math.sqrt(var)
     half = t_quantile(0.5 + level / 2, df) * se if se > 0 else 0.0
     return {"estimate": est, "low": est - half, "high": est + half, "half_width": half, "se": se, "df": df,
