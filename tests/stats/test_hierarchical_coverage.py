@@ -60,7 +60,8 @@ def simulate(rng: np.random.Generator, *, starts: int, reps_a: int, reps_b: int,
 
 def pooled_units(arm) -> dict[str, float]:
     """Today's pooling: one unit per start:task, the task's accuracy over the start's replicates."""
-    return {f"{s}:{t}": float(np.mean([arm[s][r][t] for r in arm[s]])) for s in arm for t in next(iter(arm[s].values()))}
+    return {f"{s}:{t}": float(np.mean([arm[s][r][t] for r in arm[s]]))
+            for s in arm for t in next(iter(arm[s].values()))}
 
 
 def coverage(n_sims: int, seed: int, **design) -> dict[str, float]:
