@@ -6,7 +6,7 @@ when its level varies between starts. Seeded: the same numbers on every run (doc
 intervals", lists them).
 
     pytest -q tests/stats/test_hierarchical_coverage.py
-    python tests/stats/test_hierarchical_coverage.py   # prints the measured coverages
+    python tests/stats/test_hierarchical_coverage.py [--grid]  # prints the measured coverages
 
 The model (probabilities, no link function, so the truth is exact): for start s, arm x, replicate r and task t,
 P(correct) = base + start_s + effect·[x = a] + (start × arm)_{s,x} + replicate_{s,x,r} + task_{s,t} ± taskarm_{s,t},
@@ -99,6 +99,18 @@ def test_hierarchical_interval_covers_and_the_task_only_one_does_not(name: str) 
         assert 0.925 <= cov["mean"] <= 0.98, cov
 
 
-if __name__ == "__main__":  # the figures docs/findings.md quotes
+GRID = [dict(starts=st, reps_a=4, reps_b=4, tasks=60, sd_start=0.04, sd_start_arm=sxa, sd_rep=rep)
+        for st in (1, 2, 3, 5) for sxa in ((0.0,) if st == 1 else (0.0, 0.015, 0.03, 0.05)) for rep in (0.0, 0.04)]
+
+
+if __name__ == "__main__":  # the figures docs/findings.md quotes; --grid: the wider table (1000 simulations each)
+    import sys
+
     for design_name, design in DESIGNS.items():
         print(design_name, {k: round(v, 3) for k, v in coverage(600, seed=2026, **design).items()})
+    if "--grid" in sys.argv:
+        print("| starts | start × arm sd | replicate sd | hierarchical | task-only |\n|---|---|---|---|---|")
+        for design in GRID:
+            cov = coverage(1000, seed=7, **design)
+            print(f"| {design['starts']} | {design['sd_start_arm']} | {design['sd_rep']} | {cov['contrast']:.3f} | "
+                  f"{cov['contrast_task_only']:.3f} |", flush=True)
