@@ -65,6 +65,7 @@ def test_table_rejects_mixed_levels(contrasts: dict[str, ContrastEstimate]) -> N
         contrast_table_md({"a": contrasts["same − sft"]}, {"b": other})
 
 
+@pytest.mark.requires("matplotlib")  # the `report` extra
 def test_forest_plot_writes_a_png(tmp_path: Path, contrasts: dict[str, ContrastEstimate]) -> None:
     import matplotlib.image
 
