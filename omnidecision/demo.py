@@ -351,7 +351,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 def summarise(out: Path, cfg: DemoConfig, times: dict[str, float]) -> dict[str, Any]:
     from omnidecision.eval.compare import task_correct
-    from omnidecision.eval.stats import paired_in_loop
+    from omnidecision.stats import paired_in_loop
 
     planners: dict[str, Any] = {}
     for name in PLANNERS:
@@ -458,7 +458,7 @@ def demo(
 def pool(summaries: list[dict[str, Any]], folders: list[Path]) -> dict[str, Any]:
     """Per-seed accuracies and the pooled paired comparisons over every (seed, task) unit."""
     from omnidecision.eval.compare import task_correct
-    from omnidecision.eval.stats import paired_in_loop
+    from omnidecision.stats import paired_in_loop
 
     correct: dict[str, dict[str, float]] = {n: {} for n in PLANNERS}
     for s, folder in zip(summaries, folders, strict=True):

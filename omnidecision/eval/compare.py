@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from omnidecision.eval.stats import overlap
+from omnidecision.stats import overlap
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def task_correct(folder: str | Path) -> dict[str, float]:
     is): the same unit as the report's clustered CI."""
     from omnidecision.eval.report import is_correct
     from omnidecision.eval.runner import load_records
-    from omnidecision.eval.stats import per_task
+    from omnidecision.stats import per_task
 
     return per_task((r.task_id, is_correct(r)) for r in load_records(folder))
 
@@ -55,7 +55,7 @@ def task_correct(folder: str | Path) -> dict[str, float]:
 def paired_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paired in-loop comparison of every run with the first, on the tasks they share (exact McNemar, paired
     bootstrap CI of the accuracy difference); runs without shared tasks are left out."""
-    from omnidecision.eval.stats import paired_in_loop
+    from omnidecision.stats import paired_in_loop
 
     if len(reports) < 2:
         return []

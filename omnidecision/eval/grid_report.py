@@ -44,7 +44,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from omnidecision.eval.stats import paired_in_loop
+from omnidecision.stats import paired_in_loop
 
 AXES: dict[str, str] = {"planner": "perception", "perception": "planner"}  # an axis → the axis held fixed
 RULE = ("A swap moves accuracy when the paired 95% CI of its Δ (to − from, on the tasks both cells ran; unit: the "

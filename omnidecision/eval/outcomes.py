@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from omnidecision.eval.stats import rate
 from omnidecision.protocol.records import OUTCOMES
+from omnidecision.stats import rate
 
 NO_ANSWER_METHODS = ("no_gold", "unanswerable")  # judge methods of tasks whose right move is to abstain
 NOT_ANSWERED = ("insufficient", "error")  # outcomes that submit no answer

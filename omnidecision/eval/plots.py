@@ -1,14 +1,20 @@
-"""PNG plots of eval reports (matplotlib, Agg backend: no display needed).
+"""PNG plots of eval reports and of the experiment's contrasts (matplotlib, Agg backend: no display needed).
 
     python -c "import json; from omnidecision.eval.plots import report_plots; \
 report_plots(json.load(open('runs/eval/report.json')), 'runs/eval')"
+
+`forest_plot` draws `omnidecision.stats.hierarchical_contrast` results: one row per contrast.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from omnidecision.stats import ContrastEstimate
 
 logger = logging.getLogger(__name__)
 
@@ -84,3 +90,37 @@ def compare_plot(rows: list[dict[str, Any]], path: str | Path) -> Path:
     ax.set_ylabel("accuracy (Wilson 95% CI)")
     ax.set_title("comparison")
     return _save(fig, Path(path))
+
+
+def forest_plot(contrasts: Mapping[str, ContrastEstimate], path: Path) -> Path:
+    """A forest plot, one row per contrast (in the mapping's order, top down): the per-replicate deltas as points
+    (one colour per SFT start), the hierarchical interval as a bar with the estimate on it, and a line at 0."""
+    if not contrasts:
+        raise ValueError("forest_plot: no contrast to draw")
+    plt = _plt()
+    names = list(contrasts)
+    starts = sorted({r.start for c in contrasts.values() for r in c.per_replicate})
+    colour = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(starts)}
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.55 * len(names)))
+    for i, name in enumerate(names):
+        c, y = contrasts[name], len(names) - 1 - i
+        for j, s in enumerate(starts):  # each start's points on their own sub-row, so they do not hide each other
+            xs = [r.delta for r in c.per_replicate if r.start == s]
+            dy = 0.25 * ((j + 1) / (len(starts) + 1) - 0.5) * 2
+            ax.scatter(xs, [y + dy] * len(xs), s=14, color=colour[s], alpha=0.75, zorder=2,
+                       label=f"start {s}" if i == 0 else None)
+        ax.plot([c.low, c.high], [y, y], color="black", linewidth=2.2, zorder=3)
+        ax.plot([c.estimate], [y], marker="D", color="black", markersize=6, zorder=4)
+        ax.annotate(f"{c.estimate:+.3f} [{c.low:+.3f}, {c.high:+.3f}]", (1.01, y), xycoords=("axes fraction", "data"),
+                    va="center", fontsize=8)
+    ax.axvline(0.0, color="grey", linestyle="--", linewidth=1, zorder=1)
+    ax.set_yticks(range(len(names)), list(reversed(names)))
+    ax.set_ylim(-0.7, len(names) - 0.3)
+    level = {c.level for c in contrasts.values()}
+    ax.set_xlabel("Δ (a − b); points: per-replicate deltas; bar: " + "/".join(f"{x:.0%}" for x in sorted(level)) +
+                  " hierarchical interval")
+    if starts:
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(starts), 6), frameon=False)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return _save(fig, path)

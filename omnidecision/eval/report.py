@@ -11,7 +11,7 @@ string scorer and LLM judge, and `environment`: live, replay, offline, or "offli
 needs tools run offline with `--allow-offline`). Accuracy counts a run as correct only when the judge said so; a
 judge failure (`judge.correct is None`) is counted under `judge_failures` and never as correct.
 `ci95` (overall, by level, by category) is clustered by task: with several samples per task the task is the unit
-(`eval.stats.task_accuracy_ci`; `ci_method` says which interval, `n_tasks` and `samples_per_task` the units,
+(`stats.task_accuracy_ci`; `ci_method` says which interval, `n_tasks` and `samples_per_task` the units,
 `ci95_task_bootstrap` a task-level bootstrap of the per-task mean accuracy), as in `compare`'s paired statistics.
 A task without a gold answer (the judge's `no_gold`: unanswerable by design, e.g. in the synthetic suite) is
 correct exactly when the run stopped with outcome `insufficient` (the agent declined to guess); such runs are also
@@ -42,10 +42,10 @@ from typing import Any
 from omnidecision.eval.attribution import CATEGORIES, attribute_run
 from omnidecision.eval.outcomes import outcome_lines, outcome_table
 from omnidecision.eval.prices import cost_lines, cost_table, load_prices
-from omnidecision.eval.stats import mean, rate, task_accuracy_ci
 from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
+from omnidecision.stats import mean, rate, task_accuracy_ci
 
 logger = logging.getLogger(__name__)
 

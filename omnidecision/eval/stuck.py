@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from omnidecision.eval.attribution import stalled_need
-from omnidecision.eval.stats import rate
 from omnidecision.ledger.events import ToolCalled
 from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Need
+from omnidecision.stats import rate
 
 MODALITIES: tuple[str, ...] = ("video", "audio", "image", "web", "compute")
 # The asset types the visual tools look at by default, most preferred first (the `prefer` of tools/clips.py and

@@ -11,8 +11,8 @@ import pytest
 
 from omnidecision.eval.compare import load_report, task_correct, write_compare
 from omnidecision.eval.report import build_report, write_report
-from omnidecision.eval.stats import WILSON_RUNS, paired_in_loop, per_task, task_accuracy_ci, wilson
 from omnidecision.protocol.records import JudgeResult, RunRecord
+from omnidecision.stats import WILSON_RUNS, paired_in_loop, per_task, task_accuracy_ci, wilson
 
 
 def _run(task: int, sample: int, correct: bool) -> RunRecord:

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from omnidecision.eval.attribution import CATEGORIES, attribute, attribution_counts, stalled_need
-from omnidecision.eval.stats import mean, overlap, rate, wilson
 from omnidecision.ledger.schema import Conflict, ConflictValue, Ledger, Need, Slot, SourceRef
+from omnidecision.stats import mean, overlap, rate, wilson
 
 
 # ---------------------------------------------------------------- Wilson

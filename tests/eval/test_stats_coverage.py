@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from omnidecision.eval.stats import mcnemar_exact, paired_in_loop
+from omnidecision.stats import mcnemar_exact, paired_in_loop
 
 
 # Exact two-sided McNemar: p = min(1, 2 * P(X <= min(a_only, b_only))), X ~ Binomial(a_only + b_only, 1/2).
