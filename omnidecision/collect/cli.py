@@ -7,6 +7,7 @@
     omnidecision collect --config configs/collect/omnigaia-live.yaml --dry-run   # what is missing, nothing run
     omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl
     omnidecision harvest runs/teacher --out data/harvest --advancing-only --dedup
+    omnidecision harvest runs/own-states --out data/own-states --label none   # RL states of every run, no SFT
 """
 
 from __future__ import annotations
@@ -117,8 +118,9 @@ def harvest(
     check_replay: bool = typer.Option(True, "--check-replay/--no-check-replay",
                                       help="RL: check each rebuilt state equals the recorded snapshot"),
     label: str = typer.Option("emitted", "--label",
-                              help="SFT labels: 'emitted' (the collected decisions, correct runs only) or 'rule' "
-                                   "(every visited state of every run, labelled by the rule planner)"),
+                              help="SFT labels: 'emitted' (the collected decisions, correct runs only), 'rule' "
+                                   "(every visited state of every run, labelled by the rule planner) or 'none' (no "
+                                   "SFT rows: the RL states of every run, e.g. a served planner's own states)"),
     validation_from: Optional[list[Path]] = typer.Option(  # noqa: UP045
         None, "--validation-from", help="runs under this path (repeatable) make the validation split, the others "
                                         "train (instead of --val-fraction's task-id hash)"),

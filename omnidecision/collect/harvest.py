@@ -5,7 +5,10 @@
   sample, level, category, source. Options: `advancing_only` (the step's events changed a need's status or
   value, verified a slot, resolved a conflict, or passed the finalizer check), `dedup` (same user message),
   `max_rows_per_task`. Invalid-action steps are skipped. With `label="rule"` (`--label rule`) instead: every
-  state of every run (correct or not) with the rule planner's decision as the assistant turn.
+  state of every run (correct or not) with the rule planner's decision as the assistant turn. With `label="none"`
+  (`--label none`, the own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
+  product (GRPO trains on the states it visited, failed runs and correct ones alike; no label is needed, the
+  candidates are scored by the closure checks and the judge).
 - RL (all runs, ledger mode): one row per ledger state the planner saw, REBUILT by replaying the events (and
   checked byte for byte against the recorded snapshot): `prompt` (the planner messages), `ledger` (JSON),
   `question`, `actionable`, `blocked`, `finish_available`, `tool_call_counts` (JSON), `failed_calls` (JSON),
@@ -55,6 +58,7 @@ logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation")
 TASK_IDS = "task_ids.json"  # DIR/task_ids.json: every task id the harvest drew from, and its split
+LABELS = ("emitted", "rule", "none")  # HarvestOptions.label: where SFT labels come from (none: no SFT rows)
 
 
 class HarvestError(ValueError):
@@ -74,15 +78,16 @@ class HarvestOptions:
     digest_max_chars: int | None = None  # None: from the collection's manifest.json, else the AgentConfig default
     # SFT labels: "emitted" = the decisions the collected planner made, in judge-correct runs only; "rule" = every
     # state any run visited, labelled with the rule planner's decision (exact for the synthetic suite): a noisy
-    # teacher's detours (rejected calls, wrong tools, empty sources) become states with their recovery as label
+    # teacher's detours (rejected calls, wrong tools, empty sources) become states with their recovery as label;
+    # "none" = no SFT rows: only the RL states of every run (the own-states harvest of a served planner's runs)
     label: str = "emitted"
     # runs read from these paths (files or folders) make the validation split, every other run the train split
     # (instead of the task-id hash): a dev suite collected apart is the dev rows, with no task on both sides
     validation_from: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.label not in ("emitted", "rule"):
-            raise ValueError(f"label must be 'emitted' or 'rule', got {self.label!r}")
+        if self.label not in LABELS:
+            raise ValueError(f"label must be one of {', '.join(LABELS)}, got {self.label!r}")
         if not 0.0 <= self.val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
         if self.max_rows_per_task is not None and self.max_rows_per_task < 1:
@@ -195,7 +200,7 @@ def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: Digest
                 raise HarvestError(f"{where}: run {rec.run_id} step {step.step}: field steps.events does not "
                                    f"replay: {exc.reason}") from exc
             rl[-1]["advanced"] = advanced(before, state, step)  # type: ignore[arg-type]
-        if not correct or opts.label == "rule":
+        if not correct or opts.label != "emitted":
             continue
         if step.invalid is not None or step.action is None or not step.raw_output.strip():
             counts.skipped["sft_invalid_step"] += 1

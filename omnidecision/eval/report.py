@@ -24,9 +24,11 @@ Runs with outcome `error` (a dead endpoint, a crash: no answer at all) are not w
 them, `wrong` counts the judged runs that answered wrongly, `accuracy_without_errors` is the accuracy over the runs
 that did not error, and failure attribution leaves them out. `accuracy` still counts them as not correct (never
 inflated); report.md says how many there were and that a restart retries them.
-Three tables come from modules of their own: `outcome_table` (per outcome, and the accuracy had every `forced` run
-abstained: `eval.outcomes`), `stuck` (which needs stalled, by modality: `eval.stuck`) and `cost` (per call kind,
-from a price table, `--prices` or the recipe's `prices:`: `eval.prices`).
+Four tables come from modules of their own: `outcome_table` (per outcome, and the accuracy had every `forced` run
+abstained: `eval.outcomes`), `stuck` (which needs stalled, by modality: `eval.stuck`), `cost` (per call kind,
+from a price table, `--prices` or the recipe's `prices:`: `eval.prices`) and `decisions` (how often the planner
+repeats a (need, tool) that came back empty while another listed source is untried, and finishes while a blocking
+need can still advance: `eval.decisions`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.eval.attribution import CATEGORIES, attribute_run
+from omnidecision.eval.decisions import decision_diagnostics, decision_lines
 from omnidecision.eval.outcomes import outcome_lines, outcome_table
 from omnidecision.eval.prices import cost_lines, cost_table, load_prices
 from omnidecision.eval.stuck import stuck_lines, stuck_table
@@ -53,7 +56,7 @@ REPORT_KEYS: tuple[str, ...] = (
     "accuracy", "ci95", "n", "correct", "judge_failures", "by_level", "by_category", "outcomes",
     "accuracy_by_outcome", "need_closure_rate", "tool_calls_per_question", "prompt_tokens_per_step",
     "tokens_per_question", "invalid_action_rate", "attribution", "cost_per_question", "wall_time", "errors",
-    "mode", "replay", "planner", "outcome_table", "stuck", "cost",
+    "mode", "replay", "planner", "outcome_table", "stuck", "cost", "decisions",
 )
 AT_STEP = 15
 
@@ -198,6 +201,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "accuracy_by_outcome": {o: row["accuracy"] for o, row in by_outcome["rows"].items()},
         "outcome_table": by_outcome,
         "stuck": stuck_table(rs),
+        "decisions": decision_diagnostics(rs),  # repeat-after-empty and finish-while-advanceable rates
         "cost": cost_table(rs, load_prices(prices) if prices else None, judge_model=judge_llm,
                            table_path=str(prices) if prices else None),
         "need_closure_rate": {"all": closure_of(rs), "correct": closure_of(correct),
@@ -374,6 +378,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         *(f"| {k} | {v} | {_pct(rep['attribution_share'][k])} |" for k, v in rep["attribution"].items()),
         *_attribution_reasons(rep),
         *stuck_lines(rep["stuck"]),
+        *decision_lines(rep["decisions"]),
         *cost_lines(rep["cost"]),
     ]
     if rep["errors"]:

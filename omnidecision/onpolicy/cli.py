@@ -1,6 +1,7 @@
 """CLI of the on-policy stage, mounted by `omnidecision.cli`:
 
     omnidecision rounds --config configs/rounds/tiny-cpu.yaml [--rounds 3 --sft_steps 100]
+    omnidecision rounds --config configs/rounds/tiny-cpu-rl.yaml [--rounds 2 --grpo_steps 30]
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import typer
 
 def rounds(ctx: typer.Context,
            config: Path = typer.Option(..., "--config", "-c", help="YAML recipe (configs/rounds/*.yaml)")) -> None:
-    """On-policy rounds (DAgger): serve the planner, collect on the training tasks, relabel its states with the
-    rule decision, aggregate, fine-tune. Resumable per round; any recipe field: --key.path VALUE."""
+    """On-policy rounds: serve the planner, collect on the training tasks, then fine-tune on what its own correct runs
+    did (or relabelled states), or with `mode: rl` run GRPO on every state it visited. Resumable per round; any
+    recipe field: --key.path VALUE."""
     from omnidecision.collect.recipe import RecipeError
     from omnidecision.onpolicy.rounds import rounds_cmd
 

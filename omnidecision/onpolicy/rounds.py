@@ -11,7 +11,13 @@ Each round r = 1..R, in `out/round-r/`:
 4. fine-tune the current planner on the aggregate (`omnidecision sft` with `sft_config`, `sft_steps` steps),
    export it → `model/`, which the next round serves. `round.json` marks the round done (a restart skips it).
 
+`mode: rl` is the RL variant (issue 37; `onpolicy/rl_round.py`): collect as in 1, keep every run's ledger states
+(`harvest --label none`: the planner's own states, failed runs and correct ones alike, no label), GRPO on them
+(alone or mixed with `state_mix`, e.g. the teacher's states), export → `model/`, serve it next round. The learned
+judge can be retrained each round on the new runs' outcomes (`judge_refresh: true`; off by default).
+
     omnidecision rounds --config configs/rounds/tiny-cpu.yaml [--rounds 3 --sft_steps 100]
+    omnidecision rounds --config configs/rounds/tiny-cpu-rl.yaml [--rounds 2 --grpo_steps 30]
 """
 
 from __future__ import annotations
@@ -37,9 +43,13 @@ logger = logging.getLogger(__name__)
 class RoundsRecipe(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    mode: Literal["sft", "rl"] = Field(
+        "sft", description="sft: label visited states (own judge-correct runs, or a labeller), aggregate, fine-tune; "
+                           "rl: GRPO on the planner's own states, every run kept, no label (onpolicy/rl_round.py)")
     rounds: int = Field(2, ge=1, description="R: on-policy rounds")
     start_model: str = Field(..., description="the planner of round 1 (an exported SFT checkpoint)")
-    base_sft_data: str = Field(..., description="SFT folder (train/validation) every round's data is added to")
+    base_sft_data: str | None = Field(
+        None, description="sft mode (required there): SFT folder (train/validation) every round's data is added to")
     sft_config: str = Field("configs/sft/tiny-cpu.yaml", description="the SFT recipe each round fine-tunes with")
     sft_steps: int = Field(100, ge=1, description="SFT steps per round")
     sft_overrides: dict[str, bool | int | float | str] = Field(
@@ -51,6 +61,26 @@ class RoundsRecipe(BaseModel):
         "own", description="own: the planner's own judge-correct runs (no oracle); rule: the rule planner relabels "
                            "every visited state (an upper-bound arm); or a chat backend spec that relabels")
     out: str = Field("runs/rounds", description="output folder (round-1/, round-2/, …, rounds.json)")
+    # -- mode: rl
+    grpo_config: str = Field("configs/grpo/tiny-cpu.yaml", description="rl mode: the GRPO recipe of every round")
+    grpo_steps: int = Field(30, ge=1, description="rl mode: GRPO steps per round")
+    grpo_overrides: dict[str, bool | int | float | str] = Field(
+        default_factory=dict, description="rl mode: GRPO recipe fields to override (passed as --name value)")
+    own_weight: float = Field(1.0, gt=0, description="rl mode: the weight of the round's own states in the mix")
+    state_mix: list[dict[str, Any]] = Field(
+        default_factory=list, description="rl mode: more state sources mixed with the round's own states, each "
+                                          "{path, weight, name} (GRPO's state_sources), e.g. the teacher's harvest")
+    own_val_fraction: float = Field(
+        0.1, ge=0.0, lt=1.0, description="rl mode: share of the round's tasks whose states are held out (GRPO's "
+                                         "in-run closure evaluation)")
+    judge_refresh: bool = Field(
+        False, description="rl mode: retrain the learned judge each round on what followed the decisions of every "
+                           "round's runs so far (plus `judge_data`), and score that round's GRPO with it; off by "
+                           "default until it is shown to help. Needs a GRPO recipe with the learned judge")
+    judge_data: str | None = Field(
+        None, description="rl mode, judge_refresh: RL rows (a harvest's rl/ folder) the refreshed judge also trains "
+                          "on, e.g. the teacher's harvest the first judge was trained on")
+    judge_steps: int = Field(300, ge=1, description="rl mode, judge_refresh: optimizer steps of each judge")
 
     @model_validator(mode="before")
     @classmethod
@@ -62,6 +92,18 @@ class RoundsRecipe(BaseModel):
             serve.setdefault("model", str(data.get("start_model") or ""))
             data = {**data, "collect": {**collect, "serve": serve}}
         return data
+
+    @model_validator(mode="after")
+    def _check_mode(self) -> RoundsRecipe:
+        if self.mode == "sft" and not self.base_sft_data:
+            raise ValueError("base_sft_data: required with mode sft (the SFT folder every round's data joins)")
+        if self.mode == "rl" and self.state_mix:
+            from omnidecision.rl.sources import parse_state_sources
+
+            names = [s.label() for s in parse_state_sources(self.state_mix) or []]
+            if "own" in names:
+                raise ValueError("state_mix: the name `own` is the round's own states; name the other sources apart")
+        return self
 
 
 def load_rounds_recipe(path: str | Path, overrides: list[str] | None = None) -> RoundsRecipe:
@@ -138,7 +180,7 @@ def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[s
         write_rows(sft_new, "sft", out / "data" / "onpolicy" / "sft")
         write_rows(rl_new, "rl", out / "data" / "onpolicy" / "rl")
     # 3. aggregate with the base data and the earlier rounds
-    base = Path(recipe.base_sft_data)
+    base = Path(recipe.base_sft_data or "")
     train = _load_rows(base, "train")
     for k in range(1, r + 1):
         train += _load_rows(Path(recipe.out) / f"round-{k}" / "data" / "onpolicy" / "sft", "train")
@@ -173,16 +215,23 @@ def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
         from omnidecision.backends.factory import build_backend
 
         labeller = LLMLabeller(build_backend(recipe.labeller))
+    if recipe.mode == "rl":
+        from omnidecision.onpolicy.rl_round import check_rl_recipe, run_rl_round
+
+        check_rl_recipe(recipe)
     model, done = recipe.start_model, []
     for r in range(1, recipe.rounds + 1):
         marker = Path(recipe.out) / f"round-{r}" / "round.json"
         if marker.exists():
             info = json.loads(marker.read_text("utf-8"))
             logger.info("round %d already done (%s): skipped", r, marker)
+        elif recipe.mode == "rl":
+            info = run_rl_round(recipe, r, model)
         else:
             info = run_round(recipe, r, model, labeller)
-        logger.info("round %d: the served planner scored %s on the training tasks; %d states relabelled",
-                    r, info["accuracy_on_train_tasks"], info["relabel"]["states"])
+        data = info.get("relabel") or info.get("own_states") or {}
+        logger.info("round %d: the served planner scored %s on the training tasks; %s states kept",
+                    r, info["accuracy_on_train_tasks"], data.get("states"))
         done.append(info)
         model = info["model"]
     summary = {"rounds": done, "final_model": model, "recipe": recipe.model_dump(mode="json")}
@@ -194,6 +243,6 @@ def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
 def rounds_cmd(ctx: Any, config: Path) -> None:  # mounted by omnidecision.onpolicy.cli
     recipe = load_rounds_recipe(config, cli_overrides(ctx.args))
     summary = run_rounds(recipe)
+    keys = ("round", "accuracy_on_train_tasks", "aggregate_train_rows", "own_states")
     print(json.dumps({"final_model": summary["final_model"],
-                      "rounds": [{k: r[k] for k in ("round", "accuracy_on_train_tasks", "aggregate_train_rows")}
-                                 for r in summary["rounds"]]}, indent=1))
+                      "rounds": [{k: r[k] for k in keys if k in r} for r in summary["rounds"]]}, indent=1))

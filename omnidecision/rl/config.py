@@ -26,6 +26,13 @@ class GRPOScriptArguments(trl.ScriptArguments):
         metadata={"help": "The RL states: a harvest folder holding rl/ (train/validation splits), or that rl/ folder "
                           "itself. Read with datasets.load_dataset (JSONL/parquet files) or load_from_disk."},
     )
+    state_sources: list[dict] | str | None = field(
+        default=None,
+        metadata={"help": "Train on several sources of RL states mixed by weight, instead of `dataset_name`: a list "
+                          "of {path, weight, name} (YAML, or its JSON text on the command line), e.g. the planner's "
+                          "own states (`harvest --label none`) and the teacher's. `weight` is the source's share of "
+                          "the training states; the held-out split is every source's (omnidecision.rl.sources)."},
+    )
     dataset_test_split: str = field(default="validation", metadata={"help": "Held-out split of the RL states."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep at most this many training rows."})
     select_states: Literal["all", "balanced"] = field(
@@ -96,9 +103,14 @@ class GRPOScriptArguments(trl.ScriptArguments):
     eval_batch_size: int = field(default=16, metadata={"help": "Prompts per generate() call in the evaluation."})
 
     def __post_init__(self) -> None:
-        if self.dataset_name is None:
+        from omnidecision.rl.sources import parse_state_sources
+
+        # checked here, kept as plain mappings (the resolved configuration prints and saves as JSON)
+        sources = parse_state_sources(self.state_sources)
+        self.state_sources = None if sources is None else [s.model_dump() for s in sources]
+        if self.dataset_name is None and self.state_sources is None:
             raise ValueError("GRPO needs RL states: set `dataset_name` (a harvest folder holding rl/, or the rl/ "
-                             "folder itself)")
+                             "folder itself) or `state_sources`")
         if isinstance(self.closure_weights, str):
             try:
                 self.closure_weights = json.loads(self.closure_weights)

@@ -80,18 +80,23 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     if model.tokenizer_name_or_path:
         report.checks.append(check_model(model.tokenizer_name_or_path, "tokenizer_name_or_path"))
     report.checks.append(check_attention(model.attn_implementation))
-    try:
-        files = rl_split_files(script.dataset_name)
-    except (FileNotFoundError, OSError, ValueError) as exc:
-        report.add("dataset_name", "error", str(exc))
-    else:
+    # the data: `dataset_name`, or each of `state_sources` (which replace it: rl/sources.py)
+    folders = ([(f"state_sources[{i}]", s["path"]) for i, s in enumerate(script.state_sources)]
+               if script.state_sources else [("dataset_name", script.dataset_name)])
+    for where, folder in folders:
+        try:
+            files = rl_split_files(folder)
+        except (FileNotFoundError, OSError, ValueError) as exc:
+            report.add(where, "error", str(exc))
+            continue
         train, test = script.dataset_train_split, script.dataset_test_split
         if train not in files:
-            report.add("dataset_name", "error", f"{script.dataset_name}: no `{train}` split (found {sorted(files)})")
+            report.add(where, "error", f"{folder}: no `{train}` split (found {sorted(files)})")
         else:
-            report.add("dataset_name", "ok", f"{script.dataset_name}: splits {sorted(files)}")
+            report.add(where, "ok", f"{folder}: splits {sorted(files)}")
             if test not in files and script.eval_closure_n != 0:
-                report.add("dataset_test_split", "warning", f"no `{test}` split: 5% of `{train}` is held out")
+                report.add("dataset_test_split", "warning", f"{folder}: no `{test}` split: 5% of `{train}` is "
+                                                            "held out")
     unknown = [name for name in script.reward_funcs if name not in REWARDS]
     if unknown:
         report.add("reward_funcs", "error", f"unknown reward(s) {unknown}; known: {sorted(REWARDS)}")
@@ -121,6 +126,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
         cmd = [sys.executable, "-m", "omnidecision.rl.train", *stage_args]
     report.would_run = [render(cmd)]
     report.extra = {"generation_model": generation_model(model.model_name_or_path),
-                    "dataset": script.dataset_name, "output_dir": training.output_dir}
+                    "dataset": script.dataset_name, "state_sources": script.state_sources,
+                    "output_dir": training.output_dir}
     return report
 

@@ -106,10 +106,10 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     from omnidecision.preflight import require_attention, wandb_offline_fallback
     from omnidecision.rewards import get_reward_funcs
     from omnidecision.rl.averaging import TailWeightAverage, check_supported
-    from omnidecision.rl.data import load_rl_splits
     from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
     from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
     from omnidecision.rl.select import balanced_selection
+    from omnidecision.rl.sources import load_grpo_states, source_counts
 
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
@@ -118,9 +118,8 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     out.mkdir(parents=True, exist_ok=True)
 
     # --- data: RL states (train) and the held-out split
-    splits = load_rl_splits(script_args.dataset_name,
-                            (script_args.dataset_train_split, script_args.dataset_test_split), carve=0.05,
-                            seed=training_args.seed)
+    # (`dataset_name`, or the recipe's `state_sources` mixed by weight: rl/sources.py)
+    splits, mix = load_grpo_states(script_args, seed=training_args.seed)
     train = splits[script_args.dataset_train_split]
     heldout = splits[script_args.dataset_test_split]
     if script_args.max_train_samples:
@@ -153,6 +152,8 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
             raise ValueError(f"state selection kept {len(train)} training states, fewer than one generation batch "
                              f"needs ({training_args.generation_batch_size // training_args.num_generations})")
         train = train.shuffle(seed=training_args.seed)
+    if mix is not None:
+        selection["by_source"] = source_counts(train)
 
     # --- held-out closure reward of the starting planner (same run, same rows, same decoding)
     eval_kwargs = dict(n=script_args.eval_closure_n, tokenizer=tokenizer, mode=script_args.eval_closure_mode,
@@ -197,7 +198,8 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         # the same states before and after: the per-state difference is the sharp comparison
         "paired": paired_comparison(before["per_state"], after["per_state"], seed=training_args.seed)
         if run_eval else None,
-        "model": model_args.model_name_or_path, "dataset": script_args.dataset_name,
+        "model": model_args.model_name_or_path, "dataset": script_args.dataset_name if mix is None else None,
+        "state_sources": mix,
         "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
         "selection": selection,
         "weight_average": None if averager is None else {

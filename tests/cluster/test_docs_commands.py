@@ -96,6 +96,7 @@ def project(tmp_path_factory) -> Path:
     (work / "clone" / "omnidecision").symlink_to(project)  # `git clone ... omnidecision && cd omnidecision`
     write_sft_dataset(project / "data" / "harvest" / "sft", n_train=8, n_validation=4, seed=0)
     write_rl_dataset(project / "data" / "harvest", n_train=8, n_validation=4, seed=0)
+    write_rl_dataset(project / "data" / "own-states", n_train=8, n_validation=4, seed=1)  # `harvest --label none`
     (project / "data" / "omnigaia" / "media").mkdir(parents=True)
     shutil.copy(ROOT / "tests" / "data" / "omnigaia_dev" / "dev_metadata.json",
                 project / "data" / "omnigaia" / "test_metadata.json")
