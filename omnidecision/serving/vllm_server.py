@@ -128,6 +128,18 @@ def adapter_rank(path: str | Path) -> int:
     return max(ranks)
 
 
+def checkpoint_dtype(model_dir: str | Path) -> str | None:
+    """The weight dtype a local checkpoint records in config.json (`dtype`, or the older `torch_dtype`); None for a
+    hub id or a config without one."""
+    config = Path(model_dir) / "config.json"
+    try:
+        data = json.loads(config.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("dtype") or data.get("torch_dtype")
+    return str(value) if value else None
+
+
 def lora_rank_for(rank: int) -> int:
     """The smallest --max-lora-rank vLLM accepts that holds an adapter of `rank` (ValueError when none does).
 
@@ -229,6 +241,13 @@ class VLLMServer:
             cmd += ["--max-model-len", str(self.max_model_len)]
         if self.cpu:
             cmd += ["--enforce-eager"]
+            # vLLM's "auto" dtype serves a float32 checkpoint in bfloat16 on a CPU that has bf16 instructions
+            # (AVX512-BF16/AMX) and in float32 on one that has not: the same planner would decide differently on
+            # the two CPU types these machines come as, and on one of them the tiny planner's bf16 worker died at
+            # its first forward pass (docs/findings.md, "vLLM's dtype on CPU"). Serve what the checkpoint holds.
+            dtype = checkpoint_dtype(self.model_dir) if self.is_local else None
+            if dtype == "float32" and not any(a == "--dtype" or a.startswith("--dtype=") for a in self.extra_args):
+                cmd += ["--dtype", "float32"]
         if self.lora_modules:
             cmd += ["--enable-lora", "--max-lora-rank", str(self.lora_rank()), "--lora-modules",
                     *(f"{name}={path}" for name, path in self.lora_modules.items())]
