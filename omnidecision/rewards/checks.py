@@ -12,9 +12,9 @@ against the ledger the planner saw, WITHOUT executing it. Rules shared by the ca
 - a call on a need that is not actionable (filled, blocked, exhausted, unknown) scores 0;
 - otherwise the check judges the call itself.
 
-A check is one function decorated with `@register_check(name, weight)`; `CHECKS` and `DEFAULT_WEIGHTS` (the
-closure rubric's components) and the reward functions of `omnidecision.rewards.closure` are derived from the
-registry (docs/architecture.md, "How to add a reward check").
+A check is one function decorated with `@register_check(name, weight)`, which puts it in the one reward registry
+(`rewards/registry.py`); `CHECKS` and `DEFAULT_WEIGHTS` (the closure rubric's components) and each check's TRL
+reward function are derived from it (docs/architecture.md, "How to add a reward check").
 
     >>> s = example_ledger()
     >>> [finish_check(Decision.parse(t), s) for t in ('{"action": "finish"}', '{"action": "call", "need": 0}')]
@@ -25,10 +25,13 @@ Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from omnidecision.ledger import (
     SLOT_TOOL,
@@ -52,6 +55,16 @@ from omnidecision.protocol.actions import (
     FinishAction,
     extract_json_object,
     parse_planner_output,
+)
+from omnidecision.rewards.registry import (
+    CHECKS,
+    DEFAULT_WEIGHTS,  # noqa: F401  (re-exported: the checks' weights, beside CHECKS)
+    Check,
+    RewardEntry,
+    RewardFunc,
+    add,
+    bind_params,
+    unregister_reward,
 )
 
 # Tools acceptable for a need besides the one its preferred source implies.
@@ -190,31 +203,29 @@ def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> fl
 
 # ---- the registry ----------------------------------------------------------------------------------------------
 
-Check = Callable[["Decision", Ledger], float]
-
-CHECKS: dict[str, Check] = {}
-# Weights of the combined closure reward (the rubric and the held-out evaluation use them by default).
-DEFAULT_WEIGHTS: dict[str, float] = {}
-
 
 def register_check(name: str, weight: float = 1.0) -> Callable[[Check], Check]:
-    """Register a closure check under `name` with its default weight in the closure rubric.
+    """Register a closure check in the reward registry (`rewards.registry.REWARDS`) under `name`, with its default
+    weight in the closure rubric; its TRL reward function (`<name>_reward`) is derived. Keyword parameters after
+    `(decision, state)` are the check's own: a recipe passes them as that reward's parameters.
 
+    >>> from omnidecision.rewards.registry import get_reward_funcs
     >>> @register_check("toy_example", weight=0.0)
-    ... def toy(decision, state):
-    ...     return 1.0
+    ... def toy(decision, state, bonus: float = 1.0):
+    ...     return bonus if decision.is_finish else 0.0
     >>> CHECKS["toy_example"] is toy, DEFAULT_WEIGHTS["toy_example"]
     (True, 0.0)
+    >>> get_reward_funcs(["toy_example"], toy_example={"bonus": 0.5})[0](['{"action": "finish"}'],
+    ...                                                                  ledger=[Ledger().model_dump_json()])
+    [0.5]
     >>> unregister_check("toy_example")
     """
     if not math.isfinite(weight) or weight < 0:
         raise ValueError(f"check {name!r}: weight must be finite and >= 0, got {weight}")
 
     def deco(func: Check) -> Check:
-        if name in CHECKS and CHECKS[name] is not func:
-            raise ValueError(f"closure check {name!r} is already registered ({CHECKS[name].__module__})")
-        CHECKS[name] = func
-        DEFAULT_WEIGHTS[name] = float(weight)
+        add(RewardEntry(name=name, factory=functools.partial(check_reward, name, func), kind="check", check=func,
+                        weight=float(weight)))
         return func
 
     return deco
@@ -222,8 +233,26 @@ def register_check(name: str, weight: float = 1.0) -> Callable[[Check], Check]:
 
 def unregister_check(name: str) -> None:
     """Remove a check (tests register toy checks and take them out again)."""
-    CHECKS.pop(name, None)
-    DEFAULT_WEIGHTS.pop(name, None)
+    unregister_reward(name)
+
+
+def check_reward(name: str, check: Check, **params: Any) -> RewardFunc:
+    """One closure check as a TRL reward function, its parameters bound: `check(decision, state, **params)`."""
+    bind_params(name, check, params, skip=2)
+
+    def reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+        states = ledgers_column(kwargs, len(completions))
+        return [check(Decision.parse(c), s, **params) for c, s in zip(completions, states, strict=True)]
+
+    reward.__name__ = f"{name}_reward"
+    # the summary only: the check's doctests run once, here, where their names live
+    reward.__doc__ = (check.__doc__ or "").split("\n\n")[0]
+    return reward
+
+
+def get_check_reward(name: str, **params: Any) -> RewardFunc:
+    """A registered closure check as a TRL reward function, by name, with its parameters (see `CHECKS`)."""
+    return check_reward(name, CHECKS[name], **params)
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------
@@ -454,3 +483,18 @@ def load_ledger(value: object) -> Ledger:
     if isinstance(value, dict):
         return Ledger.model_validate(value)
     raise TypeError(f"column `ledger`: expected a Ledger JSON string or dict, got {type(value).__name__}")
+
+
+@lru_cache(maxsize=4096)
+def _ledger_from_json(text: str) -> Ledger:
+    return Ledger.model_validate_json(text)
+
+
+def ledgers_column(kwargs: dict[str, Any], n: int) -> list[Ledger]:
+    """The `ledger` column TRL passes a reward function (one Ledger JSON string per completion), parsed."""
+    column = kwargs.get("ledger")
+    if column is None:
+        raise KeyError("closure rewards need the `ledger` column (a Ledger JSON string per row) in the RL dataset")
+    if len(column) != n:
+        raise ValueError(f"column `ledger` has {len(column)} rows for {n} completions")
+    return [_ledger_from_json(v) if isinstance(v, str) else load_ledger(v) for v in column]

@@ -39,6 +39,7 @@ from omnidecision.ledger import DigestBudget, Ledger, render_digest
 from omnidecision.protocol.actions import parse_with, render_action
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatBackend, ChatRequest
 from omnidecision.rewards.checks import Decision
+from omnidecision.rewards.registry import register_reward
 
 logger = logging.getLogger(__name__)
 
@@ -289,3 +290,10 @@ def judge_reward_func(judge: RewardJudge) -> Callable[..., list[float | None]]:
 
     judge_reward.judge = judge  # type: ignore[attr-defined]
     return judge_reward
+
+
+@register_reward("llm_judge", kind="judge")
+def llm_judge_reward(**options: Any) -> Callable[..., list[float | None]]:
+    """The LLM reward judge behind an OpenAI-compatible endpoint as a TRL reward function (options:
+    `RewardJudge.from_options`). The `judge` reward picks it when no `path` (learned judge) is given."""
+    return judge_reward_func(RewardJudge.from_options(**options))
