@@ -1,2 +1,3 @@
-"""On-policy rounds (DAgger-style): serve the current planner, collect on the training tasks, relabel every
-state it visited with the rule decision (or an LLM labeller), aggregate with earlier data, fine-tune."""
+"""On-policy rounds: serve the current planner, collect on the training tasks, keep what it decided in its own
+judge-correct runs (the default; the rule planner or an LLM labeller relabelling every visited state is a named
+upper-bound arm), aggregate with earlier data, fine-tune."""
