@@ -89,8 +89,9 @@ class ClosureRubric:
                    **kwargs: Any) -> dict[str, list[float | None]]:
         """Per-component scores, one list per component (aligned with `completions`)."""
         decisions = [Decision.parse(c) for c in completions]
+        checks = {name: CHECKS[name] for name in self.weights}  # one registry lookup per batch, not per decision
         out: dict[str, list[float | None]] = {
-            name: [CHECKS[name](d, s) for d, s in zip(decisions, ledgers, strict=True)] for name in self.weights
+            name: [check(d, s) for d, s in zip(decisions, ledgers, strict=True)] for name, check in checks.items()
         }
         for name, (func, _) in self.extra.items():
             out[name] = list(func(completions, ledger=[s.model_dump_json() for s in ledgers], **kwargs))
