@@ -27,7 +27,7 @@ class CollectOptions(BaseModel):
     concurrency: int = Field(8, ge=1, description="runs in flight at once")
     judge: bool = Field(True, description="judge each run against the task's gold answer")
     judge_scorer: Literal["gaia", "lenient"] = Field(
-        "lenient", description="the string scorer of the answer grading (tasks/judges.py)")
+        "lenient", description="the string scorer of the answer grading (tasks/grading.py)")
     retry_errors: bool = Field(True, description="run again the runs recorded with outcome `error` (records moved "
                                                  "aside first)")
     breaker: BreakerSettings = Field(default_factory=BreakerSettings,

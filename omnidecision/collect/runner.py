@@ -97,7 +97,7 @@ class CollectSummary:
 async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None,
                        scorer: str = "lenient") -> JudgeResult:
     """`judge_run` on the record's answer; any judge crash is a judge failure (correct=None), never a crash."""
-    from omnidecision.tasks.judges import judge_run
+    from omnidecision.tasks.grading import judge_run
 
     try:
         return await judge_run(task, record.answer, llm, outcome=record.outcome, scorer=scorer)  # type: ignore[arg-type]
@@ -207,7 +207,7 @@ async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[st
                        options: CollectOptions, *, judge_llm: ChatBackend | None = None, services: Services = None,
                        tool_runner: Any = None) -> CollectSummary:
     """Run every (task, sample) not yet in `options.out_file`, `options.concurrency` at a time; append each judged
-    record (`options.judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/judges.py).
+    record (`options.judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/grading.py).
     `services`: one dict for every run, or a function task -> dict (per-task environments such as replay).
     `options.retry_errors`: runs recorded with outcome `error` are run again (their records moved aside first).
     `options.breaker`: the endpoint circuit breaker's settings (`enabled: false`: none). Raises `CollectionStopped`

@@ -155,7 +155,7 @@ def get_closure_reward(weights: dict[str, float] | None = None, judge: dict[str,
 def get_judge_reward(shuffle: bool = False, shuffle_seed: int = 0, **options: Any) -> RewardFunc:
     """The reward judge as a TRL reward function. `path` (a reward model trained by `omnidecision judge train`):
     the learned judge, on CPU or the recipe's device; otherwise the LLM judge behind an OpenAI-compatible endpoint
-    (options: `omnidecision.rewards.judge.RewardJudge.from_options`). `shuffle`: the judge's placebo, its scores
+    (options: `omnidecision.rewards.llm_judge.RewardJudge.from_options`). `shuffle`: the judge's placebo, its scores
     permuted among the completions of the same state (same ledger), so the group-relative advantage sees the
     judge's spread but none of its information."""
     func = REWARDS["learned_judge" if options.get("path") else "llm_judge"].factory(**options)

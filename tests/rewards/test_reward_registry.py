@@ -90,7 +90,7 @@ def test_a_registered_factory_gets_its_parameters_and_rejects_others():
 
 def test_the_judges_are_registered_next_to_their_code():
     assert {name for name in REWARDS if REWARDS[name].kind == "judge"} == {"judge", "llm_judge", "learned_judge"}
-    assert REWARDS["llm_judge"].factory.__module__ == "omnidecision.rewards.judge"
+    assert REWARDS["llm_judge"].factory.__module__ == "omnidecision.rewards.llm_judge"
     assert REWARDS["learned_judge"].factory.__module__ == "omnidecision.rewards.learned_judge"
     assert set(CHECKS) == {n for n in REWARDS if REWARDS[n].kind == "check"}
 

@@ -1,4 +1,5 @@
-"""The reward judge: a small LLM behind an OpenAI-compatible endpoint scores one planner decision in [0, 1].
+"""The LLM reward judge: a small LLM behind an OpenAI-compatible endpoint scores one planner decision in [0, 1]
+(`rewards/learned_judge.py` is the trained one; `tasks/grading.py` grades answers, not decisions).
 
 The judge reads the bounded ledger digest and one candidate decision (prompt: rewards/prompts/judge.md) and
 answers `{"score": 0..1, "reason": "..."}` (JSON-schema constrained when the server supports it).
@@ -14,7 +15,7 @@ answers `{"score": 0..1, "reason": "..."}` (JSON-schema constrained when the ser
 - `score(items)` is synchronous (TRL calls reward functions synchronously): the requests run on the judge's
   own event loop in a private thread, so it works whether or not the caller already runs a loop.
 
-    python -c "from omnidecision.rewards.judge import RewardJudge; print(RewardJudge.prompt()[:60])"
+    python -c "from omnidecision.rewards.llm_judge import RewardJudge; print(RewardJudge.prompt()[:60])"
 """
 
 from __future__ import annotations
