@@ -25,13 +25,7 @@ Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 
 from __future__ import annotations
 
-import functools
-import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
 from omnidecision.ledger import (
     SLOT_TOOL,
@@ -52,19 +46,15 @@ from omnidecision.ledger import (
 from omnidecision.protocol.actions import (
     PRIMARY_FIELD,
     CallAction,
-    FinishAction,
     extract_json_object,
-    parse_planner_output,
 )
-from omnidecision.rewards.registry import (
+from omnidecision.rewards.decision import Decision, completion_text, ledgers_column, load_ledger  # noqa: F401
+from omnidecision.rewards.registry import (  # noqa: F401  (re-exported: a check's module names its registry)
     CHECKS,
-    DEFAULT_WEIGHTS,  # noqa: F401  (re-exported: the checks' weights, beside CHECKS)
-    Check,
-    RewardEntry,
-    RewardFunc,
-    add,
-    bind_params,
-    unregister_reward,
+    DEFAULT_WEIGHTS,
+    get_check_reward,
+    register_check,
+    unregister_check,
 )
 
 # Tools acceptable for a need besides the one its preferred source implies.
@@ -91,46 +81,6 @@ def example_ledger(conflict: bool = False) -> Ledger:
                                                     ConflictValue(value="Ida", source=src)])]
     return Ledger(question="In which year was the narrator of the clip born?", needs=needs, conflicts=conflicts,
                   max_tool_calls=3, tool_call_counts={"audio_scouting": 1}, initialized=True)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One planner completion: the raw text, the parsed action (or None) and the parse error (or None)."""
-
-    text: str
-    action: CallAction | FinishAction | None
-    error: str | None
-
-    @classmethod
-    def parse(cls, text: object) -> Decision:
-        """Parse a completion: a string, or TRL's conversational `[{"role": "assistant", "content": ...}]`."""
-        text = completion_text(text)
-        action, error = parse_planner_output(text)
-        return cls(text=text, action=action, error=error)
-
-    @property
-    def is_call(self) -> bool:
-        return isinstance(self.action, CallAction)
-
-    @property
-    def is_finish(self) -> bool:
-        return isinstance(self.action, FinishAction)
-
-
-def completion_text(completion: object) -> str:
-    """The assistant text of a TRL completion (plain string or a list of chat messages).
-
-    >>> completion_text([{"role": "assistant", "content": "hi"}])
-    'hi'
-    """
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list):
-        return "".join(str(m.get("content") or "") for m in completion if isinstance(m, dict)
-                       and m.get("role", "assistant") == "assistant")
-    if isinstance(completion, dict):
-        return str(completion.get("content") or "")
-    return ""
 
 
 def tokens(text: str | None) -> list[str]:
@@ -201,58 +151,6 @@ def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> fl
     return None
 
 
-# ---- the registry ----------------------------------------------------------------------------------------------
-
-
-def register_check(name: str, weight: float = 1.0) -> Callable[[Check], Check]:
-    """Register a closure check in the reward registry (`rewards.registry.REWARDS`) under `name`, with its default
-    weight in the closure rubric; its TRL reward function (`<name>_reward`) is derived. Keyword parameters after
-    `(decision, state)` are the check's own: a recipe passes them as that reward's parameters.
-
-    >>> from omnidecision.rewards.registry import get_reward_funcs
-    >>> @register_check("toy_example", weight=0.0)
-    ... def toy(decision, state, bonus: float = 1.0):
-    ...     return bonus if decision.is_finish else 0.0
-    >>> CHECKS["toy_example"] is toy, DEFAULT_WEIGHTS["toy_example"]
-    (True, 0.0)
-    >>> get_reward_funcs(["toy_example"], toy_example={"bonus": 0.5})[0](['{"action": "finish"}'],
-    ...                                                                  ledger=[Ledger().model_dump_json()])
-    [0.5]
-    >>> unregister_check("toy_example")
-    """
-    if not math.isfinite(weight) or weight < 0:
-        raise ValueError(f"check {name!r}: weight must be finite and >= 0, got {weight}")
-
-    def deco(func: Check) -> Check:
-        add(RewardEntry(name=name, factory=functools.partial(check_reward, name, func), kind="check", check=func,
-                        weight=float(weight)))
-        return func
-
-    return deco
-
-
-def unregister_check(name: str) -> None:
-    """Remove a check (tests register toy checks and take them out again)."""
-    unregister_reward(name)
-
-
-def check_reward(name: str, check: Check, **params: Any) -> RewardFunc:
-    """One closure check as a TRL reward function, its parameters bound: `check(decision, state, **params)`."""
-    bind_params(name, check, params, skip=2)
-
-    def reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-        states = ledgers_column(kwargs, len(completions))
-        return [check(Decision.parse(c), s, **params) for c, s in zip(completions, states, strict=True)]
-
-    reward.__name__ = f"{name}_reward"
-    # the summary only: the check's doctests run once, here, where their names live
-    reward.__doc__ = (check.__doc__ or "").split("\n\n")[0]
-    return reward
-
-
-def get_check_reward(name: str, **params: Any) -> RewardFunc:
-    """A registered closure check as a TRL reward function, by name, with its parameters (see `CHECKS`)."""
-    return check_reward(name, CHECKS[name], **params)
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------
@@ -472,29 +370,3 @@ def modality_check(decision: Decision, state: Ledger) -> float:
 
 def _norm(text: str | None) -> str:
     return " ".join(tokens(text))
-
-
-def load_ledger(value: object) -> Ledger:
-    """A Ledger from the RL row's `ledger` column (a JSON string, a dict, or a Ledger)."""
-    if isinstance(value, Ledger):
-        return value
-    if isinstance(value, str):
-        return Ledger.model_validate_json(value)
-    if isinstance(value, dict):
-        return Ledger.model_validate(value)
-    raise TypeError(f"column `ledger`: expected a Ledger JSON string or dict, got {type(value).__name__}")
-
-
-@lru_cache(maxsize=4096)
-def _ledger_from_json(text: str) -> Ledger:
-    return Ledger.model_validate_json(text)
-
-
-def ledgers_column(kwargs: dict[str, Any], n: int) -> list[Ledger]:
-    """The `ledger` column TRL passes a reward function (one Ledger JSON string per completion), parsed."""
-    column = kwargs.get("ledger")
-    if column is None:
-        raise KeyError("closure rewards need the `ledger` column (a Ledger JSON string per row) in the RL dataset")
-    if len(column) != n:
-        raise ValueError(f"column `ledger` has {len(column)} rows for {n} completions")
-    return [_ledger_from_json(v) if isinstance(v, str) else load_ledger(v) for v in column]

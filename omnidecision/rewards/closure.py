@@ -19,8 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from omnidecision.ledger import FailedCall, Ledger, Need  # noqa: F401  (FailedCall: doctest namespace)
-from omnidecision.rewards.checks import Decision, get_check_reward, ledgers_column
-from omnidecision.rewards.registry import CHECKS, DEFAULT_WEIGHTS, REWARDS, RewardFunc, register_reward
+from omnidecision.rewards.decision import Decision, ledgers_column
+from omnidecision.rewards.registry import (
+    CHECKS,
+    DEFAULT_WEIGHTS,
+    REWARDS,
+    RewardFunc,
+    get_check_reward,
+    register_reward,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from omnidecision.rewards.checks import Decision, completion_text, load_ledger
+from omnidecision.rewards.decision import Decision, completion_text, load_ledger
 from omnidecision.rewards.registry import register_reward
 
 logger = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from omnidecision.ledger import DigestBudget, Ledger, render_digest
 from omnidecision.protocol.actions import parse_with, render_action
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatBackend, ChatRequest
-from omnidecision.rewards.checks import Decision
+from omnidecision.rewards.decision import Decision
 from omnidecision.rewards.registry import register_reward
 
 logger = logging.getLogger(__name__)
@@ -271,7 +271,7 @@ class RewardJudge:
 
 def judge_reward_func(judge: RewardJudge) -> Callable[..., list[float | None]]:
     """The judge as a TRL reward function named `judge_reward`; logs `judge/failures` and `judge/cache_hits`."""
-    from omnidecision.rewards.checks import load_ledger
+    from omnidecision.rewards.decision import load_ledger
 
     def judge_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
         ledgers = kwargs.get("ledger")

@@ -24,9 +24,11 @@ Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from omnidecision.protocol.registry import Registry, UnknownName
+from omnidecision.rewards.decision import Decision, ledgers_column
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ REWARDS: Registry[RewardEntry] = Registry("reward", package="omnidecision.reward
 
 
 def add(entry: RewardEntry) -> None:
-    """Register one entry (`register_reward` here, `checks.register_check` for checks)."""
+    """Register one entry (through `register_reward` or `register_check`)."""
     # Checked here rather than by Registry.register: every entry is a RewardEntry, so the origin that tells a module
     # reloaded (same function) from two modules claiming one name is the function's, not the entry's.
     old = REWARDS.registered(entry.name)
@@ -91,6 +94,57 @@ def register_reward(name: str, kind: Kind = "reward") -> Callable[[Factory], Fac
 def unregister_reward(name: str) -> None:
     """Remove a name (tests register toy checks and rewards and take them out again)."""
     REWARDS.unregister(name)
+
+
+def register_check(name: str, weight: float = 1.0) -> Callable[[Check], Check]:
+    """Register a closure check in the reward registry (`rewards.registry.REWARDS`) under `name`, with its default
+    weight in the closure rubric; its TRL reward function (`<name>_reward`) is derived. Keyword parameters after
+    `(decision, state)` are the check's own: a recipe passes them as that reward's parameters.
+
+    >>> from omnidecision.ledger import Ledger
+    >>> @register_check("toy_example", weight=0.0)
+    ... def toy(decision, state, bonus: float = 1.0):
+    ...     return bonus if decision.is_finish else 0.0
+    >>> CHECKS["toy_example"] is toy, DEFAULT_WEIGHTS["toy_example"]
+    (True, 0.0)
+    >>> get_reward_funcs(["toy_example"], toy_example={"bonus": 0.5})[0](['{"action": "finish"}'],
+    ...                                                                  ledger=[Ledger().model_dump_json()])
+    [0.5]
+    >>> unregister_check("toy_example")
+    """
+    if not math.isfinite(weight) or weight < 0:
+        raise ValueError(f"check {name!r}: weight must be finite and >= 0, got {weight}")
+
+    def deco(func: Check) -> Check:
+        add(RewardEntry(name=name, factory=functools.partial(check_reward, name, func), kind="check", check=func,
+                        weight=float(weight)))
+        return func
+
+    return deco
+
+
+def unregister_check(name: str) -> None:
+    """Remove a check (tests register toy checks and take them out again)."""
+    unregister_reward(name)
+
+
+def check_reward(name: str, check: Check, **params: Any) -> RewardFunc:
+    """One closure check as a TRL reward function, its parameters bound: `check(decision, state, **params)`."""
+    bind_params(name, check, params, skip=2)
+
+    def reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
+        states = ledgers_column(kwargs, len(completions))
+        return [check(Decision.parse(c), s, **params) for c, s in zip(completions, states, strict=True)]
+
+    reward.__name__ = f"{name}_reward"
+    # the summary only: the check's doctests run once, in checks.py, where their names live
+    reward.__doc__ = (check.__doc__ or "").split("\n\n")[0]
+    return reward
+
+
+def get_check_reward(name: str, **params: Any) -> RewardFunc:
+    """A registered closure check as a TRL reward function, by name, with its parameters (see `CHECKS`)."""
+    return check_reward(name, CHECKS[name], **params)
 
 
 class _ChecksView(Mapping[str, Any]):
