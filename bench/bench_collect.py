@@ -31,11 +31,13 @@ logger = logging.getLogger(__name__)
 
 
 async def collection(tasks, config, backends, out: Path, concurrency: int) -> tuple[dict[str, float], list]:
+    from omnidecision.collect.options import CollectOptions
     from omnidecision.collect.runner import collect_runs
     from omnidecision.collect.store import read_records
 
     t0 = time.perf_counter()
-    summary = await collect_runs(tasks, config, backends, out, concurrency=concurrency, progress=False)
+    summary = await collect_runs(tasks, config, backends, CollectOptions(out_file=out, concurrency=concurrency,
+                                                                        progress=False))
     wall = time.perf_counter() - t0
     for backend in {id(b): b for b in backends.values()}.values():  # close clients inside this event loop
         if hasattr(backend, "aclose"):

@@ -34,13 +34,14 @@ def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, sample
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
+    from omnidecision.collect.options import CollectOptions
     from omnidecision.collect.runner import collect_runs
     from omnidecision.protocol.chat import BackendSpec
 
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": noise, "seed": seed})})
     config = AgentConfig(digest_max_chars=DIGEST_MAX_CHARS)
-    asyncio.run(collect_runs(tasks, config, backends, work / "runs" / "trajectories.jsonl", samples=samples,
-                             concurrency=8, progress=False))
+    asyncio.run(collect_runs(tasks, config, backends, CollectOptions(
+        out_file=work / "runs" / "trajectories.jsonl", samples=samples, concurrency=8, progress=False)))
     run_harvest([str(work / "runs")], work / "data", HarvestOptions(
         advancing_only=True, dedup=True, val_fraction=val_fraction, digest_max_chars=DIGEST_MAX_CHARS))
     return work / "data"

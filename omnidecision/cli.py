@@ -18,7 +18,7 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.agent.cli", "run", "run"),
     ("omnidecision.agent.cli", "replay", "replay"),
     ("omnidecision.tools.cli", "tool", "tool"),
-    ("omnidecision.collect.cli", "collect", "collect"),
+    ("omnidecision.collect.cli", "collect_app", "collect"),
     ("omnidecision.collect.cli", "harvest", "harvest"),
     ("omnidecision.sft.cli", "tiny_planner", "tiny-planner"),
     ("omnidecision.sft.cli", "sft", "sft"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 logger = logging.getLogger(__name__)
 
@@ -28,32 +29,43 @@ def _fail(msg: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _merge(args: list[str], out: Path | None) -> None:
-    from omnidecision.collect.store import TrajectoryFileError, merge
+class CollectGroup(TyperGroup):
+    """`collect [OPTIONS] [--key.path VALUE …]` runs a collection (the group's own callback); `collect merge …` is
+    a subcommand. Click would read the first `--key.path` override as a subcommand name, so the group only splits
+    off a subcommand when the first argument names one."""
 
-    if not args or out is None:
-        raise _fail("usage: omnidecision collect merge DIR_OR_FILE… --out FILE")
-    try:
-        written, dup = merge(args, out)
-    except (TrajectoryFileError, OSError) as exc:
-        raise _fail(str(exc)) from exc
-    typer.echo(f"merged {written} records into {out} ({dup} duplicates dropped)")
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.commands:
+            ctx.allow_interspersed_args = False  # the subcommand parses its own options (`merge … --out FILE`)
+            return super().parse_args(ctx, args)
+        ctx.allow_interspersed_args = True  # options and `--key.path VALUE` overrides in any order
+        return super(TyperGroup, self).parse_args(ctx, args)  # a command's parse: no subcommand split
 
 
+collect_app = typer.Typer(cls=CollectGroup, add_completion=False,
+                          subcommand_metavar="[merge …] [--key.path VALUE …]")
+
+_ALIAS = "alias of --{}"
+
+
+@collect_app.callback(invoke_without_command=True, context_settings={"allow_extra_args": True,
+                                                                     "ignore_unknown_options": True})
 def collect(
     ctx: typer.Context,
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML recipe (configs/collect/*.yaml)"),  # noqa: UP045
-    tasks: Optional[str] = typer.Option(None, "--tasks", help="override tasks.path"),  # noqa: UP045
-    fmt: Optional[str] = typer.Option(None, "--format", help="override tasks.format"),  # noqa: UP045
-    out: Optional[Path] = typer.Option(None, "--out", help="override out (the output folder)"),  # noqa: UP045
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="override concurrency"),  # noqa: UP045
-    shard: Optional[str] = typer.Option(None, "--shard", help="override shard, i/n"),  # noqa: UP045
-    samples: Optional[int] = typer.Option(None, "--samples", help="override samples per task"),  # noqa: UP045
-    limit: Optional[int] = typer.Option(None, "--limit", help="override tasks.limit"),  # noqa: UP045
-    mode: Optional[str] = typer.Option(None, "--mode", help="override agent.mode (ledger | react | memory)"),  # noqa: UP045
-    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
-    no_retry_errors: bool = typer.Option(False, "--no-retry-errors", help="keep runs recorded with outcome `error` "
-                                         "as finished (default: a restart runs them again)"),
+    tasks: Optional[str] = typer.Option(None, "--tasks", help=_ALIAS.format("tasks.path")),  # noqa: UP045
+    fmt: Optional[str] = typer.Option(None, "--format", help=_ALIAS.format("tasks.format")),  # noqa: UP045
+    out: Optional[Path] = typer.Option(None, "--out", help="the output folder (the recipe's `out`)"),  # noqa: UP045
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="runs in flight at once (`concurrency`)"),  # noqa: UP045
+    shard: Optional[str] = typer.Option(None, "--shard", help="i/n: this process's shard (`shard`)"),  # noqa: UP045
+    samples: Optional[int] = typer.Option(None, "--samples", help="runs per task (`samples`)"),  # noqa: UP045
+    limit: Optional[int] = typer.Option(None, "--limit", help=_ALIAS.format("tasks.limit")),  # noqa: UP045
+    mode: Optional[str] = typer.Option(None, "--mode", help=_ALIAS.format("agent.mode") + " (ledger | react | "  # noqa: UP045
+                                       "memory)"),
+    no_progress: bool = typer.Option(False, "--no-progress", help=_ALIAS.format("progress false")),
+    no_retry_errors: bool = typer.Option(False, "--no-retry-errors", help=_ALIAS.format("retry_errors false") +
+                                         ": keep runs recorded with outcome `error` as finished (default: a restart "
+                                         "runs them again)"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints "
                                  "(a live environment: probe them, its API keys and media files); print the resolved "
@@ -61,15 +73,18 @@ def collect(
 ) -> None:
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
 
-    `omnidecision collect merge DIR… --out FILE` merges shard files instead."""
+    Any recipe field is an override: --key.path VALUE (e.g. --agent.step_budget 12).
+    The flags marked "alias of" are short spellings of such overrides.
+
+    `collect merge DIR… --out FILE` merges shard files (see `collect merge --help`)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from omnidecision.collect.breaker import CollectionStopped
     from omnidecision.collect.recipe import RecipeError, cli_overrides, load_recipe
     from omnidecision.collect.runner import collect as run_collect
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if ctx.args and ctx.args[0] == "merge":
-        return _merge(ctx.args[1:], out)
     try:
         overrides = cli_overrides(ctx.args)  # any recipe field: --key.path VALUE
     except ValueError as exc:
@@ -103,7 +118,20 @@ def collect(
                f"outcomes {s['outcomes']}; {s['wall_s']:.1f}s")
 
 
-collect.passthrough = True  # type: ignore[attr-defined]  # `collect merge …` and `--key.path VALUE` overrides
+@collect_app.command("merge")
+def merge(
+    paths: list[Path] = typer.Argument(..., help="shard files or collect output folders (their trajectories*.jsonl)"),
+    out: Path = typer.Option(..., "--out", help="the merged trajectory file"),
+) -> None:
+    """Merge shard files into one trajectory file (first record per task and sample; duplicates dropped)."""
+    from omnidecision.collect.store import TrajectoryFileError
+    from omnidecision.collect.store import merge as merge_files
+
+    try:
+        written, dup = merge_files([str(p) for p in paths], out)
+    except (TrajectoryFileError, OSError) as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(f"merged {written} records into {out} ({dup} duplicates dropped)")
 
 
 def harvest(

@@ -91,7 +91,7 @@ class JudgeSettings(_Model):
     llm: BackendSpec | None = Field(None, description="LLM judge endpoint (OmniGAIA protocol); None: offline judges")
     scorer: Literal["gaia", "lenient"] = Field(
         "lenient", description="string scorer before (or without) the LLM judge: gaia = the GAIA benchmark's "
-        "official rules (tasks.judges.gaia_scorer); lenient = this project's variant (tasks.judges.lenient_match)")
+        "official rules (tasks.grading.gaia_scorer); lenient = this project's variant (tasks.grading.lenient_match)")
 
 
 class Environment(_Model):

@@ -1,16 +1,19 @@
 """Run the agent over many (task, sample) jobs concurrently, judge each run, append records to a shard file.
 
-`collect_runs(...)` is the reusable core (the eval stage calls it too): a fixed pool of `concurrency` worker
-coroutines pulls jobs from a queue, each job = `run_task` + `judge_run`, every record goes to ONE
-`RecordWriter` (flush + fsync per line). Resumable: jobs whose (task_id, sample) already has a complete record
+`collect_runs(tasks, config, backends, options)` is the reusable core (the eval stage calls it too; `options` is a
+`collect.options.CollectOptions`, from a recipe by `CollectOptions.from_recipe`): a fixed pool of `concurrency`
+workers (`Collection.worker`) pulls jobs from a queue, each job = `Collection.run_job` (`run_task`, then
+`Collection.judge_job`), every record goes to ONE `RecordWriter` (flush + fsync per line) and is counted
+(`CollectSummary.count`). Resumable: jobs whose (task_id, sample) already has a complete record
 in the output file are skipped; a torn last line is cut away before appending. Runs that ended with outcome
 `error` are not finished: a restart runs them again (their old records move to `errors-superseded*.jsonl`,
-`store.supersede_errors`) unless `retry_errors=False` (`--no-retry-errors`). A progress bar (tqdm) shows running
-accuracy and the outcome counts.
+`store.supersede_errors`) unless `options.retry_errors` is False (`--no-retry-errors`). A progress bar (tqdm)
+shows running accuracy and the outcome counts.
 
 Endpoints are watched by a circuit breaker (`collect/breaker.py`): a run that failed because its endpoint was
-unreachable is not written; it runs again after the breaker's pause, and when the endpoint stays down the
-collection stops with `CollectionStopped` naming it (a restart of the same command continues).
+unreachable is not written (`Collection.requeue_after_endpoint_failure`); it runs again after the breaker's pause,
+and when the endpoint stays down the collection stops with `CollectionStopped` naming it (a restart of the same
+command continues).
 
 `collect(recipe)` is collect's one entry (the collect command, eval and the on-policy rounds go through it): it
 calls `prepare(recipe)` (load + filter tasks, keep this shard's tasks (`shard_of(task.id, n) == i`), the live
@@ -32,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.collect.breaker import BreakerSettings, CollectionStopped, EndpointBreaker, guard, start_job
+from omnidecision.collect.breaker import CollectionStopped, EndpointBreaker, guard, start_job
+from omnidecision.collect.options import CollectOptions
 from omnidecision.collect.recipe import CollectRecipe, RecipeError
 from omnidecision.collect.store import (
     RecordWriter,
     finished_keys,
     repair_tail,
     shard_of,
-    shard_path,
     supersede_errors,
     write_json_atomic,
 )
@@ -70,6 +73,19 @@ class CollectSummary:
     errors: int = 0  # runs with outcome `error`: not judged as wrong answers
     wall_s: float = 0.0
 
+    def count(self, record: RunRecord) -> None:
+        """Count one written record: its outcome and its judgment."""
+        self.done += 1
+        self.outcomes[record.outcome] += 1
+        if record.outcome == "error":  # no answer: counted apart, never as a wrong one
+            self.errors += 1
+        elif record.judge is not None:
+            if record.judge.correct is None:
+                self.judge_failures += 1
+            else:
+                self.judged += 1
+                self.correct += int(record.judge.correct)
+
     @property
     def accuracy(self) -> float | None:
         return self.correct / self.judged if self.judged else None
@@ -85,7 +101,7 @@ class CollectSummary:
 async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None,
                        scorer: str = "lenient") -> JudgeResult:
     """`judge_run` on the record's answer; any judge crash is a judge failure (correct=None), never a crash."""
-    from omnidecision.tasks.judges import judge_run
+    from omnidecision.tasks.grading import judge_run
 
     try:
         return await judge_run(task, record.answer, llm, outcome=record.outcome, scorer=scorer)  # type: ignore[arg-type]
@@ -112,90 +128,126 @@ def _postfix(s: CollectSummary) -> str:
     return f"acc={acc} ({s.correct}/{s.judged} answered){errors} {counts}"
 
 
-async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
-                       out_file: str | Path, *, samples: int = 1, concurrency: int = 8, judge: bool = True,
-                       judge_llm: ChatBackend | None = None, services: Services = None, tool_runner=None,
-                       progress: bool = True, desc: str = "collect", judge_scorer: str = "lenient",
-                       retry_errors: bool = True, breaker: BreakerSettings | None = None) -> CollectSummary:
-    """Run every (task, sample) not yet in `out_file`, `concurrency` at a time; append each judged record
-    (`judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/judges.py).
-    `services`: one dict for every run, or a function task -> dict (per-task environments such as replay).
-    `retry_errors`: runs recorded with outcome `error` are run again (their records moved aside first).
-    `breaker`: the endpoint circuit breaker's settings (None: the defaults; `enabled: false`: none). Raises
-    `CollectionStopped` (after writing every finished run) when an endpoint stayed unreachable."""
-    from omnidecision.agent.loop import run_task
+Job = tuple[Task, int, int]  # (task, sample, times requeued after an endpoint failure)
 
+
+@dataclass
+class Collection:
+    """One start of `collect_runs`: what its workers share (the queue of jobs, the one writer, the summary, the
+    breaker, the progress bar). A worker's loop is `worker`; each step of it is a method of its own."""
+
+    config: AgentConfig
+    backends: dict[str, ChatBackend]
+    options: CollectOptions
+    summary: CollectSummary
+    writer: RecordWriter
+    judge_llm: ChatBackend | None = None
+    services: Services = None
+    tool_runner: Any = None
+    watch: EndpointBreaker | None = None
+    bar: Any = None  # tqdm, or None without a progress bar
+    queue: asyncio.Queue[Job] = field(default_factory=asyncio.Queue)
+
+    @property
+    def stopped(self) -> bool:
+        """The breaker stopped the collection: workers write nothing more (the next start runs what is left)."""
+        return self.watch is not None and self.watch.stopped is not None
+
+    async def run_job(self, task: Task, sample: int) -> RunRecord:
+        """Run the agent on one (task, sample), and judge the run."""
+        from omnidecision.agent.loop import run_task
+
+        svc = self.services(task) if callable(self.services) else self.services
+        record = await run_task(task, self.config, self.backends, sample=sample, tool_runner=self.tool_runner,
+                                services=svc)
+        if self.options.judge:
+            await self.judge_job(task, record)
+        return record
+
+    async def judge_job(self, task: Task, record: RunRecord) -> None:
+        """Grade the run's answer (and an abstaining run's draft) in place."""
+        record.judge = await judge_record(task, record, self.judge_llm, self.options.judge_scorer)
+        record.draft_judge = await judge_draft(task, record, self.judge_llm, self.options.judge_scorer)
+
+    def requeue_after_endpoint_failure(self, job: Job, failed: set[str], record: RunRecord) -> bool:
+        """True when the record must not be written: the endpoint died under this run, so it says nothing about the
+        agent. The job goes back in the queue (run again after the breaker's pause) while it has requeues left, else
+        waits for the next start; past its requeues its `error` record is written (False)."""
+        hurt = failed and (record.outcome == "error" or (record.judge is not None and record.judge.correct is None))
+        if not hurt or self.watch is None:
+            return False
+        if self.stopped:
+            return True
+        task, sample, again = job
+        if again < self.options.breaker.requeue:
+            self.summary.requeued += 1
+            self.queue.put_nowait((task, sample, again + 1))
+            return True
+        return False
+
+    def show_progress(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(_postfix(self.summary), refresh=False)
+
+    async def worker(self) -> None:
+        """Take jobs until the queue is empty (or the breaker stopped the collection): run, judge, write, count."""
+        while not self.stopped:
+            try:
+                job = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            failed = start_job()  # endpoints this job finds unreachable (set by the guarded backends)
+            record = await self.run_job(job[0], job[1])
+            if self.requeue_after_endpoint_failure(job, failed, record):
+                if self.stopped:
+                    return
+                continue
+            await self.writer.put(record)
+            self.summary.count(record)
+            self.show_progress()
+
+
+async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
+                       options: CollectOptions, *, judge_llm: ChatBackend | None = None, services: Services = None,
+                       tool_runner: Any = None) -> CollectSummary:
+    """Run every (task, sample) not yet in `options.out_file`, `options.concurrency` at a time; append each judged
+    record (`options.judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/grading.py).
+    `services`: one dict for every run, or a function task -> dict (per-task environments such as replay).
+    `options.retry_errors`: runs recorded with outcome `error` are run again (their records moved aside first).
+    `options.breaker`: the endpoint circuit breaker's settings (`enabled: false`: none). Raises `CollectionStopped`
+    (after writing every finished run) when an endpoint stayed unreachable."""
     t0 = time.perf_counter()
-    out = Path(out_file)
+    out = Path(options.out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
+    # what is finished already (a torn last line cut away; earlier error runs moved aside to run again)
     repair_tail(out)
-    retried = supersede_errors(out) if retry_errors else 0
+    retried = supersede_errors(out) if options.retry_errors else 0
     done_keys = finished_keys(out)
-    jobs = [(t, k) for t in tasks for k in range(samples)]
+    jobs = [(t, k) for t in tasks for k in range(options.samples)]
     todo = [(t, k) for t, k in jobs if (t.id, k) not in done_keys]
     summary = CollectSummary(out_file=str(out), jobs=len(jobs), skipped=len(jobs) - len(todo), retried_errors=retried)
     if summary.skipped or retried:
         logger.info("%s: %d of %d runs already finished (%d earlier error runs to retry); %d to go", out,
                     summary.skipped, len(jobs), retried, len(todo))
-    settings = breaker or BreakerSettings()
-    watch = EndpointBreaker(settings) if settings.enabled else None
+    # endpoints behind the breaker
+    watch = EndpointBreaker(options.breaker) if options.breaker.enabled else None
     backends = guard(backends, watch)
     if judge_llm is not None:
         judge_llm = guard({"judge": judge_llm}, watch)["judge"]
-
     bar = None
-    if progress:
+    if options.progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(jobs), initial=summary.skipped, desc=desc, unit="run", dynamic_ncols=True)
-    queue: asyncio.Queue[tuple[Task, int, int]] = asyncio.Queue()  # (task, sample, times requeued)
-    for t, k in todo:
-        queue.put_nowait((t, k, 0))
-
+        bar = tqdm(total=len(jobs), initial=summary.skipped, desc=options.desc, unit="run", dynamic_ncols=True)
+    # the workers
     async with RecordWriter(out) as writer:
-        async def worker() -> None:
-            while True:
-                try:
-                    task, sample, again = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                if watch is not None and watch.stopped is not None:
-                    return  # the jobs left in the queue stay unwritten: the next start runs them
-                failed = start_job()  # endpoints this job finds unreachable (set by the guarded backends)
-                svc = services(task) if callable(services) else services
-                record = await run_task(task, config, backends, sample=sample, tool_runner=tool_runner,
-                                        services=svc)
-                if judge:
-                    record.judge = await judge_record(task, record, judge_llm, judge_scorer)
-                    record.draft_judge = await judge_draft(task, record, judge_llm, judge_scorer)
-                endpoint_hurt = failed and (record.outcome == "error" or (
-                    record.judge is not None and record.judge.correct is None))
-                if endpoint_hurt and watch is not None:
-                    # the endpoint died under this run: its record says nothing about the agent; never write it
-                    # as finished. Run it again (after the breaker's pause), or leave it to the next start.
-                    if watch.stopped is not None:
-                        return
-                    if again < settings.requeue:
-                        summary.requeued += 1
-                        queue.put_nowait((task, sample, again + 1))
-                        continue
-                await writer.put(record)
-                summary.done += 1
-                summary.outcomes[record.outcome] += 1
-                if record.outcome == "error":  # no answer: counted apart, never as a wrong one
-                    summary.errors += 1
-                elif record.judge is not None:
-                    if record.judge.correct is None:
-                        summary.judge_failures += 1
-                    else:
-                        summary.judged += 1
-                        summary.correct += int(record.judge.correct)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(_postfix(summary), refresh=False)
-
+        run = Collection(config=config, backends=backends, options=options, summary=summary, writer=writer,
+                         judge_llm=judge_llm, services=services, tool_runner=tool_runner, watch=watch, bar=bar)
+        for t, k in todo:
+            run.queue.put_nowait((t, k, 0))
         try:
-            await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(todo))))))
+            await asyncio.gather(*(run.worker() for _ in range(max(1, min(options.concurrency, len(todo))))))
         finally:
             if watch is not None:
                 await watch.aclose()
@@ -352,14 +404,10 @@ async def collect(recipe: CollectRecipe, tool_runner=None, *, prepared: Prepared
     from omnidecision.backends.factory import build_backend, build_backends
 
     prepared = prepared if prepared is not None else prepare(recipe, specs)
-    i, n = recipe.shard_index
     # backends, judge
     backends = build_backends(specs if specs is not None else recipe.backends)
     judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None
     # run
-    return await collect_runs(prepared.tasks, recipe.agent, backends, out_file or shard_path(recipe.out, i, n),
-                              samples=recipe.samples, concurrency=recipe.concurrency, judge=recipe.judge.enabled,
-                              judge_llm=judge_llm, services=prepared.services, tool_runner=tool_runner,
-                              progress=recipe.progress if progress is None else progress,
-                              desc=desc or f"collect {i}/{n}", judge_scorer=recipe.judge.scorer,
-                              retry_errors=recipe.retry_errors, breaker=recipe.breaker)
+    options = CollectOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
+    return await collect_runs(prepared.tasks, recipe.agent, backends, options, judge_llm=judge_llm,
+                              services=prepared.services, tool_runner=tool_runner)

@@ -127,6 +127,15 @@ def finished_keys(path: str | Path) -> set[tuple[str, int]]:
     return {(r.task_id, r.sample) for _, r in read_records(p)}
 
 
+def load_records(out: str | Path) -> list[RunRecord]:
+    """Every complete record under OUT/trajectories*.jsonl, first one per (task_id, sample)."""
+    seen: dict[tuple[str, int], RunRecord] = {}
+    for f in sorted(Path(out).glob("trajectories*.jsonl")):
+        for _, r in read_records(f):
+            seen.setdefault((r.task_id, r.sample), r)
+    return list(seen.values())
+
+
 def superseded_path(path: str | Path) -> Path:
     """Where `supersede_errors` moves the error records of a shard file: a name outside `SHARD_GLOB`.
 

@@ -25,7 +25,7 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.backends.first_actionable import FirstActionableBackend
 from omnidecision.backends.teacher import HABIT_TEACHER, TeacherBackend
-from omnidecision.tasks.judges import judge_offline
+from omnidecision.tasks.grading import judge_offline
 from omnidecision.tasks.schema import Task
 from omnidecision.tasks.synth import FAMILIES, PLANNING_FAMILIES, load_suite, write_suite
 

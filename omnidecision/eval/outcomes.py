@@ -14,7 +14,7 @@ correct runs and the accuracy within (the report's `accuracy_by_outcome` is read
   that was right becomes wrong (`lost`), and one on an unanswerable task becomes right (`gained`). Its `accuracy`,
   `coverage` and `selective_accuracy` read as above with the forced runs moved to the abstentions.
 
-Correctness is the report's (`eval.report.is_correct`: judged correct, or abstained on a task without an answer).
+Correctness is the report's (`eval.correctness.is_correct`: judged correct, or abstained on a task without an answer).
 
     >>> from omnidecision.protocol.records import JudgeResult, RunRecord
     >>> rs = [RunRecord(run_id="a", task_id="a", outcome="forced", judge=JudgeResult(correct=True, method="x")),
@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from omnidecision.eval.correctness import is_correct  # the one definition of a correct run
 from omnidecision.protocol.records import OUTCOMES
 from omnidecision.stats import rate
 
@@ -51,8 +52,6 @@ def _reading(answered: list[bool], correct: list[bool]) -> dict[str, Any]:
 
 def outcome_table(records: Iterable[Any]) -> dict[str, Any]:
     """Rows per outcome and the `as_run` / `forced_abstained` readings (module docstring)."""
-    from omnidecision.eval.report import is_correct  # the report holds the one definition of a correct run
-
     rs = list(records)
     correct = [is_correct(r) for r in rs]
     rows = {o: {"runs": 0, "correct": 0} for o in OUTCOMES}

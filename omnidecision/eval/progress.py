@@ -39,7 +39,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from omnidecision.eval.report import is_correct, judge_failed
+from omnidecision.eval.correctness import is_correct, judge_failed
 from omnidecision.protocol.actions import parse_with
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest
 from omnidecision.protocol.records import RunRecord

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.eval.attribution import CATEGORIES, attribute_run
+from omnidecision.eval.correctness import is_correct, is_correct_with_draft, judge_failed, unanswerable
 from omnidecision.eval.decisions import decision_diagnostics, decision_lines
 from omnidecision.eval.outcomes import outcome_lines, outcome_table
 from omnidecision.eval.prices import cost_lines, cost_table, load_prices
@@ -59,28 +60,6 @@ REPORT_KEYS: tuple[str, ...] = (
     "mode", "replay", "planner", "outcome_table", "stuck", "cost", "decisions",
 )
 AT_STEP = 15
-
-
-def unanswerable(r: RunRecord) -> bool:
-    return r.judge is not None and r.judge.method == "no_gold"
-
-
-def is_correct(r: RunRecord) -> bool:
-    if unanswerable(r):
-        return r.outcome == "insufficient"
-    return r.judge is not None and r.judge.correct is True
-
-
-def is_correct_with_draft(r: RunRecord) -> bool:
-    """Correct when an abstaining run's drafted answer is submitted instead: judged by its `draft_judge` (on a task
-    without an answer, a submitted draft is a guess, so wrong). Other runs: as `is_correct`."""
-    if r.outcome == "insufficient" and r.draft_answer is not None:
-        return r.draft_judge is not None and r.draft_judge.correct is True
-    return is_correct(r)
-
-
-def judge_failed(r: RunRecord) -> bool:
-    return not unanswerable(r) and (r.judge is None or r.judge.correct is None)
 
 
 def _acc(rs: list[RunRecord], detail: bool = False) -> dict[str, Any]:

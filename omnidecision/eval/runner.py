@@ -34,7 +34,7 @@ from omnidecision.collect.recipe import (  # the eval recipe is collect's, so ro
     load_recipe,
     recipe_from_dict,
 )
-from omnidecision.collect.store import read_records
+from omnidecision.collect.store import load_records
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
 from omnidecision.tasks.schema import Task
@@ -216,15 +216,6 @@ def trajectories_path(out: str | Path, i: int = 0, n: int = 1) -> Path:
 
         return shard_path(out, i, n)
     return Path(out) / TRAJECTORIES
-
-
-def load_records(out: str | Path) -> list[RunRecord]:
-    """Every complete record under OUT/trajectories*.jsonl, first one per (task_id, sample)."""
-    seen: dict[tuple[str, int], RunRecord] = {}
-    for f in sorted(Path(out).glob("trajectories*.jsonl")):
-        for _, r in read_records(f):
-            seen.setdefault((r.task_id, r.sample), r)
-    return list(seen.values())
 
 
 def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:

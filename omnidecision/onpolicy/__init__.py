@@ -1,3 +1,4 @@
-"""On-policy rounds: serve the current planner, collect on the training tasks, then either fine-tune on what its own
-judge-correct runs did (or on states relabelled by a named labeller), aggregated with earlier data, or (`mode: rl`)
-run GRPO on every ledger state it visited (rounds.py, rl_round.py)."""
+"""On-policy rounds: serve the current planner, collect on the training tasks, then either keep what it decided in its
+own judge-correct runs (the default; the rule planner or an LLM labeller relabelling every visited state is a named
+upper-bound arm), aggregated with earlier data, and fine-tune, or (`mode: rl`) run GRPO on every ledger state it
+visited (rounds.py, rl_round.py)."""

@@ -14,9 +14,10 @@ import typer
 
 def rounds(ctx: typer.Context,
            config: Path = typer.Option(..., "--config", "-c", help="YAML recipe (configs/rounds/*.yaml)")) -> None:
-    """On-policy rounds: serve the planner, collect on the training tasks, then fine-tune on what its own correct runs
-    did (or relabelled states), or with `mode: rl` run GRPO on every state it visited. Resumable per round; any
-    recipe field: --key.path VALUE."""
+    """On-policy rounds: serve the planner, collect on the training tasks, keep what the planner decided in its own
+    judge-correct runs (labeller: own, the default; `rule` relabels with the rule planner, a named upper bound),
+    aggregate, fine-tune; or with `mode: rl` run GRPO on every state it visited. Resumable per round; any recipe
+    field: --key.path VALUE."""
     from omnidecision.collect.recipe import RecipeError
     from omnidecision.onpolicy.rounds import rounds_cmd
 

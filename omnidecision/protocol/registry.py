@@ -65,6 +65,11 @@ class Registry(MutableMapping[str, T]):
 
         return add
 
+    def registered(self, name: str) -> T | None:
+        """What is registered under `name` so far, without importing the package's modules (for a decorator that
+        checks a name while those modules load)."""
+        return self._entries.get(name)
+
     def unregister(self, name: str) -> None:
         """Remove a name (tests register toy entries and take them out again)."""
         self._entries.pop(name, None)

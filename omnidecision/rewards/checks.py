@@ -12,9 +12,9 @@ against the ledger the planner saw, WITHOUT executing it. Rules shared by the ca
 - a call on a need that is not actionable (filled, blocked, exhausted, unknown) scores 0;
 - otherwise the check judges the call itself.
 
-A check is one function decorated with `@register_check(name, weight)`; `CHECKS` and `DEFAULT_WEIGHTS` (the
-closure rubric's components) and the reward functions of `omnidecision.rewards.closure` are derived from the
-registry (docs/architecture.md, "How to add a reward check").
+A check is one function decorated with `@register_check(name, weight)`, which puts it in the one reward registry
+(`rewards/registry.py`); `CHECKS` and `DEFAULT_WEIGHTS` (the closure rubric's components) and each check's TRL
+reward function are derived from it (docs/architecture.md, "How to add a reward check").
 
     >>> s = example_ledger()
     >>> [finish_check(Decision.parse(t), s) for t in ('{"action": "finish"}', '{"action": "call", "need": 0}')]
@@ -25,10 +25,7 @@ Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from omnidecision.ledger import (
     SLOT_TOOL,
@@ -49,9 +46,15 @@ from omnidecision.ledger import (
 from omnidecision.protocol.actions import (
     PRIMARY_FIELD,
     CallAction,
-    FinishAction,
     extract_json_object,
-    parse_planner_output,
+)
+from omnidecision.rewards.decision import Decision, completion_text, ledgers_column, load_ledger  # noqa: F401
+from omnidecision.rewards.registry import (  # noqa: F401  (re-exported: a check's module names its registry)
+    CHECKS,
+    DEFAULT_WEIGHTS,
+    get_check_reward,
+    register_check,
+    unregister_check,
 )
 
 # Tools acceptable for a need besides the one its preferred source implies.
@@ -78,46 +81,6 @@ def example_ledger(conflict: bool = False) -> Ledger:
                                                     ConflictValue(value="Ida", source=src)])]
     return Ledger(question="In which year was the narrator of the clip born?", needs=needs, conflicts=conflicts,
                   max_tool_calls=3, tool_call_counts={"audio_scouting": 1}, initialized=True)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One planner completion: the raw text, the parsed action (or None) and the parse error (or None)."""
-
-    text: str
-    action: CallAction | FinishAction | None
-    error: str | None
-
-    @classmethod
-    def parse(cls, text: object) -> Decision:
-        """Parse a completion: a string, or TRL's conversational `[{"role": "assistant", "content": ...}]`."""
-        text = completion_text(text)
-        action, error = parse_planner_output(text)
-        return cls(text=text, action=action, error=error)
-
-    @property
-    def is_call(self) -> bool:
-        return isinstance(self.action, CallAction)
-
-    @property
-    def is_finish(self) -> bool:
-        return isinstance(self.action, FinishAction)
-
-
-def completion_text(completion: object) -> str:
-    """The assistant text of a TRL completion (plain string or a list of chat messages).
-
-    >>> completion_text([{"role": "assistant", "content": "hi"}])
-    'hi'
-    """
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list):
-        return "".join(str(m.get("content") or "") for m in completion if isinstance(m, dict)
-                       and m.get("role", "assistant") == "assistant")
-    if isinstance(completion, dict):
-        return str(completion.get("content") or "")
-    return ""
 
 
 def tokens(text: str | None) -> list[str]:
@@ -188,42 +151,6 @@ def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> fl
     return None
 
 
-# ---- the registry ----------------------------------------------------------------------------------------------
-
-Check = Callable[["Decision", Ledger], float]
-
-CHECKS: dict[str, Check] = {}
-# Weights of the combined closure reward (the rubric and the held-out evaluation use them by default).
-DEFAULT_WEIGHTS: dict[str, float] = {}
-
-
-def register_check(name: str, weight: float = 1.0) -> Callable[[Check], Check]:
-    """Register a closure check under `name` with its default weight in the closure rubric.
-
-    >>> @register_check("toy_example", weight=0.0)
-    ... def toy(decision, state):
-    ...     return 1.0
-    >>> CHECKS["toy_example"] is toy, DEFAULT_WEIGHTS["toy_example"]
-    (True, 0.0)
-    >>> unregister_check("toy_example")
-    """
-    if not math.isfinite(weight) or weight < 0:
-        raise ValueError(f"check {name!r}: weight must be finite and >= 0, got {weight}")
-
-    def deco(func: Check) -> Check:
-        if name in CHECKS and CHECKS[name] is not func:
-            raise ValueError(f"closure check {name!r} is already registered ({CHECKS[name].__module__})")
-        CHECKS[name] = func
-        DEFAULT_WEIGHTS[name] = float(weight)
-        return func
-
-    return deco
-
-
-def unregister_check(name: str) -> None:
-    """Remove a check (tests register toy checks and take them out again)."""
-    CHECKS.pop(name, None)
-    DEFAULT_WEIGHTS.pop(name, None)
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------
@@ -443,14 +370,3 @@ def modality_check(decision: Decision, state: Ledger) -> float:
 
 def _norm(text: str | None) -> str:
     return " ".join(tokens(text))
-
-
-def load_ledger(value: object) -> Ledger:
-    """A Ledger from the RL row's `ledger` column (a JSON string, a dict, or a Ledger)."""
-    if isinstance(value, Ledger):
-        return value
-    if isinstance(value, str):
-        return Ledger.model_validate_json(value)
-    if isinstance(value, dict):
-        return Ledger.model_validate(value)
-    raise TypeError(f"column `ledger`: expected a Ledger JSON string or dict, got {type(value).__name__}")

@@ -1,4 +1,4 @@
-"""TRL reward functions over the closure checks, the weighted `ClosureRubric`, and the registry by name.
+"""The closure rewards: the weighted `ClosureRubric` over the checks (`closure`), and the judge reward (`judge`).
 
 TRL's contract: `reward(completions, **columns) -> list[float | None]`; the RL rows carry the ledger the
 planner saw as a JSON string in the `ledger` column (see omnidecision/rewards/checks.py for the checks).
@@ -7,8 +7,6 @@ planner saw as a JSON string in the `ledger` column (see omnidecision/rewards/ch
     ...                [{"role": "assistant", "content": '{"action": "finish"}'}]]
     >>> closure_reward(completions, ledger=[EXAMPLE_LEDGER] * 2)
     [1.0, 0.1]
-    >>> [f.__name__ for f in get_reward_funcs(["format", "closure"])]
-    ['format_reward', 'closure_reward']
 
 Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 """
@@ -17,16 +15,21 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
-from functools import lru_cache
+from collections.abc import Sequence
 from typing import Any
 
 from omnidecision.ledger import FailedCall, Ledger, Need  # noqa: F401  (FailedCall: doctest namespace)
-from omnidecision.rewards.checks import CHECKS, DEFAULT_WEIGHTS, Check, Decision, load_ledger
+from omnidecision.rewards.decision import Decision, ledgers_column
+from omnidecision.rewards.registry import (
+    CHECKS,
+    DEFAULT_WEIGHTS,
+    REWARDS,
+    RewardFunc,
+    get_check_reward,
+    register_reward,
+)
 
 logger = logging.getLogger(__name__)
-
-RewardFunc = Callable[..., list[float | None]]
 
 # A two-need ledger used by the doctests: need 1 waits on need 0.
 EXAMPLE_LEDGER: str = Ledger(
@@ -39,35 +42,9 @@ EXAMPLE_LEDGER: str = Ledger(
 ).model_dump_json()
 
 
-@lru_cache(maxsize=4096)
-def _ledger_from_json(text: str) -> Ledger:
-    return Ledger.model_validate_json(text)
-
-
-def _ledgers(kwargs: dict[str, Any], n: int) -> list[Ledger]:
-    column = kwargs.get("ledger")
-    if column is None:
-        raise KeyError("closure rewards need the `ledger` column (a Ledger JSON string per row) in the RL dataset")
-    if len(column) != n:
-        raise ValueError(f"column `ledger` has {len(column)} rows for {n} completions")
-    return [_ledger_from_json(v) if isinstance(v, str) else load_ledger(v) for v in column]
-
-
-def _check_reward(name: str, check: Check) -> RewardFunc:
-    def reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-        states = _ledgers(kwargs, len(completions))
-        return [check(Decision.parse(c), s) for c, s in zip(completions, states, strict=True)]
-
-    reward.__name__ = f"{name}_reward"
-    # the summary only: the check's doctests run once, in checks.py, where their names live
-    reward.__doc__ = (check.__doc__ or "").split("\n\n")[0]
-    return reward
-
-
-# One TRL reward function per registered check (`format_reward`, `finish_reward`, ...): the checks' own doctests
-# show a passing and a failing decision for each (omnidecision/rewards/checks.py).
-CHECK_REWARDS: dict[str, RewardFunc] = {name: _check_reward(name, check) for name, check in CHECKS.items()}
-format_reward, finish_reward = CHECK_REWARDS["format"], CHECK_REWARDS["finish"]
+# One TRL reward function per registered check (`format_reward`, `finish_reward`, ...) is derived from the registry
+# (`checks.register_check`); the checks' own doctests show a passing and a failing decision for each.
+format_reward, finish_reward = get_check_reward("format"), get_check_reward("finish")
 
 
 # Call credit: what a call earns for its need and its query. With `gate_on_tool` it is earned only when the tool
@@ -119,8 +96,9 @@ class ClosureRubric:
                    **kwargs: Any) -> dict[str, list[float | None]]:
         """Per-component scores, one list per component (aligned with `completions`)."""
         decisions = [Decision.parse(c) for c in completions]
+        checks = {name: CHECKS[name] for name in self.weights}  # one registry lookup per batch, not per decision
         out: dict[str, list[float | None]] = {
-            name: [CHECKS[name](d, s) for d, s in zip(decisions, ledgers, strict=True)] for name in self.weights
+            name: [check(d, s) for d, s in zip(decisions, ledgers, strict=True)] for name, check in checks.items()
         }
         for name, (func, _) in self.extra.items():
             out[name] = list(func(completions, ledger=[s.model_dump_json() for s in ledgers], **kwargs))
@@ -145,7 +123,7 @@ class ClosureRubric:
         return scores
 
     def __call__(self, completions: Sequence[object], **kwargs: Any) -> list[float | None]:
-        states = _ledgers(kwargs, len(completions))
+        states = ledgers_column(kwargs, len(completions))
         log_metric = kwargs.pop("log_metric", None)
         passthrough = {k: v for k, v in kwargs.items() if k != "ledger"}
         comps = self.components(completions, states, **passthrough)
@@ -163,6 +141,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
+@register_reward("closure")
 def get_closure_reward(weights: dict[str, float] | None = None, judge: dict[str, Any] | None = None,
                        judge_share: float = 1.0, gate_on_tool: bool = True) -> RewardFunc:
     """The combined closure reward; with `judge` (RewardJudge options) the judge joins as one more component:
@@ -179,27 +158,14 @@ def get_closure_reward(weights: dict[str, float] | None = None, judge: dict[str,
     return ClosureRubric(weights, extra=extra, gate_on_tool=gate_on_tool)
 
 
-def get_check_reward(name: str) -> RewardFunc:
-    """One closure check as a TRL reward function, by name (see `CHECKS`)."""
-    if name not in CHECKS:
-        raise ValueError(f"unknown closure check {name!r}; known: {sorted(CHECKS)}")
-    return CHECK_REWARDS.get(name) or _check_reward(name, CHECKS[name])
-
-
+@register_reward("judge", kind="judge")
 def get_judge_reward(shuffle: bool = False, shuffle_seed: int = 0, **options: Any) -> RewardFunc:
     """The reward judge as a TRL reward function. `path` (a reward model trained by `omnidecision judge train`):
     the learned judge, on CPU or the recipe's device; otherwise the LLM judge behind an OpenAI-compatible endpoint
-    (options: `omnidecision.rewards.judge.RewardJudge.from_options`). `shuffle`: the judge's placebo, its scores
+    (options: `omnidecision.rewards.llm_judge.RewardJudge.from_options`). `shuffle`: the judge's placebo, its scores
     permuted among the completions of the same state (same ledger), so the group-relative advantage sees the
     judge's spread but none of its information."""
-    if options.get("path"):
-        from omnidecision.rewards.learned_judge import learned_judge_reward
-
-        func = learned_judge_reward(**options)
-    else:
-        from omnidecision.rewards.judge import RewardJudge, judge_reward_func
-
-        func = judge_reward_func(RewardJudge.from_options(**options))
+    func = REWARDS["learned_judge" if options.get("path") else "llm_judge"].factory(**options)
     return shuffled_within_groups(func, shuffle_seed) if shuffle else func
 
 
@@ -235,33 +201,3 @@ def shuffled_within_groups(func: RewardFunc, seed: int = 0) -> RewardFunc:
 
 
 closure_reward: RewardFunc = ClosureRubric()
-
-# name -> factory(**params) -> reward function. Usable from a YAML recipe: `reward_funcs: [closure, format]`.
-REWARDS: dict[str, Callable[..., RewardFunc]] = {
-    **{name: (lambda name=name: get_check_reward(name)) for name in CHECKS},
-    "closure": get_closure_reward,
-    "judge": get_judge_reward,
-}
-
-
-def get_reward_funcs(names: Sequence[str], **params: dict[str, Any]) -> list[RewardFunc]:
-    """Reward functions by registry name; `params[name]` holds the keyword arguments of that name's factory.
-
-    >>> get_reward_funcs(["nope"])  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown reward 'nope'; known: ['budget', 'closure', 'conflict', ...]
-    """
-    unknown_params = sorted(set(params) - set(names))
-    if unknown_params:
-        raise ValueError(f"reward params given for {unknown_params}, which are not in reward_funcs {list(names)}")
-    funcs = []
-    for name in names:
-        if name in REWARDS:
-            funcs.append(REWARDS[name](**(params.get(name) or {})))
-        elif name in CHECKS:  # a check registered after this module was imported (a plug-in, a test's toy check)
-            funcs.append(get_check_reward(name, **(params.get(name) or {})))
-        else:
-            raise ValueError(f"unknown reward {name!r}; known: {sorted(set(REWARDS) | set(CHECKS))}")
-    return funcs
-

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from omnidecision.rewards.checks import Decision, completion_text, load_ledger
+from omnidecision.rewards.decision import Decision, completion_text, load_ledger
+from omnidecision.rewards.registry import register_reward
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +75,10 @@ def _judge(path: str, device: str) -> LearnedJudge:
     return LearnedJudge(path, device=device)
 
 
+@register_reward("learned_judge", kind="judge")
 def learned_judge_reward(path: str, device: str = "cpu") -> Callable[..., list[float | None]]:
     """The learned judge as a TRL reward function: reads the `prompts` TRL passes (else renders the planner prompt
-    from the `ledger` column, without a system turn)."""
+    from the `ledger` column, without a system turn). The `judge` reward picks it when given a `path`."""
 
     def judge_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
         prompts = kwargs.get("prompts")

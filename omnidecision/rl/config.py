@@ -45,8 +45,10 @@ class GRPOScriptArguments(trl.ScriptArguments):
         default=1.0, metadata={"help": "balanced: right states kept per wrong state (seeded draw)."})
     reward_funcs: list[str] = field(
         default_factory=lambda: ["closure"],
-        metadata={"help": "Reward names from omnidecision.rewards.REWARDS (closure, format, finish, target, tool, "
-                          "query, no_repeat, modality, judge). Weights: GRPOConfig.reward_weights (same order)."},
+        metadata={"help": "Reward names from the reward registry, omnidecision.rewards.REWARDS (closure, judge, "
+                          "llm_judge, learned_judge and each closure check: format, finish, target, tool, budget, "
+                          "conflict, query, no_repeat, modality), or an import path pkg.module.function (as TRL's "
+                          "grpo.py). Weights: GRPOConfig.reward_weights (same order)."},
     )
     closure_weights: dict | str | None = field(
         default=None,

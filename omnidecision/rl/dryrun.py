@@ -55,7 +55,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             num_processes: int | None = None) -> DryRunReport:
     """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides)."""
     from omnidecision.launch import accelerate_command, render
-    from omnidecision.rewards import REWARDS
+    from omnidecision.rewards.registry import reward_problems
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.data import rl_split_files
 
@@ -97,9 +97,9 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             if test not in files and script.eval_closure_n != 0:
                 report.add("dataset_test_split", "warning", f"{folder}: no `{test}` split: 5% of `{train}` is "
                                                             "held out")
-    unknown = [name for name in script.reward_funcs if name not in REWARDS]
-    if unknown:
-        report.add("reward_funcs", "error", f"unknown reward(s) {unknown}; known: {sorted(REWARDS)}")
+    problems = reward_problems(script.reward_funcs)
+    if problems:
+        report.add("reward_funcs", "error", "; ".join(problems))
     else:
         report.add("reward_funcs", "ok", ", ".join(script.reward_funcs) +
                    (f" (judge inside closure, share {script.judge_weight})" if script.judge_weight else ""))

@@ -3,7 +3,7 @@
 A format is a `TaskFormat` subclass in one module of `omnidecision/tasks/loaders/`, registered with
 `@register_format("name")`: `detect` says whether a path is in this format ("auto"), `load` reads it, `options` are
 the loader options it takes, and `score` judges a run's answer on one of its tasks (a task's `source` names its
-format). `tasks.loaders.load_tasks` and `tasks.judges` look formats up here; nothing else lists them.
+format). `tasks.loaders.load_tasks` and `tasks.grading` look formats up here; nothing else lists them.
 
     >>> sorted(TASK_FORMATS)
     ['jsonl', 'omnigaia', 'synthetic', 'worldsense']
@@ -46,7 +46,7 @@ class TaskFormat:
 
     def score(self, task: Task, prediction: str | None, scorer: str) -> JudgeResult | None:
         """The offline judgement of `prediction` on one answerable task with a gold answer; None: the generic
-        judges of `tasks.judges` (an option letter for a multiple-choice task, else the string scorer)."""
+        grading of `tasks.grading` (an option letter for a multiple-choice task, else the string scorer)."""
         return None
 
 

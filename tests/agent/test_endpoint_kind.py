@@ -146,7 +146,7 @@ def test_api_planner_eval_row(strict, tmp_path, monkeypatch):
 
 def test_reward_judge_with_default_options(strict):
     from omnidecision.ledger import Ledger
-    from omnidecision.rewards.judge import RewardJudge
+    from omnidecision.rewards.llm_judge import RewardJudge
 
     stub = strict()
     judge = RewardJudge.from_options(base_url=stub.url, model="gpt-4.1-mini")

@@ -23,7 +23,7 @@ from omnidecision.protocol.observations import Observation
 from omnidecision.protocol.records import JudgeResult
 from omnidecision.protocol.registry import UnknownName
 from omnidecision.tasks.formats import TASK_FORMATS, TaskFormat, register_format
-from omnidecision.tasks.judges import judge_offline
+from omnidecision.tasks.grading import judge_offline
 from omnidecision.tasks.loaders import detect_format, load_tasks
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import TOOLS, ToolContext, register_tool

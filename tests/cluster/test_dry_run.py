@@ -160,7 +160,7 @@ def test_grpo_falls_back_to_offline_wandb(monkeypatch, tmp_path, adapter):
 
 
 def test_judge_share_and_cache_per_process(tmp_path):
-    from omnidecision.rewards.judge import RewardJudge
+    from omnidecision.rewards.llm_judge import RewardJudge
     from omnidecision.rl.config import parse_args
 
     script, _, _ = parse_args(["--config", str(SERVER_RECIPE), "--bf16", "false", "--use_cpu", "true",

@@ -11,6 +11,7 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
+from omnidecision.collect.options import CollectOptions
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import shard_path
 from omnidecision.protocol.chat import BackendSpec
@@ -42,8 +43,8 @@ def teacher_runs(synth_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     out = tmp_path_factory.mktemp("teacher-runs")
     tasks = load_tasks(synth_dir, "synthetic")
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.15, "seed": 0})})
-    asyncio.run(collect_runs(tasks, AgentConfig(), backends, shard_path(out, 0, 1), samples=2, concurrency=8,
-                             progress=False))
+    asyncio.run(collect_runs(tasks, AgentConfig(), backends, CollectOptions(
+        out_file=shard_path(out, 0, 1), samples=2, concurrency=8, progress=False)))
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
+from omnidecision.collect.options import CollectOptions
 from omnidecision.collect.parity import check_row_parity, planner_prompt_ids
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import read_records, shard_path
@@ -243,8 +244,8 @@ def test_a_collection_without_the_system_turn_harvests_rows_without_it(synth_dir
     tasks = load_tasks(synth_dir, "synthetic")[:12]
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.15, "seed": 0})})
     runs = tmp_path / "runs"
-    asyncio.run(collect_runs(tasks, AgentConfig(planner_system_prompt=False), backends, shard_path(runs, 0, 1),
-                             samples=1, concurrency=4, progress=False))
+    asyncio.run(collect_runs(tasks, AgentConfig(planner_system_prompt=False), backends, CollectOptions(
+        out_file=shard_path(runs, 0, 1), samples=1, concurrency=4, progress=False)))
     stats = run_harvest([str(runs)], tmp_path / "h", HarvestOptions(val_fraction=0.0, label="rule"))
     assert stats["sft"]["train"] > 0 and "rl_prompt_rerender_differs" not in stats.get("skipped", {})
     sft = datasets.load_dataset(str(tmp_path / "h" / "sft"), split="train")

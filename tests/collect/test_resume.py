@@ -15,6 +15,7 @@ import pytest
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
+from omnidecision.collect.options import CollectOptions
 from omnidecision.collect.recipe import load_recipe
 from omnidecision.collect.runner import collect, collect_runs
 from omnidecision.collect.store import read_records, shard_path
@@ -65,7 +66,8 @@ def _reference(synth_dir: Path, tmp: Path) -> dict[tuple[str, int], tuple]:
     tasks = load_tasks(synth_dir, "synthetic")
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.15, "seed": 0})})
     f = tmp / "ref.jsonl"
-    asyncio.run(collect_runs(tasks, AgentConfig(), backends, f, samples=2, concurrency=3, progress=False))
+    asyncio.run(collect_runs(tasks, AgentConfig(), backends, CollectOptions(out_file=f, samples=2, concurrency=3,
+                                                                          progress=False)))
     return _outcomes(f)
 
 

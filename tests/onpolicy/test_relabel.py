@@ -10,6 +10,7 @@ import pytest
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
+from omnidecision.collect.options import CollectOptions
 from omnidecision.collect.recipe import RecipeError
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import shard_path
@@ -28,8 +29,8 @@ ROUNDS_RECIPE = str(Path(__file__).resolve().parents[2] / "configs" / "rounds" /
 def collect(tasks, out: Path, planner_noise: float) -> Path:
     specs = {"default": BackendSpec(kind="teacher", options={"noise": 0.0, "seed": 0}),
              "planner": BackendSpec(kind="teacher", options={"noise": planner_noise, "seed": 7})}
-    asyncio.run(collect_runs(tasks, AgentConfig(), build_backends(specs), shard_path(out, 0, 1), samples=1,
-                             concurrency=8, progress=False))
+    asyncio.run(collect_runs(tasks, AgentConfig(), build_backends(specs), CollectOptions(
+        out_file=shard_path(out, 0, 1), samples=1, concurrency=8, progress=False)))
     return out
 
 

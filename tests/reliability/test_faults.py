@@ -22,6 +22,7 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.collect.breaker import BreakerSettings, CollectionStopped
+from omnidecision.collect.options import CollectOptions
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
@@ -102,8 +103,8 @@ def _collect(tasks, planner_url: str, out_file, timeout_s: float = TIMEOUT_S, br
         if hasattr(b, "retry_wait_s"):
             b.retry_wait_s, b.retry_max_wait_s = 0.01, MAX_WAIT_S
     config = AgentConfig(step_budget=STEP_BUDGET)
-    return asyncio.run(collect_runs(tasks, config, backends, out_file, concurrency=CONCURRENCY, progress=False,
-                                    breaker=breaker))
+    return asyncio.run(collect_runs(tasks, config, backends, CollectOptions(
+        out_file=out_file, concurrency=CONCURRENCY, progress=False, breaker=breaker or BreakerSettings())))
 
 
 @pytest.mark.timeout(180)

@@ -17,6 +17,7 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
+from omnidecision.collect.options import CollectOptions
 from omnidecision.collect.runner import collect_runs
 from omnidecision.collect.store import shard_path
 from omnidecision.ledger import Ledger, finish_available
@@ -37,7 +38,8 @@ def harvest(tmp_path_factory) -> Path:
     tasks = load_tasks(root / "tasks", "synthetic")
     backends = build_backends({"default": BackendSpec(kind="teacher", options=HABITS)})
     asyncio.run(collect_runs(tasks, AgentConfig(digest_max_chars=1000, planner_system_prompt=False), backends,
-                             shard_path(root / "runs", 0, 1), samples=2, concurrency=8, progress=False))
+                             CollectOptions(out_file=shard_path(root / "runs", 0, 1), samples=2, concurrency=8,
+                                            progress=False)))
     run_harvest([str(root / "runs")], root / "h", HarvestOptions(val_fraction=0.25))
     return root / "h"
 

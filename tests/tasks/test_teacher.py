@@ -21,7 +21,7 @@ from omnidecision.protocol.actions import (
     parse_planner_output,
 )
 from omnidecision.protocol.chat import BackendError, ChatRequest
-from omnidecision.tasks.judges import judge_offline
+from omnidecision.tasks.grading import judge_offline
 from omnidecision.tasks.synth import load_suite, write_suite
 from omnidecision.tools.base import Observation
 

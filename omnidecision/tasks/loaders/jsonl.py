@@ -1,5 +1,5 @@
 """Generic JSONL task files (format "jsonl"): one `Task` (omnidecision.tasks.schema) per line; a synthetic-suite
-folder (format "synthetic"). Their tasks are scored by the generic judges of `tasks.judges`.
+folder (format "synthetic"). Their tasks are scored by the generic grading of `tasks.grading`.
 
 Relative paths in a record (assets' media and surrogates, `corpus`, `base_dir`) resolve against the file's folder.
 

@@ -7,7 +7,7 @@ the raw record stays in `task.meta["raw"]`, the normalised sources in `task.meta
 
 Scoring (the benchmark's protocol, `OmniGaiaFormat.score`): the prediction is the last `<answer>…</answer>` (else
 the last 20 words); lower-cased, whitespace-collapsed exact match is correct; otherwise the LLM judge decides
-(`tasks.judges.judge_run`), and without one the string scorer stands in, labelled "…_offline".
+(`tasks.grading.judge_run`), and without one the string scorer stands in, labelled "…_offline".
 
     python -c "from omnidecision.tasks.loaders import load_tasks; \
         print(len(load_tasks('tests/data/omnigaia_dev/dev_metadata.json', fmt='omnigaia')))"
@@ -23,7 +23,7 @@ from typing import Any
 
 from omnidecision.protocol.records import JudgeResult
 from omnidecision.tasks.formats import TaskFormat, register_format
-from omnidecision.tasks.judges import SCORER_METHODS, extract_prediction, get_scorer, normalize_em
+from omnidecision.tasks.grading import SCORER_METHODS, extract_prediction, get_scorer, normalize_em
 from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8, validate_task
 from omnidecision.tasks.schema import Task
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from omnidecision.protocol.records import JudgeResult
 from omnidecision.tasks.formats import TaskFormat, register_format
-from omnidecision.tasks.judges import score_choice
+from omnidecision.tasks.grading import score_choice
 from omnidecision.tasks.loaders.errors import TaskFileError, read_utf8, validate_task
 from omnidecision.tasks.schema import Task
 

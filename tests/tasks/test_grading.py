@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from omnidecision.protocol.chat import BackendError, ChatRequest, ChatResponse
-from omnidecision.tasks.judges import (
+from omnidecision.tasks.grading import (
     extract_choice,
     extract_prediction,
     gaia_scorer,

@@ -7,7 +7,7 @@ OpenAI API's `logit_bias` (through the backend's `extra_body`): quotes, then com
 the end token are preferred over everything else, which under the schema spells a valid verdict
 (`{"score":0,"reason":""}`, whatever the input), and requires successes.
 
-    .venv/bin/pytest tests/rewards/test_judge_vllm.py -m vllm
+    .venv/bin/pytest tests/rewards/test_llm_judge_vllm.py -m vllm
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from omnidecision.rewards.judge import RewardJudge
+from omnidecision.rewards.llm_judge import RewardJudge
 
 pytestmark = [pytest.mark.vllm, pytest.mark.requires("vllm")]
 

@@ -1,5 +1,5 @@
-"""Answer judges: the OmniGAIA protocol, string scorers (the official GAIA one and a lenient one), WorldSense
-multiple-choice letters.
+"""Answer grading (not the reward judges of `omnidecision.rewards`): the OmniGAIA protocol, string scorers (the
+official GAIA one and a lenient one), WorldSense multiple-choice letters.
 
 String scorers (`SCORERS`, chosen per benchmark by a recipe's `judge.scorer`; the record's `judge.method` and the
 eval report's `judge` block name the one used):
@@ -14,7 +14,7 @@ benchmark's Correct/Incorrect prompt (`prompts/omnigaia_judge.md`). An empty/unc
 is a judge FAILURE (`JudgeResult(correct=None)`), never counted as correct.
 `judge_offline(task, prediction)` is the same without any LLM.
 
-    python -c "from omnidecision.tasks.judges import gaia_scorer; print(gaia_scorer('2years', '2 years'))"
+    python -c "from omnidecision.tasks.grading import gaia_scorer; print(gaia_scorer('2years', '2 years'))"
 
     >>> lenient_match("$1,234.0", "1234"), gaia_scorer("$1,234.0", "1234")
     (True, True)

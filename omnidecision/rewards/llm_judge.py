@@ -1,4 +1,5 @@
-"""The reward judge: a small LLM behind an OpenAI-compatible endpoint scores one planner decision in [0, 1].
+"""The LLM reward judge: a small LLM behind an OpenAI-compatible endpoint scores one planner decision in [0, 1]
+(`rewards/learned_judge.py` is the trained one; `tasks/grading.py` grades answers, not decisions).
 
 The judge reads the bounded ledger digest and one candidate decision (prompt: rewards/prompts/judge.md) and
 answers `{"score": 0..1, "reason": "..."}` (JSON-schema constrained when the server supports it).
@@ -14,7 +15,7 @@ answers `{"score": 0..1, "reason": "..."}` (JSON-schema constrained when the ser
 - `score(items)` is synchronous (TRL calls reward functions synchronously): the requests run on the judge's
   own event loop in a private thread, so it works whether or not the caller already runs a loop.
 
-    python -c "from omnidecision.rewards.judge import RewardJudge; print(RewardJudge.prompt()[:60])"
+    python -c "from omnidecision.rewards.llm_judge import RewardJudge; print(RewardJudge.prompt()[:60])"
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from omnidecision.ledger import DigestBudget, Ledger, render_digest
 from omnidecision.protocol.actions import parse_with, render_action
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatBackend, ChatRequest
-from omnidecision.rewards.checks import Decision
+from omnidecision.rewards.decision import Decision
+from omnidecision.rewards.registry import register_reward
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +271,7 @@ class RewardJudge:
 
 def judge_reward_func(judge: RewardJudge) -> Callable[..., list[float | None]]:
     """The judge as a TRL reward function named `judge_reward`; logs `judge/failures` and `judge/cache_hits`."""
-    from omnidecision.rewards.checks import load_ledger
+    from omnidecision.rewards.decision import load_ledger
 
     def judge_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
         ledgers = kwargs.get("ledger")
@@ -289,3 +291,10 @@ def judge_reward_func(judge: RewardJudge) -> Callable[..., list[float | None]]:
 
     judge_reward.judge = judge  # type: ignore[attr-defined]
     return judge_reward
+
+
+@register_reward("llm_judge", kind="judge")
+def llm_judge_reward(**options: Any) -> Callable[..., list[float | None]]:
+    """The LLM reward judge behind an OpenAI-compatible endpoint as a TRL reward function (options:
+    `RewardJudge.from_options`). The `judge` reward picks it when no `path` (learned judge) is given."""
+    return judge_reward_func(RewardJudge.from_options(**options))

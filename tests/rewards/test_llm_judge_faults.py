@@ -12,7 +12,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 
 from omnidecision.rewards import get_reward_funcs
-from omnidecision.rewards.judge import RewardJudge
+from omnidecision.rewards.llm_judge import RewardJudge
 from tests.stub_chat import ChatStubHandler, chat_completion
 
 GOOD = '{"action": "call", "need": 1}'
