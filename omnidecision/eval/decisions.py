@@ -144,10 +144,10 @@ def decision_lines(diag: dict[str, Any]) -> list[str]:
 
 
 if __name__ == "__main__":
-    from omnidecision.eval.report import read_records
+    from omnidecision.collect.store import read_records  # (line, record) pairs; a torn last line is skipped
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trajectories", nargs="+")
     a = p.parse_args()
     logging.basicConfig(level=logging.INFO)
-    print(json.dumps(decision_diagnostics(r for path in a.trajectories for r in read_records(path)), indent=1))
+    print(json.dumps(decision_diagnostics(r for path in a.trajectories for _, r in read_records(path)), indent=1))

@@ -19,7 +19,7 @@ def rounds(ctx: typer.Context,
     aggregate, fine-tune; or with `mode: rl` run GRPO on every state it visited. Resumable per round; any recipe
     field: --key.path VALUE."""
     from omnidecision.collect.recipe import RecipeError
-    from omnidecision.onpolicy.rounds import rounds_cmd
+    from omnidecision.onpolicy.loop import rounds_cmd
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

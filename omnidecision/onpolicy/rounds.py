@@ -11,7 +11,7 @@ Each round r = 1..R, in `out/round-r/`:
 4. fine-tune the current planner on the aggregate (`omnidecision sft` with `sft_config`, `sft_steps` steps),
    export it → `model/`, which the next round serves. `round.json` marks the round done (a restart skips it).
 
-`mode: rl` is the RL variant (issue 37; `onpolicy/rl_round.py`): collect as in 1, keep every run's ledger states
+`mode: rl` is the RL variant (issue 37; `onpolicy/rl_round.py`; the loop over rounds: `onpolicy/loop.py`): collect as in 1, keep every run's ledger states
 (`harvest --label none`: the planner's own states, failed runs and correct ones alike, no label), GRPO on them
 (alone or mixed with `state_mix`, e.g. the teacher's states), export → `model/`, serve it next round. The learned
 judge can be retrained each round on the new runs' outcomes (`judge_refresh: true`; off by default).
@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from omnidecision.collect.recipe import EvalRecipe, cli_overrides, load_recipe
-from omnidecision.onpolicy.relabel import LLMLabeller, relabel_runs, rule_labeller, write_rows
+from omnidecision.collect.recipe import EvalRecipe, load_recipe
+from omnidecision.onpolicy.relabel import relabel_runs, write_rows
 from omnidecision.protocol.chat import BackendSpec
 
 logger = logging.getLogger(__name__)
@@ -206,43 +206,3 @@ def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[s
             "wall_s": {k: round(v, 1) for k, v in times.items()}}
     (out / "round.json").write_text(json.dumps(info, indent=2), "utf-8")
     return info
-
-
-def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
-    """All rounds (done ones are skipped); returns and writes `out/rounds.json`."""
-    labeller: Any = "own" if recipe.labeller == "own" else rule_labeller
-    if isinstance(recipe.labeller, BackendSpec):
-        from omnidecision.backends.factory import build_backend
-
-        labeller = LLMLabeller(build_backend(recipe.labeller))
-    if recipe.mode == "rl":
-        from omnidecision.onpolicy.rl_round import check_rl_recipe, run_rl_round
-
-        check_rl_recipe(recipe)
-    model, done = recipe.start_model, []
-    for r in range(1, recipe.rounds + 1):
-        marker = Path(recipe.out) / f"round-{r}" / "round.json"
-        if marker.exists():
-            info = json.loads(marker.read_text("utf-8"))
-            logger.info("round %d already done (%s): skipped", r, marker)
-        elif recipe.mode == "rl":
-            info = run_rl_round(recipe, r, model)
-        else:
-            info = run_round(recipe, r, model, labeller)
-        data = info.get("relabel") or info.get("own_states") or {}
-        logger.info("round %d: the served planner scored %s on the training tasks; %s states kept",
-                    r, info["accuracy_on_train_tasks"], data.get("states"))
-        done.append(info)
-        model = info["model"]
-    summary = {"rounds": done, "final_model": model, "recipe": recipe.model_dump(mode="json")}
-    Path(recipe.out).mkdir(parents=True, exist_ok=True)
-    (Path(recipe.out) / "rounds.json").write_text(json.dumps(summary, indent=2), "utf-8")
-    return summary
-
-
-def rounds_cmd(ctx: Any, config: Path) -> None:  # mounted by omnidecision.onpolicy.cli
-    recipe = load_rounds_recipe(config, cli_overrides(ctx.args))
-    summary = run_rounds(recipe)
-    keys = ("round", "accuracy_on_train_tasks", "aggregate_train_rows", "own_states")
-    print(json.dumps({"final_model": summary["final_model"],
-                      "rounds": [{k: r[k] for k in keys if k in r} for r in summary["rounds"]]}, indent=1))

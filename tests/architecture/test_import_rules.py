@@ -51,8 +51,9 @@ ALLOWED: dict[str, set[str]] = {
     "modeling": {"modeling"},
     "checkpoints": {"checkpoints"},
     "launch": {"launch"},
-    "export": {"export", "modeling"},
+    "export": {"export", "modeling", "provenance"},
     "stats": {"stats"},
+    "provenance": {"provenance"},
     "gpustats": {"gpustats"},
     "smoke": {"smoke"},
 }

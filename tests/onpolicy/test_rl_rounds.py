@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from omnidecision.onpolicy.rounds import load_rounds_recipe, run_rounds
+from omnidecision.onpolicy.loop import run_rounds
+from omnidecision.onpolicy.rounds import load_rounds_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 RL_RECIPE = ROOT / "configs" / "rounds" / "tiny-cpu-rl.yaml"

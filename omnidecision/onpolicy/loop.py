@@ -1,0 +1,60 @@
+"""The rounds loop: `omnidecision rounds --config configs/rounds/tiny-cpu.yaml` (or `tiny-cpu-rl.yaml`).
+
+Runs every round of a rounds recipe in turn (a finished round, its `round.json` there, is skipped on a restart):
+the SFT variant (`rounds.run_round`: fine-tune on the planner's own judge-correct runs, or relabelled states) or,
+with `mode: rl`, the RL variant (`rl_round.run_rl_round`: GRPO on every ledger state it visited). It sits above both
+so that neither imports the other (tests/architecture: no import circles).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from omnidecision.collect.recipe import cli_overrides
+from omnidecision.onpolicy.relabel import LLMLabeller, rule_labeller
+from omnidecision.onpolicy.rl_round import check_rl_recipe, run_rl_round
+from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe, run_round
+from omnidecision.protocol.chat import BackendSpec
+
+logger = logging.getLogger(__name__)
+
+
+def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
+    """All rounds (done ones are skipped); returns and writes `out/rounds.json`."""
+    labeller: Any = "own" if recipe.labeller == "own" else rule_labeller
+    if isinstance(recipe.labeller, BackendSpec):
+        from omnidecision.backends.factory import build_backend
+
+        labeller = LLMLabeller(build_backend(recipe.labeller))
+    if recipe.mode == "rl":
+        check_rl_recipe(recipe)
+    model, done = recipe.start_model, []
+    for r in range(1, recipe.rounds + 1):
+        marker = Path(recipe.out) / f"round-{r}" / "round.json"
+        if marker.exists():
+            info = json.loads(marker.read_text("utf-8"))
+            logger.info("round %d already done (%s): skipped", r, marker)
+        elif recipe.mode == "rl":
+            info = run_rl_round(recipe, r, model)
+        else:
+            info = run_round(recipe, r, model, labeller)
+        data = info.get("relabel") or info.get("own_states") or {}
+        logger.info("round %d: the served planner scored %s on the training tasks; %s states kept",
+                    r, info["accuracy_on_train_tasks"], data.get("states"))
+        done.append(info)
+        model = info["model"]
+    summary = {"rounds": done, "final_model": model, "recipe": recipe.model_dump(mode="json")}
+    Path(recipe.out).mkdir(parents=True, exist_ok=True)
+    (Path(recipe.out) / "rounds.json").write_text(json.dumps(summary, indent=2), "utf-8")
+    return summary
+
+
+def rounds_cmd(ctx: Any, config: Path) -> None:  # mounted by omnidecision.onpolicy.cli
+    recipe = load_rounds_recipe(config, cli_overrides(ctx.args))
+    summary = run_rounds(recipe)
+    keys = ("round", "accuracy_on_train_tasks", "aggregate_train_rows", "own_states")
+    print(json.dumps({"final_model": summary["final_model"],
+                      "rounds": [{k: r[k] for k in keys if k in r} for r in summary["rounds"]]}, indent=1))
