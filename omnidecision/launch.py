@@ -154,11 +154,11 @@ def parse_stage_args(stage: str, args: Sequence[str]) -> tuple[Any, Any, Any]:
 
 
 def launch_stage(stage: str, args: Sequence[str], *, accelerate_config: str | None = None,
-                 num_processes: int | None = None, dry_run: bool = False) -> Any:
+                 num_processes: int | None = None, dry_run: bool = False, **options: Any) -> Any:
     """The body of every stage command: `--dry-run` prints the report and exits (0 ok, 2 a check failed); with
     `--accelerate-config` / `--num-processes` the stage's module runs under `accelerate launch` (its exit code);
     else the recipe is parsed here (a bad recipe or override: a usage error naming it) and the stage trains in this
-    process, returning what its `main` returns."""
+    process, returning what its `main` returns. `options`: the stage's own (non-recipe) options, passed to `main`."""
     import typer
 
     spec = STAGES[stage]
@@ -186,7 +186,7 @@ def launch_stage(stage: str, args: Sequence[str], *, accelerate_config: str | No
         parsed = parse_stage_args(stage, args)
     except (ValueError, FileNotFoundError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    return spec.resolve("main")(*parsed)
+    return spec.resolve("main")(*parsed, **options)
 
 
 def run(cmd: Sequence[str]) -> int:
