@@ -94,6 +94,9 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     if sharded and script.select_states == "balanced":
         report.add("select_states", "error", f"balanced selection needs the whole model on every rank; {sharded} "
                                              "shards it")
+    elif sharded and script.checkpoint_policy == "dev_closure":
+        report.add("checkpoint_policy", "error", f"dev_closure decodes every candidate with the whole model; "
+                                                 f"{sharded} shards it (checkpoint_policy: final)")
     elif sharded and script.eval_closure_n != 0:
         report.add("eval_closure_n", "warning", f"{sharded} shards the parameters: the in-run closure evaluation "
                                                 "will be skipped (python -m omnidecision.rl.evaluate afterwards)")
