@@ -79,6 +79,10 @@ def test_the_judge_trains_on_harvested_rows_and_scores_decisions(harvest: Path, 
     summary = json.loads((out / "judge_train.json").read_text())
     assert summary["pairs"] > 0 and summary["train_loss"] is not None
     assert (out / "train_results.json").exists() and (out / "trainer_state.json").exists()  # the trainer's own files
+    # the demo's spellings (--max-steps, --batch-size) are aliases of the recipe's fields; what it consumed
+    consumed = json.loads((out / "consumed.json").read_text())
+    assert consumed["stage"] == "judge" and consumed["optimizer_steps"] == 8 and consumed["rows"] == 8 * 8
+    assert consumed["row_unit"] == "pairs" and consumed["seed"] == 0 and consumed["threads"] >= 1
 
     rows = list(datasets.load_dataset(str(harvest / "rl"), split="validation"))[:6]
     reward = get_judge_reward(path=str(out))
