@@ -19,9 +19,13 @@ closure rubric"):
    tool fits the need.
 4. State selection (`select_states: balanced`, `rl/select.py`): the states the start planner decides wrongly
    (greedy) plus as many it gets right, instead of all states.
-5. Weight averaging (`weight_average: true`, `rl/averaging.py`): the saved planner is the running mean of the
+5. Weight averaging (`weight_average: true`, `rl/averaging.py`): the final weights are the running mean of the
    weights over the last part of the run, not the last weights.
 6. Sampling near the serving decoding (`temperature: 0.7` in the tiny recipe), since the planner is served greedily.
+7. The checkpoint policy of every post-SFT arm (`checkpoint_policy: dev_closure`, omnidecision/checkpoints.py): the
+   saved planner is the best of the start, every `checkpoint_every` steps and the final weights by the greedy closure
+   reward on dev states (checkpoint_selection.json). The states the trainer scored go to states_seen.json, what the
+   run consumed (steps, completions, tokens, threads, seed) to consumed.json.
 
 Placement: the policy is moved to this process's training device before the held-out evaluation and the state
 selection (on a GPU node they would otherwise decode an 8B model on the CPU while the other ranks wait). With

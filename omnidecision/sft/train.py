@@ -4,7 +4,9 @@ Loss on the assistant action only; full fine-tuning or LoRA/QLoRA (`use_peft`, `
 (`--resume_from_checkpoint true` picks the last checkpoint in `output_dir`). In `output_dir`, first what the
 Hugging Face tools read (`save_metrics`: train_results.json / eval_results.json / all_results.json; `save_state`:
 trainer_state.json; the model card README.md), then this project's `log_history.json` (read by `smoke`, the
-benchmarks) and `sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`).
+benchmarks), `sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`),
+`checkpoint_selection.json` (which weights were saved and why: `checkpoint_policy`, omnidecision/checkpoints.py) and
+`consumed.json` (optimizer steps, rows, tokens, threads, seed).
 
     omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
     omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml
