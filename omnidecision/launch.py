@@ -68,7 +68,8 @@ STAGES: dict[str, Stage] = {
     "grpo": Stage("grpo", "omnidecision.rl.train", "omnidecision.rl.config:parse_args",
                   "omnidecision.rl.train:main", "omnidecision.rl.dryrun:dry_run"),
     "judge": Stage("judge train", "omnidecision.rl.judge_train", "omnidecision.rl.judge_config:parse_args",
-                   "omnidecision.rl.judge_train:main", accelerate=False, aliases=JUDGE_ALIASES,
+                   "omnidecision.rl.judge_train:main", "omnidecision.rl.judge_train:dry_run", accelerate=False,
+                   aliases=JUDGE_ALIASES,
                    bool_aliases={"--use-cpu": "--use_cpu"}),
     # rft-select parses the GRPO recipe through the GRPO config (the control reads what the arm it controls reads)
     "rft": Stage("rft-select", "omnidecision.rl.rft", "omnidecision.rl.config:parse_args",

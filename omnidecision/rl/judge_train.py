@@ -126,7 +126,9 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
 def train(
     ctx: typer.Context,
     config: Path = typer.Option(CONFIGS / "judge" / "tiny-cpu.yaml", "--config",
+                                show_default="configs/judge/tiny-cpu.yaml",
                                 help="the judge recipe (configs/judge/*.yaml)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """Fit the judge with TRL's RewardTrainer; writes OUTPUT_DIR (model + tokenizer), judge_train.json, consumed.json.
 
@@ -136,7 +138,25 @@ def train(
     --learning-rate, --max-length, --use-cpu/--no-use-cpu."""
     from omnidecision.launch import launch_stage, stage_args
 
-    launch_stage("judge", stage_args("judge", config, ctx.args))
+    launch_stage("judge", stage_args("judge", config, ctx.args), dry_run=dry_run)
+
+
+def dry_run(args: list[str], *, accelerate_config: str | None = None, num_processes: int | None = None) -> Any:
+    """The dry-run report of `judge train` (`--config RECIPE` + overrides): the recipe parsed as the run parses it,
+    the start model, the rows' folder, and the command a run starts."""
+    from omnidecision.launch import launch_checks, model_checks
+    from omnidecision.preflight import check_folder, parse_stage
+    from omnidecision.rl.judge_config import parse_args
+
+    report, parsed = parse_stage("judge train", args, parse_args)
+    if parsed is None:
+        return report
+    script, training, model = parsed
+    model_checks(report, model)
+    report.checks.append(check_folder(str(script.dataset_name), "dataset_name", must_exist=True))
+    launch_checks(report, "judge", args, training, accelerate_config=accelerate_config, num_processes=num_processes)
+    report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}
+    return report
 
 
 def judge_eval_rows(rows: list[dict[str, Any]], judge_dir: str | None) -> dict[str, Any]:

@@ -86,6 +86,24 @@ def test_judge_train_cli_names_a_bad_override():
     assert res.exit_code == 2 and "learnig_rate" in res.output
 
 
+def test_judge_train_dry_run_prints_the_command_a_run_starts(tmp_path):
+    import json
+    import sys
+
+    from omnidecision.cli import app
+    from omnidecision.launch import render, stage_command
+
+    (tmp_path / "rl").mkdir()
+    args = ["--config", str(JUDGE), "--dataset_name", str(tmp_path / "rl"), "--output_dir", str(tmp_path / "j")]
+    res = CliRunner().invoke(app, ["judge", "train", *args, "--dry-run"])
+    report = json.loads(res.stdout[res.stdout.index("{"):])
+    assert report["resolved"]["training"]["output_dir"] == str(tmp_path / "j")
+    assert report["would_run"] == [render(stage_command("judge", args))]
+    assert report["would_run"][0].startswith(f"{sys.executable} -m omnidecision.rl.judge_train --config")
+    assert res.exit_code == 2  # the recipe's start model (runs/demo/models/sft) is not on this machine
+    assert any(c["what"] == "model_name_or_path" and c["status"] == "error" for c in report["checks"])
+
+
 def test_every_alias_names_a_field_of_its_stage():
     """An alias can not rot: its target is a field of the dataclasses the stage's parser fills."""
     from omnidecision.launch import STAGES
