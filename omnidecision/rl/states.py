@@ -100,7 +100,8 @@ def state_id(row: dict[str, Any]) -> str:
 
 class StateRecorder:
     """Wraps GRPO's first reward function to record the state of each generation group it scores (one id per
-    `num_generations` completions, in order) and count the completions; the name TRL logs stays the same."""
+    `num_generations` completions, in order: exact in one process; with several, TRL spreads a group's completions
+    over the ranks) and count the completions; the name TRL logs stays the same."""
 
     def __init__(self, num_generations: int) -> None:
         self.k = num_generations

@@ -229,12 +229,13 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
         write_selection(out, chosen)
-        (out / "states_seen.json").write_text(json.dumps(recorder.ids), "utf-8")
-    # rank 0's count: with N processes each scores its share of the groups
+        if training_args.world_size == 1:  # with N processes a group's K completions are spread over the ranks
+            (out / "states_seen.json").write_text(json.dumps(recorder.ids), "utf-8")
+    # rank 0's count: with N processes each scores its equal share of the completions
+    completions = recorder.completions * training_args.world_size
     write_consumed(out, "grpo", seed=training_args.seed, trainer=trainer, row_unit="completions",
-                   completions=recorder.completions * training_args.world_size,
-                   extra={"states": len(recorder.ids) * training_args.world_size,
-                          "num_generations": training_args.num_generations})
+                   completions=completions, extra={"states": completions // training_args.num_generations,
+                                                   "num_generations": training_args.num_generations})
     if run_eval:
         paired = report["paired"]
         logger.info("held-out closure reward: start %.4f -> trained %.4f (per-state delta %+.4f, 95%% CI "
