@@ -1,15 +1,19 @@
-"""Checkpoint and output helpers shared by the SFT and GRPO stages (resume after a kill; the files the Hugging Face
-tools read).
+"""Checkpoint and output helpers shared by the trained stages: resume after a kill; the files the Hugging Face tools
+read; the one checkpoint-selection policy of every post-SFT arm (`CheckpointPolicyArguments`, `CheckpointSelection`:
+checkpoint_selection.json); what a stage consumed (`write_consumed`: consumed.json).
 
     python -c "from omnidecision.checkpoints import resolve_resume; print(resolve_resume('true', 'runs/sft'))"
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
@@ -92,3 +96,177 @@ def save_ecosystem_outputs(trainer: Any, metrics: dict[str, dict[str, Any]], dat
     trainer.save_state()
     hub_dataset = None if dataset is None or Path(dataset).exists() else dataset
     trainer.create_model_card(model_name=Path(trainer.args.output_dir).name, dataset_name=hub_dataset, tags=tags)
+
+
+# ---- the checkpoint-selection policy of every post-SFT arm (sft_plus, rft, grpo*) ----------------------------------
+SELECTION_FILE = "checkpoint_selection.json"
+SELECTION_STATE = "checkpoint_selection.pt"  # the best candidate so far, saved next to each checkpoint (resume)
+
+
+@dataclass
+class CheckpointPolicyArguments:
+    """Which weights a run saves. `dev_closure` (the recipes of every post-SFT arm): candidates are the start (step
+    0), every `checkpoint_every` optimizer steps and the final weights (after weight averaging, where the recipe
+    averages); each is scored by the greedy mean closure reward on the first `checkpoint_dev_n` dev states, decoded
+    the same way for every arm; the best is saved (ties: the earliest). `final`: the last weights, as the trainer
+    leaves them (SFT's own `load_best_model_at_end` still applies)."""
+
+    checkpoint_policy: Literal["final", "dev_closure"] = field(default="final", metadata={
+        "help": "final: save the weights training ends with. dev_closure: save the best of step 0, every "
+                "checkpoint_every steps and the final weights by the greedy closure reward on dev states "
+                "(checkpoint_selection.json records every candidate and the choice)."})
+    checkpoint_every: int = field(default=0, metadata={
+        "help": "dev_closure: a candidate every N optimizer steps (0: only step 0 and the final weights)."})
+    checkpoint_dev_data: str | None = field(default=None, metadata={
+        "help": "dev_closure: the RL states (a harvest's rl/ folder, or the harvest folder) whose "
+                "checkpoint_dev_split scores the candidates. Default: GRPO, its dataset_name; SFT, the rl/ folder "
+                "beside dataset_name, or for an rft-select dataset the RL states it was sampled from."})
+    checkpoint_dev_split: str = field(default="validation", metadata={
+        "help": "dev_closure: the split of checkpoint_dev_data that scores the candidates (the dev suite's states)."})
+    checkpoint_dev_n: int = field(default=64, metadata={
+        "help": "dev_closure: score on the first N dev states (-1: all)."})
+    checkpoint_dev_max_new_tokens: int = field(default=32, metadata={
+        "help": "dev_closure: tokens decoded per dev decision (a short-form action fits in 32)."})
+
+    def check_policy(self) -> None:
+        if self.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
+        if self.checkpoint_dev_n == 0 or self.checkpoint_dev_n < -1:
+            raise ValueError(f"checkpoint_dev_n must be >= 1 or -1 (all), got {self.checkpoint_dev_n}")
+        if self.checkpoint_dev_max_new_tokens < 8:
+            raise ValueError(f"checkpoint_dev_max_new_tokens={self.checkpoint_dev_max_new_tokens} cannot hold one "
+                             "JSON action")
+
+
+def dev_closure_scorer(policy: CheckpointPolicyArguments, dev_data: str, tokenizer: Any,
+                       chat_template_kwargs: dict[str, Any] | None) -> Callable[[Any], float]:
+    """`score(model)`: the greedy mean closure reward on the dev states, the same for every arm. The global RNG is
+    left as it was (the scoring must not change what training samples next)."""
+    import torch
+
+    from omnidecision.rl.data import load_rl_splits
+    from omnidecision.rl.evaluate import heldout_closure_reward
+
+    splits = load_rl_splits(dev_data, (policy.checkpoint_dev_split,))
+    dev = splits[policy.checkpoint_dev_split]
+
+    def score(model: Any) -> float:
+        with torch.random.fork_rng(devices=[]):
+            result = heldout_closure_reward(model, dev, n=policy.checkpoint_dev_n, tokenizer=tokenizer,
+                                            mode="greedy", max_new_tokens=policy.checkpoint_dev_max_new_tokens,
+                                            batch_size=32, chat_template_kwargs=chat_template_kwargs)
+        return float(result["closure"]["mean"])
+
+    return score
+
+
+class CheckpointSelection:
+    """The `dev_closure` policy as a TrainerCallback: scores the start and every `every` steps, keeps a CPU copy of
+    the best trainable weights; `finish(model)` scores the final weights, writes the best into the model and returns
+    the record (written to OUTPUT_DIR/checkpoint_selection.json). The best-so-far is saved next to each checkpoint,
+    so a resumed run keeps step 0 among its candidates."""
+
+    def __init__(self, model: Any, score: Callable[[Any], float], every: int, dev_data: str,
+                 resume_from: str | None = None) -> None:
+        from transformers import TrainerCallback
+
+        self.model, self.score, self.every, self.dev_data = model, score, every, dev_data
+        self.candidates: list[dict[str, Any]] = []
+        self.best: tuple[float, int, dict[str, Any]] | None = None  # (score, step, weights)
+        if resume_from is not None and (Path(resume_from) / SELECTION_STATE).exists():
+            import torch
+
+            saved = torch.load(Path(resume_from) / SELECTION_STATE, map_location="cpu", weights_only=False)
+            self.candidates = saved["candidates"]
+            self.best = (saved["score"], saved["step"], saved["weights"])
+        outer = self
+
+        class _Callback(TrainerCallback):
+            def on_train_begin(self, args, state, control, **kwargs):
+                if not any(c["step"] == state.global_step for c in outer.candidates):
+                    outer.candidate(state.global_step)
+
+            def on_step_end(self, args, state, control, **kwargs):
+                if outer.every and state.global_step % outer.every == 0 and state.global_step < state.max_steps:
+                    outer.candidate(state.global_step)
+
+            def on_save(self, args, state, control, **kwargs):
+                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                if outer.best is not None and state.is_world_process_zero and folder.is_dir():
+                    import torch
+
+                    score, step, weights = outer.best
+                    torch.save({"candidates": outer.candidates, "score": score, "step": step, "weights": weights},
+                               folder / SELECTION_STATE)
+
+        self.callback = _Callback()
+
+    def _weights(self) -> dict[str, Any]:
+        return {n: p.detach().to("cpu", copy=True) for n, p in self.model.named_parameters() if p.requires_grad}
+
+    def candidate(self, step: int, label: str = "") -> float:
+        value = round(self.score(self.model), 6)
+        self.candidates.append({"step": step, "dev_closure": value, **({"label": label} if label else {})})
+        logger.info("checkpoint candidate at step %d%s: dev closure %.4f", step, f" ({label})" if label else "", value)
+        if self.best is None or value > self.best[0]:  # ties: the earlier candidate stays
+            self.best = (value, step, self._weights())
+        return value
+
+    def finish(self, step: int, final_label: str = "final") -> dict[str, Any]:
+        """Score the final weights, put the best candidate's weights into the model, return the record."""
+        import torch
+
+        self.candidate(step, final_label)
+        assert self.best is not None
+        score, best_step, weights = self.best
+        chosen = next(c for c in self.candidates if c["step"] == best_step and c["dev_closure"] == score)
+        if chosen is not self.candidates[-1]:
+            params = dict(self.model.named_parameters())
+            with torch.no_grad():
+                for n, w in weights.items():
+                    params[n].copy_(w.to(params[n].device, params[n].dtype))
+        logger.info("checkpoint selection (dev_closure): step %d chosen (dev closure %.4f) of %d candidates",
+                    best_step, score, len(self.candidates))
+        return {"policy": "dev_closure", "chosen_step": best_step, "chosen_label": chosen.get("label", ""),
+                "chosen_dev_closure": score, "candidates": self.candidates, "dev_data": self.dev_data}
+
+
+def final_selection(step: int, note: str = "") -> dict[str, Any]:
+    """The record of the `final` policy (what checkpoint_selection.json says when nothing was chosen)."""
+    return {"policy": "final", "chosen_step": step, "candidates": [{"step": step}], **({"note": note} if note else {})}
+
+
+def write_selection(output_dir: str | Path, record: dict[str, Any]) -> None:
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    (Path(output_dir) / SELECTION_FILE).write_text(json.dumps(record, indent=2), "utf-8")
+
+
+# ---- what a trained stage consumed ----------------------------------------------------------------------------------
+CONSUMED_FILE = "consumed.json"
+
+
+def write_consumed(output_dir: str | Path, stage: str, *, seed: int, trainer: Any = None, row_unit: str = "rows",
+                   completions: int | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """OUTPUT_DIR/consumed.json: optimizer steps, rows (= steps × effective batch: per-device batch × gradient
+    accumulation × processes; for GRPO a row is one completion, for the judge one pair), tokens when the trainer
+    counted them, completions sampled (grpo, rft-select), the thread count and the seed. Matching controls on what
+    they consumed reads this file, not shared wall-clock."""
+    import torch
+
+    record: dict[str, Any] = {"stage": stage, "optimizer_steps": 0, "effective_batch": 0, "rows": 0,
+                              "row_unit": row_unit, "tokens": None, "completions_sampled": completions,
+                              "threads": torch.get_num_threads(), "seed": seed}
+    if trainer is not None:
+        args = trainer.args
+        batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * max(1, args.world_size)
+        steps = int(trainer.state.global_step)
+        tokens = next((e["num_tokens"] for e in reversed(trainer.state.log_history) if "num_tokens" in e), None)
+        if tokens is None and getattr(trainer.state, "num_input_tokens_seen", 0):
+            tokens = trainer.state.num_input_tokens_seen
+        record.update(optimizer_steps=steps, effective_batch=batch, rows=steps * batch,
+                      tokens=int(tokens) if tokens is not None else None)
+    record.update(extra or {})
+    if trainer is None or trainer.is_world_process_zero():
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / CONSUMED_FILE).write_text(json.dumps(record, indent=2), "utf-8")
+    return record

@@ -77,9 +77,11 @@ def render_prompts(tokenizer: Any, prompts: Sequence[list[dict[str, str]]],
 
 def generate_decisions(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, str]]], *, do_sample: bool = False,
                        num_return_sequences: int = 1, temperature: float = 1.0, max_new_tokens: int = 64,
-                       batch_size: int = 16, chat_template_kwargs: dict[str, Any] | None = None) -> list[list[str]]:
+                       batch_size: int = 16, chat_template_kwargs: dict[str, Any] | None = None,
+                       top_p: float = 1.0, top_k: int = 0) -> list[list[str]]:
     """`num_return_sequences` decoded completions per chat prompt (left-padded batched `generate`; greedy unless
-    `do_sample`). The model's train/eval mode and the tokenizer's padding side are restored afterwards."""
+    `do_sample`, then at `temperature`, `top_p`, `top_k`). The model's train/eval mode and the tokenizer's padding side
+    are restored afterwards."""
     import torch
 
     was_training = model.training
@@ -98,7 +100,7 @@ def generate_decisions(model: Any, tokenizer: Any, prompts: Sequence[list[dict[s
                                       "eos_token_id": tokenizer.eos_token_id,
                                       "num_return_sequences": num_return_sequences, "do_sample": do_sample}
             if do_sample:
-                kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
+                kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k or 0)
             with torch.no_grad():
                 ids = model.generate(**enc, **kwargs)
             decoded = tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)

@@ -136,15 +136,15 @@ def read_provenance(folder: str | Path, parents: bool = True) -> Provenance | No
     return None
 
 
-def training_tasks(dataset: str | Path, splits: dict[str, Any] | None = None) -> TrainingTasks | None:
+def training_tasks(dataset: str | Path | None, splits: dict[str, Any] | None = None) -> TrainingTasks | None:
     """The task ids a model trained on `dataset` has seen: the harvest's `task_ids.json` (in the folder or next to it,
     DIR/sft's or DIR/rl's parent: every task its runs came from, either split) plus the rows' own `task_id` column
     (`splits`: name → a `datasets.Dataset` or a list of row dicts); None when neither exists (a dataset from
-    elsewhere)."""
+    elsewhere). `dataset` None (GRPO on a mix of `state_sources`): the rows' column alone."""
     ids: set[str] = set()
     sources: list[str] = []
-    root = Path(dataset)
-    for candidate in (root / TASK_IDS_FILE, root.parent / TASK_IDS_FILE):
+    root = Path(dataset) if dataset is not None else None
+    for candidate in (() if root is None else (root / TASK_IDS_FILE, root.parent / TASK_IDS_FILE)):
         if candidate.is_file():
             try:
                 data = json.loads(candidate.read_text("utf-8"))
@@ -178,8 +178,10 @@ def write_task_ids(folder: str | Path, tasks: TrainingTasks | None, stage: Stage
     (Path(folder) / TASK_IDS_FILE).write_text(json.dumps(doc, indent=1), "utf-8")
 
 
-def dataset_stage(dataset: str | Path) -> Stage | None:
+def dataset_stage(dataset: str | Path | None) -> Stage | None:
     """The stage a dataset folder's own task_ids.json names (`write_task_ids(stage=...)`), else None."""
+    if dataset is None:
+        return None
     path = Path(dataset) / TASK_IDS_FILE
     try:
         stage = json.loads(path.read_text("utf-8")).get("stage") if path.is_file() else None
@@ -244,7 +246,8 @@ def same_model(served: str, recorded: list[str]) -> bool:
     return False
 
 
-def record_training(output_dir: str | Path, *, stage: Stage, start_model: str | Path | None, dataset: str | Path,
+def record_training(output_dir: str | Path, *, stage: Stage, start_model: str | Path | None,
+                    dataset: str | Path | None,
                     splits: dict[str, Any] | None = None, recipe: dict[str, Any] | None = None,
                     data: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None,
                     global_step: int | None = None, tasks: TrainingTasks | dict[str, Any] | None = None,

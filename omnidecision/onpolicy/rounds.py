@@ -11,7 +11,8 @@ Each round r = 1..R, in `out/round-r/`:
 4. fine-tune the current planner on the aggregate (`omnidecision sft` with `sft_config`, `sft_steps` steps),
    export it → `model/`, which the next round serves. `round.json` marks the round done (a restart skips it).
 
-`mode: rl` is the RL variant (issue 37; `onpolicy/rl_round.py`; the loop over rounds: `onpolicy/loop.py`): collect as in 1, keep every run's ledger states
+`mode: rl` is the RL variant (issue 37; `onpolicy/rl_round.py`; the loop over rounds: `onpolicy/loop.py`): collect
+as in 1, keep every run's ledger states
 (`harvest --label none`: the planner's own states, failed runs and correct ones alike, no label), GRPO on them
 (alone or mixed with `state_mix`, e.g. the teacher's states), export → `model/`, serve it next round. The learned
 judge can be retrained each round on the new runs' outcomes (`judge_refresh: true`; off by default).

@@ -13,7 +13,6 @@ GPU); `--dry-run` resolves and checks everything and prints the configuration an
 from __future__ import annotations
 
 import json
-import logging
 from typing import Optional
 
 import typer
@@ -29,29 +28,10 @@ def grpo(
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."""
-    stage_args = ["--config", config, *ctx.args]
-    if dry_run:
-        from omnidecision.preflight import emit
-        from omnidecision.rl.dryrun import dry_run as make_report
+    from omnidecision.launch import launch_stage, stage_args
 
-        raise typer.Exit(emit(make_report(stage_args, accelerate_config=accelerate_config,
-                                          num_processes=num_processes)))
-    if accelerate_config is not None or num_processes is not None:
-        from omnidecision.launch import accelerate_command, render, run
-
-        cmd = accelerate_command("grpo", stage_args, config_file=accelerate_config, num_processes=num_processes)
-        typer.echo(f"launching: {render(cmd)}", err=True)
-        raise typer.Exit(run(cmd))
-
-    from omnidecision.rl.config import parse_args
-    from omnidecision.rl.train import main
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        args = parse_args(stage_args)
-    except (ValueError, FileNotFoundError) as exc:
-        raise typer.BadParameter(str(exc), param_hint="--config") from exc
-    report = main(*args)
+    report = launch_stage("grpo", stage_args("grpo", config, ctx.args), accelerate_config=accelerate_config,
+                          num_processes=num_processes, dry_run=dry_run)
     summary = {k: report[k] for k in ("steps", "train_seconds", "delta_mean")}
     for key in ("start", "trained"):
         if report.get(key):

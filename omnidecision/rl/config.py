@@ -14,12 +14,13 @@ from typing import Any, Literal
 
 import trl
 
-from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP
+from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
 
 
 @dataclass
-class GRPOScriptArguments(trl.ScriptArguments):
-    """Data, rewards and the held-out closure evaluation of a GRPO run."""
+class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
+    """Data, rewards, the held-out closure evaluation and the checkpoint policy of a GRPO run (also what
+    `rft-select`, the rft control, reads: the same recipe through the same dataclasses)."""
 
     dataset_name: str | None = field(
         default=None,
@@ -148,6 +149,12 @@ class GRPOScriptArguments(trl.ScriptArguments):
             raise ValueError(f"select_right_ratio must be >= 0, got {self.select_right_ratio}")
         if self.eval_closure_n < -1 or self.eval_closure_samples < 1 or self.eval_batch_size < 1:
             raise ValueError("eval_closure_n >= -1, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
+        self.check_policy()
+
+    def dev_data(self) -> str:
+        """The RL states whose dev split scores the `dev_closure` candidates (default: the training states' folder,
+        whose validation split is the dev suite's states)."""
+        return self.checkpoint_dev_data or str(self.dataset_name)
 
     def judge_cache_path(self, output_dir: str | None = None) -> str | None:
         """The judge cache file: `judge_cache` as given, None for `none`, else judge_cache.jsonl in `output_dir`."""
@@ -167,15 +174,16 @@ class GRPOScriptArguments(trl.ScriptArguments):
                 "cache_rank": process_index if num_processes > 1 else None}
 
     def reward_params(self, process_index: int = 0, num_processes: int = 1,
-                      output_dir: str | None = None) -> dict[str, dict[str, Any]]:
+                      output_dir: str | None = None, seed: int = 0) -> dict[str, dict[str, Any]]:
         """Keyword arguments per reward name for `omnidecision.rewards.get_reward_funcs` (`output_dir`: the run's,
-        where the judge cache goes by default)."""
+        where the judge cache goes by default; `seed`: the run's, which seeds the placebo's shuffle)."""
         params: dict[str, dict[str, Any]] = {}
         closure: dict[str, Any] = {}
         if self.closure_weights or not self.closure_gate_on_tool:
             closure.update(weights=self.closure_weights, gate_on_tool=self.closure_gate_on_tool)
         # the placebo switch goes with the judge's options to the reward factory (rewards.closure.get_judge_reward)
-        placebo = {"shuffle": True, "shuffle_seed": process_index} if self.judge_shuffle else {}
+        # seeded by the run's seed (each replicate draws its own permutations) and the process (each rank its own)
+        placebo = {"shuffle": True, "shuffle_seed": placebo_seed(seed, process_index)} if self.judge_shuffle else {}
         if self.judge_weight is not None:
             closure.update(judge={**self.judge_options(process_index, num_processes, output_dir), **placebo},
                            judge_share=self.judge_weight)
@@ -184,6 +192,15 @@ class GRPOScriptArguments(trl.ScriptArguments):
         if "judge" in self.reward_funcs:
             params["judge"] = {**self.judge_options(process_index, num_processes, output_dir), **placebo}
         return params
+
+
+def placebo_seed(seed: int, process_index: int = 0) -> int:
+    """The shuffle seed of the placebo judge: one per (run seed, process), distinct for every pair that can occur.
+
+    >>> placebo_seed(0), placebo_seed(1), placebo_seed(0, 1)
+    (0, 100003, 1)
+    """
+    return seed * 100_003 + process_index
 
 
 @dataclass

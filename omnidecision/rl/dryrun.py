@@ -6,21 +6,9 @@ print the resolved configuration and the command a real run starts; load no mode
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from omnidecision.preflight import (
-    DryRunReport,
-    check_accelerate_config,
-    check_attention,
-    check_folder,
-    check_model,
-    check_resume,
-    check_tracking,
-    check_url,
-    cuda_available,
-    parse_stage,
-)
+from omnidecision.preflight import DryRunReport, check_folder, check_url, cuda_available, parse_stage
 
 
 def _accelerate_sharding(config_file: str | None) -> str | None:
@@ -54,7 +42,7 @@ def generation_model(model_name_or_path: str) -> str:
 def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             num_processes: int | None = None) -> DryRunReport:
     """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides)."""
-    from omnidecision.launch import accelerate_command, render
+    from omnidecision.launch import launch_checks, model_checks
     from omnidecision.rewards.registry import reward_problems
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.data import rl_split_files
@@ -76,10 +64,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
                        "not contacted)")
 
     # --- model, data, rewards
-    report.checks.append(check_model(model.model_name_or_path, "model_name_or_path"))
-    if model.tokenizer_name_or_path:
-        report.checks.append(check_model(model.tokenizer_name_or_path, "tokenizer_name_or_path"))
-    report.checks.append(check_attention(model.attn_implementation))
+    model_checks(report, model)
     # the data: `dataset_name`, or each of `state_sources` (which replace it: rl/sources.py)
     folders = ([(f"state_sources[{i}]", s["path"]) for i, s in enumerate(script.state_sources)]
                if script.state_sources else [("dataset_name", script.dataset_name)])
@@ -107,24 +92,19 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
         report.checks.append(check_folder(script.judge_path, "judge_path", must_exist=True))
     elif "judge" in script.reward_funcs or script.judge_weight is not None:
         report.checks.append(check_url(script.judge_base_url, "judge_base_url"))
-    report.checks.append(check_tracking(training.report_to))
-    report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
-    report.checks.append(check_resume(training.resume_from_checkpoint, training.output_dir))
-
-    # --- the launch
-    report.checks.append(check_accelerate_config(accelerate_config))
+    # --- the launch (the checks every trained stage ends with, and the command a real run starts)
+    launch_checks(report, "grpo", stage_args, training, accelerate_config=accelerate_config,
+                  num_processes=num_processes)
     sharded = _accelerate_sharding(accelerate_config)
     if sharded and script.select_states == "balanced":
         report.add("select_states", "error", f"balanced selection needs the whole model on every rank; {sharded} "
                                              "shards it")
+    elif sharded and script.checkpoint_policy == "dev_closure":
+        report.add("checkpoint_policy", "error", f"dev_closure decodes every candidate with the whole model; "
+                                                 f"{sharded} shards it (checkpoint_policy: final)")
     elif sharded and script.eval_closure_n != 0:
         report.add("eval_closure_n", "warning", f"{sharded} shards the parameters: the in-run closure evaluation "
                                                 "will be skipped (python -m omnidecision.rl.evaluate afterwards)")
-    if accelerate_config or num_processes:
-        cmd = accelerate_command("grpo", stage_args, config_file=accelerate_config, num_processes=num_processes)
-    else:
-        cmd = [sys.executable, "-m", "omnidecision.rl.train", *stage_args]
-    report.would_run = [render(cmd)]
     report.extra = {"generation_model": generation_model(model.model_name_or_path),
                     "dataset": script.dataset_name, "state_sources": script.state_sources,
                     "output_dir": training.output_dir}

@@ -1,6 +1,7 @@
 """Train and evaluate the learned reward judge on harvested (state, decision, what followed) rows.
 
-    omnidecision judge train --data data/harvest/habits/rl --model runs/demo/models/sft --out runs/demo/models/judge
+    omnidecision judge train --config configs/judge/tiny-cpu.yaml --dataset_name data/harvest/habits/rl \
+        --model_name_or_path runs/demo/models/sft --output_dir runs/demo/models/judge [--max_steps 150]
     omnidecision judge eval --judge runs/demo/models/judge --data data/harvest/habits-dev/rl --out judge_eval.json
 
 Labels come from the recorded runs, not from any planner's choice: a decision is a positive when its step moved the
@@ -25,6 +26,8 @@ from typing import Any
 import typer
 
 from omnidecision.rewards.checks import Decision
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 logger = logging.getLogger(__name__)
 
@@ -72,46 +75,35 @@ def _rows(data: str, split: str) -> list[dict[str, Any]]:
     return list(datasets.load_dataset(str(data), split=split))
 
 
-@judge_app.command("train")
-def train(
-    data: Path = typer.Option(..., help="the harvest's RL dataset folder (DIR/rl)"),
-    model: Path = typer.Option(..., help="the model to start from (the SFT planner: it already reads the digest)"),
-    out: Path = typer.Option(..., help="where the judge is saved (model, tokenizer, metrics)"),
-    max_steps: int = typer.Option(300, help="optimizer steps"),
-    batch_size: int = typer.Option(16, help="pairs per step"),
-    learning_rate: float = typer.Option(5e-4, help="AdamW learning rate"),
-    max_length: int = typer.Option(768, help="tokens per (prompt, decision) text; longer ones are truncated"),
-    seed: int = typer.Option(0, help="pair sampling and training seed"),
-    use_cpu: bool = typer.Option(True, help="train on the CPU (false: the accelerator the trainer finds)"),
-) -> None:
-    """Fit the judge with TRL's RewardTrainer; writes OUT (model + tokenizer), OUT/judge_train.json."""
+def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
+    """Fit the judge with TRL's RewardTrainer from the parsed recipe (omnidecision.rl.judge_config); writes
+    output_dir (model + tokenizer), output_dir/judge_train.json and consumed.json."""
     import datasets
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from trl import RewardConfig, RewardTrainer
+    from trl import RewardTrainer
 
+    from omnidecision.checkpoints import write_consumed
     from omnidecision.rewards.learned_judge import judge_text
 
     t0 = time.perf_counter()
+    out = Path(training.output_dir)
     # data: pairs of (prompt + decision) texts, tokenized here so scoring tokenizes the same way
-    rows = _rows(str(data), "train")
-    pairs = judge_pairs(rows, seed=seed)
-    tok = AutoTokenizer.from_pretrained(str(model))
+    rows = _rows(str(script.dataset_name), script.dataset_train_split)
+    pairs = judge_pairs(rows, seed=training.seed, max_pairs=script.max_pairs)
+    tok = AutoTokenizer.from_pretrained(str(model_args.model_name_or_path))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
 
     def ids(row: dict) -> list[int]:
-        return tok(judge_text(tok, row["prompt"], row["decision"]), truncation=True, max_length=max_length)[
-            "input_ids"]
+        return tok(judge_text(tok, row["prompt"], row["decision"]), truncation=True,
+                   max_length=training.max_length)["input_ids"]
 
     ds = datasets.Dataset.from_list([{"chosen_ids": ids(p), "rejected_ids": ids(n)} for p, n in pairs])
     # model: the planner's body with a scalar head
-    rm = AutoModelForSequenceClassification.from_pretrained(str(model), num_labels=1)
+    rm = AutoModelForSequenceClassification.from_pretrained(str(model_args.model_name_or_path), num_labels=1,
+                                                            dtype=model_args.dtype)
     rm.config.pad_token_id = tok.pad_token_id
-    args = RewardConfig(output_dir=str(out), max_steps=max_steps, per_device_train_batch_size=batch_size,
-                        learning_rate=learning_rate, lr_scheduler_type="constant", logging_steps=25,
-                        save_strategy="no", report_to="none", use_cpu=use_cpu, bf16=False,
-                        gradient_checkpointing=False, max_length=max_length, seed=seed, disable_tqdm=True)
-    trainer = RewardTrainer(model=rm, args=args, train_dataset=ds, processing_class=tok)
+    trainer = RewardTrainer(model=rm, args=training, train_dataset=ds, processing_class=tok)
     result = trainer.train()
     # outputs: what the ecosystem reads (model, tokenizer, metrics, state) and the project's summary
     trainer.save_model(str(out))
@@ -120,18 +112,60 @@ def train(
     trainer.save_state()
     labels = [judge_label(r) for r in rows]
     summary = {"pairs": len(pairs), "positive_rows": labels.count(True), "negative_rows": labels.count(False),
-               "unlabelled_rows": labels.count(None), "max_steps": max_steps, "seed": seed,
+               "unlabelled_rows": labels.count(None), "max_steps": training.max_steps, "seed": training.seed,
                "train_loss": result.metrics.get("train_loss"), "wall_s": round(time.perf_counter() - t0, 1),
-               "data": str(data), "start_model": str(model)}
+               "data": str(script.dataset_name), "start_model": str(model_args.model_name_or_path),
+               "checkpoint_selection": "final weights (the judge is scored by its dev AUROC, `judge eval`)"}
     (out / "judge_train.json").write_text(json.dumps(summary, indent=2), "utf-8")
+    write_consumed(out, "judge", seed=training.seed, trainer=trainer, row_unit="pairs")
     from omnidecision.provenance import record_training
 
-    record_training(out, stage="judge", start_model=str(model), dataset=data, splits={"train": rows},
-                    recipe={"max_steps": max_steps, "batch_size": batch_size, "learning_rate": learning_rate,
-                            "max_length": max_length, "seed": seed}, data={"pairs": len(pairs)},
+    record_training(out, stage="judge", start_model=str(model_args.model_name_or_path),
+                    dataset=str(script.dataset_name), splits={"train": rows},
+                    recipe={"max_steps": training.max_steps, "batch_size": training.per_device_train_batch_size,
+                            "learning_rate": training.learning_rate, "max_length": training.max_length,
+                            "seed": training.seed}, data={"pairs": len(pairs)},
                     metrics=dict(result.metrics), global_step=trainer.state.global_step,
                     write=trainer.is_world_process_zero())
     print(json.dumps(summary))
+    return summary
+
+
+@judge_app.command("train", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def train(
+    ctx: typer.Context,
+    config: Path = typer.Option(CONFIGS / "judge" / "tiny-cpu.yaml", "--config",
+                                show_default="configs/judge/tiny-cpu.yaml",
+                                help="the judge recipe (configs/judge/*.yaml)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
+) -> None:
+    """Fit the judge with TRL's RewardTrainer; writes OUTPUT_DIR (model + tokenizer), judge_train.json, consumed.json.
+
+    Extra `--field value` options override the recipe (omnidecision.rl.judge_config: TRL's RewardConfig fields and
+    dataset_name, max_pairs, model_name_or_path). The former flags are aliases: --data (dataset_name), --model
+    (model_name_or_path), --out (output_dir), --max-steps, --batch-size (per_device_train_batch_size),
+    --learning-rate, --max-length, --use-cpu/--no-use-cpu."""
+    from omnidecision.launch import launch_stage, stage_args
+
+    launch_stage("judge", stage_args("judge", config, ctx.args), dry_run=dry_run)
+
+
+def dry_run(args: list[str], *, accelerate_config: str | None = None, num_processes: int | None = None) -> Any:
+    """The dry-run report of `judge train` (`--config RECIPE` + overrides): the recipe parsed as the run parses it,
+    the start model, the rows' folder, and the command a run starts."""
+    from omnidecision.launch import launch_checks, model_checks
+    from omnidecision.preflight import check_folder, parse_stage
+    from omnidecision.rl.judge_config import parse_args
+
+    report, parsed = parse_stage("judge train", args, parse_args)
+    if parsed is None:
+        return report
+    script, training, model = parsed
+    model_checks(report, model)
+    report.checks.append(check_folder(str(script.dataset_name), "dataset_name", must_exist=True))
+    launch_checks(report, "judge", args, training, accelerate_config=accelerate_config, num_processes=num_processes)
+    report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}
+    return report
 
 
 def judge_eval_rows(rows: list[dict[str, Any]], judge_dir: str | None) -> dict[str, Any]:
@@ -169,3 +203,12 @@ def evaluate(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(res, indent=2), "utf-8")
     print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    import sys
+
+    from omnidecision.rl.judge_config import parse_args
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    main(*parse_args(sys.argv[1:]))

@@ -1,18 +1,27 @@
 """Rejection-sampling fine-tuning data (the `rft` control): K sampled decisions per state, keep the best by the reward.
 
-    omnidecision rft-select --config configs/grpo/tiny-cpu-judge.yaml --model runs/demo/models/sft \\
-        --data runs/demo/data/rl --out runs/demo/data/rft --samples 8
+    omnidecision rft-select --config configs/grpo/tiny-cpu-judge.yaml --out runs/demo/data/rft \\
+        --val runs/demo/data/sft --model_name_or_path runs/demo/models/sft --dataset_name runs/demo/data/rl \\
+        --judge_path runs/demo/models/judge --max_steps 30 --seed 0
     omnidecision sft --config configs/sft/tiny-cpu-continue.yaml --model_name_or_path runs/demo/models/sft \\
-        --dataset_name runs/demo/data/rft --max_train_seconds 60 ...
+        --dataset_name runs/demo/data/rft ...
 
-The control GRPO has to beat at the same compute: it draws its states from the same RL train split (shuffled by the
-seed; GRPO selects its own with `select_states`), samples the same K
-decisions per state at the GRPO recipe's temperature, scores them with the GRPO recipe's own reward (closure checks
-and, when the recipe has one, the judge), and keeps, per state, the best-scoring decision when it is well-formed
-(best-of-K; the stats count the groups where the decisions' scores differed, the ones selection informs). The kept
-(prompt, decision) pairs are an SFT dataset (`messages` = prompt + decision; `validation` = the harvest's validation
-SFT rows when given, so SFT keeps its best dev-loss checkpoint). Fine-tuning then runs with `omnidecision sft` for
-whatever wall time is left of the post-SFT budget.
+The control GRPO has to beat at the same sampling budget, read from the GRPO recipe it controls through the same
+typed config (`omnidecision.rl.config.parse_args`: TrlParser, the same overrides as `omnidecision grpo`):
+- the same states: the training states GRPO selects (`rl/states.py`: its splits, seed, `select_states`), in the order
+  the first `max_steps` GRPO steps consume them (TRL's own sampler), so both see the same prompts;
+- the same number of candidates: `num_generations` decisions per consumed state (= the completions GRPO samples),
+  at the recipe's temperature, top_p, top_k and max_completion_length;
+- the same reward: the recipe's reward functions and weights (closure checks and, when the recipe has one, the
+  judge), summed as TRL sums them.
+Per state the best-scoring decision is kept when it is well-formed (best-of-K; the stats count the groups where the
+decisions' scores differed, the ones selection informs). The kept (prompt, decision) pairs are an SFT dataset
+(`messages` = prompt + decision; `validation` = `--val`'s validation rows when given), fine-tuned with `omnidecision
+sft` (configs/sft/tiny-cpu-continue.yaml, whose checkpoint policy scores on the RL states this file names).
+
+Flags: recipe fields as `--snake_case` (GRPO's); this command's own `--out`, `--val`, `--max-states`. The old
+spellings `--model`, `--data`, `--samples`, `--match-steps` are aliases of `--model_name_or_path`, `--dataset_name`,
+`--num_generations`, `--max_steps` (omnidecision/launch.py).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import shutil
 import statistics
 import time
 from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
@@ -45,87 +55,122 @@ def select_best(groups: list[list[str]], scores: list[list[float]], formats: lis
     return out
 
 
-def rft_select(
-    config: Path = typer.Option(..., help="the GRPO recipe whose reward, temperature and K the control shares"),
-    model: Path = typer.Option(..., help="the planner to sample from (the SFT planner)"),
-    data: Path = typer.Option(..., help="RL states: a harvest's rl/ folder (train split used)"),
-    out: Path = typer.Option(..., help="the SFT dataset written here (train split; validation copied from --val)"),
-    val: Path = typer.Option(None, help="an SFT dataset folder whose validation split is copied next to the rows"),
-    samples: int = typer.Option(None, help="decisions per state (default: the recipe's num_generations)"),
-    max_states: int = typer.Option(None, help="at most this many states (default: all)"),
-    match_steps: int = typer.Option(None, help="sample as many states as this many GRPO steps of the recipe consume "
-                                               "(steps × generation_batch_size / num_generations): same generations"),
-    seed: int = typer.Option(0, help="sampling seed"),
-    judge_path: Path = typer.Option(None, "--judge_path", help="the learned judge folder (overrides the recipe's)"),
-) -> None:
-    """Sample K decisions per RL state, keep the best well-formed one by the reward, write an SFT dataset."""
-    import datasets
-    import torch
-    import yaml
+def rft_states(script: Any, training: Any, planner: Any, tokenizer: Any,
+               max_states: int | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(the state rows GRPO's first `max_steps` steps generate groups for, in order; the selection stats)."""
+    from omnidecision.rl.states import consumed_indices, load_states, select
 
-    from omnidecision.modeling import generate_decisions, load_planner
-    from omnidecision.rewards import get_reward_funcs
-    from omnidecision.rewards.checks import CHECKS, Decision
-    from omnidecision.rl.config import GRPOScriptArguments
-
-    t0 = time.perf_counter()
-    recipe = yaml.safe_load(config.read_text("utf-8"))
-    if judge_path is not None:
-        recipe["judge_path"] = str(judge_path)
-    fields = set(GRPOScriptArguments.__dataclass_fields__)
-    script = GRPOScriptArguments(**{k: v for k, v in recipe.items() if k in fields and k != "dataset_name"},
-                                 dataset_name=str(data))
-    k = int(samples or recipe.get("num_generations", 8))
-    torch.manual_seed(seed)
-    # states: the same train split GRPO reads
-    rows = list(datasets.load_dataset(str(data), split="train").shuffle(seed=seed))  # GRPO shuffles its states too
-    if match_steps:
-        per_step = int(recipe.get("generation_batch_size") or recipe.get("per_device_train_batch_size", 8)) // k
-        max_states = min(max_states or len(rows), match_steps * max(1, per_step))
+    train, _, _ = load_states(script, training)
+    train, selection = select(planner, tokenizer, train, script, training)
+    indices = consumed_indices(len(train), training)
     if max_states:
-        rows = rows[:max_states]
-    # sample K decisions per state at the GRPO temperature
-    planner, tok = load_planner(model)
-    groups = generate_decisions(planner, tok, [r["prompt"] for r in rows], do_sample=True, num_return_sequences=k,
-                                temperature=float(recipe.get("temperature", 1.0)),
-                                max_new_tokens=int(recipe.get("max_completion_length", 32)), batch_size=16)
-    # score them with the recipe's reward (weighted as GRPO weighs them)
-    funcs = get_reward_funcs(script.reward_funcs, **script.reward_params())
-    weights = recipe.get("reward_weights") or [1.0] * len(funcs)
+        indices = indices[:max_states]
+    return [train[i] for i in indices], selection
+
+
+def score_groups(script: Any, training: Any, rows: list[dict[str, Any]], groups: list[list[str]],
+                 output_dir: str) -> list[list[float]]:
+    """The recipe's reward of every decision, weighted and summed as TRL does (a missing score counts nothing),
+    with every dataset column passed to the reward functions as TRL passes them."""
+    from omnidecision.rewards import get_reward_funcs
+    from omnidecision.rl.judge_stats import judges_of
+
+    k = training.num_generations
+    funcs = get_reward_funcs(script.reward_funcs, **script.reward_params(0, 1, output_dir, seed=training.seed))
+    weights = training.reward_weights or [1.0] * len(funcs)
+    if len(weights) != len(funcs):
+        raise ValueError(f"reward_weights has {len(weights)} values for {len(funcs)} reward_funcs")
     flat = [c for g in groups for c in g]
-    columns = {"ledger": [r["ledger"] for r in rows for _ in range(k)],
-               "prompts": [r["prompt"] for r in rows for _ in range(k)]}
+    columns = {key: [r[key] for r in rows for _ in range(k)] for key in rows[0] if key not in ("prompt", "completion")}
+    columns["prompts"] = [r["prompt"] for r in rows for _ in range(k)]
     total = [0.0] * len(flat)
     for func, w in zip(funcs, weights, strict=True):
         for i, v in enumerate(func(flat, **columns)):
             total[i] += w * (v or 0.0)
-    scores = [total[i * k:(i + 1) * k] for i in range(len(rows))]
+    for judge in judges_of(funcs):  # an LLM judge holds connections and a cache file
+        judge.close()
+    return [total[i * k:(i + 1) * k] for i in range(len(rows))]
+
+
+def main(script: Any, training: Any, model_args: Any, *, out: Path, val: Path | None = None,
+         max_states: int | None = None) -> dict[str, Any]:
+    """Select, sample, score, keep the best; write OUT (train parquet, validation copied from `val`),
+    OUT/rft_select.json (the stats and the state ids) and OUT/consumed.json."""
+    import datasets
+    import torch
+
+    from omnidecision.checkpoints import write_consumed
+    from omnidecision.modeling import generate_decisions
+    from omnidecision.rewards.checks import CHECKS, Decision
+    from omnidecision.rl.states import state_id
+    from omnidecision.rl.train import load_policy
+
+    t0 = time.perf_counter()
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    planner, tok, _ = load_policy(model_args)  # loaded as GRPO loads its policy: the same greedy selection
+    rows, selection = rft_states(script, training, planner, tok, max_states)
+    k = training.num_generations
+    # K decisions per state, decoded as GRPO samples them
+    torch.manual_seed(training.seed)
+    groups = generate_decisions(planner, tok, [r["prompt"] for r in rows], do_sample=True, num_return_sequences=k,
+                                temperature=training.temperature, top_p=training.top_p, top_k=training.top_k or 0,
+                                max_new_tokens=training.max_completion_length, batch_size=script.eval_batch_size,
+                                chat_template_kwargs=training.chat_template_kwargs)
+    scores = score_groups(script, training, rows, groups, str(tmp))
     formats = [[CHECKS["format"](Decision.parse(c), None) for c in g] for g in groups]  # type: ignore[arg-type]
     picks = select_best(groups, scores, formats)
     kept = [{"messages": [*r["prompt"], {"role": "assistant", "content": g[i]}], "task_id": r["task_id"],
              "run_id": r["run_id"], "step": r["step"], "sample": 0, "level": r["level"], "category": r["category"],
              "source": "rft"} for r, g, i in zip(rows, groups, picks, strict=True) if i is not None]
     if not kept:
-        raise typer.Exit(f"rft-select kept no decision: none of the {len(rows) * k} sampled decisions of {model} "
-                         "is a well-formed action (train the planner first)")
-    # write: train = the kept rows; validation = the SFT dev rows (the same dev loss SFT selects on)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise typer.Exit(f"rft-select kept no decision: none of the {len(rows) * k} sampled decisions of "
+                         f"{model_args.model_name_or_path} is a well-formed action (train the planner first)")
+    # write: train = the kept rows; validation = the SFT dev rows when given
     datasets.Dataset.from_list(kept).to_parquet(str(tmp / "train-00000.parquet"))
     if val is not None:
         for f in sorted(Path(val).glob("validation-*.parquet")):
             shutil.copy(f, tmp / f.name)
-    stats = {"states": len(rows), "samples": k, "kept": len(kept),
+    stats = {"states": len(rows), "samples": k, "kept": len(kept), "matched_steps": training.max_steps,
              "informative_groups": sum(1 for g in scores if max(g) > min(g)),
              "wall_s": round(time.perf_counter() - t0, 1),
              "mean_best": round(statistics.fmean(max(s) for s in scores), 4) if scores else None,
-             "model": str(model), "data": str(data), "recipe": str(config)}
+             "selection": selection, "model": str(model_args.model_name_or_path),
+             "data": str(script.dataset_name), "reward_funcs": script.reward_funcs,
+             "reward_weights": training.reward_weights, "temperature": training.temperature,
+             "state_ids": [state_id(r) for r in rows]}
     (tmp / "rft_select.json").write_text(json.dumps(stats, indent=2), "utf-8")
+    write_consumed(tmp, "rft-select", seed=training.seed, row_unit="completions", completions=len(rows) * k,
+                   extra={"states": len(rows), "num_generations": k, "matched_grpo_steps": training.max_steps})
     # the tasks whose states the rows came from: the SFT run on them records them (and stage rft) in its provenance
     from omnidecision.provenance import training_tasks, write_task_ids
 
-    write_task_ids(tmp, training_tasks(data, {"train": rows}), stage="rft")
+    write_task_ids(tmp, training_tasks(script.dataset_name, {"train": rows}), stage="rft")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    print(json.dumps(stats))
+    print(json.dumps({key: v for key, v in stats.items() if key != "state_ids"}))
+    return stats
+
+
+def rft_select(
+    ctx: typer.Context,
+    config: Path = typer.Option(..., "--config", help="the GRPO recipe (configs/grpo/) whose states, K, decoding and "
+                                                      "reward the control shares; its fields as --snake_case"),
+    out: Path = typer.Option(..., "--out", help="the SFT dataset written here (train split; validation from --val)"),
+    val: Optional[Path] = typer.Option(  # noqa: UP045
+        None, "--val", help="an SFT dataset folder whose validation split is copied next to the rows"),
+    max_states: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--max-states", help="at most this many of the consumed states (a smoke run; default: all)"),
+) -> None:
+    """Sample K decisions on the states GRPO's steps consume, keep the best well-formed one by the GRPO recipe's
+    reward, write an SFT dataset. Extra `--field value` options override the GRPO recipe as for `omnidecision grpo`
+    (`--max_steps N`: the GRPO steps to match; aliases --model, --data, --samples, --match-steps)."""
+    from omnidecision.launch import launch_stage, stage_args
+
+    launch_stage("rft", stage_args("rft", config, ctx.args), out=out, val=val, max_states=max_states)
+
+
+rft_select.passthrough = True  # type: ignore[attr-defined]

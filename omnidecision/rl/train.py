@@ -19,9 +19,13 @@ closure rubric"):
    tool fits the need.
 4. State selection (`select_states: balanced`, `rl/select.py`): the states the start planner decides wrongly
    (greedy) plus as many it gets right, instead of all states.
-5. Weight averaging (`weight_average: true`, `rl/averaging.py`): the saved planner is the running mean of the
+5. Weight averaging (`weight_average: true`, `rl/averaging.py`): the final weights are the running mean of the
    weights over the last part of the run, not the last weights.
 6. Sampling near the serving decoding (`temperature: 0.7` in the tiny recipe), since the planner is served greedily.
+7. The checkpoint policy of every post-SFT arm (`checkpoint_policy: dev_closure`, omnidecision/checkpoints.py): the
+   saved planner is the best of the start, every `checkpoint_every` steps and the final weights by the greedy closure
+   reward on dev states (checkpoint_selection.json). The states the trainer scored go to states_seen.json, what the
+   run consumed (steps, completions, tokens, threads, seed) to consumed.json.
 
 Placement: the policy is moved to this process's training device before the held-out evaluation and the state
 selection (on a GPU node they would otherwise decode an 8B model on the CPU while the other ranks wait). With
@@ -43,10 +47,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnidecision.checkpoints import resolve_resume, save_ecosystem_outputs
+from omnidecision.checkpoints import (
+    CheckpointSelection,
+    dev_closure_scorer,
+    final_selection,
+    resolve_resume,
+    save_ecosystem_outputs,
+    write_consumed,
+    write_selection,
+)
 from omnidecision.modeling import compact_lm_head
 from omnidecision.provenance import record_training
 from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig, parse_args
+from omnidecision.rl.states import StateRecorder, decoding_options, load_states, select
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +104,9 @@ def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: P
     if script_args.select_states == "balanced":
         raise ValueError(f"select_states=balanced decodes with the whole model on every rank, which {sharded} "
                          "shards: use select_states: all")
+    if script_args.checkpoint_policy == "dev_closure":
+        raise ValueError(f"checkpoint_policy=dev_closure decodes every candidate with the whole model, which "
+                         f"{sharded} shards: use checkpoint_policy: final")
     if script_args.eval_closure_n != 0:
         logger.warning("%s shards the parameters: the in-run held-out closure evaluation is skipped "
                        "(eval_closure_n=%d). Evaluate afterwards: python -m omnidecision.rl.evaluate OUTPUT_DIR "
@@ -108,8 +124,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     from omnidecision.rl.averaging import TailWeightAverage, check_supported
     from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
     from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
-    from omnidecision.rl.select import balanced_selection
-    from omnidecision.rl.sources import load_grpo_states, source_counts
+    from omnidecision.rl.sources import source_counts
 
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
@@ -117,20 +132,17 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     out = Path(training_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    # --- data: RL states (train) and the held-out split
-    # (`dataset_name`, or the recipe's `state_sources` mixed by weight: rl/sources.py)
-    splits, mix = load_grpo_states(script_args, seed=training_args.seed)
-    train = splits[script_args.dataset_train_split]
-    heldout = splits[script_args.dataset_test_split]
-    if script_args.max_train_samples:
-        train = train.select(range(min(script_args.max_train_samples, len(train))))
-    train = train.shuffle(seed=training_args.seed)
+    # --- data: RL states (train) and the held-out split (rl/states.py: the same states rft-select samples on;
+    # `dataset_name`, or the recipe's `state_sources` mixed by weight: rl/sources.py)
+    train, heldout, mix = load_states(script_args, training_args)
+    # every task whose states this run could read (before selection: the guard at eval time errs on the safe side)
+    splits = {script_args.dataset_train_split: train, script_args.dataset_test_split: heldout}
     logger.info("RL states: %d train, %d held-out", len(train), len(heldout))
 
     # --- rewards from the recipe
     # (each process gets its share of the judge's concurrency and its own judge-cache file)
     reward_funcs = with_judge_logging(get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
-        training_args.process_index, training_args.world_size, training_args.output_dir)))
+        training_args.process_index, training_args.world_size, training_args.output_dir, seed=training_args.seed)))
     if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
         raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
                          f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
@@ -139,19 +151,9 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     model, tokenizer, peft_config = load_policy(model_args)
     can_eval = _place_policy(model, script_args, training_args)
 
-    # --- the training states: all, or balanced by the start planner's own greedy decisions (rl/select.py; a
-    # resumed run selects again from the same start planner: the same states, so the data order carries on)
-    decoding = dict(max_new_tokens=training_args.max_completion_length, batch_size=script_args.eval_batch_size,
-                    weights=script_args.closure_weights, gate_on_tool=script_args.closure_gate_on_tool,
-                    chat_template_kwargs=training_args.chat_template_kwargs)
-    selection: dict[str, Any] = {"mode": "all", "kept": len(train)}
-    if script_args.select_states == "balanced":
-        train, selection = balanced_selection(model, tokenizer, train, right_ratio=script_args.select_right_ratio,
-                                              seed=training_args.seed, **decoding)
-        if len(train) < training_args.generation_batch_size // training_args.num_generations:
-            raise ValueError(f"state selection kept {len(train)} training states, fewer than one generation batch "
-                             f"needs ({training_args.generation_batch_size // training_args.num_generations})")
-        train = train.shuffle(seed=training_args.seed)
+    # --- the training states: all, or balanced by the start planner's own greedy decisions (rl/select.py)
+    train, selection = select(model, tokenizer, train, script_args, training_args)
+    decoding = decoding_options(script_args, training_args)
     if mix is not None:
         selection["by_source"] = source_counts(train)
 
@@ -164,9 +166,17 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 
     # --- train (with tail weight averaging when asked: rl/averaging.py)
     compact_lm_head()  # on the CPU, the policy's log-probs only at completion positions (modeling.py)
-    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train,
-                          processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks)
+    recorder = StateRecorder(training_args.num_generations)  # the states this run scored, for consumed.json
+    trainer = GRPOTrainer(model=model, reward_funcs=[recorder.wrap(reward_funcs[0]), *reward_funcs[1:]],
+                          args=training_args, train_dataset=train, processing_class=tokenizer,
+                          peft_config=peft_config, callbacks=callbacks)
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
+    chooser = None
+    if script_args.checkpoint_policy == "dev_closure":  # the one policy of the post-SFT arms (checkpoints.py)
+        chooser = CheckpointSelection(trainer.model, dev_closure_scorer(script_args, script_args.dev_data(),
+                                                                        tokenizer, training_args.chat_template_kwargs),
+                                      script_args.checkpoint_every, script_args.dev_data(), resume_from=resume)
+        trainer.add_callback(chooser.callback)
     averager = None
     if script_args.weight_average:
         check_supported(training_args)
@@ -184,6 +194,11 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         if run_eval:
             last = heldout_closure_reward(trainer.model, heldout, **eval_kwargs)
         averaged = averager.apply()
+    # the checkpoint policy: the final weights (averaged, where the recipe averages) are the last candidate
+    if chooser is not None:
+        chosen = chooser.finish(trainer.state.global_step, "final (weight average)" if averager else "final")
+    else:
+        chosen = final_selection(trainer.state.global_step, "weight average" if averager else "")
     after = heldout_closure_reward(trainer.model, heldout, **eval_kwargs) if run_eval else None
     trainer.save_model(training_args.output_dir)  # TRL saves on the main process only, the tokenizer with it
     main_process = trainer.accelerator.is_main_process
@@ -202,6 +217,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
         "state_sources": mix,
         "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
         "selection": selection,
+        "checkpoint_selection": {k: v for k, v in chosen.items() if k != "candidates"},
         "weight_average": None if averager is None else {
             "snapshots": averaged, "start_step": averager.start_step, "every": averager.every,
             "last": last, "paired_last": paired_comparison(before["per_state"], last["per_state"],
@@ -221,6 +237,14 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     if main_process:
         (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
+        write_selection(out, chosen)
+        if training_args.world_size == 1:  # with N processes a group's K completions are spread over the ranks
+            (out / "states_seen.json").write_text(json.dumps(recorder.ids), "utf-8")
+    # rank 0's count: with N processes each scores its equal share of the completions
+    completions = recorder.completions * training_args.world_size
+    write_consumed(out, "grpo", seed=training_args.seed, trainer=trainer, row_unit="completions",
+                   completions=completions, extra={"states": completions // training_args.num_generations,
+                                                   "num_generations": training_args.num_generations})
     if run_eval:
         paired = report["paired"]
         logger.info("held-out closure reward: start %.4f -> trained %.4f (per-state delta %+.4f, 95%% CI "

@@ -87,32 +87,12 @@ def sft(
         None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
-    """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe."""
-    stage_args = ["--config", str(config), *ctx.args]
-    if dry_run:
-        from omnidecision.preflight import emit
-        from omnidecision.sft.dryrun import dry_run as make_report
+    """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe (`--snake_case`, the
+    field names of omnidecision.sft.config)."""
+    from omnidecision.launch import launch_stage, stage_args
 
-        raise typer.Exit(emit(make_report(stage_args, accelerate_config=accelerate_config,
-                                          num_processes=num_processes)))
-    if not config.exists():
-        raise typer.BadParameter(f"recipe {config} does not exist", param_hint="--config")
-    if accelerate_config is not None or num_processes is not None:
-        from omnidecision.launch import accelerate_command, render, run
-
-        cmd = accelerate_command("sft", stage_args, config_file=accelerate_config, num_processes=num_processes)
-        typer.echo(f"launching: {render(cmd)}", err=True)
-        raise typer.Exit(run(cmd))
-
-    from omnidecision.sft.config import parse_args
-    from omnidecision.sft.train import main
-
-    _logging()
-    try:
-        args = parse_args(stage_args)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    run_info = main(*args)
+    run_info = launch_stage("sft", stage_args("sft", config, ctx.args), accelerate_config=accelerate_config,
+                            num_processes=num_processes, dry_run=dry_run)
     print(f"saved to {run_info['output_dir']} (step {run_info['global_step']})")
 
 

@@ -7,19 +7,22 @@ A YAML recipe sets any field of the three dataclasses (unknown keys are an error
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import trl
 
-from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP
+from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SFTScriptArguments(trl.ScriptArguments):
-    """Where the data comes from (a harvested `DIR/sft` folder) and how much of it to use."""
+class SFTScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
+    """Where the data comes from (a harvested `DIR/sft` folder), how much of it to use, and which weights are kept
+    (`checkpoint_policy`: omnidecision.checkpoints)."""
 
     dataset_test_split: str = field(
         default="validation", metadata={"help": "Split used for evaluation when `eval_strategy` is not 'no'."}
@@ -48,6 +51,23 @@ class SFTScriptArguments(trl.ScriptArguments):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1 or None, got {value}")
+        if self.max_train_seconds is not None and self.max_train_seconds <= 0:
+            raise ValueError(f"max_train_seconds must be > 0 or None, got {self.max_train_seconds}")
+        self.check_policy()
+
+    def dev_data(self) -> str:
+        """The RL states whose dev split scores the `dev_closure` candidates: `checkpoint_dev_data`; else, for a
+        dataset written by rft-select, the RL states it sampled from (its rft_select.json); else the rl/ folder
+        beside `dataset_name` (a harvest folder holds sft/ and rl/ side by side)."""
+        if self.checkpoint_dev_data:
+            return self.checkpoint_dev_data
+        data = Path(self.dataset_name or "")
+        if (data / "rft_select.json").is_file():
+            return json.loads((data / "rft_select.json").read_text("utf-8"))["data"]
+        if (data.parent / "rl").is_dir():
+            return str(data.parent / "rl")
+        raise ValueError(f"checkpoint_policy=dev_closure: no dev states for {self.dataset_name} (no rl/ beside it, "
+                         "no rft_select.json in it): set checkpoint_dev_data to a harvest's rl/ folder")
 
 
 @dataclass
@@ -100,4 +120,7 @@ def make_parser() -> trl.TrlParser:
 def parse_args(args: list[str] | None = None) -> tuple[SFTScriptArguments, PlannerSFTConfig, trl.ModelConfig]:
     """Parse `args` (default: sys.argv[1:]); unknown options or YAML keys raise a ValueError naming them."""
     script_args, training_args, model_args = make_parser().parse_args_and_config(args=args)
+    if script_args.checkpoint_policy == "dev_closure" and training_args.load_best_model_at_end:
+        raise ValueError("checkpoint_policy=dev_closure chooses the saved weights itself: set "
+                         "load_best_model_at_end false (one selection policy per run)")
     return script_args, training_args, model_args

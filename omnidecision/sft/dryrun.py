@@ -8,20 +8,9 @@ run starts; load no model, start nothing.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from omnidecision.preflight import (
-    DryRunReport,
-    check_accelerate_config,
-    check_attention,
-    check_folder,
-    check_model,
-    check_resume,
-    check_tracking,
-    parse_stage,
-    split_files,
-)
+from omnidecision.preflight import DryRunReport, parse_stage, split_files
 
 
 def sft_split_files(path: str) -> dict[str, list[str]]:
@@ -34,7 +23,7 @@ def sft_split_files(path: str) -> dict[str, list[str]]:
 def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             num_processes: int | None = None) -> DryRunReport:
     """The dry-run report of `omnidecision sft` with `stage_args` (`--config RECIPE` + overrides)."""
-    from omnidecision.launch import accelerate_command, render
+    from omnidecision.launch import launch_checks, model_checks
     from omnidecision.sft.config import parse_args
 
     report, parsed = parse_stage("sft", stage_args, parse_args)
@@ -42,8 +31,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
         return report
     script, training, model = parsed
 
-    report.checks.append(check_model(model.model_name_or_path, "model_name_or_path"))
-    report.checks.append(check_attention(model.attn_implementation))
+    model_checks(report, model)
     try:
         files = sft_split_files(script.dataset_name) if script.dataset_name else None
     except FileNotFoundError as exc:
@@ -59,14 +47,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
         else:
             report.add("dataset_name", "error", f"{script.dataset_name}: eval_strategy={training.eval_strategy} but "
                                                 f"no `{script.dataset_test_split}` split (found {sorted(files)})")
-    report.checks.append(check_tracking(training.report_to))
-    report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
-    report.checks.append(check_resume(training.resume_from_checkpoint, training.output_dir))
-    report.checks.append(check_accelerate_config(accelerate_config))
-    if accelerate_config or num_processes:
-        cmd = accelerate_command("sft", stage_args, config_file=accelerate_config, num_processes=num_processes)
-    else:
-        cmd = [sys.executable, "-m", "omnidecision.sft.train", *stage_args]
-    report.would_run = [render(cmd)]
+    launch_checks(report, "sft", stage_args, training, accelerate_config=accelerate_config,
+                  num_processes=num_processes)
     report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}
     return report

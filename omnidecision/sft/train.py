@@ -4,7 +4,9 @@ Loss on the assistant action only; full fine-tuning or LoRA/QLoRA (`use_peft`, `
 (`--resume_from_checkpoint true` picks the last checkpoint in `output_dir`). In `output_dir`, first what the
 Hugging Face tools read (`save_metrics`: train_results.json / eval_results.json / all_results.json; `save_state`:
 trainer_state.json; the model card README.md), then this project's `log_history.json` (read by `smoke`, the
-benchmarks) and `sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`).
+benchmarks), `sft_run.json` (recipe, data stats, final metrics, git revision: read by `omnidecision export`),
+`checkpoint_selection.json` (which weights were saved and why: `checkpoint_policy`, omnidecision/checkpoints.py) and
+`consumed.json` (optimizer steps, rows, tokens, threads, seed).
 
     omnidecision sft --config configs/sft/tiny-cpu.yaml [--learning_rate 1e-3 ...]
     omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml
@@ -20,7 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omnidecision.checkpoints import resolve_resume, save_ecosystem_outputs
+from omnidecision.checkpoints import (
+    CheckpointSelection,
+    dev_closure_scorer,
+    final_selection,
+    resolve_resume,
+    save_ecosystem_outputs,
+    write_consumed,
+    write_selection,
+)
 from omnidecision.modeling import compact_lm_head
 from omnidecision.provenance import git_revision, record_training, training_tasks
 from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_args
@@ -110,10 +120,26 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     """Train; returns {"output_dir", "global_step", "metrics", "data"}. `callbacks`: see `build_trainer`."""
     trainer, eval_ds, stats = build_trainer(script_args, training_args, model_args, callbacks)
 
-    # Train (resuming from a checkpoint when asked)
+    # Train (resuming from a checkpoint when asked); the dev_closure policy scores its candidates on the way
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
+    selection = None
+    if script_args.checkpoint_policy == "dev_closure":
+        dev_data = script_args.dev_data()
+        thinking = None if script_args.enable_thinking is None else {"enable_thinking": script_args.enable_thinking}
+        selection = CheckpointSelection(trainer.model, dev_closure_scorer(script_args, dev_data,
+                                                                          trainer.processing_class, thinking),
+                                        script_args.checkpoint_every, dev_data, resume_from=resume)
+        trainer.add_callback(selection.callback)
     result = trainer.train(resume_from_checkpoint=resume)
     metrics = dict(result.metrics)
+    if selection is not None:
+        chosen = selection.finish(trainer.state.global_step)
+    elif training_args.load_best_model_at_end and trainer.state.best_model_checkpoint:
+        # SFT from scratch keeps its best dev-loss checkpoint (its step 0 is a random model: no candidate)
+        chosen = {**final_selection(int(trainer.state.best_model_checkpoint.rsplit("-", 1)[1])),
+                  "policy": "best_dev_loss", "best_model_checkpoint": trainer.state.best_model_checkpoint}
+    else:
+        chosen = final_selection(trainer.state.global_step)
     eval_metrics = trainer.evaluate() if eval_ds is not None else {}
     metrics.update(eval_metrics)
 
@@ -128,6 +154,7 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
         "metrics": metrics,
         "data": stats,
         "resumed_from": resume,
+        "checkpoint_selection": {k: v for k, v in chosen.items() if k != "candidates"},
         "base_model": model_args.model_name_or_path,
         "use_peft": bool(model_args.use_peft),
         "git_revision": git_revision(),
@@ -141,6 +168,8 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     if main_process:
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
         (out / "sft_run.json").write_text(json.dumps(run, indent=1, default=str))
+        write_selection(out, chosen)
+    write_consumed(out, "sft", seed=training_args.seed, trainer=trainer, row_unit="rows (SFT examples)")
     record_training(out, stage="sft", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
                     splits=None, recipe=run["recipe"], data={k: v for k, v in stats.items() if k != "training_tasks"},
                     metrics=metrics, global_step=trainer.state.global_step, write=main_process,

@@ -120,11 +120,15 @@ def test_sharded_training_skips_the_in_run_eval(monkeypatch):
     from omnidecision.rl.config import parse_args
     from omnidecision.rl.train import _place_policy
 
-    script, training, _ = parse_args(["--config", str(CFG / "grpo/tiny-cpu.yaml"), "--select_states", "all"])
+    script, training, _ = parse_args(["--config", str(CFG / "grpo/tiny-cpu.yaml"), "--select_states", "all",
+                                      "--checkpoint_policy", "final"])
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3")
     assert _place_policy(object(), script, training) is False  # no model move, no eval
     script.select_states = "balanced"
     with pytest.raises(ValueError, match="ZeRO-3"):
+        _place_policy(object(), script, training)
+    script.select_states, script.checkpoint_policy = "all", "dev_closure"  # candidates are decoded whole, too
+    with pytest.raises(ValueError, match="checkpoint_policy=dev_closure .* ZeRO-3"):
         _place_policy(object(), script, training)
 
 

@@ -149,7 +149,9 @@ def test_grpo_saves_the_mean_of_its_checkpointed_weights(tiny_planner, rl_dir, t
                          "--save_strategy", "steps", "--save_steps", "1", "--save_total_limit", "2",
                          # weight decay moves every weight each step even where the untrained planner earns no
                          # advantage, so the two checkpoints differ
-                         "--learning_rate", "1e-2", "--weight_decay", "0.5"))
+                         "--learning_rate", "1e-2", "--weight_decay", "0.5",
+                         # the averaging itself: saved as the final weights (dev_closure could pick the start)
+                         "--checkpoint_policy", "final"))
     wa = report["weight_average"]
     assert wa["snapshots"] == 2 and wa["start_step"] == 1
     assert wa["last"]["n_states"] == report["trained"]["n_states"] == 4

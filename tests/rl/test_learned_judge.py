@@ -84,6 +84,10 @@ def test_the_judge_trains_on_harvested_rows_and_scores_decisions(harvest: Path, 
     prov = json.loads((out / "provenance.json").read_text())  # omnidecision/provenance.py, as every trained stage
     assert prov["stage"] == "judge" and prov["lineage"]["start_model"] == str(planner)
     assert set(prov["training_tasks"]["ids"]) == set(json.loads((harvest / "task_ids.json").read_text())["ids"])
+    # the demo's spellings (--max-steps, --batch-size) are aliases of the recipe's fields; what it consumed
+    consumed = json.loads((out / "consumed.json").read_text())
+    assert consumed["stage"] == "judge" and consumed["optimizer_steps"] == 8 and consumed["rows"] == 8 * 8
+    assert consumed["row_unit"] == "pairs" and consumed["seed"] == 0 and consumed["threads"] >= 1
 
     rows = list(datasets.load_dataset(str(harvest / "rl"), split="validation"))[:6]
     reward = get_judge_reward(path=str(out))
