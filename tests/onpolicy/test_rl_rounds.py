@@ -45,6 +45,7 @@ def judge_rows(tmp_path_factory) -> Path:
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
+    from omnidecision.collect.options import CollectOptions
     from omnidecision.collect.runner import collect_runs
     from omnidecision.collect.store import shard_path
     from omnidecision.protocol.chat import BackendSpec
@@ -55,8 +56,8 @@ def judge_rows(tmp_path_factory) -> Path:
     write_suite(12, 31, root / "tasks")
     specs = {"default": BackendSpec(kind="teacher", options={"noise": 0.2, "seed": 0})}
     asyncio.run(collect_runs(load_tasks(root / "tasks", "synthetic"), AgentConfig(digest_max_chars=1000),
-                             build_backends(specs), shard_path(root / "runs", 0, 1), samples=1, concurrency=8,
-                             progress=False))
+                             build_backends(specs), CollectOptions(out_file=shard_path(root / "runs", 0, 1),
+                                                                   samples=1, concurrency=8, progress=False)))
     run_harvest([str(root / "runs")], root / "data", HarvestOptions(label="none", val_fraction=0.0))
     return root / "data"
 

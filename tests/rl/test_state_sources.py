@@ -24,6 +24,7 @@ def own_states(tmp_path_factory) -> Path:
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
+    from omnidecision.collect.options import CollectOptions
     from omnidecision.collect.runner import collect_runs
     from omnidecision.collect.store import shard_path
     from omnidecision.protocol.chat import BackendSpec
@@ -36,8 +37,8 @@ def own_states(tmp_path_factory) -> Path:
              "planner": BackendSpec(kind="teacher", options={"habits": 1.0, "habit_rate": 0.6, "noise": 0.1,
                                                              "seed": 3})}
     asyncio.run(collect_runs(load_tasks(root / "tasks", "synthetic"), AgentConfig(digest_max_chars=1000),
-                             build_backends(specs), shard_path(root / "runs", 0, 1), samples=2, concurrency=8,
-                             progress=False))
+                             build_backends(specs), CollectOptions(out_file=shard_path(root / "runs", 0, 1),
+                                                                   samples=2, concurrency=8, progress=False)))
     stats = run_harvest([str(root / "runs")], root / "data", HarvestOptions(label="none", val_fraction=0.25))
     assert stats["sft"]["train"] == 0 and stats["rl"]["train"] > 0 and stats["rl"]["validation"] > 0
     return root / "data"
