@@ -81,7 +81,6 @@ def test_serving_prompt_is_the_training_text_up_to_the_action(rows) -> None:
 
 def test_the_template_ships_with_the_package() -> None:
     """pyproject's package-data carries *.jinja: an installed (non-editable) omnidecision has the file."""
-
     assert TRAINING_TEMPLATE.is_file()
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text("utf-8")
     line = next(x for x in pyproject.splitlines() if x.startswith("omnidecision = ["))
