@@ -49,6 +49,7 @@ real-model: install
 test: install browser
 	$(BIN)/pytest -q
 
+# tests/synthetic/test_smollm2_e2e.py (a real pretrained model, ~40 min on 2 busy cores) skips without `make real-model`
 slow-test: install
 	$(BIN)/pytest -q -m slow
 
