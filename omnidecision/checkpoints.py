@@ -138,28 +138,6 @@ class CheckpointPolicyArguments:
                              "JSON action")
 
 
-def dev_closure_scorer(policy: CheckpointPolicyArguments, dev_data: str, tokenizer: Any,
-                       chat_template_kwargs: dict[str, Any] | None) -> Callable[[Any], float]:
-    """`score(model)`: the greedy mean closure reward on the dev states, the same for every arm. The global RNG is
-    left as it was (the scoring must not change what training samples next)."""
-    import torch
-
-    from omnidecision.rl.data import load_rl_splits
-    from omnidecision.rl.evaluate import heldout_closure_reward
-
-    splits = load_rl_splits(dev_data, (policy.checkpoint_dev_split,))
-    dev = splits[policy.checkpoint_dev_split]
-
-    def score(model: Any) -> float:
-        with torch.random.fork_rng(devices=[]):
-            result = heldout_closure_reward(model, dev, n=policy.checkpoint_dev_n, tokenizer=tokenizer,
-                                            mode="greedy", max_new_tokens=policy.checkpoint_dev_max_new_tokens,
-                                            batch_size=32, chat_template_kwargs=chat_template_kwargs)
-        return float(result["closure"]["mean"])
-
-    return score
-
-
 class CheckpointSelection:
     """The `dev_closure` policy as a TrainerCallback: scores the start and every `every` steps, keeps a CPU copy of
     the best trainable weights; `finish(model)` scores the final weights, writes the best into the model and returns

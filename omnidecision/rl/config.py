@@ -153,8 +153,14 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
 
     def dev_data(self) -> str:
         """The RL states whose dev split scores the `dev_closure` candidates (default: the training states' folder,
-        whose validation split is the dev suite's states)."""
-        return self.checkpoint_dev_data or str(self.dataset_name)
+        whose validation split is the dev suite's states; with `state_sources`, the first source's folder)."""
+        if self.checkpoint_dev_data:
+            return self.checkpoint_dev_data
+        if self.state_sources:
+            from omnidecision.rl.sources import parse_state_sources
+
+            return str(parse_state_sources(self.state_sources)[0].path)
+        return str(self.dataset_name)
 
     def judge_cache_path(self, output_dir: str | None = None) -> str | None:
         """The judge cache file: `judge_cache` as given, None for `none`, else judge_cache.jsonl in `output_dir`."""

@@ -20,7 +20,7 @@ import json
 import logging
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -200,6 +200,29 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({**result, "device": device}, indent=2))
     return 0
 
+
+
+def dev_closure_scorer(policy: Any, dev_data: str, tokenizer: Any,
+                       chat_template_kwargs: dict[str, Any] | None) -> Callable[[Any], float]:
+    """`score(model)`: the greedy mean closure reward on the dev states, the same for every arm. The global RNG is
+    left as it was (the scoring must not change what training samples next). `policy`: the recipe's
+    `checkpoints.CheckpointPolicyArguments`. It lives here, not in `checkpoints` (a bottom module), because it
+    decodes and scores with rl's evaluator; sft's checkpoint selection calls it too."""
+    import torch
+
+    from omnidecision.rl.data import load_rl_splits
+
+    splits = load_rl_splits(dev_data, (policy.checkpoint_dev_split,))
+    dev = splits[policy.checkpoint_dev_split]
+
+    def score(model: Any) -> float:
+        with torch.random.fork_rng(devices=[]):
+            result = heldout_closure_reward(model, dev, n=policy.checkpoint_dev_n, tokenizer=tokenizer,
+                                            mode="greedy", max_new_tokens=policy.checkpoint_dev_max_new_tokens,
+                                            batch_size=32, chat_template_kwargs=chat_template_kwargs)
+        return float(result["closure"]["mean"])
+
+    return score
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -49,7 +49,6 @@ from typing import Any
 
 from omnidecision.checkpoints import (
     CheckpointSelection,
-    dev_closure_scorer,
     final_selection,
     resolve_resume,
     save_ecosystem_outputs,
@@ -122,7 +121,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     from omnidecision.preflight import require_attention, wandb_offline_fallback
     from omnidecision.rewards import get_reward_funcs
     from omnidecision.rl.averaging import TailWeightAverage, check_supported
-    from omnidecision.rl.evaluate import heldout_closure_reward, paired_comparison
+    from omnidecision.rl.evaluate import dev_closure_scorer, heldout_closure_reward, paired_comparison
     from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
     from omnidecision.rl.sources import source_counts
 

@@ -24,7 +24,6 @@ from typing import Any
 
 from omnidecision.checkpoints import (
     CheckpointSelection,
-    dev_closure_scorer,
     final_selection,
     resolve_resume,
     save_ecosystem_outputs,
@@ -124,6 +123,9 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
     selection = None
     if script_args.checkpoint_policy == "dev_closure":
+        # the post-SFT arms' one policy scores candidates with rl's closure evaluator (loaded only here)
+        from omnidecision.rl.evaluate import dev_closure_scorer
+
         dev_data = script_args.dev_data()
         thinking = None if script_args.enable_thinking is None else {"enable_thinking": script_args.enable_thinking}
         selection = CheckpointSelection(trainer.model, dev_closure_scorer(script_args, dev_data,

@@ -56,8 +56,8 @@ def test_checkpoint_choice_never_puts_sft_plus_below_its_start(tiny_model, sft_d
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from omnidecision.checkpoints import dev_closure_scorer
     from omnidecision.rl.data import write_rl_dataset
+    from omnidecision.rl.evaluate import dev_closure_scorer
     from omnidecision.sft.train import main
 
     rl = write_rl_dataset(tmp_path / "harvest", n_train=24, n_validation=8, seed=3) / "rl"
