@@ -32,6 +32,7 @@ from omnidecision.ledger.readiness import (
     composed_query,
     exhausted_need_indices,
     finish_available,
+    need_tools,
     ready,
     tool_calls_made,
     unblocks,
@@ -75,6 +76,18 @@ def _attempts(state: Ledger, need: Need) -> str:
     return f"attempts={need.attempts:0{len(str(state.max_attempts))}d}/{state.max_attempts}"
 
 
+def _next_source(need: Need) -> str:
+    """` next=TOOL` when the need's listed tool came back without the value and a listed alternative is untried.
+
+    A fact of the ledger's record, like `actionable_need_indices`: which of the need's listed sources is still
+    untried (`need_tools` order). Shown only when it differs from `tool=`, i.e. right after an empty call, and
+    before `tool=`: a 64-wide 2-layer planner did not learn to combine `tried=[...]` with `alt=[...]`, even on its
+    own training rows (docs/findings.md, "Why oracle_sft failed source_switch")."""
+    tools = need_tools(need)
+    untried = next((t for t in tools if t not in need.tried), tools[0])
+    return f" next={untried}" if untried != tools[0] else ""
+
+
 def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     head = f"[{need.index}] status={label} role={need.role}" + (f" asset={need.asset_id}" if need.asset_id else "")
     if label == "actionable":
@@ -87,7 +100,7 @@ def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
             extra += f" tried=[{','.join(need.tried)}]"
         if waiting := unblocks(state, need.index):
             extra += f" unblocks={waiting}"
-        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]}{extra} query={query}"
+        return (f"{head}{_next_source(need)} tool={SOURCE_TOOL[need.preferred_source]}{extra} query={query}"
                 f" {_attempts(state, need)} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]
@@ -186,9 +199,10 @@ def render_digest(state: Ledger, budget: DigestBudget | None = None) -> str:
     # line is clipped to max_line_chars.
     header, sections = _sections(state, b)
     lines = header + [_clip(line, b.max_line_chars) for section in sections for line in section]
-    kept, omitted = _fit(lines, b, reserve="")
+    first = len(header) + len(sections[0])  # the header and the actionable lines: clipped rather than dropped
+    kept, omitted = _fit(lines, b, reserve="", clip_first=first)
     if omitted:  # second pass, keeping room for the note that says how much was left out
-        kept, omitted = _fit(lines, b, reserve="\n(+9999 lines omitted for size)")
+        kept, omitted = _fit(lines, b, reserve="\n(+9999 lines omitted for size)", clip_first=first)
         kept.append(f"(+{omitted} lines omitted for size)")
     text = "\n".join(kept)
     if b.measure(text) > b.limit:  # only when the header alone is over budget
@@ -196,17 +210,37 @@ def render_digest(state: Ledger, budget: DigestBudget | None = None) -> str:
     return text
 
 
-def _fit(lines: list[str], b: DigestBudget, reserve: str) -> tuple[list[str], int]:
-    """Greedy: keep lines in priority order while the text (plus `reserve`) stays within budget."""
+# An actionable line cut to the room left keeps at least its head: index, status, role, asset and the tool fields.
+MIN_CLIPPED_LINE = 80
+
+
+def _fits(kept: list[str], line: str, used: int, reserve: str, b: DigestBudget) -> bool:
+    if b.count_tokens is None or b.max_tokens is None:
+        return used + (1 if kept else 0) + len(line) <= b.limit
+    return b.measure("\n".join([*kept, line]) + reserve) <= b.limit
+
+
+def _fit(lines: list[str], b: DigestBudget, reserve: str, clip_first: int = 0) -> tuple[list[str], int]:
+    """Greedy: keep lines in priority order while the text (plus `reserve`) stays within budget. One of the first
+    `clip_first` lines (the header and the actionable needs) that does not fit whole is cut to the room left when
+    at least `MIN_CLIPPED_LINE` characters of it fit: a planner must see the line of every need it may call (the
+    fields it acts on come first on the line), and a greedy fit would otherwise keep a later, shorter line of
+    lower priority (a blocked need, a slot) in its place."""
     kept: list[str] = []
     omitted = 0
     used = len(reserve)  # chars so far (exact for the char budget: one newline between lines)
-    for line in lines:
-        if b.count_tokens is None or b.max_tokens is None:
-            fits = used + (1 if kept else 0) + len(line) <= b.limit
-        else:
-            fits = b.measure("\n".join([*kept, line]) + reserve) <= b.limit
-        if fits:
+    for k, line in enumerate(lines):
+        if not _fits(kept, line, used, reserve, b) and k < clip_first:
+            lo, hi = 0, len(line) - 1  # the longest clipped prefix ("…" at its end) that fits
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if _fits(kept, line[: mid - 1] + "…", used, reserve, b):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo >= MIN_CLIPPED_LINE:
+                line = line[: lo - 1] + "…"
+        if _fits(kept, line, used, reserve, b):
             used += (1 if kept else 0) + len(line)
             kept.append(line)
         else:

@@ -141,3 +141,58 @@ def test_a_tight_budget_cuts_evidence_before_the_needs() -> None:
     assert len([ln for ln in text.splitlines() if re.match(r"\[\d+\] ", ln)]) == 5
     ids = _evidence_ids(text)
     assert ids and ids == list(range(199, 199 - len(ids), -1))  # a run of the newest, none of the oldest
+
+
+def _three_actionable(question: str) -> Ledger:
+    """Two short supplementary needs, then the long blocking one the rule calls, then a blocked one (tight_budget)."""
+    return reduce(Ledger(), InitLedger(question=question, needs=[
+        NeedSpec(description="colour of the van", role="supplementary", preferred_source="frame", query_focus="van"),
+        NeedSpec(description="colour of the case", role="supplementary", preferred_source="frame", query_focus="case"),
+        NeedSpec(description="the birth year of the guest introduced by the name spoken after the owl " * 2,
+                 preferred_source="web", query_focus="guest born year"),
+        NeedSpec(description="compute", depends_on=[2], preferred_source="code"),
+    ]))
+
+
+@pytest.mark.parametrize("room", [0, 30, 90, 150])
+def test_an_actionable_line_that_does_not_fit_is_clipped_not_dropped(room: int) -> None:
+    """A budget too small for every actionable line whole: the one that does not fit is cut to the room left (its
+    index, status, role and tool first), never dropped for a shorter line of lower priority (the blocked need);
+    with less than MIN_CLIPPED_LINE characters of room it is dropped as before. The digest stays within budget."""
+    from omnidecision.ledger.digest import MIN_CLIPPED_LINE
+
+    state = _three_actionable("How far apart are the two numbers?")
+    full = render_digest(state, DigestBudget(max_chars=100_000)).splitlines()
+    long_line = next(ln for ln in full if ln.startswith("[2] "))
+    before = "\n".join(full[: full.index(long_line)])
+    budget = len(before) + len("\n(+9999 lines omitted for size)") + 1 + room
+    text = render_digest(state, DigestBudget(max_chars=budget))
+    assert len(text) <= budget
+    lines = text.splitlines()
+    kept = [ln for ln in lines if ln.startswith("[2] ")]
+    if room >= MIN_CLIPPED_LINE:
+        assert kept and kept[0].endswith("…") and long_line.startswith(kept[0][:-1])
+        assert "tool=web_search" in kept[0]
+        assert not any(ln.startswith("[3] ") for ln in lines)  # the blocked line came after it: no room left
+    else:
+        assert not kept
+
+
+def _switch_need(tried: list[str], alt: list[str]) -> str:
+    state = reduce(Ledger(), InitLedger(question="Who?", needs=[
+        NeedSpec(description="who is introduced", preferred_source="subtitle", alt_sources=alt, query_focus="guest")]))
+    for tool in tried:
+        state = reduce(state, ToolCalled(need=0, tool=tool, query="guest"))
+    return next(ln for ln in render_digest(state).splitlines() if ln.startswith("[0] "))
+
+
+def test_next_names_the_untried_listed_source_only_after_the_listed_one_was_tried() -> None:
+    """`next=` is the ledger's record of which listed source is still untried, shown only when it is not the listed
+    `tool=` (right after an empty call), and before it; never when the need has one source or every one was tried."""
+    assert " next=" not in _switch_need([], ["audio"])  # first call: the listed tool
+    line = _switch_need(["subtitle_grounding"], ["audio"])
+    assert "status=actionable role=blocking next=audio_scouting tool=subtitle_grounding alt=[audio_scouting] " \
+           "tried=[subtitle_grounding]" in line
+    assert " next=" not in _switch_need(["subtitle_grounding"], [])  # no alternative: retry the listed one
+    assert " next=" not in _switch_need(["subtitle_grounding", "audio_scouting"], ["audio"])  # all tried
+    assert " next=" not in _switch_need(["audio_scouting"], ["audio"])  # the listed one is still untried
