@@ -5,9 +5,14 @@ the options, the answer format and, when the task restricts them, the tools it a
 (options up to `max_question_chars`, assets up to `max_line_chars`), so R0 never grows the digest past its budget.
 Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable needs first
 (then the slots a call can verify), each line saying `status=actionable|blocked|…`; then the rest by priority.
+An actionable need's line lists its tool (`tool=`, the preferred source), `alt=` sources and the `tried=` tools; after
+the listed tool came back without the value, `next=` (before `tool=`) names the first listed source not tried yet
+(docs/findings.md, "Why oracle_sft failed source_switch").
 Lines are added in priority order until the budget (characters, or tokens with a counter) is reached; what does not
-fit is summarised in one "omitted" line. The planner's last rejected decision, if any, is a header line with the
-loop's reason and how many times in a row it was rejected. Every number that changes with time has a fixed width
+fit is summarised in one "omitted" line. A header or actionable line that does not fit whole is cut to the room left
+(when at least `MIN_CLIPPED_LINE` characters fit) rather than dropped for a shorter line of lower priority.
+The planner's last rejected decision, if any, is a header line with the loop's reason and how many times in a row
+it was rejected. Every number that changes with time has a fixed width
 (the step padded to the width of the step budget, at least 2; a need's attempts to the width of `max_attempts`), so
 the digest of a fixed ledger has the same length at every step up to the budget, whatever the attempts up to their
 cap.
