@@ -5,9 +5,6 @@ the options, the answer format and, when the task restricts them, the tools it a
 (options up to `max_question_chars`, assets up to `max_line_chars`), so R0 never grows the digest past its budget.
 Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable needs first
 (then the slots a call can verify), each line saying `status=actionable|blocked|…`; then the rest by priority.
-An actionable need's line lists its tool (`tool=`, the preferred source), `alt=` sources and the `tried=` tools; after
-the listed tool came back without the value, `next=` (before `tool=`) names the first listed source not tried yet
-(docs/findings.md, "Why oracle_sft failed source_switch").
 Lines are added in priority order until the budget (characters, or tokens with a counter) is reached; what does not
 fit is summarised in one "omitted" line. A header or actionable line that does not fit whole is cut to the room left
 (when at least `MIN_CLIPPED_LINE` characters fit) rather than dropped for a shorter line of lower priority.
@@ -37,7 +34,6 @@ from omnidecision.ledger.readiness import (
     composed_query,
     exhausted_need_indices,
     finish_available,
-    need_tools,
     ready,
     tool_calls_made,
     unblocks,
@@ -81,18 +77,6 @@ def _attempts(state: Ledger, need: Need) -> str:
     return f"attempts={need.attempts:0{len(str(state.max_attempts))}d}/{state.max_attempts}"
 
 
-def _next_source(need: Need) -> str:
-    """` next=TOOL` when the need's listed tool came back without the value and a listed alternative is untried.
-
-    A fact of the ledger's record, like `actionable_need_indices`: which of the need's listed sources is still
-    untried (`need_tools` order). Shown only when it differs from `tool=`, i.e. right after an empty call, and
-    before `tool=`: a 64-wide 2-layer planner did not learn to combine `tried=[...]` with `alt=[...]`, even on its
-    own training rows (docs/findings.md, "Why oracle_sft failed source_switch")."""
-    tools = need_tools(need)
-    untried = next((t for t in tools if t not in need.tried), tools[0])
-    return f" next={untried}" if untried != tools[0] else ""
-
-
 def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     head = f"[{need.index}] status={label} role={need.role}" + (f" asset={need.asset_id}" if need.asset_id else "")
     if label == "actionable":
@@ -105,7 +89,7 @@ def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
             extra += f" tried=[{','.join(need.tried)}]"
         if waiting := unblocks(state, need.index):
             extra += f" unblocks={waiting}"
-        return (f"{head}{_next_source(need)} tool={SOURCE_TOOL[need.preferred_source]}{extra} query={query}"
+        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]}{extra} query={query}"
                 f" {_attempts(state, need)} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]

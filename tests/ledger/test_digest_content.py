@@ -177,22 +177,3 @@ def test_an_actionable_line_that_does_not_fit_is_clipped_not_dropped(room: int) 
     else:
         assert not kept
 
-
-def _switch_need(tried: list[str], alt: list[str]) -> str:
-    state = reduce(Ledger(), InitLedger(question="Who?", needs=[
-        NeedSpec(description="who is introduced", preferred_source="subtitle", alt_sources=alt, query_focus="guest")]))
-    for tool in tried:
-        state = reduce(state, ToolCalled(need=0, tool=tool, query="guest"))
-    return next(ln for ln in render_digest(state).splitlines() if ln.startswith("[0] "))
-
-
-def test_next_names_the_untried_listed_source_only_after_the_listed_one_was_tried() -> None:
-    """`next=` is the ledger's record of which listed source is still untried, shown only when it is not the listed
-    `tool=` (right after an empty call), and before it; never when the need has one source or every one was tried."""
-    assert " next=" not in _switch_need([], ["audio"])  # first call: the listed tool
-    line = _switch_need(["subtitle_grounding"], ["audio"])
-    assert "status=actionable role=blocking next=audio_scouting tool=subtitle_grounding alt=[audio_scouting] " \
-           "tried=[subtitle_grounding]" in line
-    assert " next=" not in _switch_need(["subtitle_grounding"], [])  # no alternative: retry the listed one
-    assert " next=" not in _switch_need(["subtitle_grounding", "audio_scouting"], ["audio"])  # all tried
-    assert " next=" not in _switch_need(["audio_scouting"], ["audio"])  # the listed one is still untried
