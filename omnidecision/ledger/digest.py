@@ -6,8 +6,10 @@ the options, the answer format and, when the task restricts them, the tools it a
 Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable needs first
 (then the slots a call can verify), each line saying `status=actionable|blocked|…`; then the rest by priority.
 Lines are added in priority order until the budget (characters, or tokens with a counter) is reached; what does not
-fit is summarised in one "omitted" line. The planner's last rejected decision, if any, is a header line with the
-loop's reason and how many times in a row it was rejected. Every number that changes with time has a fixed width
+fit is summarised in one "omitted" line. A header or actionable line that does not fit whole is cut to the room left
+(when at least `MIN_CLIPPED_LINE` characters fit) rather than dropped for a shorter line of lower priority.
+The planner's last rejected decision, if any, is a header line with the loop's reason and how many times in a row
+it was rejected. Every number that changes with time has a fixed width
 (the step padded to the width of the step budget, at least 2; a need's attempts to the width of `max_attempts`), so
 the digest of a fixed ledger has the same length at every step up to the budget, whatever the attempts up to their
 cap.
@@ -186,9 +188,10 @@ def render_digest(state: Ledger, budget: DigestBudget | None = None) -> str:
     # line is clipped to max_line_chars.
     header, sections = _sections(state, b)
     lines = header + [_clip(line, b.max_line_chars) for section in sections for line in section]
-    kept, omitted = _fit(lines, b, reserve="")
+    first = len(header) + len(sections[0])  # the header and the actionable lines: clipped rather than dropped
+    kept, omitted = _fit(lines, b, reserve="", clip_first=first)
     if omitted:  # second pass, keeping room for the note that says how much was left out
-        kept, omitted = _fit(lines, b, reserve="\n(+9999 lines omitted for size)")
+        kept, omitted = _fit(lines, b, reserve="\n(+9999 lines omitted for size)", clip_first=first)
         kept.append(f"(+{omitted} lines omitted for size)")
     text = "\n".join(kept)
     if b.measure(text) > b.limit:  # only when the header alone is over budget
@@ -196,17 +199,37 @@ def render_digest(state: Ledger, budget: DigestBudget | None = None) -> str:
     return text
 
 
-def _fit(lines: list[str], b: DigestBudget, reserve: str) -> tuple[list[str], int]:
-    """Greedy: keep lines in priority order while the text (plus `reserve`) stays within budget."""
+# An actionable line cut to the room left keeps at least its head: index, status, role, asset and the tool fields.
+MIN_CLIPPED_LINE = 80
+
+
+def _fits(kept: list[str], line: str, used: int, reserve: str, b: DigestBudget) -> bool:
+    if b.count_tokens is None or b.max_tokens is None:
+        return used + (1 if kept else 0) + len(line) <= b.limit
+    return b.measure("\n".join([*kept, line]) + reserve) <= b.limit
+
+
+def _fit(lines: list[str], b: DigestBudget, reserve: str, clip_first: int = 0) -> tuple[list[str], int]:
+    """Greedy: keep lines in priority order while the text (plus `reserve`) stays within budget. One of the first
+    `clip_first` lines (the header and the actionable needs) that does not fit whole is cut to the room left when
+    at least `MIN_CLIPPED_LINE` characters of it fit: a planner must see the line of every need it may call (the
+    fields it acts on come first on the line), and a greedy fit would otherwise keep a later, shorter line of
+    lower priority (a blocked need, a slot) in its place."""
     kept: list[str] = []
     omitted = 0
     used = len(reserve)  # chars so far (exact for the char budget: one newline between lines)
-    for line in lines:
-        if b.count_tokens is None or b.max_tokens is None:
-            fits = used + (1 if kept else 0) + len(line) <= b.limit
-        else:
-            fits = b.measure("\n".join([*kept, line]) + reserve) <= b.limit
-        if fits:
+    for k, line in enumerate(lines):
+        if not _fits(kept, line, used, reserve, b) and k < clip_first:
+            lo, hi = 0, len(line) - 1  # the longest clipped prefix ("…" at its end) that fits
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if _fits(kept, line[: mid - 1] + "…", used, reserve, b):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo >= MIN_CLIPPED_LINE:
+                line = line[: lo - 1] + "…"
+        if _fits(kept, line, used, reserve, b):
             used += (1 if kept else 0) + len(line)
             kept.append(line)
         else:

@@ -10,6 +10,14 @@ teacher's action (need and tool; and the whole action, query included).
 assistant turn the reference): e.g. the dev rows of `make demo`,
 
     python -m omnidecision.sft.heldout runs/demo/models/sft --rows runs/demo/data/sft --split validation --n 200
+
+`--states DIR` scores the RL rows of a harvest (`harvest --label rule` writes DIR/rl with each state's ledger and
+rule label) split by what the state asks of the planner (`state_kind`): above all `switch`, where the need's
+listed `tool=` came back without the value and an untried listed alternative is left (docs/findings.md, "Why
+oracle_sft failed source_switch"), against `copy`, where the listed tool is the answer:
+
+    omnidecision harvest runs/held --validation-from runs/held --label rule --dedup --out runs/held-data
+    python -m omnidecision.sft.heldout runs/demo/models/oracle_sft --states runs/held-data/rl --n 5000
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from omnidecision.ledger import Ledger, finish_available
 from omnidecision.modeling import generate_decisions, load_planner
 from omnidecision.protocol.actions import CallAction, parse_planner_output, render_action
 from omnidecision.protocol.prompts import render_planner_messages
-from omnidecision.protocol.rule import rule_action
+from omnidecision.protocol.rule import candidate_tools, rule_action, rule_need
 from omnidecision.rewards.checks import Decision, tool_check
 from omnidecision.synthetic.states import random_ledger
 
@@ -119,6 +127,62 @@ def evaluate_rows(model_dir: str | Path, rows_dir: str | Path, split: str = "val
             "generate_seconds": round(time.perf_counter() - t0, 1)}
 
 
+STATE_KINDS = ("finish", "slot", "copy", "first_of_several", "switch", "retry")
+
+
+def state_kind(state: Ledger) -> str:
+    """What the rule decision at `state` asks of a planner that reads the need's digest line: `finish`; `slot` (a
+    code call on a slot); `copy` (the listed `tool=`, the need's only source); `first_of_several` (the listed tool,
+    alternatives listed and none tried yet); `switch` (an alternative: the listed tool was tried); `retry` (the
+    listed tool again: every listed source was tried)."""
+    action = rule_action(state)
+    if not isinstance(action, CallAction):
+        return "finish"
+    if action.need is None:
+        return "slot"
+    need = state.needs[action.need]
+    tools = candidate_tools(need)
+    if action.tool != tools[0]:
+        return "switch"
+    if tools[0] in need.tried:
+        return "retry"
+    return "first_of_several" if len(tools) > 1 else "copy"
+
+
+def evaluate_states(model_dir: str | Path, rl_dir: str | Path, split: str = "validation", n: int = 5000,
+                    batch_size: int = 32) -> dict[str, Any]:
+    """Greedy decisions on the RL rows of a harvest against their rule labels (`harvest --label rule`), as shares
+    of exact actions per state kind (`state_kind`) and per task family; `switch_repeats`: the share of `switch`
+    states where the planner called the listed (already tried) tool again."""
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(rl_dir).glob(f"{split}-*.parquet"))
+    rows = [r for f in files for r in pq.read_table(f).to_pylist()][:n]
+    if not rows:
+        raise ValueError(f"{rl_dir}: no rows in {split}-*.parquet (a harvest's rl/ folder)")
+    states = [Ledger.model_validate_json(r["ledger"]) for r in rows]
+    t0 = time.perf_counter()
+    outputs = generate(model_dir, [r["prompt"] for r in rows], batch_size=batch_size)
+    tally: dict[str, list[int]] = {}
+    repeats = 0
+    for row, state, text in zip(rows, states, outputs, strict=True):
+        got, _ = parse_planner_output(text)
+        ok = got is not None and render_action(got) == render_action(rule_action(state))
+        kind = state_kind(state)
+        if kind == "switch" and isinstance(got, CallAction) and got.need == rule_need(state):
+            repeats += got.tool == candidate_tools(state.needs[got.need])[0]
+        family = row.get("category") or "-"
+        for key in ("all", f"kind {kind}", f"family {family}", f"kind {kind} in {family}"):
+            tally.setdefault(key, [0, 0])
+            tally[key][0] += ok
+            tally[key][1] += 1
+    n_switch = tally.get("kind switch", [0, 0])[1]
+    return {"n": len(rows), "split": split,
+            "exact": {k: {"share": round(a / m, 4), "n": m} for k, (a, m) in sorted(tally.items())},
+            "switch_repeats": round(repeats / n_switch, 4) if n_switch else None,
+            "generate_seconds": round(time.perf_counter() - t0, 1)}
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_dir")
@@ -127,9 +191,14 @@ if __name__ == "__main__":
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--no-system-prompt", action="store_true", help="random states rendered without the system turn")
     p.add_argument("--rows", help="score a harvested SFT folder's rows instead of random states")
+    p.add_argument("--states", help="score a harvest's RL rows (rule labels) per state kind and family instead")
     p.add_argument("--split", default="validation")
     a = p.parse_args()
     logging.basicConfig(level=logging.INFO)
-    result = (evaluate_rows(a.model_dir, a.rows, a.split, a.n, a.batch_size) if a.rows else
-              evaluate(a.model_dir, a.n, a.seed, a.batch_size, system_prompt=not a.no_system_prompt))
+    if a.states:
+        result = evaluate_states(a.model_dir, a.states, a.split, a.n, a.batch_size)
+    elif a.rows:
+        result = evaluate_rows(a.model_dir, a.rows, a.split, a.n, a.batch_size)
+    else:
+        result = evaluate(a.model_dir, a.n, a.seed, a.batch_size, system_prompt=not a.no_system_prompt)
     print(json.dumps(result, indent=1))

@@ -141,3 +141,39 @@ def test_a_tight_budget_cuts_evidence_before_the_needs() -> None:
     assert len([ln for ln in text.splitlines() if re.match(r"\[\d+\] ", ln)]) == 5
     ids = _evidence_ids(text)
     assert ids and ids == list(range(199, 199 - len(ids), -1))  # a run of the newest, none of the oldest
+
+
+def _three_actionable(question: str) -> Ledger:
+    """Two short supplementary needs, then the long blocking one the rule calls, then a blocked one (tight_budget)."""
+    return reduce(Ledger(), InitLedger(question=question, needs=[
+        NeedSpec(description="colour of the van", role="supplementary", preferred_source="frame", query_focus="van"),
+        NeedSpec(description="colour of the case", role="supplementary", preferred_source="frame", query_focus="case"),
+        NeedSpec(description="the birth year of the guest introduced by the name spoken after the owl " * 2,
+                 preferred_source="web", query_focus="guest born year"),
+        NeedSpec(description="compute", depends_on=[2], preferred_source="code"),
+    ]))
+
+
+@pytest.mark.parametrize("room", [0, 30, 90, 150])
+def test_an_actionable_line_that_does_not_fit_is_clipped_not_dropped(room: int) -> None:
+    """A budget too small for every actionable line whole: the one that does not fit is cut to the room left (its
+    index, status, role and tool first), never dropped for a shorter line of lower priority (the blocked need);
+    with less than MIN_CLIPPED_LINE characters of room it is dropped as before. The digest stays within budget."""
+    from omnidecision.ledger.digest import MIN_CLIPPED_LINE
+
+    state = _three_actionable("How far apart are the two numbers?")
+    full = render_digest(state, DigestBudget(max_chars=100_000)).splitlines()
+    long_line = next(ln for ln in full if ln.startswith("[2] "))
+    before = "\n".join(full[: full.index(long_line)])
+    budget = len(before) + len("\n(+9999 lines omitted for size)") + 1 + room
+    text = render_digest(state, DigestBudget(max_chars=budget))
+    assert len(text) <= budget
+    lines = text.splitlines()
+    kept = [ln for ln in lines if ln.startswith("[2] ")]
+    if room >= MIN_CLIPPED_LINE:
+        assert kept and kept[0].endswith("…") and long_line.startswith(kept[0][:-1])
+        assert "tool=web_search" in kept[0]
+        assert not any(ln.startswith("[3] ") for ln in lines)  # the blocked line came after it: no room left
+    else:
+        assert not kept
+

@@ -63,3 +63,25 @@ def test_evaluate_rows_scores_each_output_against_its_rows_assistant_turn(tmp_pa
     assert seen == [r["messages"][:-1] for r in rows]  # the rows' prompts as stored
     assert (res["n"], res["valid"], res["target_right"], res["exact"]) == (4, 0.75, 0.5, 0.25)
     assert res["distinct_outputs"] == 4
+
+
+def test_state_kind_names_what_the_rule_decision_asks_of_the_planner():
+    from omnidecision.ledger import InitLedger, Ledger, NeedSpec, ToolCalled, reduce
+    from omnidecision.sft.heldout import state_kind
+
+    def one_need(alt: list[str], tried: list[str]) -> Ledger:
+        s = reduce(Ledger(), InitLedger(question="q", needs=[
+            NeedSpec(description="guest", preferred_source="subtitle", alt_sources=alt, query_focus="g")]))
+        for tool in tried:
+            s = reduce(s, ToolCalled(need=0, tool=tool, query="g"))
+        return s
+
+    assert state_kind(one_need([], [])) == "copy"
+    assert state_kind(one_need(["audio"], [])) == "first_of_several"
+    assert state_kind(one_need(["audio"], ["subtitle_grounding"])) == "switch"
+    assert state_kind(one_need([], ["subtitle_grounding"])) == "retry"
+    assert state_kind(one_need(["audio"], ["subtitle_grounding", "audio_scouting"])) == "retry"
+    assert state_kind(Ledger()) == "finish"
+    rng = random.Random(5)  # every kind named is one of STATE_KINDS, on random states too
+    from omnidecision.sft.heldout import STATE_KINDS
+    assert {state_kind(random_ledger(rng)) for _ in range(200)} <= set(STATE_KINDS)
