@@ -1,6 +1,6 @@
 """The ledger agent as a TRL environment (omnidecision/rl/environment.py): the tool-call format round-trips the
 planner's action JSON, an episode driven by hand runs the real agent to a judged answer, and TRL's GRPOTrainer
-trains the environment for a few steps from a tiny SFT planner, with rewards that are the environment's judged runs
+trains the environment for two steps from a tiny SFT planner, with rewards that are the environment's judged runs
 and weights that move."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def sft_start(tasks_dir, tmp_path_factory) -> Path:
     untrained = build_tiny_planner(work / "untrained", texts=harvest_texts(work / "data" / "sft"), heads=2)
     sft_main(*sft_args(["--config", str(ROOT / "configs/sft/tiny-cpu.yaml"), "--model_name_or_path", str(untrained),
                         "--dataset_name", str(work / "data" / "sft"), "--output_dir", str(work / "sft"),
-                        "--max_steps", "150", "--eval_strategy", "no", "--save_strategy", "no",
+                        "--max_steps", "120", "--eval_strategy", "no", "--save_strategy", "no",
                         "--logging_steps", "50"]))
     return work / "sft"
 
@@ -126,19 +126,20 @@ def test_environment_grpo_trains_on_judged_rollouts(sft_start, tasks_dir, tmp_pa
 
     out = tmp_path / "env-grpo"
     args = parse_args(["--config", str(RECIPE), "--model_name_or_path", str(sft_start), "--dataset_name",
-                       str(tasks_dir), "--output_dir", str(out), "--max_steps", "3", "--num_generations", "4",
+                       str(tasks_dir), "--output_dir", str(out), "--max_steps", "2", "--num_generations", "2",
                        "--per_device_train_batch_size", "8", "--generation_batch_size", "8", "--logging_steps", "1",
                        "--learning_rate", "1e-3", "--warmup_steps", "0", "--temperature", "0.5",
-                       "--environment_closure_weight", "1.0"])
+                       "--environment_step_budget", "8", "--max_tool_calling_iterations", "8",
+                       "--max_completion_length", "2048", "--environment_closure_weight", "1.0"])
     report = main(*args)
-    assert report["steps"] == 3 and report["rollouts"] == 24
+    assert report["steps"] == 2 and report["rollouts"] == 16
     rollouts = [json.loads(line) for line in (out / "environment_rollouts.jsonl").read_text().splitlines()]
     # every rollout's reward is its judged run: (judged + closure) / 2
     for r in rollouts:
         assert r["reward"] == pytest.approx((float(r["correct"]) + r["closure"]) / 2)
     # the trainer's logged reward per step is the mean of that step's environment rewards
     history = [h for h in json.loads((out / "log_history.json").read_text()) if "reward" in h]
-    assert len(history) == 3
+    assert len(history) == 2
     for i, h in enumerate(history):
         step = [r["reward"] for r in rollouts[8 * i:8 * i + 8]]
         assert h["rewards/LedgerEnvironment/mean"] == pytest.approx(sum(step) / 8, abs=1e-5)
@@ -149,3 +150,26 @@ def test_environment_grpo_trains_on_judged_rollouts(sft_start, tasks_dir, tmp_pa
     tok = json.loads((out / "tokenizer_config.json").read_text())
     served = json.loads((sft_start / "tokenizer_config.json").read_text())
     assert tok.get("chat_template") == served.get("chat_template")
+
+
+def test_environment_recipe_checks(tmp_path):
+    from omnidecision.rl.config import parse_args
+
+    base = ["--config", str(RECIPE), "--model_name_or_path", str(tmp_path), "--dataset_name", str(tmp_path)]
+    script_args, training_args, _ = parse_args(base)
+    assert script_args.environment == "ledger" and training_args.max_tool_calling_iterations == 15
+    with pytest.raises(ValueError, match="select_states must be all"):
+        parse_args([*base, "--select_states", "balanced"])
+    with pytest.raises(ValueError, match="environment_closure_weight"):
+        parse_args([*base, "--environment_closure_weight", "-1"])
+
+
+def test_a_task_set_without_tasks_is_a_clear_error(tmp_path):
+    from omnidecision.rl.environment import LedgerEnvironment, load_task_dataset
+
+    empty = tmp_path / "tasks.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="tasks"):
+        load_task_dataset(str(empty), "jsonl")
+    with pytest.raises(ValueError, match="no `task` column"):
+        LedgerEnvironment().reset(prompt=[])
