@@ -52,8 +52,8 @@ T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8:
 def t_interval(values: list[float]) -> tuple[float, float, float]:
     """(mean, low, high): the 95% t-interval of the mean over repeats.
 
-    >>> t_interval([1.0, 2.0, 3.0])
-    (2.0, -0.484, 4.484)
+    >>> [round(x, 3) for x in t_interval([1.0, 2.0, 3.0])]
+    [2.0, -0.484, 4.484]
     """
     mean = statistics.fmean(values)
     half = T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))

@@ -29,6 +29,8 @@ How TRL drives it (trl 1.16, `GRPOTrainer._generate_and_score_completions` / `_t
   action), when the model writes something that does not parse as an action (TRL then sees no tool call: the
   agent's own loop would have recorded an invalid action and asked again), or at TRL's `max_completion_length` /
   `max_tool_calling_iterations`. A run still waiting for its planner is then stopped (outcome `error`, no answer).
+  JSON with an unknown `action` or unknown fields never reaches the agent: TRL answers it with an error message as
+  the tool response.
 - `get_reward()`: 1.0 when the judged final answer is correct (`collect.runner.judge_record`, the collection's
   judge), else 0.0; with `closure_weight` w, (judged + w * closure) / (1 + w), where closure is the share of the
   run's blocking needs filled at the end. TRL logs it under `rewards/LedgerEnvironment/mean`. Every finished
