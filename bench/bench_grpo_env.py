@@ -22,7 +22,7 @@ accuracy gain per CPU-s); reported as the mean of d over repeats with a 95% t-in
 the accuracy gains per CPU-s is reported too, and is null (with the reason) when the environment arm's median gain
 is not above 0: an arm that never gains has no finite ratio, while d stays defined.
 
-    python -m bench.bench_grpo_env --budget-cpu-s 30 --seeds 0 1 2 --train-tasks 12 --dev-tasks 12
+    python -m bench.bench_grpo_env --budget-cpu-s 30 --seeds 0 1 2 --train-tasks 8 --dev-tasks 8 --dev-states 32
 """
 
 from __future__ import annotations
@@ -60,14 +60,16 @@ def t_interval(values: list[float]) -> tuple[float, float, float]:
     return round(mean, 8), round(mean - half, 8), round(mean + half, 8)
 
 
-def environment_arm(start: Path, tasks_dir: Path, out: Path, seed: int, budget: float) -> tuple[Path, dict]:
+def environment_arm(start: Path, tasks_dir: Path, out: Path, seed: int, budget: float,
+                    batch: int) -> tuple[Path, dict]:
     from omnidecision.rl import train as rl_train
     from omnidecision.rl.config import parse_args
 
     callback = cpu_budget_callback(budget)
     args = parse_args(["--config", str(ENV_RECIPE), "--model_name_or_path", str(start), "--dataset_name",
                        str(tasks_dir), "--output_dir", str(out), "--seed", str(seed), "--max_steps", "100000",
-                       "--logging_steps", "1", "--log_completions", "false", "--save_strategy", "no"])
+                       "--logging_steps", "1", "--log_completions", "false", "--save_strategy", "no",
+                       "--per_device_train_batch_size", str(batch), "--generation_batch_size", str(batch)])
     averager = CpuTailAverage(lambda: cpu_seconds() - callback.start if callback.start is not None else 0.0,
                               budget, 0.5)
     report = rl_train.main(*args, callbacks=[callback, averager.callback])
@@ -90,6 +92,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--dev-states", type=int, default=64)
     p.add_argument("--suite-seed", type=int, default=100)
+    p.add_argument("--env-batch", type=int, default=8, help="environment arm: rollouts per optimizer step (a "
+                   "multiple of K; 8 = one task's K=8 runs: a step of the recipe's 32 runs overruns a small budget)")
     p.add_argument("--name", default="grpo_env")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -134,7 +138,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 if arm == "decision":
                     out, info = decision_arm(start, rl_dir, out, seed, a.budget_cpu_s)
                 else:
-                    out, info = environment_arm(start, work / "tasks-train", out, seed, a.budget_cpu_s)
+                    out, info = environment_arm(start, work / "tasks-train", out, seed, a.budget_cpu_s,
+                                                a.env_batch)
                 trained, tok = load_planner(out)
                 s = score(trained, tok, dev_states, dev_tasks, teacher, agent_config)
                 info.update(dev_closure=s["closure"], dev_accuracy=s["accuracy"], dev_outcomes=s["outcomes"],
@@ -185,7 +190,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                                             "mean": mean, "ci95": [low, high]},
                                 "closure_gain_per_cpu_s": {"per_repeat": [round(d, 8) for d in diff_closure],
                                                            "mean": cmean, "ci95": [clow, chigh]}},
-                 "budget_cpu_s": a.budget_cpu_s, "train_tasks": a.train_tasks, "dev_tasks": a.dev_tasks,
+                 "budget_cpu_s": a.budget_cpu_s, "env_batch": a.env_batch, "train_tasks": a.train_tasks,
+                 "dev_tasks": a.dev_tasks,
                  "dev_states": len(dev_states), "sft_steps": a.sft_steps,
                  "recipes": ["configs/grpo/tiny-cpu.yaml (select_states all)", "configs/grpo/tiny-cpu-env.yaml"],
                  "start": {"dev_accuracy": base["accuracy"], "dev_closure": base["closure"],
