@@ -12,7 +12,9 @@ bench/results/<name>.json in the one schema (bench/schema.py). Benchmarks:
 - sft_head: SFT steps/s with the LM head on the supervised positions only vs every position (CPU);
 - serving: vLLM-served planner decisions/s vs transformers `generate` at concurrency 16;
 - view: `omnidecision view` on 10,000 runs vs 1,000: site write time, index load in headless Chromium;
-- grpo_signal: decision-level vs trajectory-level GRPO, held-out improvement per CPU-second (≈ 12 minutes).
+- grpo_signal: decision-level vs trajectory-level GRPO, held-out improvement per CPU-second (≈ 12 minutes);
+- grpo_env: decision-level GRPO vs TRL's environment GRPO (the ledger agent as a TRL environment), in-loop accuracy
+  gain per CPU-second.
 Not here (long ablation, ≈ 27 minutes on a finished demo folder): `python -m bench.bench_grpo_recipe`.
 """
 
@@ -34,6 +36,8 @@ BENCHMARKS: dict[str, list[str]] = {
     "serving": ["-m", "bench.bench_serving"],
     "view": ["-m", "bench.bench_view", "--runs", "10000", "--base-runs", "1000"],
     "grpo_signal": ["-m", "bench.bench_grpo_signal"],
+    "grpo_env": ["-m", "bench.bench_grpo_env", "--budget-cpu-s", "30", "--seeds", "0", "1", "2", "--train-tasks", "8",
+                 "--dev-tasks", "8", "--dev-states", "32"],
 }
 
 

@@ -1,4 +1,6 @@
-"""Trajectory-level GRPO of the planner: the baseline `bench_grpo_signal` measures decision-level GRPO against.
+"""Trajectory-level GRPO of the planner: the home-made baseline `bench_grpo_signal` measures decision-level GRPO
+against. It stays as a cross-check of the gradient TRL takes; the baseline a TRL user would actually run is TRL's own
+environment API (omnidecision/rl/environment.py), which `bench_grpo_env` compares against.
 
 Per optimizer step, `tasks_per_step` training tasks are each run K times by the agent loop (the planner is the
 policy, sampled in-process; the other roles are the noise-free scripted teacher; tools really run), and every run

@@ -25,7 +25,8 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
     dataset_name: str | None = field(
         default=None,
         metadata={"help": "The RL states: a harvest folder holding rl/ (train/validation splits), or that rl/ folder "
-                          "itself. Read with datasets.load_dataset (JSONL/parquet files) or load_from_disk."},
+                          "itself. Read with datasets.load_dataset (JSONL/parquet files) or load_from_disk. With "
+                          "`environment: ledger`: the training tasks (a task file or folder)."},
     )
     state_sources: list[dict] | str | None = field(
         default=None,
@@ -104,6 +105,22 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
     )
     eval_closure_samples: int = field(default=4, metadata={"help": "Decisions per state in sampled mode."})
     eval_batch_size: int = field(default=16, metadata={"help": "Prompts per generate() call in the evaluation."})
+    environment: Literal["ledger"] | None = field(
+        default=None,
+        metadata={"help": "ledger: trajectory-level GRPO through TRL's environment_factory (omnidecision.rl."
+                          "environment): `dataset_name` is then a task file or folder, every rollout runs the agent "
+                          "on one task and is rewarded by its judged answer. Unset: decision-level GRPO on ledger "
+                          "states."},
+    )
+    task_format: str = field(default="auto", metadata={
+        "help": "environment: the task format of `dataset_name` (omnidecision.tasks.loaders; auto detects)."})
+    environment_closure_weight: float = field(default=0.0, metadata={
+        "help": "environment: reward = (judged + w * closure) / (1 + w), closure = share of the blocking needs "
+                "filled at the run's end (0: the judged answer only)."})
+    environment_digest_max_chars: int = field(default=1000, metadata={
+        "help": "environment: the agent's digest budget (the demo's collection and evaluation use 1000)."})
+    environment_step_budget: int = field(default=15, metadata={
+        "help": "environment: the agent's planner step budget per run."})
 
     def __post_init__(self) -> None:
         from omnidecision.rl.sources import parse_state_sources
@@ -149,6 +166,14 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
             raise ValueError(f"select_right_ratio must be >= 0, got {self.select_right_ratio}")
         if self.eval_closure_n < -1 or self.eval_closure_samples < 1 or self.eval_batch_size < 1:
             raise ValueError("eval_closure_n >= -1, eval_closure_samples >= 1 and eval_batch_size >= 1 are required")
+        if self.environment is not None:
+            if self.select_states != "all" or self.weight_average or self.judge_weight is not None:
+                raise ValueError("environment: ledger trains on tasks, not ledger states: select_states must be all, "
+                                 "weight_average false and judge_weight unset")
+            if not (self.environment_closure_weight >= 0 and math.isfinite(self.environment_closure_weight)):
+                raise ValueError(f"environment_closure_weight must be >= 0, got {self.environment_closure_weight}")
+            if self.environment_digest_max_chars < 200 or self.environment_step_budget < 1:
+                raise ValueError("environment_digest_max_chars >= 200 and environment_step_budget >= 1 are required")
         self.check_policy()
 
     def dev_data(self) -> str:

@@ -27,12 +27,17 @@ closure rubric"):
    reward on dev states (checkpoint_selection.json). The states the trainer scored go to states_seen.json, what the
    run consumed (steps, completions, tokens, threads, seed) to consumed.json.
 
+The trajectory-level alternative, through TRL's own API: `environment: ledger` in the recipe makes `main` hand
+over to `environment_main` (GRPOTrainer with `environment_factory=LedgerEnvironment`, omnidecision/rl/environment.py:
+every rollout runs the agent on one task, rewarded by its judged answer; `dataset_name` is then a task set).
+
 Placement: the policy is moved to this process's training device before the held-out evaluation and the state
 selection (on a GPU node they would otherwise decode an 8B model on the CPU while the other ranks wait). With
 sharded parameters (ZeRO-3, FSDP) no rank holds the whole model: the in-run evaluation is skipped with a warning
 (evaluate afterwards with `python -m omnidecision.rl.evaluate`) and balanced selection is refused.
 
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml [--max_steps 50 ...]
+    omnidecision grpo --config configs/grpo/tiny-cpu-env.yaml --dataset_name TASKS   # environment: ledger
     omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml \
         --config configs/grpo/qwen3-8b-vllm-colocate.yaml
     accelerate launch -m omnidecision.rl.train --config configs/grpo/qwen3-8b-lora-vllm-server.yaml
@@ -125,6 +130,8 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
     from omnidecision.rl.sources import source_counts
 
+    if script_args.environment is not None:  # trajectory-level GRPO through TRL's environment API
+        return environment_main(script_args, training_args, model_args, callbacks)
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(training_args.report_to)
@@ -263,6 +270,79 @@ def _recipe(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 
     return {"script": dataclasses.asdict(script_args), "model": dataclasses.asdict(model_args),
             "training": json.loads(training_args.to_json_string())}
+
+
+def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+                     model_args: PlannerModelConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """`environment: ledger`: TRL's GRPOTrainer with `environment_factory=LedgerEnvironment` over tasks; every
+    rollout runs the agent on one task, rewarded by its judged answer (omnidecision/rl/environment.py). Writes
+    `output_dir/environment_rollouts.jsonl` (every finished rollout: task, outcome, answer, judged, reward)."""
+    from trl import GRPOTrainer
+
+    from omnidecision.preflight import require_attention, wandb_offline_fallback
+    from omnidecision.rl.environment import LedgerEnvironment, load_task_dataset, use_action_tool_format
+
+    _check_backend(training_args)
+    require_attention(model_args.attn_implementation, "GRPO recipe")
+    wandb_offline_fallback(training_args.report_to)
+    if training_args.reward_weights is not None:
+        raise ValueError("environment: ledger: the environment's get_reward is the only reward; unset reward_weights")
+    out = Path(training_args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    # --- data: one row per training task (the digest comes from the environment's reset)
+    train = load_task_dataset(script_args.dataset_name, script_args.task_format)
+    if script_args.max_train_samples:
+        train = train.select(range(min(script_args.max_train_samples, len(train))))
+    train = train.shuffle(seed=training_args.seed)
+    logger.info("environment GRPO: %d training tasks", len(train))
+
+    # --- policy; the planner's action JSON becomes the tool-call format (the served template is restored on save)
+    model, tokenizer, peft_config = load_policy(model_args)
+    served_template = tokenizer.chat_template
+    use_action_tool_format(tokenizer)
+    LedgerEnvironment.configure(digest_max_chars=script_args.environment_digest_max_chars,
+                                step_budget=script_args.environment_step_budget,
+                                closure_weight=script_args.environment_closure_weight)
+
+    # --- train
+    compact_lm_head()
+    trainer = GRPOTrainer(model=model, reward_funcs=None, args=training_args, train_dataset=train,
+                          processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
+                          environment_factory=LedgerEnvironment)
+    start = time.perf_counter()
+    train_result = trainer.train(resume_from_checkpoint=resolve_resume(training_args.resume_from_checkpoint,
+                                                                       training_args.output_dir))
+    train_s = time.perf_counter() - start
+
+    # --- save with the served chat template (the tool format is a training-time rendering only)
+    tokenizer.chat_template = served_template
+    if hasattr(tokenizer, "response_template"):
+        tokenizer.response_template = None
+    trainer.save_model(training_args.output_dir)
+    main_process = trainer.accelerator.is_main_process
+    if main_process:  # one writer into the shared output folder (a torn tokenizer.json on NFS otherwise)
+        tokenizer.save_pretrained(training_args.output_dir)
+    save_ecosystem_outputs(trainer, {"train": dict(train_result.metrics)}, script_args.dataset_name,
+                           tags=["omnidecision", "planner", "grpo", "environment"])
+    rollouts = list(LedgerEnvironment.finished)
+    report = {"environment": script_args.environment, "model": model_args.model_name_or_path,
+              "dataset": script_args.dataset_name, "steps": trainer.state.global_step,
+              "train_seconds": round(train_s, 2), "rollouts": len(rollouts),
+              "judged_correct_rate": round(sum(r["correct"] for r in rollouts) / len(rollouts), 4) if rollouts
+              else None, "train_metrics": train_result.metrics}
+    record_training(out, stage="grpo", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
+                    splits={"train": train}, recipe=_recipe(script_args, training_args, model_args),
+                    data={"environment": script_args.environment, "train_tasks": len(train)},
+                    metrics=dict(train_result.metrics), global_step=trainer.state.global_step, write=main_process)
+    if trainer.is_world_process_zero():
+        with (out / "environment_rollouts.jsonl").open("w") as f:
+            f.writelines(json.dumps(r, default=str) + "\n" for r in rollouts)
+        (out / "environment_eval.json").write_text(json.dumps(report, indent=2, default=str))
+        (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
+    logger.info("environment GRPO: %d steps, %d rollouts, judged correct %s", report["steps"], len(rollouts),
+                report["judged_correct_rate"])
+    return report
 
 
 if __name__ == "__main__":
