@@ -26,7 +26,7 @@ from pathlib import Path
 
 import typer
 
-from omnidecision.pipeline.plan import DemoConfig, build_plan, script
+from omnidecision.pipeline.plan import DemoConfig, build_plan, needed, script
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ def demo(
     replicates: int | None = typer.Option(None, min=1, help="RL replicates per post-SFT arm (default 2; quick 1)"),
     jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
     threads: int = typer.Option(1, min=1, help=THREADS_HELP),
+    only: list[str] = typer.Option([], help="run only these steps and what they need (no summary), e.g. eval-rule"),
 ) -> None:
     """synth → collect (teacher with habits) → harvest → SFT → judge → GRPO arms → controls → eval, on CPU, offline."""
     from omnidecision.pipeline.scheduler import run_plan
@@ -60,6 +61,9 @@ def demo(
     plan = build_plan(cfg, out)
     if dry_run:
         print(script(plan, out), end="")
+        return
+    if only:
+        run_plan(needed(plan, only), out, jobs, threads)
         return
     times = run_plan(plan, out, jobs, threads)
     summary = summarise(out, cfg, times)

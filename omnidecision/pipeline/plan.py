@@ -216,6 +216,28 @@ def _select_step(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m
         [f"{m}/sft", f"{o}/data/rl", *judge], [data], arm=arm.name, replicate=rep, seeds={"train": seed})
 
 
+def needed(plan: list[Step], targets: list[str]) -> list[Step]:
+    """The steps `targets` need (themselves and, transitively, the steps that write what they read), in plan order:
+    a part of the plan that runs alone (`omnidecision demo --only eval-rule`)."""
+    by_write = {w: s for s in plan for w in s.writes}
+    known = {s.name: s for s in plan}
+    unknown = [t for t in targets if t not in known]
+    if unknown:
+        raise ValueError(f"no step named {unknown} in the plan (steps: {', '.join(known)})")
+    keep, todo = set(), list(targets)
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        keep.add(name)
+        step = known[name]
+        for r in (*step.reads, *(output_dir(known[b]).as_posix() for b in step.budget_of)):
+            writer = next((s for w, s in by_write.items() if r == w or r.startswith(w + "/")), None)
+            if writer is not None:
+                todo.append(writer.name)
+    return [s for s in plan if s.name in keep]
+
+
 def output_dir(step: Step) -> Path:
     """The folder a training step writes (its trainer_state.json is there)."""
     for flag in ("--output_dir", "--out"):
