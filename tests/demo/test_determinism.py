@@ -1,0 +1,64 @@
+"""Runs that reproduce (issue 36 item 1): every step gets the same fixed thread count whatever `--jobs` is and
+whatever runs beside it, and a training step then writes the same weights alone and beside another step.
+
+Fast part: the environment each step runs in (scheduler.step_env) and what the runner records per step. Real part
+(~1 min): the same 8-step SFT of a tiny planner through the scheduler, once alone (`--jobs 1`) and once beside
+another SFT (`--jobs 2`): identical safetensors. The whole quick protocol run twice (weights and accuracies):
+tests/demo/test_demo_rerun.py (slow).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from omnidecision.pipeline.plan import CONFIGS, Step
+from omnidecision.pipeline.scheduler import THREAD_VARS, cpu_model, library_versions, run_plan, step_env
+
+
+def test_every_step_gets_the_fixed_thread_count_whatever_the_schedule():
+    for cores in (None, [0], [1]):
+        env = step_env(1, cores)
+        assert all(env[v] == "1" for v in THREAD_VARS)
+        assert env["PYTHONHASHSEED"] == "0" and env["OMP_WAIT_POLICY"] == "PASSIVE"
+        assert env.get("VLLM_CPU_OMP_THREADS_BIND") == (None if cores is None else str(cores[0]))
+    assert step_env(3)["OMP_NUM_THREADS"] == "3"
+    assert cpu_model() and library_versions()["torch"]
+
+
+def _sha(folder: Path) -> str:
+    files = sorted(folder.glob("*.safetensors"))
+    assert files, f"no weights in {folder}"
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+
+
+def _sft(name: str, model: Path, data: Path, out: Path, seed: int) -> Step:
+    argv = ["sft", "--config", str(CONFIGS / "sft" / "tiny-cpu.yaml"), "--model_name_or_path", str(model),
+            "--dataset_name", str(data), "--output_dir", str(out / name), "--max_steps", "8",
+            "--per_device_train_batch_size", "4", "--eval_strategy", "no", "--save_strategy", "no",
+            "--load_best_model_at_end", "false", "--logging_steps", "4", "--seed", str(seed),
+            "--disable_tqdm", "true"]
+    return Step(name, argv, [str(model), str(data)], [str(out / name)], group="train", seeds={"train": seed})
+
+
+@pytest.mark.requires("trl")
+@pytest.mark.timeout(900)
+def test_a_training_step_writes_the_same_weights_alone_and_beside_another(tmp_path):
+    from omnidecision.synthetic.states import write_sft_dataset
+    from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
+
+    data = write_sft_dataset(tmp_path / "data", n_train=64, n_validation=8, seed=0)
+    model = build_tiny_planner(tmp_path / "model", list(harvest_texts(data)), hidden=32, layers=1, heads=2,
+                               vocab_size=1024, seed=0)
+    alone, beside = tmp_path / "alone", tmp_path / "beside"
+    run_plan([_sft("a", model, data, alone, 0)], alone, jobs=1)
+    run_plan([_sft("a", model, data, beside, 0), _sft("b", model, data, beside, 1)], beside, jobs=2)
+    assert _sha(alone / "a") == _sha(beside / "a")
+    assert _sha(beside / "a") != _sha(beside / "b")  # the seed matters: the comparison can fail
+    for out in (alone, beside):
+        record = json.loads((out / "steps.json").read_text())
+        assert record["steps"]["a"]["threads"] == 1 and record["steps"]["a"]["seeds"] == {"train": 0}
+        assert record["cpu"] and record["libraries"]["transformers"]
