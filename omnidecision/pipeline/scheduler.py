@@ -38,7 +38,7 @@ LIBRARIES = ("torch", "transformers", "trl", "vllm", "datasets", "peft")
 # most of their time (docs/findings.md, "OpenMP"); PYTHONHASHSEED: set and dict orders of str do not move
 FIXED_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline", "OMP_WAIT_POLICY": "PASSIVE",
              "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VLLM_CPU_OMP_THREADS_NUM")
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def cpu_model() -> str:
