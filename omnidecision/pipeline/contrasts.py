@@ -3,9 +3,10 @@
     python -c "from omnidecision.pipeline.contrasts import contrast_section; help(contrast_section)"
 
 `contrast_section` is the one place the summary's contrasts are computed: it calls the project's statistics
-(`omnidecision.stats`: `hierarchical_contrast`, `hierarchical_mean`, `holm`, `forest_plot`). Outcomes come in the
-nested shape `{start: {replicate: {task_id: 0/1}}}` per arm (summary.nested_outcomes); an arm trained once per
-start (sft, the references) has one replicate, "r0", compared with the mean of the other arm's replicates.
+(`omnidecision.stats`: `hierarchical_contrast`, `hierarchical_mean`, `holm`; `omnidecision.eval.plots`:
+`forest_plot`). Outcomes come in the nested shape `{start: {replicate: {task_id: 0/1}}}` per arm
+(summary.nested_outcomes); an arm trained once per start (sft, the references) has one replicate, "r0", compared
+with the mean of the other arm's replicates.
 
 TODO-merge: until the `stats` branch lands, `omnidecision.stats` lacks those names; `_fallback` below then
 computes a cluster bootstrap (starts, then replicates within a start, then tasks, all resampled) of the same shape,
@@ -35,9 +36,16 @@ def paired_in_loop(*args: Any, **kwargs: Any) -> dict[str, Any]:
 
 def _stats() -> Any | None:
     try:
-        from omnidecision.stats import forest_plot, hierarchical_contrast, hierarchical_mean, holm
+        from omnidecision.stats import hierarchical_contrast, hierarchical_mean, holm
     except ImportError:  # TODO-merge
         return None
+    try:  # the stats branch keeps the plot with the other plots
+        from omnidecision.eval.plots import forest_plot
+    except ImportError:
+        try:
+            from omnidecision.stats import forest_plot
+        except ImportError:
+            forest_plot = None
     return hierarchical_contrast, hierarchical_mean, holm, forest_plot
 
 
@@ -93,7 +101,7 @@ def _holm_fallback(pvalues: Mapping[str, float]) -> dict[str, float]:
 def contrast_section(outcomes: Mapping[str, Nested], planned: list[tuple[str, str]],
                      exploratory: list[tuple[str, str]] = (), *, plot: Path | None = None, seed: int = 0,
                      n_boot: int = 2000) -> dict[str, Any]:
-    """{"planned": {"b-a": estimate}, "exploratory": {...}, "holm": {...}, "method": ...}: each contrast is
+    """{"means": {arm: estimate}, "planned": {"b-a": estimate}, "exploratory": {...}, "method": ...}: each contrast is
     accuracy(b) − accuracy(a) with its hierarchical 95% interval and per-replicate deltas; exploratory contrasts
     carry Holm-adjusted p-values. `plot`: the forest plot of the planned contrasts is written there."""
     stats = _stats()
@@ -105,6 +113,13 @@ def contrast_section(outcomes: Mapping[str, Nested], planned: list[tuple[str, st
             return est.model_dump() if hasattr(est, "model_dump") else dict(est)
         return _fallback(outcomes[a], outcomes[b], n_boot=n_boot, seed=seed)
 
+    def mean(a: str) -> dict[str, Any]:
+        if stats:
+            est = stats[1](outcomes[a], n_boot=n_boot, seed=seed)
+            return est.model_dump() if hasattr(est, "model_dump") else dict(est)
+        zero = {s: {r: dict.fromkeys(t, 0.0) for r, t in reps.items()} for s, reps in outcomes[a].items()}
+        return _fallback(zero, outcomes[a], n_boot=n_boot, seed=seed)  # TODO-merge: mean(a) − 0
+
     missing = sorted({n for pair in (*planned, *exploratory) for n in pair} - set(outcomes))
     if missing:
         raise ValueError(f"contrasts name arms without outcomes: {missing} (arms: {sorted(outcomes)})")
@@ -114,9 +129,9 @@ def contrast_section(outcomes: Mapping[str, Nested], planned: list[tuple[str, st
     holm = dict(adjust({k: v["p_value"] for k, v in explore.items()})) if explore else {}
     for k, v in explore.items():
         v["p_holm"] = holm[k]
-    if plot is not None and stats and planned_out:
+    if plot is not None and stats and stats[3] is not None and planned_out:
         from omnidecision.stats import ContrastEstimate
 
-        stats[3]({k: ContrastEstimate(**{f: v[f] for f in ContrastEstimate.model_fields if f in v})
-                  for k, v in planned_out.items()}, plot)
-    return {"method": method, "planned": planned_out, "exploratory": explore, "level": 0.95}
+        stats[3]({k: ContrastEstimate.model_validate(v) for k, v in planned_out.items()}, plot)
+    return {"method": method, "means": {a: mean(a) for a in outcomes}, "planned": planned_out,
+            "exploratory": explore, "level": 0.95}

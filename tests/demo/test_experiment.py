@@ -113,6 +113,7 @@ def test_planned_contrasts_have_intervals_per_replicate_deltas_and_the_rest_holm
     assert sorted((r["start"], r["replicate"]) for r in c["per_replicate"]) == [
         ("0", "r0"), ("0", "r1"), ("1", "r0"), ("1", "r1")]
     assert out["exploratory"]["grpo-sft"]["estimate"] == 0.0
+    assert out["means"]["sft"]["estimate"] == pytest.approx(0.5) and out["means"]["grpo_judge"]["low"] < 0.75
     assert set(out["exploratory"]) == {"grpo-sft", "grpo_judge-grpo"}
     assert all(v["p_holm"] >= v["p_value"] for v in out["exploratory"].values())
     with pytest.raises(ValueError, match="without outcomes"):
