@@ -50,39 +50,36 @@ def _stats() -> Any | None:
 
 
 def _fallback(a: Nested, b: Nested, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
-    """TODO-merge: a cluster bootstrap of mean(b − a) over shared starts: replicates of each arm resampled within a
-    start, tasks resampled within a start (paired: the same tasks for both arms)."""
+    """TODO-merge: a cluster bootstrap of mean(b − a) over shared starts: starts resampled, then within a start the
+    replicates of each arm and the tasks (paired: the same tasks for both arms)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     starts = sorted(set(a) & set(b))
     if not starts:
         raise ValueError("contrast: the two arms share no start")
-
-    def mean_rep(reps: Mapping[str, Mapping[str, float]], tasks: list[str], pick: Any) -> float:
-        keys = sorted(reps)
-        chosen = [keys[i] for i in pick(len(keys))]
-        return float(np.mean([np.mean([reps[k][t] for t in tasks]) for k in chosen]))
-
-    def per_start(s: str, pick: Any, tasks: list[str]) -> float:
-        return mean_rep(b[s], tasks, pick) - mean_rep(a[s], tasks, pick)
-
     shared = {s: sorted(set.intersection(*(set(r) for r in (*a[s].values(), *b[s].values())))) for s in starts}
-    ident = np.arange
-    estimate = float(np.mean([per_start(s, ident, shared[s]) for s in starts]))
-    boots = []
-    for _ in range(n_boot):
-        chosen_starts = [starts[i] for i in rng.integers(0, len(starts), len(starts))]
-        vals = []
-        for s in chosen_starts:
-            tasks = [shared[s][i] for i in rng.integers(0, len(shared[s]), len(shared[s]))]
-            vals.append(per_start(s, lambda n: rng.integers(0, n, n), tasks))
-        boots.append(np.mean(vals))
+    grid = {s: tuple(np.array([[reps[k][t] for t in shared[s]] for k in sorted(reps)], dtype=float)
+                     for reps in (a[s], b[s])) for s in starts}  # (replicates × tasks) per arm
+
+    def boot_means(x: Any, tasks: Any) -> Any:
+        per_rep = x[:, tasks].mean(axis=2)  # replicates × n_boot: each replicate on the resampled tasks
+        pick = rng.integers(0, x.shape[0], size=(n_boot, x.shape[0]))
+        return np.take_along_axis(per_rep.T, pick, axis=1).mean(axis=1)
+
+    per_start = {}
+    for s in starts:
+        xa, xb = grid[s]
+        tasks = rng.integers(0, xa.shape[1], size=(n_boot, xa.shape[1]))
+        per_start[s] = boot_means(xb, tasks) - boot_means(xa, tasks)
+    which = rng.integers(0, len(starts), size=(n_boot, len(starts)))
+    boots = np.stack([per_start[s] for s in starts], axis=1)
+    boots = np.take_along_axis(boots, which, axis=1).mean(axis=1)
+    estimate = float(np.mean([grid[s][1].mean() - grid[s][0].mean() for s in starts]))
     low, high = (float(np.quantile(boots, q)) for q in ((1 - level) / 2, (1 + level) / 2))
-    p = float(min(1.0, 2 * min(np.mean(np.array(boots) <= 0), np.mean(np.array(boots) >= 0))))
-    a_mean = {s: float(np.mean([np.mean([r[t] for t in shared[s]]) for r in a[s].values()])) for s in starts}
-    per_rep = [{"start": s, "replicate": k, "delta": round(float(np.mean([b[s][k][t] for t in shared[s]])) - a_mean[s],
-                                                          4)} for s in starts for k in sorted(b[s])]
+    p = float(min(1.0, 2 * min(np.mean(boots <= 0), np.mean(boots >= 0))))
+    per_rep = [{"start": s, "replicate": k, "delta": round(float(grid[s][1][i].mean() - grid[s][0].mean()), 4)}
+               for s in starts for i, k in enumerate(sorted(b[s]))]
     return {"estimate": round(estimate, 4), "low": round(low, 4), "high": round(high, 4),
             "half_width": round((high - low) / 2, 4), "p_value": round(p, 4), "per_replicate": per_rep,
             "method": "fallback"}

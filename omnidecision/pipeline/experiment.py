@@ -77,6 +77,14 @@ def load_experiment(path: Path, overrides: list[str] | None = None) -> Experimen
     return load_recipe(path, overrides, model=ExperimentRecipe)
 
 
+DEFAULT_RECIPE = Path(__file__).resolve().parents[2] / "configs" / "experiment" / "default.yaml"
+
+
+def planned_contrasts(recipe: Path = DEFAULT_RECIPE) -> list[tuple[str, str]]:
+    """The planned contrasts (a, b) of the shipped experiment recipe: the demo reports the same ones at its start."""
+    return load_experiment(recipe).contrasts()
+
+
 def exploratory(planned: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Every pair of the summary that is not planned (reported with Holm-adjusted p-values)."""
     return [p for p in pairs(ARMS) if p not in planned]
@@ -131,7 +139,7 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
     return result
 
 
-def _contrast_rows(section: dict[str, Any]) -> list[str]:
+def contrast_rows(section: dict[str, Any]) -> list[str]:
     rows = [f"Planned contrasts ({section['method']}; 95% interval over start → replicate → task):", "",
             "| contrast | estimate | 95% interval | half-width | p | per-replicate Δ |", "|---|---|---|---|---|---|"]
     for k, v in section["planned"].items():
@@ -156,7 +164,7 @@ def experiment_table(pooled: dict[str, Any]) -> str:
         accs = " | ".join("–" if a is None else f"{a:.3f}" for a in pooled["per_seed_accuracy"][n])
         rows.append(f"| {n} | {accs} | {pooled['pooled_accuracy'][n]:.3f} | {pooled['pooled_n'][n]} |")
     if pooled.get("contrasts"):
-        rows += ["", *_contrast_rows(pooled["contrasts"])]
+        rows += ["", *contrast_rows(pooled["contrasts"])]
     rows += ["", "Pooled over seeds, paired per (seed, task):", "", *paired_rows(pooled["pooled_paired"])]
     rows += ["", "Pooled test accuracy per synthetic family (n tasks over all seeds):", "",
              "| family | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]

@@ -148,6 +148,15 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
                     "judge-train + grpo_judge consumed (same replicate); every step runs with a fixed thread count; "
                     "the table reports test",
     }
+    # the experiment's planned contrasts at this one start (one start resolves nothing: its intervals cannot count
+    # the variance between starts; the experiment's can)
+    from omnidecision.pipeline.contrasts import contrast_section
+    from omnidecision.pipeline.experiment import planned_contrasts
+
+    planned = [c for c in planned_contrasts() if set(c) <= set(nested)]
+    explore = [p for p in pairs(arms) if p not in planned]
+    summary["contrasts"] = contrast_section(nested, planned, explore, plot=out / "contrasts.png",
+                                            n_boot=1000) if planned else None
     (out / "summary.json").write_text(json.dumps(summary, indent=2), "utf-8")
     return summary
 
@@ -182,6 +191,11 @@ def table(summary: dict[str, Any]) -> str:
         n = next((v["n"] for v in fam.values() if v), 0)
         rows.append(f"| {f} | {n} | " + " | ".join("–" if v is None or v["accuracy"] is None
                                                   else f"{v['accuracy']:.2f}" for v in fam.values()) + " |")
+    if summary.get("contrasts"):
+        from omnidecision.pipeline.experiment import contrast_rows
+
+        rows += ["", "One start resolves nothing: these intervals count replicates and tasks, not the variance "
+                     "between SFT starts (`make experiment` does).", "", *contrast_rows(summary["contrasts"])]
     j = summary.get("judge_eval")
     if j:
         rows += ["", f"Learned judge on dev decisions (n {j['n']}, {j['positive']} moved the ledger): AUROC judge "
