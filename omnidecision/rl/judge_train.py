@@ -86,7 +86,7 @@ def train(
 ) -> None:
     """Fit the judge with TRL's RewardTrainer; writes OUT (model + tokenizer), OUT/judge_train.json."""
     import datasets
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
     from trl import RewardConfig, RewardTrainer
 
     from omnidecision.rewards.learned_judge import judge_text
@@ -104,7 +104,9 @@ def train(
             "input_ids"]
 
     ds = datasets.Dataset.from_list([{"chosen_ids": ids(p), "rejected_ids": ids(n)} for p, n in pairs])
-    # model: the planner's body with a scalar head
+    # model: the planner's body with a scalar head (seeded first: the new head's initial weights come from torch's
+    # generator, unseeded until the Trainer starts, so a rerun trained another judge; tests/demo/test_determinism.py)
+    set_seed(seed)
     rm = AutoModelForSequenceClassification.from_pretrained(str(model), num_labels=1)
     rm.config.pad_token_id = tok.pad_token_id
     args = RewardConfig(output_dir=str(out), max_steps=max_steps, per_device_train_batch_size=batch_size,
