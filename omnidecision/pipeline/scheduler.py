@@ -89,6 +89,7 @@ class Runner:
         self.by_name = {s.name: s for s in plan or []}
         self.records: dict[str, dict[str, Any]] = {}
         self.common = {"cpu": cpu_model(), "libraries": library_versions(), "python": platform.python_version()}
+        self.on_done: Any = None  # called after each finished step (run_plan saves the times: a kill loses none)
 
     def budget(self, step: Step) -> str:
         """A control's --max_steps: the rows its reference runs consumed, in the control's own batches."""
@@ -137,6 +138,8 @@ class Runner:
             self.records[step.name] = {"threads": self.threads, "seeds": step.seeds, "arm": step.arm or None,
                                        "replicate": step.replicate, "argv": argv,
                                        "env": {k: v for k, v in fixed.items() if k != "VLLM_CPU_OMP_THREADS_BIND"}}
+            if self.on_done is not None:
+                self.on_done()
         print(f"=== [{step.name}] done in {self.times[step.name]:.1f}s", flush=True)
 
     def execute_group(self, steps: list[Step], jobs: int) -> None:
@@ -187,6 +190,8 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> di
     def save() -> None:
         times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
         steps_file.write_text(json.dumps({**runner.common, "jobs": jobs, "steps": runner.records}, indent=2), "utf-8")
+
+    runner.on_done = save  # after every step (under the runner's lock), not only after its group
 
     for group in groups:
         t0 = time.perf_counter()

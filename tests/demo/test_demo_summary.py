@@ -140,3 +140,19 @@ def test_replicates_are_summarised_as_their_mean_and_kept_one_by_one(tmp_path):
     got = {(q["a"], q["b"]): q for q in summary["paired_in_loop"]}
     assert got[("sft", "grpo_judge")]["delta"] == 0.0
     assert "| grpo_judge | emitted+reward | 0.500 |" in table(summary)
+
+
+def test_a_step_that_finished_is_kept_when_a_later_step_of_its_group_fails(tmp_path):
+    import typer
+
+    from omnidecision.pipeline import scheduler
+    from omnidecision.pipeline.plan import Step
+
+    ok = Step("synth", ["tasks", "synth", "--n", "2", "--seed", "0", "--out", str(tmp_path / "t")], [],
+              [str(tmp_path / "t")], group="g")
+    bad = Step("harvest", ["harvest", str(tmp_path / "missing"), "--out", str(tmp_path / "d")], [],
+               [str(tmp_path / "d")], group="g")
+    with pytest.raises(typer.Exit):
+        scheduler.run_plan([ok, bad], tmp_path, jobs=1)
+    saved = json.loads((tmp_path / "stage_wall_s.json").read_text())
+    assert "synth" in saved and "harvest" not in saved  # a restart runs only the step that failed
