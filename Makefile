@@ -59,9 +59,11 @@ lint: install
 demo: install
 	$(BIN)/omnidecision demo --out runs/demo
 
-# The demo's protocol over 3 seeds with 300 test tasks each, pooled (a restart keeps the finished seeds).
+# The demo's protocol over the recipe's SFT starts, every post-SFT arm replicated per start, the planned contrasts
+# declared in the recipe (configs/experiment/default.yaml; sized to 90 min on 2 cores: docs/findings.md). A restart
+# keeps the finished starts.
 experiment: install
-	$(BIN)/omnidecision experiment --seeds 0,1,2 --test-tasks 300 --out runs/experiment \
+	$(BIN)/omnidecision experiment --config configs/experiment/default.yaml --out runs/experiment \
 		--results docs/results/experiment.json
 
 bench: install browser  # the view benchmark renders pages in chromium, as `make test` does

@@ -33,8 +33,8 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.eval.cli", "ablate", "ablate"),
     ("omnidecision.eval.cli", "audit_app", "audit"),
     ("omnidecision.view.cli", "view", "view"),
-    ("omnidecision.demo", "demo", "demo"),
-    ("omnidecision.demo", "experiment", "experiment"),
+    ("omnidecision.pipeline.cli", "demo", "demo"),
+    ("omnidecision.pipeline.cli", "experiment", "experiment"),
 ]
 
 # Commands that forward unknown options (TrlParser-style `--learning_rate 1e-4` overrides).

@@ -279,6 +279,10 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
     out = Path(out)
     # read
     runs, bad = load_runs(paths, opts.skip_bad)
+    # in a fixed order, not the order concurrent runs finished in: the datasets (and the seeded shuffles of the
+    # trainers that read them) are then the same on a rerun (tests/demo/test_determinism.py)
+    files = {f: i for i, f in reversed(list(enumerate(r[0] for r in runs)))}  # files in the order given
+    runs = sorted(runs, key=lambda r: (files[r[0]], r[2].run_id))
     counts = _Counts()
     seen_runs: set[str] = set()
     sft: list[dict[str, Any]] = []

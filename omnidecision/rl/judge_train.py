@@ -79,7 +79,7 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
     """Fit the judge with TRL's RewardTrainer from the parsed recipe (omnidecision.rl.judge_config); writes
     output_dir (model + tokenizer), output_dir/judge_train.json and consumed.json."""
     import datasets
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
     from trl import RewardTrainer
 
     from omnidecision.checkpoints import write_consumed
@@ -99,7 +99,9 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
                    max_length=training.max_length)["input_ids"]
 
     ds = datasets.Dataset.from_list([{"chosen_ids": ids(p), "rejected_ids": ids(n)} for p, n in pairs])
-    # model: the planner's body with a scalar head
+    # model: the planner's body with a scalar head (seeded first: the new head's initial weights come from torch's
+    # generator, unseeded until the Trainer starts, so a rerun trained another judge; tests/demo/test_determinism.py)
+    set_seed(training.seed)
     rm = AutoModelForSequenceClassification.from_pretrained(str(model_args.model_name_or_path), num_labels=1,
                                                             dtype=model_args.dtype)
     rm.config.pad_token_id = tok.pad_token_id

@@ -4,12 +4,16 @@ final evaluations read the test suite."""
 
 from __future__ import annotations
 
-import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from omnidecision.demo import ARMS, CONFIGS, PROVENANCE, DemoConfig, build_plan
+from omnidecision.pipeline.arms import ARMS, provenance, served
+from omnidecision.pipeline.plan import CONFIGS, DemoConfig, build_plan, unit
+
+PROVENANCE = provenance()
+SERVED = served()
 
 # option -> why the demo may set it: a path, a size, a seed, or the switch that defines an arm
 PATHS = {"--out", "--tasks.path", "--model_name_or_path", "--dataset_name", "--output_dir", "--data", "--model",
@@ -18,6 +22,23 @@ SIZES = {"--n", "--match-steps", "--tasks.limit", "--max_steps", "--max-steps", 
          "--max_train_seconds"}
 SEEDS = {"--seed", "--backends.default.options.seed"}
 ARM_SWITCHES = {"--label", "--dedup", "--name", "--split", "--heads", "--title", "--no-progress"}
+
+
+def script_commands(text: str) -> list[list[str]]:
+    """The commands of a dry-run script, its variables ($OUT, $CONFIGS) expanded as bash would."""
+    env: dict[str, str] = {}
+    commands = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#") or line.startswith(("set ", "export ")):
+            continue
+        if "=" in line.split()[0] and not line.startswith("omnidecision"):
+            key, value = line.split("=", 1)
+            env[key] = shlex.split(value)[0]
+            continue
+        for key, value in env.items():
+            line = line.replace(f"${key}", value)
+        commands.append(shlex.split(line))
+    return commands
 
 
 def _options(argv: list[str]) -> dict[str, str | None]:
@@ -33,19 +54,22 @@ def test_the_dry_run_lists_only_shipped_recipes_and_path_size_seed_overrides(tmp
     proc = subprocess.run([sys.executable, "-m", "omnidecision.cli", "demo", "--dry-run", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert len(steps) == len(build_plan(DemoConfig(), tmp_path))
+    commands = script_commands(proc.stdout)
+    plan = build_plan(DemoConfig(), tmp_path)
+    assert len(commands) == len(plan)
+    assert proc.stdout.count("\n# --- ") == len({s.group for s in plan}), "one comment heads each group"
     recipes = set()
-    for step in steps:
-        argv = step["command"].split()
-        assert argv[0] == "omnidecision", step
+    for argv, step in zip(commands, plan, strict=True):
+        assert argv[0] == "omnidecision", argv
         opts = _options(argv[1:])
         if "--config" in opts:
             recipe = Path(opts.pop("--config") or "")
             assert recipe.is_file() and recipe.resolve().is_relative_to(CONFIGS.resolve()), step
             recipes.add(recipe.relative_to(CONFIGS).as_posix())
         unknown = set(opts) - PATHS - SIZES - SEEDS - ARM_SWITCHES
-        assert not unknown, f"{step['stage']} sets recipe values {unknown} that are not paths, sizes or seeds"
+        assert not unknown, f"{step.name} sets recipe values {unknown} that are not paths, sizes or seeds"
+        if step.budget_of:  # the step budget is read from the reference runs by the budget module
+            assert opts["--max_steps"].startswith("$(python -m omnidecision.pipeline.budget --recipe "), argv
     assert {"collect/synthetic-habits.yaml", "sft/tiny-cpu.yaml", "grpo/tiny-cpu-judge.yaml",
             "eval/synthetic-tiny-vllm.yaml", "eval/synthetic-habits-teacher.yaml"} <= recipes
 
@@ -62,11 +86,11 @@ def test_no_training_stage_reads_a_rule_label_but_oracle_sft(tmp_path):
     readers = [s.name for s in plan if any(r.startswith(oracle) for r in s.reads)]
     assert readers == ["oracle_sft"]
     assert PROVENANCE["oracle_sft"] == "rule"
-    assert all(PROVENANCE[a] in ("emitted", "emitted+reward") for a in ARMS if a != "oracle_sft")
+    assert all(PROVENANCE[a] in ("emitted", "emitted+reward") for a in SERVED if a != "oracle_sft")
     # the models the other arms start from never descend from oracle_sft
-    for arm in ARMS:
-        if arm != "oracle_sft":
-            assert not any("oracle_sft" in r for r in by_name[arm].reads), arm
+    for step in plan:
+        if step.arm and step.arm != "oracle_sft":
+            assert not any("oracle_sft" in r for r in step.reads), step.name
 
 
 def test_only_the_final_evaluations_read_the_test_suite(tmp_path):
@@ -79,10 +103,13 @@ def test_only_the_final_evaluations_read_the_test_suite(tmp_path):
         if not s.name.startswith(("synth-", "eval-", "compare", "view")):
             assert not any(test_suite in a for a in s.argv), s.name
     first_eval = min(i for i, n in enumerate(names) if n.startswith("eval-"))
-    assert all(names.index(a) < first_eval for a in ARMS)
-    # the compute-matched controls train for the post-SFT stages' wall time
+    trained = [s.name for s in plan if s.arm and not s.name.startswith(("eval-", "export-"))]
+    assert trained and all(names.index(a) < first_eval for a in trained)
+    # the compute-matched controls train for the rows judge training and grpo_judge (same replicate) consumed
     budgeted = {s.name: s.budget_of for s in plan if s.budget_of}
-    assert set(budgeted) == {"rft", "sft_plus"} and all("grpo_judge" in b for b in budgeted.values())
+    cfg = DemoConfig()
+    assert set(budgeted) == {f"{a}.r{k}" for a in ("rft", "sft_plus") for k in range(cfg.replicates)}
+    assert all(b == ("judge-train", f"grpo_judge.r{n.split('.r')[1]}") for n, b in budgeted.items())
 
 
 def test_steps_side_by_side_are_independent_and_budgets_come_from_earlier_groups(tmp_path):
@@ -92,7 +119,7 @@ def test_steps_side_by_side_are_independent_and_budgets_come_from_earlier_groups
     for step in plan:
         if step.group:
             groups.setdefault(step.group, []).append(step)
-    assert {"sft", "judge+grpo", "grpo+placebo", "controls", "eval"} <= set(groups)
+    assert {"sft", "judge+grpo", "rl", "controls", "eval"} <= set(groups)
     for name, steps in groups.items():
         idx = [position[s.name] for s in steps]
         assert idx == list(range(idx[0], idx[0] + len(idx))), f"group {name} is not contiguous"
@@ -100,10 +127,29 @@ def test_steps_side_by_side_are_independent_and_budgets_come_from_earlier_groups
             for b in steps:
                 if a is not b:  # nothing in a group reads what another step of the same group writes
                     assert not set(a.reads) & set(b.writes), (name, a.name, b.name)
-    for step in plan:  # a budget is the wall time of steps that finished before the step starts (another group)
-        for other in (*step.budget_of, *step.budget_less):
+    for step in plan:  # a budget is what steps consumed that finished before the step starts (another group)
+        for other in step.budget_of:
             assert position[other] < position[step.name]
             assert not step.group or plan[position[other]].group != step.group, (step.name, other)
-    # the stages whose wall time is the controls' budget run paired, as the controls do (same threads per stage)
-    assert all(len(groups[plan[position[k]].group]) == 2 for k in ("judge-train", "grpo_judge", "rft-select"))
-    assert len(groups["controls"]) == 2
+
+
+def test_every_post_sft_arm_is_replicated_with_distinct_seeds_on_the_same_test_tasks(tmp_path):
+    cfg = DemoConfig(replicates=3, seed=2)
+    plan = build_plan(cfg, tmp_path)
+    by_name = {s.name: s for s in plan}
+    for arm in ARMS:
+        evals = [s for s in plan if s.name.startswith("eval-") and s.arm == arm.name]
+        assert len(evals) == (3 if arm.replicated else 1), arm.name
+        # every replicate of the start is evaluated on the same test suite, the same number of tasks
+        assert len({(s.argv[s.argv.index("--tasks.path") + 1], tuple(s.argv[s.argv.index("--tasks.path") + 2:][:2]))
+                    for s in evals}) == 1
+        if arm.replicated:
+            seeds = [by_name[unit(arm, k)].argv[by_name[unit(arm, k)].argv.index("--seed") + 1] for k in range(3)]
+            assert len(set(seeds)) == 3 and seeds == [str(cfg.rl_seed(k)) for k in range(3)], (arm.name, seeds)
+    # rft's selection runs once per replicate with that replicate's seed, into its own folder
+    selects = [s for s in plan if s.argv[0] == "rft-select"]
+    assert len(selects) == 3 and len({s.writes[0] for s in selects}) == 3
+    # the references and the once-per-start stages are not replicated
+    assert sum(1 for s in plan if s.name == "judge-train") == 1
+    assert {s.name for s in plan if s.name in ("eval-teacher", "eval-rule", "eval-sft", "eval-oracle_sft")} == {
+        "eval-teacher", "eval-rule", "eval-sft", "eval-oracle_sft"}

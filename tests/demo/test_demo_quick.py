@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from omnidecision.demo import PLANNERS, pairs
+from omnidecision.pipeline.arms import pairs, planners
+
+PLANNERS = planners()
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -28,8 +30,13 @@ def test_quick_demo_writes_a_complete_summary(tmp_path):
         assert p["ci95"][0] <= p["accuracy"] <= p["ci95"][1]
     assert summary["planners"]["rule"]["accuracy"] >= 0.95  # the rule planner solves its own suite
     assert len(summary["paired_in_loop"]) == len(pairs())
-    assert {"collect-train", "harvest", "sft", "judge-train", "grpo_judge", "rft", "sft_plus"} <= set(
+    assert {"collect-train", "harvest", "sft", "judge-train", "grpo_judge.r0", "rft.r0", "sft_plus.r0"} <= set(
         summary["stage_wall_s"])
+    # every control consumed its reference's rows (within one of its batches), read from trainer_state.json
+    controls = {k: v for k, v in summary["budget"].items() if "reference" in v}
+    assert {"rft.r0", "sft_plus.r0"} <= set(controls) and all(v["matched"] for v in controls.values()), controls
+    assert summary["provenance"]["cpu"] and summary["provenance"]["libraries"]["torch"]
+    assert all(r["threads"] == 1 for r in summary["provenance"]["steps"].values())
     assert (out / "compare" / "compare.md").exists()
     # the harvest kept the teacher's emitted decisions of its judge-correct runs only, and the judge was trained
     assert 0 < summary["harvest"]["correct_runs"] < summary["harvest"]["runs"]

@@ -8,8 +8,14 @@ import json
 
 import pytest
 
-from omnidecision.demo import PLANNERS, DemoConfig, build_plan, pairs, pool, summarise, table, total_wall
+from omnidecision.pipeline.arms import ARMS, pairs, planners
+from omnidecision.pipeline.experiment import pool
+from omnidecision.pipeline.plan import DemoConfig, build_plan
+from omnidecision.pipeline.scheduler import total_wall
+from omnidecision.pipeline.summary import summarise, table, units
 from omnidecision.protocol.records import JudgeResult, RunRecord
+
+PLANNERS = planners()
 
 
 def _eval(folder, correct: list[bool]) -> None:
@@ -27,9 +33,12 @@ def _eval(folder, correct: list[bool]) -> None:
     (folder / "report.json").write_text(json.dumps(rep))
 
 
-def _demo_folder(root, correct: dict[str, list[bool]]):
-    for name in PLANNERS:
-        _eval(root / "eval" / name / "test", correct[name])
+def _demo_folder(root, correct: dict[str, list[bool]], cfg: DemoConfig | None = None, flip: set[str] = frozenset()):
+    """Evaluation folders of every arm's planners; `flip`: planners (arm.rK) whose outcomes are inverted."""
+    for arm in ARMS:
+        for _key, name in units(arm, cfg or DemoConfig.quick()):
+            _eval(root / "eval" / name / "test", [not c for c in correct[arm.name]] if name in flip
+                  else correct[arm.name])
     (root / "judge_eval.json").write_text(json.dumps({"n": 10, "positive": 6, "negative": 4, "auroc_closure": 0.61,
                                                       "auroc_judge": 0.74, "auroc_closure_plus_judge": 0.77}))
     (root / "data").mkdir()
@@ -46,7 +55,7 @@ CORRECT = {"teacher": [True, False, False, True], "sft": [True, False, False, Tr
 
 def test_summary_has_every_planner_the_pairs_and_the_judge(tmp_path):
     _demo_folder(tmp_path, CORRECT)
-    summary = summarise(tmp_path, DemoConfig.quick(), {"sft": 12.0, "judge-train": 5.0, "grpo_judge": 20.0})
+    summary = summarise(tmp_path, DemoConfig.quick(), {"sft": 12.0, "judge-train": 5.0, "grpo_judge.r0": 20.0})
     saved = json.loads((tmp_path / "summary.json").read_text())
     assert saved == summary
     assert saved["post_sft_budget_s"] == 25.0
@@ -101,7 +110,7 @@ def test_the_experiment_pools_seeds_paired_per_seed_and_task(tmp_path):
 
 
 def test_a_restart_keeps_the_wall_time_of_a_group_that_finished_whole(tmp_path, monkeypatch):
-    from omnidecision import demo
+    from omnidecision.pipeline import scheduler
 
     plan = [s for s in build_plan(DemoConfig.quick(), tmp_path) if s.group == "eval"][:2]
     for step in plan:
@@ -109,7 +118,41 @@ def test_a_restart_keeps_the_wall_time_of_a_group_that_finished_whole(tmp_path, 
             (tmp_path / w).mkdir(parents=True, exist_ok=True)
     times = {plan[0].name: 30.0, plan[1].name: 31.0, "group:eval": 32.0, "group:gone": 5.0}
     (tmp_path / "stage_wall_s.json").write_text(json.dumps(times))
-    monkeypatch.setattr(demo.Runner, "execute", lambda self, step, quiet=False: pytest.fail(f"ran {step.name}"))
-    kept = demo.run_plan(plan, tmp_path)
+    monkeypatch.setattr(scheduler.Runner, "execute", lambda self, step, quiet=False: pytest.fail(f"ran {step.name}"))
+    kept = scheduler.run_plan(plan, tmp_path)
     assert kept == {plan[0].name: 30.0, plan[1].name: 31.0, "group:eval": 32.0}
     assert total_wall(plan, kept) == 32.0
+
+
+def test_replicates_are_summarised_as_their_mean_and_kept_one_by_one(tmp_path):
+    cfg = DemoConfig.quick()
+    cfg.replicates = 2
+    # grpo_judge's second replicate inverts its outcomes: 4/4 and 0/4, mean 0.5
+    _demo_folder(tmp_path, CORRECT, cfg, flip={"grpo_judge.r1"})
+    summary = summarise(tmp_path, cfg, {})
+    p = summary["planners"]["grpo_judge"]
+    assert p["replicates"] == {"r0": 1.0, "r1": 0.0} and p["accuracy"] == 0.5 and p["n"] == 4
+    assert sum(p["outcomes"].values()) == 8  # every run of both replicates counted
+    nested = summary["outcomes_by_replicate"]
+    assert set(nested["grpo_judge"]["0"]) == {"r0", "r1"} and set(nested["sft"]["0"]) == {"r0"}
+    assert nested["grpo_judge"]["0"]["r1"] == {"t0": 0.0, "t1": 0.0, "t2": 0.0, "t3": 0.0}
+    # paired per task on the mean over replicates: sft solves t0, t3; grpo_judge's mean is 0.5 on every task
+    got = {(q["a"], q["b"]): q for q in summary["paired_in_loop"]}
+    assert got[("sft", "grpo_judge")]["delta"] == 0.0
+    assert "| grpo_judge | emitted+reward | 0.500 |" in table(summary)
+
+
+def test_a_step_that_finished_is_kept_when_a_later_step_of_its_group_fails(tmp_path):
+    import typer
+
+    from omnidecision.pipeline import scheduler
+    from omnidecision.pipeline.plan import Step
+
+    ok = Step("synth", ["tasks", "synth", "--n", "2", "--seed", "0", "--out", str(tmp_path / "t")], [],
+              [str(tmp_path / "t")], group="g")
+    bad = Step("harvest", ["harvest", str(tmp_path / "missing"), "--out", str(tmp_path / "d")], [],
+               [str(tmp_path / "d")], group="g")
+    with pytest.raises(typer.Exit):
+        scheduler.run_plan([ok, bad], tmp_path, jobs=1)
+    saved = json.loads((tmp_path / "stage_wall_s.json").read_text())
+    assert "synth" in saved and "harvest" not in saved  # a restart runs only the step that failed

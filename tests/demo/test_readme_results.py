@@ -1,13 +1,16 @@
 """The README's "Measured" experiment tables are the committed result file's, line for line: every planner row and
-every pooled paired row that `omnidecision.demo.experiment_table` renders from `docs/results/experiment.json` is in
-README.md (no figure in the README without its result file)."""
+every pooled paired row that `omnidecision.pipeline.experiment.experiment_table` renders from
+`docs/results/experiment.json` is in README.md (no figure in the README without its result file)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from omnidecision.demo import PLANNERS, experiment_table
+from omnidecision.pipeline.arms import planners
+from omnidecision.pipeline.experiment import experiment_table
+
+PLANNERS = planners()
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,125 @@
+"""The arm table: every planner the demo and the experiment train or evaluate, one row each.
+
+    python -c "from omnidecision.pipeline.arms import ARMS; print(*ARMS, sep='\\n')"
+
+A row names the arm, the stage that makes it (`kind`), the recipe that stage reads, where its training data comes
+from, its provenance (what the summary's "trained on" column says), the group it runs in beside others, and its
+budget rule. `omnidecision.pipeline.plan.build_plan` turns the table into commands; the summary derives its rows
+and pairs from it. Adding an arm is one row here plus its recipe under `configs/` (tests/demo/test_toy_arm.py).
+
+Kinds (one step builder each in plan.py):
+- `sft`: SFT from the untrained tiny planner on `data` (once per start);
+- `grpo`: GRPO from the SFT planner on the teacher's ledger states (`data`), replicated per start (RL seeds);
+- `control`: SFT continued from the SFT planner on `data`, for the rows its `budget` reference consumed,
+  replicated; `select_recipe` names a selection step that makes its data first (rft's best-of-K);
+- `reference`: no training; `recipe` is the evaluation recipe (teacher, rule).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+logger = logging.getLogger(__name__)
+
+Kind = Literal["sft", "grpo", "control", "reference"]
+SERVED_EVAL = "eval/synthetic-tiny-vllm.yaml"  # every trained planner is served by vLLM in the loop
+
+
+class Budget(BaseModel):
+    """A control trains for what its reference stages consumed, in optimizer rows (steps × batch × grad_accum,
+    read from each run's trainer_state.json: omnidecision/pipeline/budget.py), of the same start and replicate."""
+
+    model_config = ConfigDict(frozen=True)
+    reference: tuple[str, ...] = Field(description="the steps whose consumed rows add up to the control's budget "
+                                                   "(an arm of the same replicate, or a once-per-start step)")
+    unit: Literal["rows"] = "rows"
+    tolerance_rows: str = Field("batch", description="how far the control may miss: within one of its batches")
+
+
+class Arm(BaseModel):
+    """One planner of the pipeline (a row of the table)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    kind: Kind
+    recipe: str = Field(description="the stage's recipe, relative to configs/ (or an absolute path)")
+    data: str = Field("", description="training data, relative to the start's folder; `{rep}` = the replicate")
+    provenance: str = Field("-", description="what the arm learns from (the summary's 'trained on')")
+    group: str = Field("", description="steps of one group run side by side (`--jobs` at a time)")
+    budget: Budget | None = None
+    judge: bool = Field(False, description="the learned reward judge takes part in the reward")
+    select_recipe: str = Field("", description="a selection step (rft-select) that writes `data` first")
+    eval_recipe: str = SERVED_EVAL
+    baseline: bool = Field(False, description="every other arm is compared with it in the summary")
+
+    @property
+    def replicated(self) -> bool:
+        """Post-SFT arms are replicated per start (distinct RL seeds); sft, oracle_sft and references are not."""
+        return self.kind in ("grpo", "control")
+
+    @property
+    def served(self) -> bool:
+        return self.kind != "reference"
+
+
+# the post-SFT compute of grpo_judge: its judge's training and its GRPO run (the controls are charged both)
+GRPO_JUDGE_SPENT = Budget(reference=("judge-train", "grpo_judge"))
+
+ARMS: tuple[Arm, ...] = (
+    Arm(name="teacher", kind="reference", recipe="eval/synthetic-habits-teacher.yaml", baseline=True),
+    Arm(name="sft", kind="sft", recipe="sft/tiny-cpu.yaml", data="data/sft", provenance="emitted", group="sft"),
+    Arm(name="sft_plus", kind="control", recipe="sft/tiny-cpu-continue.yaml", data="data/sft", provenance="emitted",
+        group="controls", budget=GRPO_JUDGE_SPENT, baseline=True),
+    Arm(name="rft", kind="control", recipe="sft/tiny-cpu-continue.yaml", data="data-rft/r{rep}",
+        provenance="emitted+reward", group="controls", budget=GRPO_JUDGE_SPENT, judge=True,
+        select_recipe="grpo/tiny-cpu-judge.yaml", baseline=True),
+    Arm(name="grpo", kind="grpo", recipe="grpo/tiny-cpu.yaml", data="data/rl", provenance="emitted+reward",
+        group="judge+grpo"),
+    Arm(name="grpo_judge", kind="grpo", recipe="grpo/tiny-cpu-judge.yaml", data="data/rl",
+        provenance="emitted+reward", group="rl", judge=True),
+    Arm(name="grpo_shuffled", kind="grpo", recipe="grpo/tiny-cpu-judge-shuffled.yaml", data="data/rl",
+        provenance="emitted+reward", group="rl", judge=True),
+    # the named ceiling: the only arm that reads rule-planner labels (tests/demo/test_demo_plan.py)
+    Arm(name="oracle_sft", kind="sft", recipe="sft/tiny-cpu.yaml", data="data-oracle/sft", provenance="rule",
+        group="sft"),
+    Arm(name="rule", kind="reference", recipe="eval/synthetic-rule.yaml"),
+)
+# the order groups run in (a new group goes at the end of its kind's stages); eval runs last
+GROUP_ORDER = ("sft", "judge+grpo", "rl", "controls")
+# pairs of the summary beyond "every arm against each baseline": the placebo, and every post-SFT arm against its start
+# (a control that drifts below SFT would flatter every arm compared with it)
+EXTRA_PAIRS = (("grpo_shuffled", "grpo_judge"), ("grpo", "grpo_judge"), ("sft", "grpo"), ("sft", "grpo_judge"),
+               ("sft", "rft"), ("sft", "oracle_sft"))
+
+
+def served(arms: tuple[Arm, ...] = ARMS) -> tuple[str, ...]:
+    """The arms a vLLM server evaluates (everything trained), in table order."""
+    return tuple(a.name for a in arms if a.served)
+
+
+def planners(arms: tuple[Arm, ...] = ARMS) -> tuple[str, ...]:
+    """Every row of the summary, in table order."""
+    return tuple(a.name for a in arms)
+
+
+def provenance(arms: tuple[Arm, ...] = ARMS) -> dict[str, str]:
+    return {a.name: a.provenance for a in arms}
+
+
+def pairs(arms: tuple[Arm, ...] = ARMS) -> list[tuple[str, str]]:
+    """(a, b) pairs of the summary: every served arm against each baseline, then EXTRA_PAIRS among present arms."""
+    names = set(planners(arms))
+    baselines = sorted((b for b in arms if b.baseline), key=lambda b: b.kind == "reference")  # controls first
+    out = [(b.name, a) for b in baselines for a in served(arms) if a != b.name]
+    return out + [(a, b) for a, b in EXTRA_PAIRS if a in names and b in names]
+
+
+def by_name(arms: tuple[Arm, ...] = ARMS) -> dict[str, Arm]:
+    names = [a.name for a in arms]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"arm table: names {dup} appear more than once")
+    return {a.name: a for a in arms}

@@ -1,0 +1,125 @@
+"""`omnidecision demo` and `omnidecision experiment`: the pipeline on a CPU, offline, from an imperfect teacher.
+
+    omnidecision demo --out runs/demo              # = make demo (one start, a few RL replicates)
+    omnidecision demo --out runs/demo-q --quick    # a smaller smoke run (tests use it)
+    omnidecision demo --dry-run                    # the plan as a shell script (one command per line)
+    omnidecision experiment --config configs/experiment/default.yaml --out runs/experiment   # = make experiment
+
+The protocol, per start (arms.py has the table, plan.py the commands):
+1. the teacher with habits (configs/collect/synthetic-habits.yaml: an API planner's systematic failures) collects
+   train and dev; `harvest --label emitted` keeps the decisions it made in its judge-correct runs (no rule label);
+2. a tiny planner, SFT on those rows (`sft`); `oracle_sft`, the named ceiling arm, the same SFT on rule-planner labels
+   of every visited state (`harvest --label rule`), the only rule label in the demo;
+3. the learned reward judge (`judge train`) and its AUROC against the closure checks on dev (`judge eval`);
+4. GRPO from the SFT planner on the teacher's ledger states: `grpo` (closure checks), `grpo_judge` (checks + judge),
+   `grpo_shuffled` (the judge's scores shuffled within each group: the placebo), each replicated with its RL seed;
+5. the controls for the optimizer rows judge-train + grpo_judge consumed (same replicate): `sft_plus` (SFT further
+   on the SFT data) and `rft` (best-of-K decisions by the same reward, fine-tuned);
+6. every planner served by vLLM in the loop on the test suite; `teacher` and `rule` as reference rows.
+Writes OUT/summary.json, OUT/summary.md, OUT/steps.json, OUT/compare/, OUT/view/ and each evaluation's report.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import typer
+
+from omnidecision.pipeline.plan import DemoConfig, build_plan, needed, script
+
+logger = logging.getLogger(__name__)
+
+JOBS_HELP = "independent steps of one group run this many at a time, one job slot per core (1: one after another)"
+THREADS_HELP = "threads of every step, whatever runs beside it (fixed, so a rerun reproduces the numbers)"
+
+
+def demo(
+    out: Path = typer.Option(Path("runs/demo"), help="output folder (everything the demo makes goes here)"),
+    quick: bool = typer.Option(False, help="a small smoke run instead of the embedded default"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan as a shell script and stop"),
+    seed: int = typer.Option(0, help="seed of the suites, the teacher's draws and SFT (the start)"),
+    test_tasks: int | None = typer.Option(None, help="test suite size (default 60; quick 8)"),
+    sft_steps: int | None = typer.Option(None, help="override the SFT step budget"),
+    grpo_steps: int | None = typer.Option(None, help="override the GRPO steps"),
+    replicates: int | None = typer.Option(None, min=1, help="RL replicates per post-SFT arm (default 2; quick 1)"),
+    jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
+    threads: int = typer.Option(1, min=1, help=THREADS_HELP),
+    only: list[str] = typer.Option([], help="run only these steps and what they need (no summary), e.g. eval-rule"),
+) -> None:
+    """synth → collect (teacher with habits) → harvest → SFT → judge → GRPO arms → controls → eval, on CPU, offline."""
+    from omnidecision.pipeline.scheduler import run_plan
+    from omnidecision.pipeline.summary import summarise, table
+
+    cfg = DemoConfig.quick() if quick else DemoConfig()
+    cfg.seed, cfg.threads = seed, threads
+    cfg.test_tasks = test_tasks or cfg.test_tasks
+    cfg.sft_steps = sft_steps or cfg.sft_steps
+    cfg.grpo_steps = grpo_steps or cfg.grpo_steps
+    cfg.replicates = replicates or cfg.replicates
+    out = out.resolve()
+    plan = build_plan(cfg, out)
+    if dry_run:
+        print(script(plan, out), end="")
+        return
+    if only:
+        run_plan(needed(plan, only), out, jobs, threads)
+        return
+    times = run_plan(plan, out, jobs, threads)
+    summary = summarise(out, cfg, times)
+    text = table(summary) + ("\nEvery test-suite run of every planner, step by step (offline HTML): "
+                             "[view/index.html](view/index.html)\n")
+    (out / "summary.md").write_text("# omnidecision demo\n\n" + text, "utf-8")
+    print("\n" + text)
+    print(f"summary: {out / 'summary.json'}; reports and plots under {out / 'eval'}/*/")
+
+
+def experiment(
+    config: Path = typer.Option(Path(__file__).resolve().parents[2] / "configs" / "experiment" / "default.yaml",
+                                help="the experiment recipe (starts, replicates, sizes, planned contrasts)"),
+    out: Path = typer.Option(Path("runs/experiment"), help="one folder per start goes under it"),
+    seeds: str | None = typer.Option(None, "--seeds", "--starts", help="comma-separated starts (overrides the "
+                                                                      "recipe's)"),
+    replicates: int | None = typer.Option(None, min=1, help="RL replicates per start (overrides the recipe's)"),
+    test_tasks: int | None = typer.Option(None, help="test suite size per start (overrides the recipe's)"),
+    sft_steps: int | None = typer.Option(None, help="SFT steps per start (overrides the recipe's)"),
+    judge_steps: int | None = typer.Option(None, help="reward-judge training steps (overrides the recipe's)"),
+    results: Path | None = typer.Option(None, help="also write the pooled result here (e.g. "
+                                                   "docs/results/experiment.json)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print every start's plan as a shell script and stop"),
+    jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
+) -> None:
+    """The protocol over several starts with RL replicates, pooled; the recipe's planned contrasts first."""
+    from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
+    from omnidecision.pipeline.scheduler import run_plan
+    from omnidecision.pipeline.summary import _read, summarise
+
+    overrides = [f"{k}={v}" for k, v in (("replicates", replicates), ("test_tasks", test_tasks),
+                                         ("sft_steps", sft_steps), ("judge_steps", judge_steps)) if v is not None]
+    if seeds is not None:
+        overrides.append(f"starts=[{seeds}]")
+    try:
+        recipe = load_experiment(config, overrides)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--config") from exc
+    summaries, folders = [], []
+    for start in recipe.starts:
+        folder = (out / f"seed-{start}").resolve()
+        cfg = recipe.start_config(start)
+        if dry_run:
+            print(script(build_plan(cfg, folder), folder))
+            continue
+        if (folder / "summary.json").exists():  # a restarted experiment keeps the starts it finished (and summarises
+            # them again from their files, so the figures follow the current report and statistics code)
+            summaries.append(summarise(folder, cfg, _read(folder / "stage_wall_s.json")))
+        else:
+            times = run_plan(build_plan(cfg, folder), folder, jobs, recipe.threads)
+            summaries.append(summarise(folder, cfg, times))
+        folders.append(folder)
+    if dry_run:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    pooled = pool(summaries, folders, recipe, plot=out / "contrasts.png")
+    pooled["test_tasks_per_seed"] = recipe.test_tasks
+    write_result(pooled, out, results)
+    print(experiment_table(pooled))

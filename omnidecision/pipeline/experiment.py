@@ -1,0 +1,182 @@
+"""The experiment: the demo's protocol over several SFT starts with RL replicates, pooled, planned contrasts first.
+
+    omnidecision experiment --config configs/experiment/default.yaml --out runs/experiment   # = make experiment
+    omnidecision experiment --config configs/experiment/default.yaml --starts 0 --replicates 2 --dry-run
+
+The recipe (`ExperimentRecipe`, YAML under configs/experiment/) declares, before anything runs: the SFT starts,
+the RL replicates per start of every post-SFT arm, the suite sizes, the step counts, and the **planned contrasts**
+(`b-a`: accuracy(b) − accuracy(a)). Every other pair of the arm table is reported as exploratory with Holm-adjusted
+p-values (pipeline/contrasts.py). The result file holds per-(start, replicate, arm) per-task outcomes, each arm's
+consumed budget, the contrasts with their hierarchical intervals, and the CPU and library versions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from omnidecision.pipeline.arms import ARMS, pairs, planners
+from omnidecision.pipeline.plan import DemoConfig
+
+logger = logging.getLogger(__name__)
+
+
+class ExperimentRecipe(BaseModel):
+    """configs/experiment/*.yaml: what the experiment runs and which contrasts carry its claims."""
+
+    model_config = ConfigDict(extra="forbid")
+    starts: list[int] = Field(description="SFT starts: the seeds of suites, teacher draws and SFT", min_length=1)
+    replicates: int = Field(ge=1, description="RL replicates per start of every post-SFT arm (distinct RL seeds)")
+    train_tasks: int = Field(240, ge=1)
+    dev_tasks: int = Field(30, ge=1)
+    test_tasks: int = Field(ge=1, description="test tasks per start (every replicate of a start: the same tasks)")
+    sft_steps: int = Field(1200, ge=1)
+    sft_eval_steps: int = Field(250, ge=1)
+    judge_steps: int = Field(150, ge=1)
+    grpo_steps: int = Field(30, ge=1)
+    threads: int = Field(1, ge=1, description="threads of every step (fixed: a rerun reproduces)")
+    planned: list[str] = Field(min_length=1, description="contrasts `b-a` declared before the run")
+
+    @field_validator("starts")
+    @classmethod
+    def _distinct(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"starts must be distinct, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _contrasts_name_arms(self) -> ExperimentRecipe:
+        names = set(planners(ARMS))
+        for c in self.planned:
+            parts = c.split("-")
+            if len(parts) != 2 or not all(parts):
+                raise ValueError(f"planned contrast {c!r}: write it as `b-a` (e.g. grpo_judge-sft)")
+            unknown = [p for p in parts if p not in names]
+            if unknown:
+                raise ValueError(f"planned contrast {c!r}: {unknown} not in the arm table ({sorted(names)})")
+        return self
+
+    def contrasts(self) -> list[tuple[str, str]]:
+        """(a, b) per planned contrast `b-a`."""
+        return [(c.split("-")[1], c.split("-")[0]) for c in self.planned]
+
+    def start_config(self, start: int) -> DemoConfig:
+        return DemoConfig(train_tasks=self.train_tasks, dev_tasks=self.dev_tasks, test_tasks=self.test_tasks,
+                          sft_steps=self.sft_steps, sft_eval_steps=self.sft_eval_steps, judge_steps=self.judge_steps,
+                          grpo_steps=self.grpo_steps, seed=start, replicates=self.replicates, threads=self.threads)
+
+
+def load_experiment(path: Path, overrides: list[str] | None = None) -> ExperimentRecipe:
+    """Read a recipe; a bad file or field raises an error naming the file (YAML line) and the field."""
+    from omnidecision.collect.recipe import load_recipe
+
+    return load_recipe(path, overrides, model=ExperimentRecipe)
+
+
+DEFAULT_RECIPE = Path(__file__).resolve().parents[2] / "configs" / "experiment" / "default.yaml"
+
+
+def planned_contrasts(recipe: Path = DEFAULT_RECIPE) -> list[tuple[str, str]]:
+    """The planned contrasts (a, b) of the shipped experiment recipe: the demo reports the same ones at its start."""
+    return load_experiment(recipe).contrasts()
+
+
+def exploratory(planned: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every pair of the summary that is not planned (reported with Holm-adjusted p-values)."""
+    return [p for p in pairs(ARMS) if p not in planned]
+
+
+def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: ExperimentRecipe | None = None,
+         plot: Path | None = None) -> dict[str, Any]:
+    """Per-start accuracies, the pooled paired comparisons over every (start, task) unit, and (with a recipe) the
+    planned contrasts' hierarchical intervals over start → replicate → task."""
+    from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop
+    from omnidecision.pipeline.summary import per_task_mean
+
+    names = list(summaries[0]["planners"]) if summaries else list(planners(ARMS))
+    nested: dict[str, dict[str, Any]] = {n: {} for n in names}
+    for s in summaries:
+        for n in names:
+            nested[n].update(s["outcomes_by_replicate"][n])
+    correct: dict[str, dict[str, float]] = {n: {} for n in names}
+    for n in names:
+        for start, reps in nested[n].items():
+            correct[n].update({f"{start}:{t}": v for t, v in per_task_mean({start: reps}).items()})
+    per_seed = {n: [s["planners"][n]["accuracy"] for s in summaries] for n in names}
+    pooled = {n: round(sum(correct[n].values()) / len(correct[n]), 4) if correct[n] else None for n in names}
+    families: dict[str, dict[str, Any]] = {}
+    for s in summaries:
+        for n in names:
+            for f, v in s["planners"][n].get("by_family", {}).items():
+                cell = families.setdefault(f, {}).setdefault(n, {"n": 0, "correct": 0.0})
+                cell["n"] += v["n"]
+                cell["correct"] += (v["accuracy"] or 0.0) * v["n"]
+    by_family = {f: {n: round(c["correct"] / c["n"], 4) if c["n"] else None for n, c in cells.items()}
+                 | {"n": max(c["n"] for c in cells.values())} for f, cells in sorted(families.items())}
+    result = {
+        "seeds": [s["seed"] for s in summaries], "per_seed_accuracy": per_seed, "pooled_accuracy": pooled,
+        "pooled_by_family": by_family,
+        "pooled_n": {n: len(correct[n]) for n in names},
+        "pooled_paired": [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(ARMS)
+                          if a in correct and b in correct],
+        "per_seed_paired": {str(s["seed"]): s["paired_in_loop"] for s in summaries},
+        "judge_eval": [s["judge_eval"] for s in summaries],
+        "wall_s": [s["total_wall_s"] for s in summaries],
+        "per_replicate_accuracy": {n: {str(s["seed"]): s["planners"][n].get("replicates", {}) for s in summaries}
+                                   for n in names},
+        "budget": {str(s["seed"]): s.get("budget", {}) for s in summaries},
+        "provenance": [s.get("provenance") for s in summaries],
+        "outcomes": nested,
+    }
+    if recipe is not None:
+        planned = recipe.contrasts()
+        result["recipe"] = recipe.model_dump()
+        result["contrasts"] = contrast_section(nested, planned, exploratory(planned), plot=plot)
+    return result
+
+
+def contrast_rows(section: dict[str, Any]) -> list[str]:
+    rows = [f"Planned contrasts ({section['method']}; 95% interval over start → replicate → task):", "",
+            "| contrast | estimate | 95% interval | half-width | p | per-replicate Δ |", "|---|---|---|---|---|---|"]
+    for k, v in section["planned"].items():
+        reps = ", ".join(f"{r['delta']:+.3f}" for r in v.get("per_replicate", []))
+        rows.append(f"| {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] | {v['half_width']:.3f} | "
+                    f"{v['p_value']:.3g} | {reps} |")
+    if section.get("exploratory"):
+        rows += ["", "Exploratory (every other pair; Holm-adjusted p):", "",
+                 "| contrast | estimate | 95% interval | p (Holm) |", "|---|---|---|---|"]
+        for k, v in section["exploratory"].items():
+            rows.append(f"| {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] | {v['p_holm']:.3g} |")
+    return rows
+
+
+def experiment_table(pooled: dict[str, Any]) -> str:
+    from omnidecision.pipeline.summary import paired_rows
+
+    names = list(pooled["per_seed_accuracy"])
+    rows = ["| planner | " + " | ".join(f"seed {s}" for s in pooled["seeds"]) + " | pooled | n |",
+            "|---|" + "---|" * (len(pooled["seeds"]) + 2)]
+    for n in names:
+        accs = " | ".join("–" if a is None else f"{a:.3f}" for a in pooled["per_seed_accuracy"][n])
+        rows.append(f"| {n} | {accs} | {pooled['pooled_accuracy'][n]:.3f} | {pooled['pooled_n'][n]} |")
+    if pooled.get("contrasts"):
+        rows += ["", *contrast_rows(pooled["contrasts"])]
+    rows += ["", "Pooled over seeds, paired per (seed, task):", "", *paired_rows(pooled["pooled_paired"])]
+    rows += ["", "Pooled test accuracy per synthetic family (n tasks over all seeds):", "",
+             "| family | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for f, cells in pooled.get("pooled_by_family", {}).items():
+        rows.append(f"| {f} | {cells['n']} | " + " | ".join("–" if cells.get(n) is None else f"{cells[n]:.2f}"
+                                                          for n in names) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def write_result(pooled: dict[str, Any], out: Path, results: Path | None) -> None:
+    text = json.dumps(pooled, indent=2)
+    (out / "experiment.json").write_text(text, "utf-8")
+    if results is not None:
+        results.parent.mkdir(parents=True, exist_ok=True)
+        results.write_text(text, "utf-8")

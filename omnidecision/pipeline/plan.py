@@ -1,0 +1,282 @@
+"""The plan: the arm table (arms.py) at one SFT start, as a flat list of the project's own commands.
+
+    omnidecision demo --dry-run              # the plan as a shell script: one command per line, a comment per group
+    python -c "from omnidecision.pipeline.plan import *; print(script(build_plan(DemoConfig(), Path('runs/demo'))))"
+
+Each command runs a shipped recipe (`configs/...`) and overrides only paths, sizes (task counts, steps) and seeds
+(tests/demo/test_demo_plan.py checks it). Three synthetic suites with distinct seeds: TRAIN (collection, training),
+DEV (validation rows: SFT's best checkpoint and the judge's AUROC) and TEST (read only by the final evaluations).
+Post-SFT arms run `replicates` times with distinct RL seeds (`rl_seed`), all evaluated on the same test tasks;
+the controls' `--max_steps` is the budget rule's (plan.budget_argument: read from the reference runs'
+trainer_state.json when the control starts).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnidecision.pipeline.arms import ARMS, GROUP_ORDER, Arm, by_name
+
+logger = logging.getLogger(__name__)
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+BUDGET = "{budget_steps}"  # a control's --max_steps, resolved by the scheduler from its budget rule
+SELECT_GROUP = "rl"  # where selection steps (rft-select) run: beside the RL arms whose sampling they mirror
+
+
+@dataclass
+class DemoConfig:
+    """Sizes, steps and seeds of one SFT start. `quick` shrinks it for a smoke test."""
+
+    train_tasks: int = 240
+    dev_tasks: int = 30
+    test_tasks: int = 60  # make demo within 15 min on 2 cores (docs/findings.md); the experiment sizes its own
+    sft_steps: int = 1200  # from-scratch SFT budget (sft and oracle_sft); the best dev-loss checkpoint is kept
+    sft_eval_steps: int = 250
+    judge_steps: int = 150
+    grpo_steps: int = 30
+    seed: int = 0  # the start: suites, the teacher's draws, SFT
+    replicates: int = 2  # RL replicates per post-SFT arm at this start (distinct RL seeds)
+    threads: int = 1  # every step's thread count, whatever runs beside it (a rerun reproduces: scheduler.py)
+
+    @classmethod
+    def quick(cls) -> DemoConfig:
+        # 150 SFT steps: the fewest after which the tiny planner writes well-formed actions (rft-select needs some)
+        return cls(train_tasks=40, dev_tasks=8, test_tasks=8, sft_steps=150, sft_eval_steps=50, judge_steps=4,
+                   grpo_steps=2, replicates=1)
+
+    def rl_seed(self, rep: int) -> int:
+        """The seed of replicate `rep` of every post-SFT arm at this start: distinct per (start, replicate)."""
+        return self.seed * 1000 + rep
+
+
+@dataclass
+class Step:
+    """One command of the plan. `budget_of`: the steps whose consumed optimizer rows are the command's
+    `{budget_steps}` (a control trains for what the stage it controls consumed: pipeline/budget.py)."""
+
+    name: str
+    argv: list[str]
+    reads: list[str]
+    writes: list[str]
+    budget_of: tuple[str, ...] = ()
+    # runs beside the steps next to it with the same group (--jobs at a time, each with `threads` threads)
+    group: str = ""
+    arm: str = ""  # the arm (and replicate) this step trains, exports or evaluates
+    replicate: int | None = None
+    seeds: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return " ".join(["omnidecision", *self.argv])
+
+
+def unit(arm: Arm, rep: int | None) -> str:
+    """The name of one trained planner: the arm, and its replicate for a replicated arm (`grpo_judge.r1`)."""
+    return arm.name if rep is None else f"{arm.name}.r{rep}"
+
+
+def recipe_path(recipe: str) -> str:
+    path = Path(recipe)
+    return str(path if path.is_absolute() else CONFIGS / path)
+
+
+def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list[Step]:
+    """One start of the protocol as a list of commands (no state, no closures): what --dry-run prints and
+    `scheduler.run_plan` executes."""
+    table = by_name(arms)
+    o, m = str(out), f"{out}/models"
+    seeds = {"train": cfg.seed, "dev": cfg.seed + 1000, "test": cfg.seed + 2000}
+    sizes = {"train": cfg.train_tasks, "dev": cfg.dev_tasks, "test": cfg.test_tasks}
+    s = str(cfg.seed)
+    plan: list[Step] = []
+
+    def add(name: str, argv: list[str], reads: list[str], writes: list[str], **kw: Any) -> None:
+        plan.append(Step(name, argv, reads, writes, **kw))
+
+    # 1. suites, the teacher's collections, the harvests (emitted labels; rule labels only for oracle_sft)
+    for split in ("train", "dev", "test"):
+        add(f"synth-{split}", ["tasks", "synth", "--n", str(sizes[split]), "--seed", str(seeds[split]),
+                               "--out", f"{o}/tasks-{split}"], [], [f"{o}/tasks-{split}"], group="data")
+    for split in ("train", "dev"):
+        add(f"collect-{split}", ["collect", "--config", recipe_path("collect/synthetic-habits.yaml"),
+                                 "--tasks.path", f"{o}/tasks-{split}", "--out", f"{o}/collect-{split}",
+                                 "--backends.default.options.seed", s, "--no-progress"],
+            [f"{o}/tasks-{split}"], [f"{o}/collect-{split}"], group="collect")
+    runs = [f"{o}/collect-train", f"{o}/collect-dev"]
+    add("harvest", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "emitted",
+                    "--out", f"{o}/data"], runs, [f"{o}/data"], group="harvest")
+    if any(a.data.startswith("data-oracle") for a in arms):
+        add("harvest-oracle", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "rule",
+                               "--dedup", "--out", f"{o}/data-oracle"], runs, [f"{o}/data-oracle"], group="harvest")
+    add("tiny-planner", ["tiny-planner", "--out", f"{m}/untrained", "--data", f"{o}/data/sft", "--heads", "2"],
+        [f"{o}/data/sft"], [f"{m}/untrained"])
+
+    # 2-5. the trained arms, group by group; every trained planner is exported for serving
+    trained: list[tuple[Arm, int | None]] = []
+    groups = list(GROUP_ORDER) + sorted({a.group for a in arms if a.group not in GROUP_ORDER and a.served})
+    for group in groups:
+        start = len(plan)
+        if group == "judge+grpo" and any(a.judge for a in arms):
+            # the learned judge, on the teacher's (state, decision, what followed) rows: once per start
+            add("judge-train", ["judge", "train", "--data", f"{o}/data/rl", "--model", f"{m}/sft", "--out",
+                                f"{m}/judge", "--max-steps", str(cfg.judge_steps), "--seed", s],
+                [f"{o}/data/rl", f"{m}/sft"], [f"{m}/judge"], group=group, seeds={"judge": cfg.seed})
+        if group == "rl" and any(a.judge for a in arms):
+            add("judge-eval", ["judge", "eval", "--data", f"{o}/data/rl", "--split", "validation", "--judge",
+                               f"{m}/judge", "--out", f"{o}/judge_eval.json"], [f"{o}/data/rl", f"{m}/judge"],
+                [f"{o}/judge_eval.json"], group=group)
+        if group == SELECT_GROUP:  # the controls' selection steps (rft's best-of-K) beside the RL arms they mirror
+            for arm in (a for a in arms if a.select_recipe):
+                for rep in range(cfg.replicates) if arm.replicated else [None]:
+                    _select_step(add, arm, rep, cfg, o, m)
+        for arm in (a for a in arms if a.group == group and a.served):
+            for rep in range(cfg.replicates) if arm.replicated else [None]:
+                _arm_steps(add, arm, rep, cfg, o, m, table)
+                trained.append((arm, rep))
+        if group == "sft":  # the post-SFT stages start from the exported SFT planner
+            for arm in (a for a in arms if a.group == "sft" and a.served):
+                _export(add, unit(arm, None), m, "export-sft")
+        for step in plan[start:]:
+            step.group = step.group or group
+    for arm, rep in trained:
+        if arm.group != "sft":
+            _export(add, unit(arm, rep), m, "export")
+
+    # 6. in the loop on the test suite: every planner served by vLLM; the teacher and the rule planner as references
+    test = f"{o}/tasks-test"
+    reports = []
+    for arm, rep in trained:
+        name = unit(arm, rep)
+        add(f"eval-{name}", ["eval", "--config", recipe_path(arm.eval_recipe), "--name", name, "--tasks.path", test,
+                             "--tasks.limit", str(cfg.test_tasks), "--serve.model", f"{m}/{name}",
+                             "--out", f"{o}/eval/{name}/test", "--no-progress"],
+            [f"{m}/{name}", test], [f"{o}/eval/{name}/test"], group="eval", arm=arm.name, replicate=rep)
+        reports.append(f"{o}/eval/{name}/test")
+    for arm in (a for a in arms if not a.served):
+        add(f"eval-{arm.name}", ["eval", "--config", recipe_path(arm.recipe), "--tasks.path", test,
+                                 "--backends.default.options.seed", s, "--out", f"{o}/eval/{arm.name}/test",
+                                 "--no-progress"], [test], [f"{o}/eval/{arm.name}/test"], group="eval",
+            arm=arm.name, seeds={"teacher": cfg.seed})
+        reports.append(f"{o}/eval/{arm.name}/test")
+    add("compare", ["compare", *reports, "--out", f"{o}/compare", "--title", "Test suite: planners in the loop"],
+        reports, [f"{o}/compare"], group="report")
+    add("view", ["view", *reports, "--out", f"{o}/view"], reports, [f"{o}/view"], group="report")
+    return plan
+
+
+def _export(add: Any, name: str, m: str, group: str) -> None:
+    add(f"export-{name}", ["export", f"{m}/{name}-run", "--out", f"{m}/{name}"], [f"{m}/{name}-run"], [f"{m}/{name}"],
+        group=group)
+
+
+def _arm_steps(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m: str, table: dict[str, Arm]) -> None:
+    """The training steps of one arm (and replicate): one builder per kind."""
+    name = unit(arm, rep)
+    seed = cfg.seed if rep is None else cfg.rl_seed(rep)
+    data = f"{o}/{arm.data.format(rep=rep)}"
+    judge = [f"{m}/judge"] if arm.judge else []
+    meta = {"arm": arm.name, "replicate": rep, "seeds": {"train": seed}}
+    if arm.kind == "sft":
+        add(name, ["sft", "--config", recipe_path(arm.recipe), "--model_name_or_path", f"{m}/untrained",
+                   "--dataset_name", data, "--output_dir", f"{m}/{name}-run", "--max_steps", str(cfg.sft_steps),
+                   "--eval_steps", str(cfg.sft_eval_steps), "--save_steps", str(cfg.sft_eval_steps), "--seed",
+                   str(seed)], [f"{m}/untrained", data], [f"{m}/{name}-run"], **meta)
+    elif arm.kind == "grpo":
+        flags = ["--judge_path", judge[0]] if judge else []
+        add(name, ["grpo", "--config", recipe_path(arm.recipe), "--model_name_or_path", f"{m}/sft", "--dataset_name",
+                   data, "--output_dir", f"{m}/{name}-run", "--max_steps", str(cfg.grpo_steps), "--seed", str(seed),
+                   *flags], [f"{m}/sft", data, *judge], [f"{m}/{name}-run"], **meta)
+    elif arm.kind == "control":
+        if arm.budget is None:
+            raise ValueError(f"arm {arm.name!r}: a control needs a budget rule (arms.Budget)")
+        missing = [r for r in arm.budget.reference if r not in table and r != "judge-train"]
+        if missing:
+            raise ValueError(f"arm {arm.name!r}: budget reference {missing} is not an arm of the table")
+        ref = tuple(unit(table[r], rep) if r in table and table[r].replicated else r for r in arm.budget.reference)
+        add(name, ["sft", "--config", recipe_path(arm.recipe), "--model_name_or_path", f"{m}/sft", "--dataset_name",
+                   data, "--output_dir", f"{m}/{name}-run", "--max_steps", BUDGET, "--seed", str(seed)],
+            [f"{m}/sft", data], [f"{m}/{name}-run"], budget_of=ref, **meta)
+    else:
+        raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} trains nothing")
+
+
+def _select_step(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m: str) -> None:
+    """rft's data: K samples on as many states as GRPO's steps consume, best by the arm's reward (its recipe)."""
+    seed = cfg.seed if rep is None else cfg.rl_seed(rep)
+    data = f"{o}/{arm.data.format(rep=rep)}"
+    judge = [f"{m}/judge"] if arm.judge else []
+    flags = ["--judge_path", judge[0]] if judge else []
+    add(f"{unit(arm, rep)}-select", ["rft-select", "--config", recipe_path(arm.select_recipe), "--model", f"{m}/sft",
+                                     "--data", f"{o}/data/rl", "--val", f"{o}/data/sft", "--out", data, "--seed",
+                                     str(seed), *flags, "--match-steps", str(cfg.grpo_steps)],
+        [f"{m}/sft", f"{o}/data/rl", *judge], [data], arm=arm.name, replicate=rep, seeds={"train": seed})
+
+
+def needed(plan: list[Step], targets: list[str]) -> list[Step]:
+    """The steps `targets` need (themselves and, transitively, the steps that write what they read), in plan order:
+    a part of the plan that runs alone (`omnidecision demo --only eval-rule`)."""
+    by_write = {w: s for s in plan for w in s.writes}
+    known = {s.name: s for s in plan}
+    unknown = [t for t in targets if t not in known]
+    if unknown:
+        raise ValueError(f"no step named {unknown} in the plan (steps: {', '.join(known)})")
+    keep, todo = set(), list(targets)
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        keep.add(name)
+        step = known[name]
+        for r in (*step.reads, *(output_dir(known[b]).as_posix() for b in step.budget_of)):
+            writer = next((s for w, s in by_write.items() if r == w or r.startswith(w + "/")), None)
+            if writer is not None:
+                todo.append(writer.name)
+    return [s for s in plan if s.name in keep]
+
+
+def output_dir(step: Step) -> Path:
+    """The folder a training step writes (its trainer_state.json is there)."""
+    for flag in ("--output_dir", "--out"):
+        if flag in step.argv:
+            return Path(step.argv[step.argv.index(flag) + 1])
+    raise ValueError(f"step {step.name!r} names no output folder")
+
+
+def script(plan: list[Step], out: Path | None = None) -> str:
+    """The plan as a shell script a person can read and run: one command per line, a `#` comment heading each
+    group, paths under `$OUT` and `$CONFIGS`. A control's step budget is a command substitution that reads the
+    reference runs (pipeline/budget.py)."""
+    by = {s.name: s for s in plan}
+    prefixes = [(str(CONFIGS), "$CONFIGS")] + ([(str(out), "$OUT")] if out is not None else [])
+
+    def word(arg: str) -> str:
+        for prefix, var in prefixes:
+            if arg == prefix or arg.startswith(prefix + "/"):
+                return f'"{var}{arg[len(prefix):]}"' if any(c.isspace() for c in arg) else var + arg[len(prefix):]
+        return shlex.quote(arg)
+
+    lines = ["#!/usr/bin/env bash", "# One start of the omnidecision protocol (`omnidecision demo --dry-run`): every "
+             "step is one command; steps under one heading are independent.", "set -euo pipefail",
+             f"CONFIGS={shlex.quote(str(CONFIGS))}"]
+    if out is not None:
+        lines.append(f"OUT={shlex.quote(str(out))}")
+    lines.append("# every step with one thread, whatever runs beside it: a rerun reproduces (pipeline/scheduler.py)")
+    lines.append("export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0 OMP_WAIT_POLICY=PASSIVE")
+    current = None
+    for step in plan:
+        if step.group != current:
+            current = step.group
+            n = sum(1 for s in plan if s.group == current)
+            lines += ["", f"# --- {current or step.name}" + (f" ({n} steps, side by side)" if n > 1 else "")]
+        argv = [word(a) for a in step.argv]
+        if step.budget_of:
+            refs = " ".join(word(str(output_dir(by[r]))) for r in step.budget_of)
+            recipe = word(step.argv[step.argv.index("--config") + 1])
+            sub = f'"$(python -m omnidecision.pipeline.budget --recipe {recipe} {refs})"'
+            argv = [sub if a == BUDGET else w for a, w in zip(step.argv, argv, strict=True)]
+        lines.append(" ".join(["omnidecision", *argv]))
+    return "\n".join(lines) + "\n"

