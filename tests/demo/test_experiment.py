@@ -12,7 +12,7 @@ import pytest
 
 from omnidecision.pipeline.arms import ARMS
 from omnidecision.pipeline.budget import consumed, matched_steps
-from omnidecision.pipeline.contrasts import _fallback, contrast_section
+from omnidecision.pipeline.contrasts import contrast_section
 from omnidecision.pipeline.experiment import ExperimentRecipe, exploratory, load_experiment
 from omnidecision.pipeline.plan import CONFIGS, DemoConfig, build_plan, output_dir
 from omnidecision.pipeline.summary import budgets
@@ -120,15 +120,15 @@ def test_planned_contrasts_have_intervals_per_replicate_deltas_and_the_rest_holm
         contrast_section({"sft": sft}, [("sft", "grpo_judge")])
 
 
-def test_the_fallback_interval_widens_with_replicate_spread():
-    """TODO-merge: the local fallback counts replicate noise (the stats branch's module replaces it)."""
+def test_the_contrast_interval_widens_with_replicate_spread():
+    """The summary's contrasts count replicate noise: the same mean, replicates apart, gives a wider interval."""
     tasks = [1, 0] * 20
     a = _nested({"0": [tasks], "1": [tasks]})
     steady = _nested({"0": [[1] * 30 + [0] * 10] * 2, "1": [[1] * 30 + [0] * 10] * 2})
     spread = _nested({"0": [[1] * 40, [1] * 20 + [0] * 20], "1": [[1] * 40, [1] * 20 + [0] * 20]})
-    w_steady = _fallback(a, steady, n_boot=400)["half_width"]
-    w_spread = _fallback(a, spread, n_boot=400)["half_width"]
-    assert w_spread > w_steady
+    widths = [contrast_section({"sft": a, "grpo": b}, [("sft", "grpo")])["planned"]["grpo-sft"]["half_width"]
+              for b in (steady, spread)]
+    assert widths[1] > widths[0]
 
 
 def test_recipe_model_rejects_unknown_keys():
