@@ -29,6 +29,21 @@ def paired_in_loop(*args: Any, **kwargs: Any) -> dict[str, Any]:
     return impl(*args, **kwargs)
 
 
+def per_task_mean(nested: dict[str, Any]) -> dict[str, float]:
+    """task → mean over replicates (one start): what the paired per-task comparison reads."""
+    (reps,) = nested.values()
+    tasks = set.intersection(*(set(r) for r in reps.values()))
+    return {t: sum(r[t] for r in reps.values()) / len(reps) for t in sorted(tasks)}
+
+
+def paired_rows(paired: list[dict[str, Any]]) -> list[str]:
+    rows = ["| a | b | n | a only | b only | Δ (b − a) | 95% CI | p |", "|---|---|---|---|---|---|---|---|"]
+    for p in paired:
+        rows.append(f"| {p['a']} | {p['b']} | {p['n']} | {p['a_only']} | {p['b_only']} | {p['delta']:+.3f} | "
+                    f"[{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}] | {p['p_value']:.3g} |")
+    return rows
+
+
 def contrast_section(outcomes: Mapping[str, Nested], planned: list[tuple[str, str]],
                      exploratory: list[tuple[str, str]] = (), *, plot: Path | None = None, seed: int = 0,
                      n_boot: int = 2000) -> dict[str, Any]:

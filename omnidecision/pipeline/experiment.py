@@ -94,8 +94,7 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
          plot: Path | None = None) -> dict[str, Any]:
     """Per-start accuracies, the pooled paired comparisons over every (start, task) unit, and (with a recipe) the
     planned contrasts' hierarchical intervals over start → replicate → task."""
-    from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop
-    from omnidecision.pipeline.summary import per_task_mean
+    from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop, per_task_mean
 
     names = list(summaries[0]["planners"]) if summaries else list(planners(ARMS))
     nested: dict[str, dict[str, Any]] = {n: {} for n in names}
@@ -155,7 +154,7 @@ def contrast_rows(section: dict[str, Any]) -> list[str]:
 
 
 def experiment_table(pooled: dict[str, Any]) -> str:
-    from omnidecision.pipeline.summary import paired_rows
+    from omnidecision.pipeline.contrasts import paired_rows
 
     names = list(pooled["per_seed_accuracy"])
     rows = ["| planner | " + " | ".join(f"seed {s}" for s in pooled["seeds"]) + " | pooled | n |",

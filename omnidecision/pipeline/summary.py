@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.pipeline.arms import ARMS, Arm, pairs, planners
+from omnidecision.pipeline.contrasts import paired_rows, per_task_mean
 from omnidecision.pipeline.plan import DemoConfig, Step, build_plan, output_dir, unit
 from omnidecision.pipeline.scheduler import total_wall
 
@@ -84,13 +85,6 @@ def nested_outcomes(out: Path, cfg: DemoConfig, arms: tuple[Arm, ...] = ARMS) ->
     start = str(cfg.seed)
     return {arm.name: {start: {key: task_correct(out / "eval" / name / "test") for key, name in units(arm, cfg)}}
             for arm in arms}
-
-
-def per_task_mean(nested: dict[str, Any]) -> dict[str, float]:
-    """task → mean over replicates (one start): what the paired per-task comparison reads."""
-    (reps,) = nested.values()
-    tasks = set.intersection(*(set(r) for r in reps.values()))
-    return {t: sum(r[t] for r in reps.values()) / len(reps) for t in sorted(tasks)}
 
 
 def budgets(plan: list[Step]) -> dict[str, Any]:
@@ -159,14 +153,6 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
                                             n_boot=1000) if planned else None
     (out / "summary.json").write_text(json.dumps(summary, indent=2), "utf-8")
     return summary
-
-
-def paired_rows(paired: list[dict[str, Any]]) -> list[str]:
-    rows = ["| a | b | n | a only | b only | Δ (b − a) | 95% CI | p |", "|---|---|---|---|---|---|---|---|"]
-    for p in paired:
-        rows.append(f"| {p['a']} | {p['b']} | {p['n']} | {p['a_only']} | {p['b_only']} | {p['delta']:+.3f} | "
-                    f"[{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}] | {p['p_value']:.3g} |")
-    return rows
 
 
 def table(summary: dict[str, Any]) -> str:

@@ -36,6 +36,7 @@ def sft_start(tasks_dir, tmp_path_factory) -> Path:
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
+    from omnidecision.collect.options import CollectOptions
     from omnidecision.collect.runner import collect_runs
     from omnidecision.protocol.chat import BackendSpec
     from omnidecision.sft.config import parse_args as sft_args
@@ -46,7 +47,8 @@ def sft_start(tasks_dir, tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("env-sft")
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.25, "seed": 0})})
     asyncio.run(collect_runs(load_tasks(tasks_dir, "synthetic"), AgentConfig(digest_max_chars=1000), backends,
-                             work / "runs" / "trajectories.jsonl", samples=2, concurrency=8, progress=False))
+                             CollectOptions(out_file=work / "runs" / "trajectories.jsonl", samples=2, concurrency=8,
+                                            progress=False)))
     run_harvest([str(work / "runs")], work / "data", HarvestOptions(advancing_only=True, dedup=True,
                                                                     val_fraction=0.0, digest_max_chars=1000))
     untrained = build_tiny_planner(work / "untrained", texts=harvest_texts(work / "data" / "sft"), heads=2)
