@@ -94,13 +94,15 @@ def test_judge_train_dry_run_prints_the_command_a_run_starts(tmp_path):
     from omnidecision.launch import render, stage_command
 
     (tmp_path / "rl").mkdir()
-    args = ["--config", str(JUDGE), "--dataset_name", str(tmp_path / "rl"), "--output_dir", str(tmp_path / "j")]
+    # a start model that is not there (not the recipe's runs/demo default, which a demo run leaves behind)
+    args = ["--config", str(JUDGE), "--dataset_name", str(tmp_path / "rl"), "--output_dir", str(tmp_path / "j"),
+            "--model_name_or_path", str(tmp_path / "no-model")]
     res = CliRunner().invoke(app, ["judge", "train", *args, "--dry-run"])
     report = json.loads(res.stdout[res.stdout.index("{"):])
     assert report["resolved"]["training"]["output_dir"] == str(tmp_path / "j")
     assert report["would_run"] == [render(stage_command("judge", args))]
     assert report["would_run"][0].startswith(f"{sys.executable} -m omnidecision.rl.judge_train --config")
-    assert res.exit_code == 2  # the recipe's start model (runs/demo/models/sft) is not on this machine
+    assert res.exit_code == 2  # the start model is not there
     assert any(c["what"] == "model_name_or_path" and c["status"] == "error" for c in report["checks"])
 
 
