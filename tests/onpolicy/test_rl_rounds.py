@@ -68,7 +68,8 @@ def _mtimes(folder: Path) -> dict[str, float]:
 
 # ≈ 90 s on a quiet 2-core machine (two served collections, two GRPO runs, a judge refresh): slow. The fast suite
 # covers the RL round's parts: the own-states harvest (tests/collect/test_own_states.py), GRPO on state sources
-# (tests/rl/test_state_sources.py), the recipe check above, and the rounds' relabelling and recipes (tests/onpolicy/test_relabel.py).
+# (tests/rl/test_state_sources.py), the recipe check above, and the rounds' relabelling and recipes
+# (tests/onpolicy/test_relabel.py).
 @pytest.mark.slow
 @pytest.mark.vllm
 @pytest.mark.requires("vllm", "trl")
