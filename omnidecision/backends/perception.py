@@ -24,12 +24,12 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, SourceRef
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest
 from omnidecision.protocol.observations import Observation
-from omnidecision.protocol.secrets import check_env_name, check_options, check_url
+from omnidecision.protocol.secrets import EndpointSecrets
 from omnidecision.tasks.schema import Asset
 from omnidecision.tools.base import DecodedFrame
 from omnidecision.tools.media import audio_segment_wav, decode_frames, image_jpeg, video_duration
@@ -51,7 +51,7 @@ TOOL_PROMPTS: dict[str, str] = {
 }
 
 
-class PerceptionSpec(BaseModel):
+class PerceptionSpec(EndpointSecrets):
     """One perception endpoint (the `environment.perception.<tool>` part of a live recipe)."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # a refused key is never echoed
@@ -72,21 +72,6 @@ class PerceptionSpec(BaseModel):
     max_video_bytes: int = Field(20_000_000, ge=1, description="largest file sent whole as video_url")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="sent as is (e.g. mm_processor_kwargs)")
 
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str) -> str:
-        return check_env_name(value, "api_key_env") or value
-
-    @field_validator("base_url")
-    @classmethod
-    def _no_userinfo(cls, value: str | None) -> str | None:
-        return check_url(value, "base_url")
-
-    @field_validator("extra_body")
-    @classmethod
-    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_options(value, "extra_body")
-        return value
 
     def backend_spec(self) -> BackendSpec:
         # free text, no JSON schema; chat_template_kwargs are harmless to a VLM template

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from omnidecision.protocol.secrets import check_env_name, check_options, check_url
+from omnidecision.protocol.secrets import EndpointSecrets
 
 Role = Literal["decompose", "planner", "critic", "finalizer", "judge", "perception", "summarizer"]
 
@@ -63,7 +63,7 @@ class ChatBackend(Protocol):
     async def chat(self, request: ChatRequest) -> ChatResponse: ...
 
 
-class BackendSpec(BaseModel):
+class BackendSpec(EndpointSecrets):
     """Where one role's model lives. kind="openai": any OpenAI-compatible endpoint (vLLM, OpenAI, Gemini);
     kind="teacher": the scripted teacher (synthetic tasks); other kinds are registered by name
     (`backends.factory.BACKEND_KINDS`). The key stays in the environment: `api_key_env` names a variable, and no
@@ -92,18 +92,3 @@ class BackendSpec(BaseModel):
     max_concurrency: int = 64
     options: dict[str, Any] = Field(default_factory=dict)  # kind-specific (e.g. teacher noise knobs)
 
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str) -> str:
-        return check_env_name(value, "api_key_env") or value
-
-    @field_validator("base_url")
-    @classmethod
-    def _no_userinfo(cls, value: str | None) -> str | None:
-        return check_url(value, "base_url")
-
-    @field_validator("options")
-    @classmethod
-    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_options(value, "options")
-        return value

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # option names that hold a credential, and values that look like one (API keys of the common providers, bearer
 # tokens, JWTs): refused in backend options, which are written to manifest.json
@@ -125,3 +127,28 @@ def _redact_obj(value: Any, keys: list[str]) -> Any:
     if isinstance(value, list):
         return [_redact_obj(v, keys) for v in value]
     return value
+
+
+class EndpointSecrets(BaseModel):
+    """The checks every endpoint spec (chat backends, perception, search) runs on the fields a user pastes a key into:
+    `api_key_env` must be a variable name, `base_url` carries no userinfo, and `options` / `extra_body` hold no
+    credential. A spec inherits them; a field it lacks is skipped (`check_fields=False`)."""
+
+    # a refused value is never echoed back (pydantic would print `input_value=...` in the error)
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    @field_validator("api_key_env", check_fields=False)
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        return check_env_name(value, "api_key_env")
+
+    @field_validator("base_url", check_fields=False)
+    @classmethod
+    def _no_userinfo(cls, value: str | None) -> str | None:
+        return check_url(value, "base_url")
+
+    @field_validator("options", "extra_body", check_fields=False)
+    @classmethod
+    def _no_credentials(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        check_options(value, info.field_name or "options")
+        return value

@@ -27,10 +27,10 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from omnidecision.protocol.secrets import check_env_name, check_options, check_url, redact, secrets_from_env
+from omnidecision.protocol.secrets import EndpointSecrets, redact, secrets_from_env
 from omnidecision.tools.base import SearchHit
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class SearchError(RuntimeError):
     """A search backend could not answer (after its retries); the message names the backend and the reason."""
 
 
-class SearchSpec(BaseModel):
+class SearchSpec(EndpointSecrets):
     """One search backend of a live environment (the `environment.search` part of a recipe)."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # a refused key is never echoed
@@ -62,21 +62,6 @@ class SearchSpec(BaseModel):
     max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
     options: dict[str, Any] = Field(default_factory=dict, description="extra request parameters of the API")
 
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        return check_env_name(value, "api_key_env")
-
-    @field_validator("base_url")
-    @classmethod
-    def _no_userinfo(cls, value: str | None) -> str | None:
-        return check_url(value, "base_url")
-
-    @field_validator("options")
-    @classmethod
-    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_options(value, "options")
-        return value
 
     def url(self) -> str | None:
         return (self.base_url or DEFAULT_URLS.get(self.kind) or "").rstrip("/") or None
