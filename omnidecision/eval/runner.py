@@ -65,6 +65,10 @@ def load_eval_recipe(path: str | Path, overrides: list[str] | None = None) -> Ev
 def maybe_serve(recipe: EvalRecipe) -> Iterator[dict[str, BackendSpec]]:
     """Yield the role → BackendSpec map, with the `serve.roles` pointed at a vLLM server started here."""
     specs = dict(recipe.backends)
+    local = specs.get("planner")
+    if local is not None and local.kind == "local" and (
+            why := system_prompt_mismatch(local.model, recipe.agent.planner_system_prompt)):
+        logger.warning("train/serve parity: %s", why)
     if recipe.serve is None:
         yield specs
         return
@@ -144,13 +148,15 @@ def environment_problem(recipe: EvalRecipe) -> str | None:
 
 
 def planner_folders(recipe: EvalRecipe) -> list[str]:
-    """The folders the `serve:` block serves as planners: every LoRA adapter, and the model itself unless it is only
-    the hub base the adapters ride on (a local model folder is checked: it may be a trained planner)."""
+    """The planner folders the eval runs: what the `serve:` block serves (every LoRA adapter, and the model itself
+    unless it is only the hub base the adapters ride on: a local model folder is checked, it may be a trained
+    planner), and every model a backend of kind `local` decodes in-process (backends/local.py)."""
+    in_process = sorted({spec.model for spec in recipe.backends.values() if spec.kind == "local" and spec.model})
     if recipe.serve is None:
-        return []
+        return in_process
     model = recipe.serve.model
     loras = list(recipe.serve.loras.values())
-    return [*([model] if not loras or Path(model).is_dir() else []), *loras]
+    return [*([model] if not loras or Path(model).is_dir() else []), *loras, *in_process]
 
 
 def training_tasks(recipe: EvalRecipe) -> tuple[dict[str, set[str]], dict[str, str], list[str]]:

@@ -25,7 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field
 logger = logging.getLogger(__name__)
 
 Kind = Literal["sft", "grpo", "control", "reference"]
-SERVED_EVAL = "eval/synthetic-tiny-vllm.yaml"  # every trained planner is served by vLLM in the loop
+# every trained planner is decoded in-process in the loop (backends/local.py: no vLLM start per replicate); the SFT
+# planner of each start is also served by vLLM, and the summary's `serving_parity` compares the two decision by
+# decision (docs/findings.md, "In-process evaluation")
+PLANNER_EVAL = "eval/synthetic-tiny-local.yaml"
+PARITY_EVAL = "eval/synthetic-tiny-vllm.yaml"
+PARITY_ARM = "sft"
 
 
 class Budget(BaseModel):
@@ -52,7 +57,7 @@ class Arm(BaseModel):
     budget: Budget | None = None
     judge: bool = Field(False, description="the learned reward judge takes part in the reward")
     select_recipe: str = Field("", description="a selection step (rft-select) that writes `data` first")
-    eval_recipe: str = SERVED_EVAL
+    eval_recipe: str = PLANNER_EVAL
     baseline: bool = Field(False, description="every other arm is compared with it in the summary")
 
     @property
@@ -96,7 +101,7 @@ EXTRA_PAIRS = (("grpo_shuffled", "grpo_judge"), ("grpo", "grpo_judge"), ("sft", 
 
 
 def served(arms: tuple[Arm, ...] = ARMS) -> tuple[str, ...]:
-    """The arms a vLLM server evaluates (everything trained), in table order."""
+    """The arms a trained planner drives in the loop (everything but the references), in table order."""
     return tuple(a.name for a in arms if a.served)
 
 

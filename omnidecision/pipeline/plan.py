@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omnidecision.pipeline.arms import ARMS, GROUP_ORDER, Arm, by_name
+from omnidecision.pipeline.arms import ARMS, GROUP_ORDER, PARITY_ARM, PARITY_EVAL, Arm, by_name
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,15 @@ class Step:
 
     def line(self) -> str:
         return " ".join(["omnidecision", *self.argv])
+
+
+def model_flag(recipe: str) -> str:
+    """The override that points an eval recipe at one planner folder: its `serve.model` when it serves one with vLLM,
+    else its in-process planner backend's `backends.planner.model`."""
+    import yaml
+
+    return "--serve.model" if yaml.safe_load(Path(recipe_path(recipe)).read_text("utf-8")).get("serve") else \
+        "--backends.planner.model"
 
 
 def unit(arm: Arm, rep: int | None) -> str:
@@ -146,16 +155,23 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
         if arm.group != "sft":
             _export(add, unit(arm, rep), m, "export")
 
-    # 6. in the loop on the test suite: every planner served by vLLM; the teacher and the rule planner as references
+    # 6. in the loop on the test suite: every trained planner (in-process: arms.PLANNER_EVAL), the SFT planner once
+    # more served by vLLM (the serving-parity check), the teacher and the rule planner as references
     test = f"{o}/tasks-test"
     reports = []
     for arm, rep in trained:
         name = unit(arm, rep)
         add(f"eval-{name}", ["eval", "--config", recipe_path(arm.eval_recipe), "--name", name, "--tasks.path", test,
-                             "--tasks.limit", str(cfg.test_tasks), "--serve.model", f"{m}/{name}",
+                             "--tasks.limit", str(cfg.test_tasks), model_flag(arm.eval_recipe), f"{m}/{name}",
                              "--out", f"{o}/eval/{name}/test", "--no-progress"],
             [f"{m}/{name}", test], [f"{o}/eval/{name}/test"], group="eval", arm=arm.name, replicate=rep)
         reports.append(f"{o}/eval/{name}/test")
+    if any(arm.name == PARITY_ARM for arm, _ in trained):
+        add(f"eval-{PARITY_ARM}.vllm", ["eval", "--config", recipe_path(PARITY_EVAL), "--name", f"{PARITY_ARM}.vllm",
+                                        "--tasks.path", test, "--tasks.limit", str(cfg.test_tasks),
+                                        model_flag(PARITY_EVAL), f"{m}/{PARITY_ARM}",
+                                        "--out", f"{o}/eval/{PARITY_ARM}.vllm/test", "--no-progress"],
+            [f"{m}/{PARITY_ARM}", test], [f"{o}/eval/{PARITY_ARM}.vllm/test"], group="eval")  # a check, not an arm
     for arm in (a for a in arms if not a.served):
         add(f"eval-{arm.name}", ["eval", "--config", recipe_path(arm.recipe), "--tasks.path", test,
                                  "--backends.default.options.seed", s, "--out", f"{o}/eval/{arm.name}/test",

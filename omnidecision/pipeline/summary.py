@@ -151,8 +151,21 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
     explore = [p for p in pairs(arms) if p not in planned]
     summary["contrasts"] = contrast_section(nested, planned, explore, plot=out / "contrasts.png",
                                             n_boot=1000) if planned else None
+    summary["serving_parity"] = serving_parity(out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2), "utf-8")
     return summary
+
+
+def serving_parity(out: Path) -> dict[str, Any] | None:
+    """The SFT planner's test runs served by vLLM against the same planner decoded in-process (what every arm is
+    evaluated with), decision by decision (omnidecision/eval/agreement.py); None when either is missing."""
+    from omnidecision.eval.agreement import decision_agreement
+    from omnidecision.pipeline.arms import PARITY_ARM
+
+    served, local = out / "eval" / f"{PARITY_ARM}.vllm" / "test", out / "eval" / PARITY_ARM / "test"
+    if not ((served / "trajectories.jsonl").is_file() and (local / "trajectories.jsonl").is_file()):
+        return None
+    return {"planner": PARITY_ARM, "served": "vllm", "in_process": "local", **decision_agreement(served, local)}
 
 
 def table(summary: dict[str, Any]) -> str:
@@ -182,6 +195,11 @@ def table(summary: dict[str, Any]) -> str:
 
         rows += ["", "One start resolves nothing: these intervals count replicates and tasks, not the variance "
                      "between SFT starts (`make experiment` does).", "", *contrast_rows(summary["contrasts"])]
+    sp = summary.get("serving_parity")
+    if sp:
+        rows += ["", f"Serving parity: the {sp['planner']} planner served by vLLM and decoded in-process (how every "
+                     f"planner is evaluated) took the same decision at {sp['steps_identical']} of {sp['steps']} steps; "
+                     f"{sp['runs_identical']} of {sp['runs']} test runs identical throughout."]
     j = summary.get("judge_eval")
     if j:
         rows += ["", f"Learned judge on dev decisions (n {j['n']}, {j['positive']} moved the ledger): AUROC judge "

@@ -204,6 +204,26 @@ def build_tiny_planner(
     return out
 
 
+def widen_weights(planner: str | Path, out_dir: str | Path, *, seed: int = 0, std: float = 0.15) -> Path:
+    """`planner` with every weight matrix redrawn N(0, std): greedy decisions that depend on the state. A
+    from-scratch init's near-uniform logits repeat one token in every state, so any two decoders would agree on it;
+    parity tests need a planner that can disagree."""
+    import torch
+
+    from omnidecision.modeling import load_planner
+
+    model, tok = load_planner(planner)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2:
+                param.copy_(torch.randn(param.shape, generator=gen) * std)
+    out = Path(out_dir)
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return out
+
+
 # Published Qwen3 shapes (the models' config.json: sizes only; the weights here are random). All three tie or untie
 # the embeddings as the originals do; the vocabulary is Qwen3's embedding size (151,936 rows).
 SHAPES: dict[str, dict[str, Any]] = {

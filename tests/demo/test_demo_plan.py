@@ -17,7 +17,7 @@ SERVED = served()
 
 # option -> why the demo may set it: a path, a size, a seed, or the switch that defines an arm
 PATHS = {"--out", "--tasks.path", "--model_name_or_path", "--dataset_name", "--output_dir", "--data", "--model",
-         "--val", "--judge_path", "--judge", "--serve.model", "--validation-from"}
+         "--val", "--judge_path", "--judge", "--serve.model", "--backends.planner.model", "--validation-from"}
 SIZES = {"--n", "--match-steps", "--tasks.limit", "--max_steps", "--max-steps", "--eval_steps", "--save_steps",
          "--max_train_seconds"}
 SEEDS = {"--seed", "--backends.default.options.seed"}

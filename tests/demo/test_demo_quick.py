@@ -38,6 +38,10 @@ def test_quick_demo_writes_a_complete_summary(tmp_path):
     assert summary["provenance"]["cpu"] and summary["provenance"]["libraries"]["torch"]
     assert all(r["threads"] == 1 for r in summary["provenance"]["steps"].values())
     assert (out / "compare" / "compare.md").exists()
+    # every planner was decoded in-process; the SFT planner also served by vLLM took the same decision at every step
+    parity = summary["serving_parity"]
+    assert parity["runs"] == summary["config"]["test_tasks"] and parity["steps"] > 0
+    assert parity["steps_identical"] == parity["steps"], parity["first_differences"]
     # the harvest kept the teacher's emitted decisions of its judge-correct runs only, and the judge was trained
     assert 0 < summary["harvest"]["correct_runs"] < summary["harvest"]["runs"]
     assert summary["judge_eval"]["n"] > 0

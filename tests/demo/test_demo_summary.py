@@ -81,10 +81,10 @@ def test_total_wall_counts_steps_side_by_side_once(tmp_path):
     plan = build_plan(DemoConfig.quick(), tmp_path)
     times = {s.name: 10.0 for s in plan}
     evals = [s.name for s in plan if s.group == "eval"]
-    assert len(evals) == 9
+    assert len(evals) == 10 and "eval-sft.vllm" in evals  # one per planner (one replicate), and sft served by vLLM
     alone = total_wall(plan, times)  # --jobs 1: no group recorded, every step counts
     assert alone == 10.0 * len(plan)
-    times["group:eval"] = 25.0  # the nine evaluations took 25 s side by side
+    times["group:eval"] = 25.0  # the ten evaluations took 25 s side by side
     assert total_wall(plan, times) == alone - 10.0 * len(evals) + 25.0
 
 

@@ -65,4 +65,4 @@ def test_a_toy_trained_arm_is_one_row_plus_its_recipe(tmp_path):
     assert plan[names.index("sft_slow")].group == "sft"  # beside sft and oracle_sft
     assert ("sft_plus", "sft_slow") in pairs((*ARMS, toy)) and ("teacher", "sft_slow") in pairs((*ARMS, toy))
     eval_step = plan[names.index("eval-sft_slow")]
-    assert eval_step.argv[eval_step.argv.index("--serve.model") + 1] == f"{tmp_path}/models/sft_slow"
+    assert eval_step.argv[eval_step.argv.index("--backends.planner.model") + 1] == f"{tmp_path}/models/sft_slow"

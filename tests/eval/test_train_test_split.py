@@ -155,3 +155,14 @@ def test_eval_on_held_out_tasks_runs(harvested, synth_dir, tmp_path):
     rep = run_eval(eval_recipe_from_dict(data), progress=False,
                    specs={"default": BackendSpec(kind="teacher", options={"seed": 1})})
     assert rep["train_overlap"]["known"] and rep["train_overlap"]["overlap"] == 0 and rep["n"] == 8
+
+
+def test_eval_refuses_an_in_process_planner_on_its_training_tasks(harvested, synth_dir, tmp_path):
+    """A planner decoded in-process (backend kind `local`) is checked like a served one."""
+    _, train_ids = harvested
+    planner = _planner(tmp_path / "planner", train_ids)
+    data = teacher_recipe(synth_dir, tmp_path / "eval").model_dump(mode="json")
+    data["backends"]["planner"] = {"kind": "local", "model": str(planner)}
+    with pytest.raises(RecipeError, match=r"8 of the 16 evaluated tasks are among the served planner's training"):
+        run_eval(eval_recipe_from_dict({**data, "plots": False}), progress=False)
+    assert not (tmp_path / "eval").exists()

@@ -15,10 +15,12 @@ run in float32 (vLLM's `auto` would halve a float32 checkpoint).
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from pathlib import Path
 
 import httpx
+import jsonschema
 import pytest
 
 from omnidecision.modeling import CHAT_TEMPLATE_KWARGS
@@ -28,6 +30,9 @@ from omnidecision.synthetic.states import random_ledger
 pytestmark = [pytest.mark.vllm, pytest.mark.requires("vllm", "peft")]
 
 N_STATES, MAX_TOKENS = 12, 24
+SCHEMA_MAX_TOKENS = 96  # the eval recipes' planner max_tokens: long enough for a whole action
+# the eval recipes' structured-output flags (configs/eval/synthetic-tiny-vllm.yaml)
+STRUCTURED = ["--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
 
 
 def _lora(base: Path, out: Path, seed: int) -> Path:
@@ -47,42 +52,31 @@ def _lora(base: Path, out: Path, seed: int) -> Path:
     return out
 
 
-def _wide_planner(base: Path, out: Path, seed: int) -> Path:
-    """`base` with every weight matrix redrawn N(0, 0.15): greedy decisions that depend on the state."""
-    import torch
-
-    from omnidecision.modeling import load_planner
-
-    model, tok = load_planner(base)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() >= 2:
-                param.copy_(torch.randn(param.shape, generator=gen) * 0.15)
-    model.save_pretrained(str(out))
-    tok.save_pretrained(str(out))
-    return out
-
-
 @pytest.fixture(scope="module")
 def served(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     """(exported planner, adapter on it, the server): `planner` = the export, `tuned` = the adapter."""
     from omnidecision.export import export
     from omnidecision.serving.vllm_server import VLLMServer
+    from omnidecision.synthetic.tiny import widen_weights
 
     work = tmp_path_factory.mktemp("parity")
-    planner = _wide_planner(tiny_model_dir, work / "planner", seed=0)
+    planner = widen_weights(tiny_model_dir, work / "planner", seed=0)
     exported = export(_lora(planner, work / "sft-adapter", seed=1), work / "exported", merge=True)
     adapter = _lora(exported, work / "tuned-adapter", seed=2)
     with VLLMServer(exported, served_name="planner", lora_modules={"tuned": str(adapter)}, max_model_len=4096,
-                    max_lora_rank=8, extra_args=["--dtype", "float32"]) as server:
+                    max_lora_rank=8, extra_args=["--dtype", "float32", *STRUCTURED]) as server:
         yield exported, adapter, server
 
 
 @pytest.fixture(scope="module")
-def states() -> list[list[dict[str, str]]]:
+def ledgers() -> list:
     rng = random.Random(7)
-    return [render_planner_messages(random_ledger(rng)) for _ in range(N_STATES)]
+    return [random_ledger(rng) for _ in range(N_STATES)]
+
+
+@pytest.fixture(scope="module")
+def states(ledgers) -> list[list[dict[str, str]]]:
+    return [render_planner_messages(state) for state in ledgers]
 
 
 def _transformers(path: Path, prompts: list[list[dict[str, str]]]) -> list[list[int]]:
@@ -105,20 +99,26 @@ def _transformers(path: Path, prompts: list[list[dict[str, str]]]) -> list[list[
     return out
 
 
-def _vllm(server, model: str, prompts: list[list[dict[str, str]]]) -> tuple[list[list[int]], list[int]]:
+def _vllm(server, model: str, prompts: list[list[dict[str, str]]], schemas: list[dict] | None = None,
+          max_tokens: int = MAX_TOKENS) -> tuple[list[list[int]], list[int]]:
     """Greedy token ids per prompt from the server's chat endpoint, and the prompt token counts it reports. The
-    requests go out together (vLLM batches them, as under the agent's concurrency): one batch, not N round trips."""
+    requests go out together (vLLM batches them, as under the agent's concurrency): one batch, not N round trips.
+    `schemas`: a JSON schema per prompt, sent as the agent sends it (`response_format`)."""
 
-    async def one(client: httpx.AsyncClient, messages: list[dict[str, str]]) -> dict:
-        res = await client.post("/chat/completions", json={
-            "model": model, "messages": messages, "temperature": 0.0, "max_tokens": MAX_TOKENS,
-            "logprobs": True, "return_tokens_as_token_ids": True, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS})
+    async def one(client: httpx.AsyncClient, messages: list[dict[str, str]], schema: dict | None) -> dict:
+        body = {"model": model, "messages": messages, "temperature": 0.0, "max_tokens": max_tokens,
+                "logprobs": True, "return_tokens_as_token_ids": True, "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+        if schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "planner_output",
+                                                                              "schema": schema}}
+        res = await client.post("/chat/completions", json=body)
         res.raise_for_status()
         return res.json()
 
     async def main() -> list[dict]:
         async with httpx.AsyncClient(base_url=server.base_url, timeout=300) as client:
-            return await asyncio.gather(*[one(client, m) for m in prompts])
+            return await asyncio.gather(*[one(client, m, s) for m, s in zip(prompts, schemas or [None] * len(prompts),
+                                                                            strict=True)])
 
     bodies = asyncio.run(main())
     ids = [[int(t["token"].removeprefix("token_id:")) for t in b["choices"][0]["logprobs"]["content"]] for b in bodies]
@@ -145,3 +145,31 @@ def test_a_lora_adapter_changes_vllm_decisions_as_peft_applies_it(served, states
     changed = sum(a != b for a, b in zip(base_ids, tuned_ids, strict=True))
     assert changed >= N_STATES // 2, changed
     assert tuned_ids == _transformers(adapter, states)  # base + adapter through PEFT: the same decisions
+
+
+def test_the_in_process_planner_decides_as_vllm_under_the_action_schema(served, ledgers, states) -> None:
+    """The `local` backend (transformers + xgrammar, backends/local.py) against vLLM's structured outputs, token for
+    token, with each state's action space as the schema: the guarantee behind evaluating replicates in-process."""
+    exported, _, server = served
+    from omnidecision.agent.action_space import ledger_action_schema
+    from omnidecision.backends.local import LocalPlannerBackend
+    from omnidecision.protocol.actions import parse_planner_output
+    from omnidecision.protocol.chat import BackendSpec, ChatRequest
+
+    schemas = [ledger_action_schema(state, None) for state in ledgers]
+    local = LocalPlannerBackend(BackendSpec(kind="local", model=str(exported), temperature=0.0,
+                                            max_tokens=SCHEMA_MAX_TOKENS))
+    requests = [ChatRequest(role="planner", messages=m, json_schema=s) for m, s in zip(states, schemas, strict=True)]
+    in_process = [local.decode(r)[0] for r in requests]
+    served_ids, _ = _vllm(server, "planner", states, schemas, max_tokens=SCHEMA_MAX_TOKENS)
+    stop = set(local._load()[3])  # vLLM's logprobs list the stop token the text leaves out; the backend drops it
+    served_ids = [ids[:-1] if ids and ids[-1] in stop else ids for ids in served_ids]
+    assert len({tuple(x) for x in in_process}) > 1
+    assert in_process == served_ids
+    # what it finished decoding is an action the schema admits (the grammar was applied, not just mirrored)
+    finished = [r for r in requests if local.decode(r)[2] == "stop"]
+    assert finished
+    for request in finished:
+        text = asyncio.run(local.chat(request)).text
+        assert parse_planner_output(text)[0] is not None, text
+        jsonschema.validate(json.loads(text), request.json_schema)
