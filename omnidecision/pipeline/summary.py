@@ -198,8 +198,8 @@ def table(summary: dict[str, Any]) -> str:
     sp = summary.get("serving_parity")
     if sp:
         rows += ["", f"Serving parity: the {sp['planner']} planner served by vLLM and decoded in-process (how every "
-                     f"planner is evaluated) took the same decision at {sp['steps_identical']} of {sp['steps']} steps; "
-                     f"{sp['runs_identical']} of {sp['runs']} test runs identical throughout."]
+                     f"planner is evaluated) took the same decision at {sp['steps_identical']} of {sp['steps']} "
+                     f"steps; {sp['runs_identical']} of {sp['runs']} test runs identical throughout."]
     j = summary.get("judge_eval")
     if j:
         rows += ["", f"Learned judge on dev decisions (n {j['n']}, {j['positive']} moved the ledger): AUROC judge "
