@@ -11,7 +11,7 @@ concurrency semaphore).
     >>> type(b["planner"]).__name__
     'OpenAIBackend'
     >>> sorted(BACKEND_KINDS)
-    ['first-actionable', 'openai', 'replay', 'teacher']
+    ['first-actionable', 'local', 'openai', 'replay', 'teacher']
 """
 
 from __future__ import annotations
