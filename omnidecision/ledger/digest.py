@@ -89,7 +89,10 @@ def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
             extra += f" tried=[{','.join(need.tried)}]"
         if waiting := unblocks(state, need.index):
             extra += f" unblocks={waiting}"
-        return (f"{head} tool={SOURCE_TOOL[need.preferred_source]}{extra} query={query}"
+        # the tool fields right after the index (the tiny planner copies `tool=`, or an `alt=` after `tried=`,
+        # from the line of the need it names: a short fixed offset from the index is what it learns to read)
+        rest = head.removeprefix(f"[{need.index}]")
+        return (f"[{need.index}] tool={SOURCE_TOOL[need.preferred_source]}{extra}{rest} query={query}"
                 f" {_attempts(state, need)} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]

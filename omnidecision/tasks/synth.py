@@ -13,9 +13,14 @@ keywords with the need's composed query):
 - medium: audio → subtitle → web (number/text/mcq); clip|frame → web → code (number);
   two audio → subtitle branches (list)
 - hard: two branches (audio → subtitle → web, clip|frame → web) joined by a computation (number)
+An audio-worded or subtitle-worded hop (`spoken_hop`, `guest_hop`) keeps its value in the other source with
+probability `P_CROSS_LISTED` (a name only captioned, an introduction only spoken), and its need then lists that
+source: a need's wording does not predict its listed tool, so a planner has to read the digest line's `tool=`
+(docs/findings.md, "Why oracle_sft failed source_switch").
 Planning families (`PLANNING_FAMILIES`), where "the first actionable need with its listed tool" is wrong:
-- source_switch: the listed source of one hop cannot answer (a name only spoken, or only captioned); the need
-  lists the source that can as `alt`, and the right call after the empty one switches to it;
+- source_switch: the listed source of one hop cannot answer (it lists audio or subtitles whatever its wording, and
+  the value sits in the other); the need lists the source that can as `alt`, and the right call after the empty
+  one switches to it;
 - tight_budget: two supplementary needs come first, then a chain whose guest need unblocks two web facts joined
   by a computation; the task's tool budget (`max_tool_calls`, in the digest) covers exactly the chain;
 - supplementary_finish: a supplementary need opens up right after the first hop; the budget covers only the
@@ -76,6 +81,9 @@ SITES = ("encyclopedia.example.org", "people.example.net", "news.example.com", "
 P_CONFLICT = 0.3
 P_UNANSWERABLE = 0.08
 P_SUPPLEMENTARY = 0.25
+# the share of audio- and subtitle-worded hops whose value sits in the other source, which the need then lists:
+# a need's wording does not predict its listed tool, so a planner has to read `tool=` (and `tried=`/`alt=`)
+P_CROSS_LISTED = 0.5
 
 
 @dataclass
@@ -129,9 +137,10 @@ class _Build:
 # --- hops: each adds one need (and its evidence plus distractors); returns (need index, reference phrase) ----------
 
 
-def audio_hop(b: _Build, captioned_only: bool = False) -> tuple[int, str, str]:
+def audio_hop(b: _Build, captioned_only: bool = False, listed: str = "audio") -> tuple[int, str, str]:
     """A name spoken after a sound. `captioned_only`: the transcript misses it and only the subtitles (which
-    caption sounds) carry it, so audio comes back without the name and subtitles (listed as `alt`) have it."""
+    caption sounds) carry it. `listed`: the need's preferred source; when it is not the source that holds the name,
+    the holder is listed as `alt` (the listed source comes back without the name: a switch)."""
     sound, x, t = b.sound(), b.names.word(), b.time()
     b.events.append(AudioEvent(start=t, end=t + 2.0, label=sound))
     (b.subs if captioned_only else b.speech).append(
@@ -141,17 +150,19 @@ def audio_hop(b: _Build, captioned_only: bool = False) -> tuple[int, str, str]:
     b.events.append(AudioEvent(start=t2, end=t2 + 2.0, label=s2))
     b.speech.append((t2 + 0.5, t2 + 4.0, b.rng.choice(tx.AUDIO_CUES).format(sound=s2, x=y)))
     ref = b.rng.choice(tx.AUDIO_DESC).format(sound=sound)
+    holder = "subtitle" if captioned_only else "audio"
     i = b.add(GoldNeed(description=tx.cap(ref), query_focus=tx.AUDIO_FOCUS.format(sound=sound),
-                       preferred_source="audio", value=x, asset_id="v0",
-                       alt_sources=["subtitle"] if captioned_only else []))
+                       preferred_source=listed, value=x, asset_id="v0",
+                       alt_sources=[holder] if holder != listed else []))
     b.subs.append((t2 + 1.0, t2 + 4.5, b.rng.choice(tx.SUB_CUES).format(x=y, p=b.names.person())))
     return i, ref, x
 
 
 def subtitle_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: str, fillable: bool = True,
-                 spoken_only: bool = False) -> tuple[int, str, str | None]:
+                 spoken_only: bool = False, listed: str = "subtitle") -> tuple[int, str, str | None]:
     """A guest introduced by the anchor. `spoken_only`: the introduction is in the speech transcript but not in
-    the subtitles, so the listed source (subtitles) comes back without it and audio (listed as `alt`) has it."""
+    the subtitles. `listed`: the need's preferred source; when it is not the source that holds the introduction,
+    the holder is listed as `alt` (the listed source comes back without it: a switch)."""
     p = b.names.person()
     t = b.time()
     if fillable:
@@ -165,10 +176,33 @@ def subtitle_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: st
         b.subs.append((t2, t2 + 3.5, b.rng.choice(tx.SUB_CUES).format(x=b.names.word(), p=other)))
     ref = b.rng.choice(tx.SUB_DESC).format(ref=anchor_ref)
     focus = tx.SUB_FOCUS.format(anchor="{#%d}" % anchor if anchor is not None else anchor_word)
-    i = b.add(GoldNeed(description=tx.cap(ref), query_focus=focus, preferred_source="subtitle",
+    holder = "audio" if spoken_only else "subtitle"
+    i = b.add(GoldNeed(description=tx.cap(ref), query_focus=focus, preferred_source=listed,
                        depends_on=[anchor] if anchor is not None else [], value=p if fillable else None,
-                       fillable=fillable, asset_id="v0", alt_sources=["audio"] if spoken_only else []))
+                       fillable=fillable, asset_id="v0", alt_sources=[holder] if holder != listed else []))
     return i, ref, p
+
+
+def spoken_hop(b: _Build, switch: bool = False) -> tuple[int, str, str]:
+    """An audio-worded hop whose name sits in the transcript or (`P_CROSS_LISTED`) only in the subtitles. The need
+    lists the source that holds it, or with `switch` the other one (the holder then as `alt`)."""
+    captioned = b.rng.random() < P_CROSS_LISTED
+    holder = "subtitle" if captioned else "audio"
+    return audio_hop(b, captioned_only=captioned, listed=_other(holder) if switch else holder)
+
+
+def guest_hop(b: _Build, anchor: int | None, anchor_word: str, anchor_ref: str, fillable: bool = True,
+              switch: bool = False) -> tuple[int, str, str | None]:
+    """A subtitle-worded hop whose introduction sits in the subtitles or (`P_CROSS_LISTED`) only in the
+    transcript. The need lists the source that holds it, or with `switch` the other one (the holder then as `alt`)."""
+    spoken = b.rng.random() < P_CROSS_LISTED
+    holder = "audio" if spoken else "subtitle"
+    return subtitle_hop(b, anchor, anchor_word, anchor_ref, fillable=fillable, spoken_only=spoken,
+                        listed=_other(holder) if switch else holder)
+
+
+def _other(source: str) -> str:
+    return "subtitle" if source == "audio" else "audio"
 
 
 def visual_hop(b: _Build) -> tuple[int, str, str]:
@@ -258,14 +292,14 @@ def _family(b: _Build, family: str) -> tuple[str, str, str | None, list[str] | N
     """Lay out one family; returns (question, answer type, answer value, options, slots, computation)."""
     rng, unans = b.rng, b.unanswerable
     if family == "audio_subtitle":
-        a, ref, x = audio_hop(b)
-        s, sref, p = subtitle_hop(b, a, x, ref, fillable=not unans)
+        a, ref, x = spoken_hop(b)
+        s, sref, p = guest_hop(b, a, x, ref, fillable=not unans)
         q = rng.choice(("Who is {r}?", "Give the full name of {r}.", "Name {r}.")).format(r=sref)
         value = None if unans else p
         return q, "text", value, None, [GoldSlot(name="answer", needs=[s], value=value)], None
     if family == "subtitle_web":
         x = b.names.word()
-        s, sref, p = subtitle_hop(b, None, x, x)
+        s, sref, p = guest_hop(b, None, x, x)
         numeric = rng.random() < 0.6
         w, fact, v, _ = web_hop(b, s, p, sref, "person", numeric, fillable=not unans)
         return (rng.choice(fact["q"]).format(ref=sref), "number" if numeric else "text", v, None,
@@ -287,8 +321,8 @@ def _family(b: _Build, family: str) -> tuple[str, str, str | None, list[str] | N
         return (rng.choice(fact["q"]).format(ref=oref), "number" if numeric else "text", v, None,
                 [GoldSlot(name="answer", needs=[w], value=v)], None)
     if family == "audio_subtitle_web":
-        a, ref, x = audio_hop(b)
-        s, sref, p = subtitle_hop(b, a, x, ref)
+        a, ref, x = spoken_hop(b)
+        s, sref, p = guest_hop(b, a, x, ref)
         numeric = rng.random() < 0.5
         w, fact, v, others = web_hop(b, s, p, sref, "person", numeric, fillable=not unans,
                                      conflict=numeric and rng.random() < P_CONFLICT)
@@ -297,18 +331,18 @@ def _family(b: _Build, family: str) -> tuple[str, str, str | None, list[str] | N
             return _mcq(b, q, v, others, w)
         return q, "number" if numeric else "text", v, None, [GoldSlot(name="answer", needs=[w], value=v)], None
     if family == "two_audio_list":
-        a1, r1, x1 = audio_hop(b)
-        s1, _, p1 = subtitle_hop(b, a1, x1, r1)
-        a2, r2, x2 = audio_hop(b)
-        s2, _, p2 = subtitle_hop(b, a2, x2, r2, fillable=not unans)
+        a1, r1, x1 = spoken_hop(b)
+        s1, _, p1 = guest_hop(b, a1, x1, r1)
+        a2, r2, x2 = spoken_hop(b)
+        s2, _, p2 = guest_hop(b, a2, x2, r2, fillable=not unans)
         q = rng.choice(("List the guests introduced by {a} and by {b}, in that order.",
                         "Who are the guests presented by {a} and by {b}? Answer as a list, in order.")
                        ).format(a=r1, b=r2)
         value = None if unans else f"{p1}, {p2}"
         return q, "list", value, None, [GoldSlot(name="answer", needs=[s1, s2], value=value)], None
     if family == "hard_join":
-        a, ref, x = audio_hop(b)
-        s, sref, p = subtitle_hop(b, a, x, ref)
+        a, ref, x = spoken_hop(b)
+        s, sref, p = guest_hop(b, a, x, ref)
         w1, f1, v1, _ = web_hop(b, s, p, sref, "person", True, conflict=rng.random() < P_CONFLICT)
         vi, vref, word = visual_hop(b)
         org = f"{word} {rng.choice(tx.ORG_KINDS)}"
@@ -330,8 +364,8 @@ def _planning_family(b: _Build, family: str):
     if family == "source_switch":
         # the listed source of one hop cannot answer; the other source that can is listed as `alt`
         audio_switch = rng.random() < 0.5
-        a, ref, x = audio_hop(b, captioned_only=audio_switch)
-        s, sref, p = subtitle_hop(b, a, x, ref, spoken_only=not audio_switch)
+        a, ref, x = spoken_hop(b, switch=audio_switch)
+        s, sref, p = guest_hop(b, a, x, ref, switch=not audio_switch)
         if rng.random() < 0.5:
             q = rng.choice(("Who is {r}?", "Give the full name of {r}.")).format(r=sref)
             return q, "text", p, None, [GoldSlot(name="answer", needs=[s], value=p)], None
@@ -343,8 +377,8 @@ def _planning_family(b: _Build, family: str):
         # covers exactly the chain, so one call on a side need leaves the answer unreachable
         for _ in range(2):
             _supplementary(b)
-        a, ref, x = audio_hop(b)
-        s, sref, p = subtitle_hop(b, a, x, ref)
+        a, ref, x = spoken_hop(b)
+        s, sref, p = guest_hop(b, a, x, ref)
         f1, f2 = rng.sample(tx.NUM_FACTS["person"], 2)
         w1, _, v1, _ = web_hop(b, s, p, sref, "person", True, fact=f1)
         w2, _, v2, _ = web_hop(b, s, p, sref, "person", True, fact=f2)
@@ -378,7 +412,7 @@ def _planning_family(b: _Build, family: str):
         # a computation slot and no code need: once its inputs are filled no need is actionable, and the right call
         # aims at the slot (`{"action": "call", "slot": "answer"}`, code_executor) before finishing
         x = b.names.word()
-        s, sref, p = subtitle_hop(b, None, x, x)
+        s, sref, p = guest_hop(b, None, x, x)
         w, fact, v, _ = web_hop(b, s, p, sref, "person", True)
         comp = rng.choice([c for c in tx.COMPUTATIONS if c["const"]])
         const = rng.randint(2030, 2100) if fact["key"] == "born year" else rng.randint(100, 900)
