@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from omnidecision.pipeline.arms import ARMS, Arm, pairs, planners
+from omnidecision.pipeline.arms import ARMS, OWN_STATES, Arm, pairs, planners
 from omnidecision.pipeline.contrasts import paired_rows, per_task_mean
 from omnidecision.pipeline.plan import DemoConfig, Step, build_plan, output_dir, unit
 from omnidecision.pipeline.scheduler import total_wall
@@ -36,9 +36,7 @@ def _optional(path: Path) -> dict[str, Any] | None:
 
 def units(arm: Arm, cfg: DemoConfig) -> list[tuple[str, str]]:
     """(replicate key, folder name) of an arm's evaluated planners: r0.. for a replicated arm, r0 otherwise."""
-    if arm.replicated:
-        return [(f"r{k}", unit(arm, k)) for k in range(cfg.replicates)]
-    return [("r0", arm.name)]
+    return [("r0" if k is None else f"r{k}", unit(arm, k)) for k in cfg.replicates_of(arm)]
 
 
 def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
@@ -75,7 +73,55 @@ def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
         # why the wrong runs failed (eval.attribution's categories, the ones that occurred, over the replicates)
         "attribution": attribution,
         "replicates": {key: r["accuracy"] for key, _, r in reps},
+        "decisions": decision_rates({key: r.get("decisions") for key, _, r in reps}),
     }
+
+
+def decision_rates(per_replicate: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The eval reports' decision diagnostics (eval/decisions.py) of one arm: per kind the mean of the replicates'
+    rates (those with such a state), each replicate's rate, and the states and events summed over replicates; per
+    family the pooled rate (events / states over replicates). None when no report has them (an older report)."""
+    from omnidecision.eval.decisions import KINDS
+
+    reps = {k: d for k, d in per_replicate.items() if d}
+    if not reps:
+        return None
+    out: dict[str, Any] = {}
+    for kind in KINDS:
+        rates = {k: d[kind]["rate"] for k, d in reps.items()}
+        known = [r for r in rates.values() if r is not None]
+        out[kind] = {"rate": round(sum(known) / len(known), 4) if known else None, "replicates": rates,
+                     "states": sum(d[kind]["states"] for d in reps.values()),
+                     "events": sum(d[kind]["events"] for d in reps.values())}
+    families: dict[str, dict[str, list[int]]] = {}
+    for d in reps.values():
+        for fam, cell in (d.get("by_category") or {}).items():
+            for kind in KINDS:
+                tally = families.setdefault(fam, {}).setdefault(kind, [0, 0])
+                tally[0] += cell[kind]["events"]
+                tally[1] += cell[kind]["states"]
+    out["by_family"] = {fam: {kind: {"rate": round(e / n, 4) if n else None, "states": n, "events": e}
+                              for kind, (e, n) in kinds.items()} for fam, kinds in sorted(families.items())}
+    return out
+
+
+def decision_rows(decisions: dict[str, dict[str, Any] | None]) -> list[str]:
+    """Markdown rows of the decision rates per planner (mean over replicates; each replicate's rate)."""
+    rows = ["| planner | repeat after empty | per replicate | states | finish while advanceable | per replicate | "
+            "states |", "|---|---|---|---|---|---|---|"]
+
+    def rate(v: float | None) -> str:
+        return "–" if v is None else f"{v:.3f}"
+
+    for name, d in decisions.items():
+        if not d:
+            continue
+        cells = []
+        for kind in ("repeat_after_empty", "premature_finish"):
+            reps = ", ".join(rate(v) for v in d[kind]["replicates"].values())
+            cells += [rate(d[kind]["rate"]), reps, str(d[kind]["states"])]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def nested_outcomes(out: Path, cfg: DemoConfig, arms: tuple[Arm, ...] = ARMS) -> dict[str, Any]:
@@ -119,6 +165,7 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
 
     correct = {n: per_task_mean(nested[n]) for n in names}
     harvest = _optional(out / "data" / "stats.json")
+    own = _optional(out / OWN_STATES.split("/")[0] / "stats.json")
     judge = _optional(out / "judge_eval.json")
     steps = _optional(out / "steps.json") or {}
     summary = {
@@ -128,6 +175,9 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
         "judge_eval": {k: v for k, v in judge.items() if k != "data"} if judge else None,
         "harvest": {"runs": harvest["runs"], "correct_runs": harvest["correct_runs"], "sft_rows": harvest["sft"],
                     "rl_rows": harvest["rl"]} if harvest else None,
+        # the SFT planner's own runs on the train tasks (grpo_own's and rft_own's states): failed ones kept too
+        "own_states": {"runs": own["runs"], "correct_runs": own["correct_runs"],
+                       "rl_rows": own["rl"]} if own else None,
         "budget": budgets(plan),
         # wall time of grpo_judge's post-SFT stages (its judge, its replicates): no longer any control's budget
         "post_sft_budget_s": round(sum(v for k, v in times.items() if k == "judge-train"
@@ -138,9 +188,11 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
         "stage_wall_s": times, "total_wall_s": total_wall(plan, times),
         "protocol": "train/dev/test suites with distinct seeds; every arm but oracle_sft learns from the teacher's "
                     "emitted decisions in its judge-correct runs (or from rewards over the ledger); post-SFT arms "
-                    "are replicated with distinct RL seeds; sft_plus and rft train for the optimizer rows "
-                    "judge-train + grpo_judge consumed (same replicate); every step runs with a fixed thread count; "
-                    "the table reports test",
+                    "are replicated with distinct RL seeds (an arm in `single`: replicate 0 only); sft_plus and rft "
+                    "train for the optimizer rows judge-train + grpo_judge consumed (same replicate), rft_own for "
+                    "judge-train + grpo_own; grpo_own and rft_own train on the SFT planner's own states (its served "
+                    "runs on the train tasks, no label); every step runs with a fixed thread count; the table "
+                    "reports test",
     }
     # the experiment's planned contrasts at this one start (one start resolves nothing: its intervals cannot count
     # the variance between starts; the experiment's can)
@@ -182,6 +234,12 @@ def table(summary: dict[str, Any]) -> str:
 
         rows += ["", "One start resolves nothing: these intervals count replicates and tasks, not the variance "
                      "between SFT starts (`make experiment` does).", "", *contrast_rows(summary["contrasts"])]
+    decisions = {n: summary["planners"][n].get("decisions") for n in names}
+    if any(decisions.values()):
+        rows += ["", "Decisions where the digest says what to do (eval/decisions.py): the rate of repeating the same "
+                     "(need, tool) after it came back without the value while another listed source is untried, and "
+                     "of finishing while a blocking need can still advance (mean over replicates):", "",
+                 *decision_rows(decisions)]
     j = summary.get("judge_eval")
     if j:
         rows += ["", f"Learned judge on dev decisions (n {j['n']}, {j['positive']} moved the ledger): AUROC judge "
