@@ -169,7 +169,8 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
     judge = _optional(out / "judge_eval.json")
     steps = _optional(out / "steps.json") or {}
     summary = {
-        "seed": cfg.seed, "config": asdict(cfg), "planners": planners_out,
+        # `single` as a list: the saved file reads back equal
+        "seed": cfg.seed, "config": asdict(cfg) | {"single": list(cfg.single)}, "planners": planners_out,
         "paired_in_loop": [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(arms)],
         # the judge's figures without the machine path of the data folder (summaries are committed as results)
         "judge_eval": {k: v for k, v in judge.items() if k != "data"} if judge else None,
