@@ -12,7 +12,8 @@ Kinds (one step builder each in plan.py):
 - `grpo`: GRPO from the SFT planner on ledger states (`data`): the teacher's (`data/rl`) or the SFT planner's own
   (`data-own/rl`: its served runs on the train tasks, `harvest --label none`), replicated per start (RL seeds);
 - `control`: SFT continued from the SFT planner on `data`, for the rows its `budget` reference consumed,
-  replicated; `select_recipe` names a selection step that makes its data first (rft's best-of-K);
+  replicated; `select_recipe` names a selection step that makes its data first (rft's best-of-K) on `states`
+  (those of the GRPO arm it controls: rft on the teacher's, rft_own on the planner's own);
 - `reference`: no training; `recipe` is the evaluation recipe (teacher, rule).
 """
 
