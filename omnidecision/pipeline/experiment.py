@@ -114,6 +114,7 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
     """Per-start accuracies, the pooled paired comparisons over every (start, task) unit, and (with a recipe) the
     planned contrasts' hierarchical intervals over start → replicate → task."""
     from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop, per_task_mean
+    from omnidecision.pipeline.decisions import pooled_decisions
 
     names = list(summaries[0]["planners"]) if summaries else list(planners(ARMS))
     nested: dict[str, dict[str, Any]] = {n: {} for n in names}
@@ -149,46 +150,13 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
         "budget": {str(s["seed"]): s.get("budget", {}) for s in summaries},
         "provenance": [s.get("provenance") for s in summaries],
         "outcomes": nested,
-        "decisions": pooled_decisions(summaries, names),
+        "decisions": pooled_decisions(summaries, names),  # pipeline/decisions.py
     }
     if recipe is not None:
         planned = recipe.contrasts()
         result["recipe"] = recipe.model_dump()
         result["contrasts"] = contrast_section(nested, planned, exploratory(planned), plot=plot)
     return result
-
-
-def pooled_decisions(summaries: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
-    """Per arm, the decision rates (eval/decisions.py) over every start and replicate: the mean of the per-replicate
-    rates, each one keyed `start:replicate`, states and events summed; per family the pooled rate (None: no
-    summary has them)."""
-    return {n: _pool_one(summaries, n) for n in names}
-
-
-def _pool_one(summaries: list[dict[str, Any]], n: str) -> dict[str, Any] | None:
-    from omnidecision.eval.decisions import KINDS  # the pipeline loads other packages lazily (tests/architecture)
-
-    found = [(s["seed"], s["planners"][n].get("decisions")) for s in summaries]
-    found = [(seed, d) for seed, d in found if d]
-    if not found:
-        return None
-    out: dict[str, Any] = {}
-    for kind in KINDS:
-        rates = {f"{seed}:{k}": v for seed, d in found for k, v in d[kind]["replicates"].items()}
-        known = [v for v in rates.values() if v is not None]
-        out[kind] = {"rate": round(sum(known) / len(known), 4) if known else None, "replicates": rates,
-                     "states": sum(d[kind]["states"] for _, d in found),
-                     "events": sum(d[kind]["events"] for _, d in found)}
-    families: dict[str, dict[str, list[int]]] = {}
-    for _, d in found:
-        for fam, kinds in d.get("by_family", {}).items():
-            for kind, cell in kinds.items():
-                tally = families.setdefault(fam, {}).setdefault(kind, [0, 0])
-                tally[0] += cell["events"]
-                tally[1] += cell["states"]
-    out["by_family"] = {fam: {kind: {"rate": round(e / t, 4) if t else None, "states": t, "events": e}
-                              for kind, (e, t) in kinds.items()} for fam, kinds in sorted(families.items())}
-    return out
 
 
 def contrast_rows(section: dict[str, Any]) -> list[str]:
@@ -219,7 +187,7 @@ def experiment_table(pooled: dict[str, Any]) -> str:
         rows += ["", *contrast_rows(pooled["contrasts"])]
     rows += ["", "Pooled over seeds, paired per (seed, task):", "", *paired_rows(pooled["pooled_paired"])]
     if any((pooled.get("decisions") or {}).values()):
-        from omnidecision.pipeline.summary import decision_rows
+        from omnidecision.pipeline.decisions import decision_rows
 
         rows += ["", "Decisions where the digest says what to do (eval/decisions.py; mean over every start and "
                      "replicate): repeating the same (need, tool) after it came back without the value while another "

@@ -20,6 +20,7 @@ from typing import Any
 
 from omnidecision.pipeline.arms import ARMS, OWN_STATES, Arm, pairs, planners
 from omnidecision.pipeline.contrasts import paired_rows, per_task_mean
+from omnidecision.pipeline.decisions import decision_rates, decision_rows
 from omnidecision.pipeline.plan import DemoConfig, Step, build_plan, output_dir, unit
 from omnidecision.pipeline.scheduler import total_wall
 
@@ -73,55 +74,8 @@ def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
         # why the wrong runs failed (eval.attribution's categories, the ones that occurred, over the replicates)
         "attribution": attribution,
         "replicates": {key: r["accuracy"] for key, _, r in reps},
-        "decisions": decision_rates({key: r.get("decisions") for key, _, r in reps}),
+        "decisions": decision_rates({key: r.get("decisions") for key, _, r in reps}),  # pipeline/decisions.py
     }
-
-
-def decision_rates(per_replicate: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
-    """The eval reports' decision diagnostics (eval/decisions.py) of one arm: per kind the mean of the replicates'
-    rates (those with such a state), each replicate's rate, and the states and events summed over replicates; per
-    family the pooled rate (events / states over replicates). None when no report has them (an older report)."""
-    from omnidecision.eval.decisions import KINDS
-
-    reps = {k: d for k, d in per_replicate.items() if d}
-    if not reps:
-        return None
-    out: dict[str, Any] = {}
-    for kind in KINDS:
-        rates = {k: d[kind]["rate"] for k, d in reps.items()}
-        known = [r for r in rates.values() if r is not None]
-        out[kind] = {"rate": round(sum(known) / len(known), 4) if known else None, "replicates": rates,
-                     "states": sum(d[kind]["states"] for d in reps.values()),
-                     "events": sum(d[kind]["events"] for d in reps.values())}
-    families: dict[str, dict[str, list[int]]] = {}
-    for d in reps.values():
-        for fam, cell in (d.get("by_category") or {}).items():
-            for kind in KINDS:
-                tally = families.setdefault(fam, {}).setdefault(kind, [0, 0])
-                tally[0] += cell[kind]["events"]
-                tally[1] += cell[kind]["states"]
-    out["by_family"] = {fam: {kind: {"rate": round(e / n, 4) if n else None, "states": n, "events": e}
-                              for kind, (e, n) in kinds.items()} for fam, kinds in sorted(families.items())}
-    return out
-
-
-def decision_rows(decisions: dict[str, dict[str, Any] | None]) -> list[str]:
-    """Markdown rows of the decision rates per planner (mean over replicates; each replicate's rate)."""
-    rows = ["| planner | repeat after empty | per replicate | states | finish while advanceable | per replicate | "
-            "states |", "|---|---|---|---|---|---|---|"]
-
-    def rate(v: float | None) -> str:
-        return "–" if v is None else f"{v:.3f}"
-
-    for name, d in decisions.items():
-        if not d:
-            continue
-        cells = []
-        for kind in ("repeat_after_empty", "premature_finish"):
-            reps = ", ".join(rate(v) for v in d[kind]["replicates"].values())
-            cells += [rate(d[kind]["rate"]), reps, str(d[kind]["states"])]
-        rows.append(f"| {name} | " + " | ".join(cells) + " |")
-    return rows
 
 
 def nested_outcomes(out: Path, cfg: DemoConfig, arms: tuple[Arm, ...] = ARMS) -> dict[str, Any]:

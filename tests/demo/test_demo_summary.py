@@ -196,7 +196,7 @@ def test_decision_rates_per_planner_are_the_mean_over_replicates_with_each_repli
     text = table(summary)
     assert "| grpo_own | 0.375 | 0.250, 0.500 | 10 | 0.125 | 0.250, 0.000 | 8 |" in text
     assert "| sft | 0.800 | 0.800 | 5 |" in text and "| teacher | – | – | 0 |" in text
-    from omnidecision.pipeline.summary import decision_rows
+    from omnidecision.pipeline.decisions import decision_rows
 
     rows = decision_rows({n: p["decisions"] for n, p in summary["planners"].items()})
     assert any(r.startswith("| grpo_own |") for r in rows) and not any(r.startswith("| rft_own |") for r in rows)
