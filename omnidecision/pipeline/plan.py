@@ -8,7 +8,9 @@ Each command runs a shipped recipe (`configs/...`) and overrides only paths, siz
 DEV (validation rows: SFT's best checkpoint and the judge's AUROC) and TEST (read only by the final evaluations).
 Post-SFT arms run `replicates` times with distinct RL seeds (`rl_seed`), all evaluated on the same test tasks;
 the controls' `--max_steps` is the budget rule's (plan.budget_argument: read from the reference runs'
-trainer_state.json when the control starts).
+trainer_state.json when the control starts). With an own-states arm in the table (grpo_own, rft_own), two steps
+run once per start: `collect-own` (the served SFT planner on the first `own_tasks` train tasks, `own_samples` runs
+each) and `harvest-own` (`--label none` → data-own/rl, the teacher's dev runs as its validation split).
 """
 
 from __future__ import annotations
