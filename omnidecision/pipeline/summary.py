@@ -130,7 +130,8 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
         "judge_eval": {k: v for k, v in judge.items() if k != "data"} if judge else None,
         "harvest": {"runs": harvest["runs"], "correct_runs": harvest["correct_runs"], "sft_rows": harvest["sft"],
                     "rl_rows": harvest["rl"]} if harvest else None,
-        # the SFT planner's own runs on the train tasks (grpo_own's and rft_own's states): failed ones kept too
+        # the SFT planner's own runs on the train tasks (grpo_own's and rft_own's states, rl_rows.train): failed ones
+        # kept too; runs and correct_runs count the teacher's dev runs as well (harvest-own's validation split)
         "own_states": {"runs": own["runs"], "correct_runs": own["correct_runs"],
                        "rl_rows": own["rl"]} if own else None,
         "budget": budgets(plan),
