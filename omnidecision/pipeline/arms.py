@@ -9,9 +9,11 @@ and pairs from it. Adding an arm is one row here plus its recipe under `configs/
 
 Kinds (one step builder each in plan.py):
 - `sft`: SFT from the untrained tiny planner on `data` (once per start);
-- `grpo`: GRPO from the SFT planner on the teacher's ledger states (`data`), replicated per start (RL seeds);
+- `grpo`: GRPO from the SFT planner on ledger states (`data`): the teacher's (`data/rl`) or the SFT planner's own
+  (`data-own/rl`: its served runs on the train tasks, `harvest --label none`), replicated per start (RL seeds);
 - `control`: SFT continued from the SFT planner on `data`, for the rows its `budget` reference consumed,
-  replicated; `select_recipe` names a selection step that makes its data first (rft's best-of-K);
+  replicated; `select_recipe` names a selection step that makes its data first (rft's best-of-K) on `states`
+  (those of the GRPO arm it controls: rft on the teacher's, rft_own on the planner's own);
 - `reference`: no training; `recipe` is the evaluation recipe (teacher, rule).
 """
 
@@ -31,6 +33,10 @@ Kind = Literal["sft", "grpo", "control", "reference"]
 PLANNER_EVAL = "eval/synthetic-tiny-local.yaml"
 PARITY_EVAL = "eval/synthetic-tiny-vllm.yaml"
 PARITY_ARM = "sft"
+TEACHER_STATES = "data/rl"  # the ledger states of the teacher's collected runs (harvest's rl/)
+# the SFT planner's own ledger states: its served runs on the TRAIN tasks, every run kept, no label (plan.py's
+# collect-own and harvest-own steps, once per start; issue 37)
+OWN_STATES = "data-own/rl"
 
 
 class Budget(BaseModel):
@@ -57,6 +63,8 @@ class Arm(BaseModel):
     budget: Budget | None = None
     judge: bool = Field(False, description="the learned reward judge takes part in the reward")
     select_recipe: str = Field("", description="a selection step (rft-select) that writes `data` first")
+    states: str = Field(TEACHER_STATES, description="the RL states the selection step samples on (those of the GRPO "
+                                                    "arm it controls), relative to the start's folder")
     eval_recipe: str = PLANNER_EVAL
     baseline: bool = Field(False, description="every other arm is compared with it in the summary")
 
@@ -72,6 +80,8 @@ class Arm(BaseModel):
 
 # the post-SFT compute of grpo_judge: its judge's training and its GRPO run (the controls are charged both)
 GRPO_JUDGE_SPENT = Budget(reference=("judge-train", "grpo_judge"))
+# the same for grpo_own (its judge is the same judge-train step): rft_own is matched to it as rft to grpo_judge
+GRPO_OWN_SPENT = Budget(reference=("judge-train", "grpo_own"))
 
 ARMS: tuple[Arm, ...] = (
     Arm(name="teacher", kind="reference", recipe="eval/synthetic-habits-teacher.yaml", baseline=True),
@@ -87,6 +97,15 @@ ARMS: tuple[Arm, ...] = (
         provenance="emitted+reward", group="rl", judge=True),
     Arm(name="grpo_shuffled", kind="grpo", recipe="grpo/tiny-cpu-judge-shuffled.yaml", data="data/rl",
         provenance="emitted+reward", group="rl", judge=True),
+    # grpo_judge's recipe on the SFT planner's own states: the training states are the one difference (the same
+    # judge, selection, checkpoint policy and held-out dev states: harvest-own keeps the teacher's dev runs as its
+    # validation split)
+    Arm(name="grpo_own", kind="grpo", recipe="grpo/tiny-cpu-judge.yaml", data=OWN_STATES, provenance="own+reward",
+        group="rl", judge=True),
+    # its control: rft's recipe on the same own states and selection, for what judge-train + grpo_own consumed
+    Arm(name="rft_own", kind="control", recipe="sft/tiny-cpu-continue.yaml", data="data-rft-own/r{rep}",
+        provenance="own+reward", group="controls", budget=GRPO_OWN_SPENT, judge=True,
+        select_recipe="grpo/tiny-cpu-judge.yaml", states=OWN_STATES),
     # the named ceiling: the only arm that reads rule-planner labels (tests/demo/test_demo_plan.py)
     Arm(name="oracle_sft", kind="sft", recipe="sft/tiny-cpu.yaml", data="data-oracle/sft", provenance="rule",
         group="sft"),
@@ -97,7 +116,9 @@ GROUP_ORDER = ("sft", "judge+grpo", "rl", "controls")
 # pairs of the summary beyond "every arm against each baseline": the placebo, and every post-SFT arm against its start
 # (a control that drifts below SFT would flatter every arm compared with it)
 EXTRA_PAIRS = (("grpo_shuffled", "grpo_judge"), ("grpo", "grpo_judge"), ("sft", "grpo"), ("sft", "grpo_judge"),
-               ("sft", "rft"), ("sft", "oracle_sft"))
+               ("sft", "rft"), ("sft", "oracle_sft"),
+               # the own-states arm against the teacher-states arm, its start and its control
+               ("grpo_judge", "grpo_own"), ("sft", "grpo_own"), ("rft_own", "grpo_own"), ("sft", "rft_own"))
 
 
 def served(arms: tuple[Arm, ...] = ARMS) -> tuple[str, ...]:

@@ -13,8 +13,11 @@ The protocol, per start (arms.py has the table, plan.py the commands):
 3. the learned reward judge (`judge train`) and its AUROC against the closure checks on dev (`judge eval`);
 4. GRPO from the SFT planner on the teacher's ledger states: `grpo` (closure checks), `grpo_judge` (checks + judge),
    `grpo_shuffled` (the judge's scores shuffled within each group: the placebo), each replicated with its RL seed;
+   `grpo_own`: grpo_judge's recipe on the SFT planner's OWN states (`collect-own`: served on the train tasks, K
+   samples at 0.7; `harvest-own --label none`: every run's states, no label), once per start, beside judge training;
 5. the controls for the optimizer rows judge-train + grpo_judge consumed (same replicate): `sft_plus` (SFT further
-   on the SFT data) and `rft` (best-of-K decisions by the same reward, fine-tuned);
+   on the SFT data) and `rft` (best-of-K decisions by the same reward, fine-tuned); `rft_own`: rft on grpo_own's
+   states, for judge-train + grpo_own (the experiment runs arms listed in its recipe's `single` once per start);
 6. every planner served by vLLM in the loop on the test suite; `teacher` and `rule` as reference rows.
 Writes OUT/summary.json, OUT/summary.md, OUT/steps.json, OUT/compare/, OUT/view/ and each evaluation's report.
 """

@@ -39,7 +39,12 @@ class ExperimentRecipe(BaseModel):
     judge_steps: int = Field(150, ge=1)
     grpo_steps: int = Field(30, ge=1)
     threads: int = Field(1, ge=1, description="threads of every step (fixed: a rerun reproduces)")
+    own_tasks: int = Field(120, ge=1, description="train tasks the SFT planner's own runs are collected on "
+                                                  "(grpo_own's and rft_own's states)")
+    own_samples: int = Field(2, ge=1, description="own runs per train task (K samples at the recipe's temperature)")
     planned: list[str] = Field(min_length=1, description="contrasts `b-a` declared before the run")
+    single: list[str] = Field(default_factory=list, description="post-SFT arms outside the planned contrasts that "
+                                                               "run replicate 0 only at each start (saves time)")
 
     @field_validator("starts")
     @classmethod
@@ -60,6 +65,19 @@ class ExperimentRecipe(BaseModel):
                 raise ValueError(f"planned contrast {c!r}: {unknown} not in the arm table ({sorted(names)})")
         return self
 
+    @model_validator(mode="after")
+    def _single_arms(self) -> ExperimentRecipe:
+        table = {a.name: a for a in ARMS}
+        for name in self.single:
+            if name not in table or not table[name].replicated:
+                replicated = sorted(a.name for a in ARMS if a.replicated)
+                raise ValueError(f"single: {name!r} is not a replicated post-SFT arm ({replicated})")
+        planned = {n for a, b in self.contrasts() for n in (a, b)}
+        both = sorted(planned & set(self.single))
+        if both:
+            raise ValueError(f"single: {both} appear in a planned contrast (a planned contrast needs every replicate)")
+        return self
+
     def contrasts(self) -> list[tuple[str, str]]:
         """(a, b) per planned contrast `b-a`."""
         return [(c.split("-")[1], c.split("-")[0]) for c in self.planned]
@@ -67,7 +85,8 @@ class ExperimentRecipe(BaseModel):
     def start_config(self, start: int) -> DemoConfig:
         return DemoConfig(train_tasks=self.train_tasks, dev_tasks=self.dev_tasks, test_tasks=self.test_tasks,
                           sft_steps=self.sft_steps, sft_eval_steps=self.sft_eval_steps, judge_steps=self.judge_steps,
-                          grpo_steps=self.grpo_steps, seed=start, replicates=self.replicates, threads=self.threads)
+                          grpo_steps=self.grpo_steps, seed=start, replicates=self.replicates, threads=self.threads,
+                          own_tasks=self.own_tasks, own_samples=self.own_samples, single=tuple(self.single))
 
 
 def load_experiment(path: Path, overrides: list[str] | None = None) -> ExperimentRecipe:
@@ -95,6 +114,7 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
     """Per-start accuracies, the pooled paired comparisons over every (start, task) unit, and (with a recipe) the
     planned contrasts' hierarchical intervals over start → replicate → task."""
     from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop, per_task_mean
+    from omnidecision.pipeline.decisions import pooled_decisions
 
     names = list(summaries[0]["planners"]) if summaries else list(planners(ARMS))
     nested: dict[str, dict[str, Any]] = {n: {} for n in names}
@@ -130,6 +150,7 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
         "budget": {str(s["seed"]): s.get("budget", {}) for s in summaries},
         "provenance": [s.get("provenance") for s in summaries],
         "outcomes": nested,
+        "decisions": pooled_decisions(summaries, names),  # pipeline/decisions.py
     }
     if recipe is not None:
         planned = recipe.contrasts()
@@ -165,6 +186,13 @@ def experiment_table(pooled: dict[str, Any]) -> str:
     if pooled.get("contrasts"):
         rows += ["", *contrast_rows(pooled["contrasts"])]
     rows += ["", "Pooled over seeds, paired per (seed, task):", "", *paired_rows(pooled["pooled_paired"])]
+    if any((pooled.get("decisions") or {}).values()):
+        from omnidecision.pipeline.decisions import decision_rows
+
+        rows += ["", "Decisions where the digest says what to do (eval/decisions.py; mean over every start and "
+                     "replicate): repeating the same (need, tool) after it came back without the value while another "
+                     "listed source is untried; finishing while a blocking need can still advance:", "",
+                 *decision_rows(pooled["decisions"])]
     rows += ["", "Pooled test accuracy per synthetic family (n tasks over all seeds):", "",
              "| family | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for f, cells in pooled.get("pooled_by_family", {}).items():

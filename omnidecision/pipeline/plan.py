@@ -8,7 +8,9 @@ Each command runs a shipped recipe (`configs/...`) and overrides only paths, siz
 DEV (validation rows: SFT's best checkpoint and the judge's AUROC) and TEST (read only by the final evaluations).
 Post-SFT arms run `replicates` times with distinct RL seeds (`rl_seed`), all evaluated on the same test tasks;
 the controls' `--max_steps` is the budget rule's (plan.budget_argument: read from the reference runs'
-trainer_state.json when the control starts).
+trainer_state.json when the control starts). With an own-states arm in the table (grpo_own, rft_own), two steps
+run once per start: `collect-own` (the SFT planner, in-process, on the first `own_tasks` train tasks, `own_samples` runs
+each) and `harvest-own` (`--label none` → data-own/rl, the teacher's dev runs as its validation split).
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omnidecision.pipeline.arms import ARMS, GROUP_ORDER, PARITY_ARM, PARITY_EVAL, Arm, by_name
+from omnidecision.pipeline.arms import ARMS, GROUP_ORDER, OWN_STATES, PARITY_ARM, PARITY_EVAL, Arm, by_name
 
 logger = logging.getLogger(__name__)
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 BUDGET = "{budget_steps}"  # a control's --max_steps, resolved by the scheduler from its budget rule
 SELECT_GROUP = "rl"  # where selection steps (rft-select) run: beside the RL arms whose sampling they mirror
+OWN_COLLECT_GROUP = "judge+grpo"  # the SFT planner's own collection runs beside judge training (both need only sft)
+OWN_RECIPE = "eval/own-states-tiny-local.yaml"  # the SFT planner (in-process) on the train tasks, K samples at 0.7
 
 
 @dataclass
@@ -35,23 +39,38 @@ class DemoConfig:
     train_tasks: int = 240
     dev_tasks: int = 30
     test_tasks: int = 60  # make demo within 15 min on 2 cores (docs/findings.md); the experiment sizes its own
-    sft_steps: int = 1200  # from-scratch SFT budget (sft and oracle_sft); the best dev-loss checkpoint is kept
+    # from-scratch SFT budget (sft and oracle_sft; the best dev-loss checkpoint is kept): 2,000, where the rule-labelled
+    # planner learns the tool fields on the cross-listed suite (docs/findings.md, oracle_sft and source_switch)
+    sft_steps: int = 2000
     sft_eval_steps: int = 250
     judge_steps: int = 150
     grpo_steps: int = 30
     seed: int = 0  # the start: suites, the teacher's draws, SFT
-    replicates: int = 2  # RL replicates per post-SFT arm at this start (distinct RL seeds)
+    replicates: int = 1  # RL replicates per post-SFT arm at this start (distinct RL seeds); the demo's time bound
     threads: int = 1  # every step's thread count, whatever runs beside it (a rerun reproduces: scheduler.py)
+    # the SFT planner's own runs (grpo_own's and rft_own's states): the first `own_tasks` train tasks, K samples each
+    own_tasks: int = 120
+    own_samples: int = 2
+    # post-SFT arms run once per start (replicate 0 only): arms outside the planned contrasts (the experiment's
+    # `single`; the demo keeps every arm replicated)
+    single: tuple[str, ...] = ()
 
     @classmethod
     def quick(cls) -> DemoConfig:
         # 150 SFT steps: the fewest after which the tiny planner writes well-formed actions (rft-select needs some)
         return cls(train_tasks=40, dev_tasks=8, test_tasks=8, sft_steps=150, sft_eval_steps=50, judge_steps=4,
-                   grpo_steps=2, replicates=1)
+                   grpo_steps=2, replicates=1, own_tasks=8)
 
     def rl_seed(self, rep: int) -> int:
         """The seed of replicate `rep` of every post-SFT arm at this start: distinct per (start, replicate)."""
         return self.seed * 1000 + rep
+
+    def replicates_of(self, arm: Arm) -> list[int | None]:
+        """The replicates of `arm` at this start: 0..replicates-1 for a replicated arm, only 0 for one listed in
+        `single`, [None] for an arm trained once per start (sft, oracle_sft) or a reference."""
+        if not arm.replicated:
+            return [None]
+        return [0] if arm.name in self.single else list(range(self.replicates))
 
 
 @dataclass
@@ -118,6 +137,7 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
     runs = [f"{o}/collect-train", f"{o}/collect-dev"]
     add("harvest", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "emitted",
                     "--out", f"{o}/data"], runs, [f"{o}/data"], group="harvest")
+    own = any(OWN_STATES in (a.data, a.states) for a in arms)
     if any(a.data.startswith("data-oracle") for a in arms):
         add("harvest-oracle", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "rule",
                                "--dedup", "--out", f"{o}/data-oracle"], runs, [f"{o}/data-oracle"], group="harvest")
@@ -134,16 +154,20 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
             add("judge-train", ["judge", "train", "--data", f"{o}/data/rl", "--model", f"{m}/sft", "--out",
                                 f"{m}/judge", "--max-steps", str(cfg.judge_steps), "--seed", s],
                 [f"{o}/data/rl", f"{m}/sft"], [f"{m}/judge"], group=group, seeds={"judge": cfg.seed})
+        if group == OWN_COLLECT_GROUP and own:
+            _own_collect_step(add, cfg, o, m)
+        if group == SELECT_GROUP and own:  # alone, between the collection's group and the arms that read it
+            _own_harvest_step(add, o)
         if group == "rl" and any(a.judge for a in arms):
             add("judge-eval", ["judge", "eval", "--data", f"{o}/data/rl", "--split", "validation", "--judge",
                                f"{m}/judge", "--out", f"{o}/judge_eval.json"], [f"{o}/data/rl", f"{m}/judge"],
                 [f"{o}/judge_eval.json"], group=group)
         if group == SELECT_GROUP:  # the controls' selection steps (rft's best-of-K) beside the RL arms they mirror
             for arm in (a for a in arms if a.select_recipe):
-                for rep in range(cfg.replicates) if arm.replicated else [None]:
+                for rep in cfg.replicates_of(arm):
                     _select_step(add, arm, rep, cfg, o, m)
         for arm in (a for a in arms if a.group == group and a.served):
-            for rep in range(cfg.replicates) if arm.replicated else [None]:
+            for rep in cfg.replicates_of(arm):
                 _arm_steps(add, arm, rep, cfg, o, m, table)
                 trained.append((arm, rep))
         if group == "sft":  # the post-SFT stages start from the exported SFT planner
@@ -226,10 +250,31 @@ def _select_step(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m
     data = f"{o}/{arm.data.format(rep=rep)}"
     judge = [f"{m}/judge"] if arm.judge else []
     flags = ["--judge_path", judge[0]] if judge else []
+    states = f"{o}/{arm.states}"
     add(f"{unit(arm, rep)}-select", ["rft-select", "--config", recipe_path(arm.select_recipe), "--model", f"{m}/sft",
-                                     "--data", f"{o}/data/rl", "--val", f"{o}/data/sft", "--out", data, "--seed",
+                                     "--data", states, "--val", f"{o}/data/sft", "--out", data, "--seed",
                                      str(seed), *flags, "--match-steps", str(cfg.grpo_steps)],
-        [f"{m}/sft", f"{o}/data/rl", *judge], [data], arm=arm.name, replicate=rep, seeds={"train": seed})
+        [f"{m}/sft", states, *judge], [data], arm=arm.name, replicate=rep, seeds={"train": seed})
+
+
+def _own_collect_step(add: Any, cfg: DemoConfig, o: str, m: str) -> None:
+    """The SFT planner's own runs: served in the loop on the first `own_tasks` TRAIN tasks, `own_samples` runs each
+    at the recipe's temperature (configs/eval/own-states-tiny-local.yaml, in-process), every run kept whatever its outcome."""
+    add("collect-own", ["eval", "--config", recipe_path(OWN_RECIPE), "--name", "own-states", "--tasks.path",
+                        f"{o}/tasks-train", "--tasks.limit", str(cfg.own_tasks), "--samples", str(cfg.own_samples),
+                        model_flag(OWN_RECIPE), f"{m}/sft", "--backends.default.options.seed", str(cfg.seed),
+                        "--backends.planner.options.seed", str(cfg.seed), "--out",
+                        f"{o}/collect-own", "--no-progress"],
+        [f"{m}/sft", f"{o}/tasks-train"], [f"{o}/collect-own"], seeds={"teacher": cfg.seed})
+
+
+def _own_harvest_step(add: Any, o: str) -> None:
+    """Every own run's ledger states, no label (`--label none`: RL rows only) → data-own/rl/train; the teacher's dev
+    runs are its validation split, the held-out states of grpo_judge too (the same checkpoint choice)."""
+    runs = [f"{o}/collect-own", f"{o}/collect-dev"]
+    add("harvest-own", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "none", "--out",
+                        f"{o}/{OWN_STATES.split('/')[0]}"], runs, [f"{o}/{OWN_STATES.split('/')[0]}"],
+        group="harvest-own")
 
 
 def needed(plan: list[Step], targets: list[str]) -> list[Step]:

@@ -18,8 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from omnidecision.pipeline.arms import ARMS, Arm, pairs, planners
+from omnidecision.pipeline.arms import ARMS, OWN_STATES, Arm, pairs, planners
 from omnidecision.pipeline.contrasts import paired_rows, per_task_mean
+from omnidecision.pipeline.decisions import decision_rates, decision_rows
 from omnidecision.pipeline.plan import DemoConfig, Step, build_plan, output_dir, unit
 from omnidecision.pipeline.scheduler import total_wall
 
@@ -36,9 +37,7 @@ def _optional(path: Path) -> dict[str, Any] | None:
 
 def units(arm: Arm, cfg: DemoConfig) -> list[tuple[str, str]]:
     """(replicate key, folder name) of an arm's evaluated planners: r0.. for a replicated arm, r0 otherwise."""
-    if arm.replicated:
-        return [(f"r{k}", unit(arm, k)) for k in range(cfg.replicates)]
-    return [("r0", arm.name)]
+    return [("r0" if k is None else f"r{k}", unit(arm, k)) for k in cfg.replicates_of(arm)]
 
 
 def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
@@ -75,6 +74,7 @@ def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
         # why the wrong runs failed (eval.attribution's categories, the ones that occurred, over the replicates)
         "attribution": attribution,
         "replicates": {key: r["accuracy"] for key, _, r in reps},
+        "decisions": decision_rates({key: r.get("decisions") for key, _, r in reps}),  # pipeline/decisions.py
     }
 
 
@@ -119,15 +119,21 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
 
     correct = {n: per_task_mean(nested[n]) for n in names}
     harvest = _optional(out / "data" / "stats.json")
+    own = _optional(out / OWN_STATES.split("/")[0] / "stats.json")
     judge = _optional(out / "judge_eval.json")
     steps = _optional(out / "steps.json") or {}
     summary = {
-        "seed": cfg.seed, "config": asdict(cfg), "planners": planners_out,
+        # `single` as a list: the saved file reads back equal
+        "seed": cfg.seed, "config": asdict(cfg) | {"single": list(cfg.single)}, "planners": planners_out,
         "paired_in_loop": [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(arms)],
         # the judge's figures without the machine path of the data folder (summaries are committed as results)
         "judge_eval": {k: v for k, v in judge.items() if k != "data"} if judge else None,
         "harvest": {"runs": harvest["runs"], "correct_runs": harvest["correct_runs"], "sft_rows": harvest["sft"],
                     "rl_rows": harvest["rl"]} if harvest else None,
+        # the SFT planner's own runs on the train tasks (grpo_own's and rft_own's states, rl_rows.train): failed ones
+        # kept too; runs and correct_runs count the teacher's dev runs as well (harvest-own's validation split)
+        "own_states": {"runs": own["runs"], "correct_runs": own["correct_runs"],
+                       "rl_rows": own["rl"]} if own else None,
         "budget": budgets(plan),
         # wall time of grpo_judge's post-SFT stages (its judge, its replicates): no longer any control's budget
         "post_sft_budget_s": round(sum(v for k, v in times.items() if k == "judge-train"
@@ -138,9 +144,11 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
         "stage_wall_s": times, "total_wall_s": total_wall(plan, times),
         "protocol": "train/dev/test suites with distinct seeds; every arm but oracle_sft learns from the teacher's "
                     "emitted decisions in its judge-correct runs (or from rewards over the ledger); post-SFT arms "
-                    "are replicated with distinct RL seeds; sft_plus and rft train for the optimizer rows "
-                    "judge-train + grpo_judge consumed (same replicate); every step runs with a fixed thread count; "
-                    "the table reports test",
+                    "are replicated with distinct RL seeds (an arm in `single`: replicate 0 only); sft_plus and rft "
+                    "train for the optimizer rows judge-train + grpo_judge consumed (same replicate), rft_own for "
+                    "judge-train + grpo_own; grpo_own and rft_own train on the SFT planner's own states (its served "
+                    "runs on the train tasks, no label); every step runs with a fixed thread count; the table "
+                    "reports test",
     }
     # the experiment's planned contrasts at this one start (one start resolves nothing: its intervals cannot count
     # the variance between starts; the experiment's can)
@@ -195,6 +203,12 @@ def table(summary: dict[str, Any]) -> str:
 
         rows += ["", "One start resolves nothing: these intervals count replicates and tasks, not the variance "
                      "between SFT starts (`make experiment` does).", "", *contrast_rows(summary["contrasts"])]
+    decisions = {n: summary["planners"][n].get("decisions") for n in names}
+    if any(decisions.values()):
+        rows += ["", "Decisions where the digest says what to do (eval/decisions.py): the rate of repeating the same "
+                     "(need, tool) after it came back without the value while another listed source is untried, and "
+                     "of finishing while a blocking need can still advance (mean over replicates):", "",
+                 *decision_rows(decisions)]
     sp = summary.get("serving_parity")
     if sp:
         rows += ["", f"Serving parity: the {sp['planner']} planner served by vLLM and decoded in-process (how every "

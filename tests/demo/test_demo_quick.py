@@ -30,11 +30,18 @@ def test_quick_demo_writes_a_complete_summary(tmp_path):
         assert p["ci95"][0] <= p["accuracy"] <= p["ci95"][1]
     assert summary["planners"]["rule"]["accuracy"] >= 0.95  # the rule planner solves its own suite
     assert len(summary["paired_in_loop"]) == len(pairs())
-    assert {"collect-train", "harvest", "sft", "judge-train", "grpo_judge.r0", "rft.r0", "sft_plus.r0"} <= set(
-        summary["stage_wall_s"])
+    assert {"collect-train", "harvest", "sft", "judge-train", "grpo_judge.r0", "rft.r0", "sft_plus.r0", "collect-own",
+            "harvest-own", "grpo_own.r0", "rft_own.r0-select", "rft_own.r0"} <= set(summary["stage_wall_s"])
     # every control consumed its reference's rows (within one of its batches), read from trainer_state.json
     controls = {k: v for k, v in summary["budget"].items() if "reference" in v}
-    assert {"rft.r0", "sft_plus.r0"} <= set(controls) and all(v["matched"] for v in controls.values()), controls
+    assert {"rft.r0", "sft_plus.r0", "rft_own.r0"} <= set(controls) and all(v["matched"] for v in controls.values()), (
+        controls)
+    assert controls["rft_own.r0"]["reference"] == ["judge-train", "grpo_own.r0"]
+    # the SFT planner's own runs were harvested with no label: RL rows only, from every run
+    own = summary["own_states"]
+    assert own["runs"] > 0 and own["rl_rows"]["train"] > 0 and "sft" not in own
+    # every evaluated planner's report carried its decision rates into the summary
+    assert all(summary["planners"][n]["decisions"] is not None for n in PLANNERS)
     assert summary["provenance"]["cpu"] and summary["provenance"]["libraries"]["torch"]
     assert all(r["threads"] == 1 for r in summary["provenance"]["steps"].values())
     assert (out / "compare" / "compare.md").exists()

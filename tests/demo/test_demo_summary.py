@@ -18,7 +18,17 @@ from omnidecision.protocol.records import JudgeResult, RunRecord
 PLANNERS = planners()
 
 
-def _eval(folder, correct: list[bool]) -> None:
+def _decisions(repeats: int, states: int, finishes: int = 0, blocking: int = 4) -> dict:
+    """A report's `decisions` (eval/decisions.py's shape): `repeats` of `states` repeat-after-empty states."""
+    def one(e: int, n: int) -> dict:
+        return {"states": n, "events": e, "rate": round(e / n, 4) if n else None, "runs": n, "runs_with_event": e}
+
+    return {"repeat_after_empty": one(repeats, states), "premature_finish": one(finishes, blocking),
+            "by_category": {"source_switch": {"repeat_after_empty": one(repeats, states),
+                                              "premature_finish": one(finishes, blocking)}}}
+
+
+def _eval(folder, correct: list[bool], decisions: dict | None = None) -> None:
     folder.mkdir(parents=True)
     with (folder / "trajectories.jsonl").open("w") as f:
         for i, ok in enumerate(correct):
@@ -30,15 +40,19 @@ def _eval(folder, correct: list[bool]) -> None:
            "outcomes": {"accepted": k, "stuck": n - k}, "invalid_action_rate": (n - k) / n,
            "by_category": {"source_switch": {"n": n, "correct": k, "accuracy": k / n, "ci95": [0.0, 1.0]}},
            "attribution": {"budget": n - k, "computation": 0}}
+    if decisions is not None:
+        rep["decisions"] = decisions
     (folder / "report.json").write_text(json.dumps(rep))
 
 
-def _demo_folder(root, correct: dict[str, list[bool]], cfg: DemoConfig | None = None, flip: set[str] = frozenset()):
-    """Evaluation folders of every arm's planners; `flip`: planners (arm.rK) whose outcomes are inverted."""
+def _demo_folder(root, correct: dict[str, list[bool]], cfg: DemoConfig | None = None, flip: set[str] = frozenset(),
+                 decisions: dict[str, dict] | None = None):
+    """Evaluation folders of every arm's planners; `flip`: planners (arm.rK) whose outcomes are inverted;
+    `decisions`: planner (arm.rK or arm) → its report's decision diagnostics."""
     for arm in ARMS:
         for _key, name in units(arm, cfg or DemoConfig.quick()):
             _eval(root / "eval" / name / "test", [not c for c in correct[arm.name]] if name in flip
-                  else correct[arm.name])
+                  else correct[arm.name], (decisions or {}).get(name))
     (root / "judge_eval.json").write_text(json.dumps({"n": 10, "positive": 6, "negative": 4, "auroc_closure": 0.61,
                                                       "auroc_judge": 0.74, "auroc_closure_plus_judge": 0.77}))
     (root / "data").mkdir()
@@ -50,6 +64,7 @@ CORRECT = {"teacher": [True, False, False, True], "sft": [True, False, False, Tr
            "sft_plus": [True, True, False, True], "rft": [True, True, False, False],
            "grpo": [True, True, True, False], "grpo_judge": [True, True, True, True],
            "grpo_shuffled": [True, False, True, True], "oracle_sft": [True, True, True, True],
+           "grpo_own": [True, True, True, False], "rft_own": [False, True, False, True],
            "rule": [True, True, True, True]}
 
 
@@ -81,10 +96,10 @@ def test_total_wall_counts_steps_side_by_side_once(tmp_path):
     plan = build_plan(DemoConfig.quick(), tmp_path)
     times = {s.name: 10.0 for s in plan}
     evals = [s.name for s in plan if s.group == "eval"]
-    assert len(evals) == 10 and "eval-sft.vllm" in evals  # one per planner (one replicate), and sft served by vLLM
+    assert len(evals) == 12 and "eval-sft.vllm" in evals  # one per planner (one replicate), sft served by vLLM
     alone = total_wall(plan, times)  # --jobs 1: no group recorded, every step counts
     assert alone == 10.0 * len(plan)
-    times["group:eval"] = 25.0  # the ten evaluations took 25 s side by side
+    times["group:eval"] = 25.0  # the twelve evaluations took 25 s side by side
     assert total_wall(plan, times) == alone - 10.0 * len(evals) + 25.0
 
 
@@ -156,3 +171,70 @@ def test_a_step_that_finished_is_kept_when_a_later_step_of_its_group_fails(tmp_p
         scheduler.run_plan([ok, bad], tmp_path, jobs=1)
     saved = json.loads((tmp_path / "stage_wall_s.json").read_text())
     assert "synth" in saved and "harvest" not in saved  # a restart runs only the step that failed
+
+
+def test_decision_rates_per_planner_are_the_mean_over_replicates_with_each_replicate_kept(tmp_path):
+    cfg = DemoConfig.quick()
+    cfg.replicates = 2
+    # grpo_own repeats after an empty return in 1 of 4 states (r0) and 3 of 6 (r1); sft in 4 of 5; rft_own's
+    # reports have none (an older report): no rates, no row
+    decisions = {"grpo_own.r0": _decisions(1, 4, finishes=1), "grpo_own.r1": _decisions(3, 6), "sft": _decisions(4, 5),
+                 "teacher": _decisions(0, 0)}
+    _demo_folder(tmp_path, CORRECT, cfg, decisions=decisions)
+    summary = summarise(tmp_path, cfg, {})
+    own = summary["planners"]["grpo_own"]["decisions"]
+    assert own["repeat_after_empty"]["replicates"] == {"r0": 0.25, "r1": 0.5}
+    assert own["repeat_after_empty"]["rate"] == 0.375  # the mean of the replicates' rates, not 4 / 10
+    assert (own["repeat_after_empty"]["states"], own["repeat_after_empty"]["events"]) == (10, 4)
+    assert own["premature_finish"]["replicates"] == {"r0": 0.25, "r1": 0.0}
+    assert own["premature_finish"]["rate"] == 0.125
+    assert own["by_family"]["source_switch"]["repeat_after_empty"] == {"rate": 0.4, "states": 10, "events": 4}
+    assert summary["planners"]["sft"]["decisions"]["repeat_after_empty"]["rate"] == 0.8
+    # a planner that never met such a state has no rate (None), not 0
+    assert summary["planners"]["teacher"]["decisions"]["repeat_after_empty"]["rate"] is None
+    assert summary["planners"]["rft_own"]["decisions"] is None
+    text = table(summary)
+    assert "| grpo_own | 0.375 | 0.250, 0.500 | 10 | 0.125 | 0.250, 0.000 | 8 |" in text
+    assert "| sft | 0.800 | 0.800 | 5 |" in text and "| teacher | – | – | 0 |" in text
+    from omnidecision.pipeline.decisions import decision_rows
+
+    rows = decision_rows({n: p["decisions"] for n, p in summary["planners"].items()})
+    assert any(r.startswith("| grpo_own |") for r in rows) and not any(r.startswith("| rft_own |") for r in rows)
+    # pooled over starts: every (start, replicate) rate kept, their mean reported
+    other = tmp_path / "seed-1"
+    cfg1 = DemoConfig.quick()
+    cfg1.replicates, cfg1.seed = 2, 1
+    _demo_folder(other, CORRECT, cfg1, decisions={"grpo_own.r0": _decisions(0, 2), "grpo_own.r1": _decisions(2, 2)})
+    pooled = pool([summary, summarise(other, cfg1, {})], [tmp_path, other])
+    got = pooled["decisions"]["grpo_own"]["repeat_after_empty"]
+    assert got["replicates"] == {"0:r0": 0.25, "0:r1": 0.5, "1:r0": 0.0, "1:r1": 1.0}
+    assert got["rate"] == 0.4375 and got["states"] == 14
+    assert pooled["decisions"]["rft_own"] is None
+    from omnidecision.pipeline.experiment import experiment_table
+
+    assert "| grpo_own | 0.438 | 0.250, 0.500, 0.000, 1.000 | 14 |" in experiment_table(pooled)
+
+
+def test_a_single_arm_is_summarised_from_its_one_replicate_with_its_budget_checked(tmp_path):
+    from omnidecision.pipeline.plan import output_dir
+    from omnidecision.pipeline.summary import budgets
+
+    cfg = DemoConfig.quick()
+    cfg.replicates, cfg.single = 3, ("sft_plus",)
+    _demo_folder(tmp_path, CORRECT, cfg)
+    assert [name for _, name in units(ARMS[[a.name for a in ARMS].index("sft_plus")], cfg)] == ["sft_plus.r0"]
+    summary = summarise(tmp_path, cfg, {})
+    assert summary["planners"]["sft_plus"]["replicates"] == {"r0": 0.75}
+    assert set(summary["planners"]["rft"]["replicates"]) == {"r0", "r1", "r2"}
+    assert set(summary["outcomes_by_replicate"]["sft_plus"]["0"]) == {"r0"}
+    # consumed rows: sft_plus.r0 against judge-train + grpo_judge.r0; no budget row for replicates that never ran
+    plan = build_plan(cfg, tmp_path)
+    by = {s.name: s for s in plan}
+    for name, steps, batch in (("judge-train", 5, 16), ("grpo_judge.r0", 3, 32), ("sft_plus.r0", 11, 16)):
+        folder = output_dir(by[name])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": steps, "train_batch_size": batch}))
+    got = budgets(plan)
+    assert got["sft_plus.r0"]["reference"] == ["judge-train", "grpo_judge.r0"]
+    assert got["sft_plus.r0"]["reference_rows"] == 176 and got["sft_plus.r0"]["matched"]
+    assert not any(k.startswith("sft_plus.r") and k != "sft_plus.r0" for k in got)

@@ -27,11 +27,19 @@ def test_the_shipped_recipe_declares_starts_replicates_and_planned_contrasts():
     assert not set(recipe.contrasts()) & set(exploratory(recipe.contrasts()))
     cfg = recipe.start_config(recipe.starts[1])
     assert cfg.seed == recipe.starts[1] and cfg.replicates == recipe.replicates
-    # every start plans every post-SFT arm `replicates` times
+    # the own-states arm against the teacher-states arm, its start and its control (issue 37)
+    assert {("grpo_judge", "grpo_own"), ("sft", "grpo_own"), ("rft_own", "grpo_own")} <= set(recipe.contrasts())
+    # every start plans every post-SFT arm `replicates` times, but those listed single (outside the planned
+    # contrasts: sft_plus) once
+    assert recipe.single == ["sft_plus"] and cfg.single == ("sft_plus",)
+    planned = {n for pair in recipe.contrasts() for n in pair}
     plan = build_plan(cfg, Path("/x"))
     for arm in ARMS:
         if arm.replicated:
-            assert sum(1 for s in plan if s.name.startswith("eval-") and s.arm == arm.name) == recipe.replicates
+            want = 1 if arm.name in recipe.single else recipe.replicates
+            assert sum(1 for s in plan if s.name.startswith("eval-") and s.arm == arm.name) == want, arm.name
+            if arm.name in planned:  # ≥ 12 replicates for every post-SFT arm in a planned contrast (issue 36)
+                assert want * len(recipe.starts) >= 12, arm.name
 
 
 @pytest.mark.parametrize(("text", "needle"), [
@@ -41,6 +49,10 @@ def test_the_shipped_recipe_declares_starts_replicates_and_planned_contrasts():
     ("starts: [0]\nreplicates: 2\ntest_tasks: 10\nplanned: [grpo_judge]\n", "write it as `b-a`"),
     ("starts: [0]\nreplicates: 2\ntest_tasks: 10\nplanned: [grpo-sft]\nseeds: 3\n", "seeds"),
     ("starts: [0\n", "not valid YAML"),
+    ("starts: [0]\nreplicates: 2\ntest_tasks: 10\nplanned: [grpo-sft]\nsingle: [sft]\n",
+     "'sft' is not a replicated post-SFT arm"),
+    ("starts: [0]\nreplicates: 2\ntest_tasks: 10\nplanned: [grpo-sft]\nsingle: [grpo]\n",
+     "appear in a planned contrast"),
 ])
 def test_a_bad_recipe_is_a_clear_error_naming_the_file_and_field(tmp_path, text, needle):
     path = tmp_path / "bad.yaml"

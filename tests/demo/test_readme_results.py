@@ -28,6 +28,9 @@ def test_readme_experiment_tables_come_from_the_result_file():
 def test_readme_demo_figures_come_from_the_demo_result_file():
     summary = json.loads((ROOT / "docs/results/demo-summary.json").read_text("utf-8"))
     readme = (ROOT / "README.md").read_text("utf-8")
-    for name in PLANNERS:
+    # the planners of the committed run (an arm added to the table since is in the next run's file); none that the
+    # table has dropped
+    assert set(summary["planners"]) <= set(PLANNERS), sorted(set(summary["planners"]) - set(PLANNERS))
+    for name in summary["planners"]:
         assert f"{name} {summary['planners'][name]['accuracy']:.3f}" in readme, name
     assert f"{summary['total_wall_s'] / 60:.1f} min of stage time" in readme
