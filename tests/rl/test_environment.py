@@ -119,6 +119,7 @@ def test_an_episode_runs_the_agent_to_a_judged_answer(tasks_dir):
     assert env.get_reward() == 0.0 and LedgerEnvironment.finished[-1]["outcome"] == "error"
 
 
+@pytest.mark.slow  # ≈ 2–3 min (an SFT start, then executed rollouts); the fast suite keeps the episode and GRPO tests
 def test_environment_grpo_trains_on_judged_rollouts(sft_start, tasks_dir, tmp_path):
     import torch
     from safetensors.torch import load_file
