@@ -2,7 +2,7 @@
 
     python scripts/reread_experiment.py
 
-Run A is docs/results/experiment.json (c39800e), run B docs/results/experiment-59ce1cb.json. A seed fixes the suites
+Run A is docs/results/experiment-c39800e.json, run B docs/results/experiment-59ce1cb.json. A seed fixes the suites
 and the teacher's data in both runs, so the unit is the seed: each seed's delta is the mean of its two runs, and the
 95% interval is Student's t over the seeds (df = seeds − 1). Prints one Markdown row per contrast.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from omnidecision.stats import t_quantile
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = ("docs/results/experiment.json", "docs/results/experiment-59ce1cb.json")
+RUNS = ("docs/results/experiment-c39800e.json", "docs/results/experiment-59ce1cb.json")
 CONTRASTS = (("grpo_judge", "sft"), ("grpo_judge", "rft"), ("grpo_judge", "grpo_shuffled"), ("grpo", "sft"),
              ("grpo_judge", "sft_plus"))
 

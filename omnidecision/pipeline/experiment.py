@@ -151,6 +151,8 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
         "provenance": [s.get("provenance") for s in summaries],
         "outcomes": nested,
         "decisions": pooled_decisions(summaries, names),  # pipeline/decisions.py
+        # the SFT planner served by vLLM against in-process (how every arm was evaluated), per start
+        "serving_parity": {str(s["seed"]): s.get("serving_parity") for s in summaries},
     }
     if recipe is not None:
         planned = recipe.contrasts()
@@ -178,14 +180,25 @@ def experiment_table(pooled: dict[str, Any]) -> str:
     from omnidecision.pipeline.contrasts import paired_rows
 
     names = list(pooled["per_seed_accuracy"])
-    rows = ["| planner | " + " | ".join(f"seed {s}" for s in pooled["seeds"]) + " | pooled | n |",
-            "|---|" + "---|" * (len(pooled["seeds"]) + 2)]
+    means = (pooled.get("contrasts") or {}).get("means", {})
+    rows = ["| planner | " + " | ".join(f"seed {s}" for s in pooled["seeds"]) + " | mean | 95% interval "
+            "(start → replicate → task) | n |", "|---|" + "---|" * (len(pooled["seeds"]) + 3)]
     for n in names:
         accs = " | ".join("–" if a is None else f"{a:.3f}" for a in pooled["per_seed_accuracy"][n])
-        rows.append(f"| {n} | {accs} | {pooled['pooled_accuracy'][n]:.3f} | {pooled['pooled_n'][n]} |")
+        m = means.get(n)
+        ci = f"[{m['low']:.3f}, {m['high']:.3f}]" if m else "–"
+        rows.append(f"| {n} | {accs} | {pooled['pooled_accuracy'][n]:.3f} | {ci} | {pooled['pooled_n'][n]} |")
     if pooled.get("contrasts"):
         rows += ["", *contrast_rows(pooled["contrasts"])]
-    rows += ["", "Pooled over seeds, paired per (seed, task):", "", *paired_rows(pooled["pooled_paired"])]
+    else:  # no recipe: the task-only paired comparison (it leaves out the training noise: not for claims)
+        rows += ["", "Pooled over seeds, paired per (seed, task); task noise only:", "",
+                 *paired_rows(pooled["pooled_paired"])]
+    parity = [v for v in (pooled.get("serving_parity") or {}).values() if v]
+    if parity:
+        rows += ["", f"Serving parity (the SFT planner served by vLLM against in-process, every start): "
+                     f"{sum(v['steps_identical'] for v in parity)} of {sum(v['steps'] for v in parity)} decisions "
+                     f"identical, {sum(v['runs_identical'] for v in parity)} of {sum(v['runs'] for v in parity)} "
+                     "test runs identical throughout."]
     if any((pooled.get("decisions") or {}).values()):
         from omnidecision.pipeline.decisions import decision_rows
 
