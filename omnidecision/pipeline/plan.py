@@ -9,7 +9,7 @@ DEV (validation rows: SFT's best checkpoint and the judge's AUROC) and TEST (rea
 Post-SFT arms run `replicates` times with distinct RL seeds (`rl_seed`), all evaluated on the same test tasks;
 the controls' `--max_steps` is the budget rule's (plan.budget_argument: read from the reference runs'
 trainer_state.json when the control starts). With an own-states arm in the table (grpo_own, rft_own), two steps
-run once per start: `collect-own` (the SFT planner, in-process, on the first `own_tasks` train tasks, `own_samples` runs
+run once per start: `collect-own` (the SFT planner in-process on the first `own_tasks` train tasks, `own_samples` runs
 each) and `harvest-own` (`--label none` → data-own/rl, the teacher's dev runs as its validation split).
 """
 
@@ -39,7 +39,7 @@ class DemoConfig:
     train_tasks: int = 240
     dev_tasks: int = 30
     test_tasks: int = 60  # make demo within 15 min on 2 cores (docs/findings.md); the experiment sizes its own
-    # from-scratch SFT budget (sft and oracle_sft; the best dev-loss checkpoint is kept): 2,000, where the rule-labelled
+    # from-scratch SFT budget (sft and oracle_sft; best dev-loss checkpoint kept): 2,000, where the rule-labelled
     # planner learns the tool fields on the cross-listed suite (docs/findings.md, oracle_sft and source_switch)
     sft_steps: int = 2000
     sft_eval_steps: int = 250
@@ -259,7 +259,7 @@ def _select_step(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m
 
 def _own_collect_step(add: Any, cfg: DemoConfig, o: str, m: str) -> None:
     """The SFT planner's own runs: served in the loop on the first `own_tasks` TRAIN tasks, `own_samples` runs each
-    at the recipe's temperature (configs/eval/own-states-tiny-local.yaml, in-process), every run kept whatever its outcome."""
+    at the recipe's temperature (configs/eval/own-states-tiny-local.yaml), every run kept whatever its outcome."""
     add("collect-own", ["eval", "--config", recipe_path(OWN_RECIPE), "--name", "own-states", "--tasks.path",
                         f"{o}/tasks-train", "--tasks.limit", str(cfg.own_tasks), "--samples", str(cfg.own_samples),
                         model_flag(OWN_RECIPE), f"{m}/sft", "--backends.default.options.seed", str(cfg.seed),
