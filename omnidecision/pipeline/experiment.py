@@ -214,9 +214,14 @@ def experiment_table(pooled: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 def write_result(pooled: dict[str, Any], out: Path, results: Path | None) -> None:
+    """OUT/experiment.json, and the committed copy `results` with paths relative to the repository (the steps'
+    command lines name this machine's checkout otherwise)."""
     text = json.dumps(pooled, indent=2)
     (out / "experiment.json").write_text(text, "utf-8")
     if results is not None:
         results.parent.mkdir(parents=True, exist_ok=True)
-        results.write_text(text, "utf-8")
+        results.write_text(text.replace(json.dumps(f"{REPO}/")[1:-1], ""), "utf-8")

@@ -147,3 +147,14 @@ def test_recipe_model_rejects_unknown_keys():
     with pytest.raises(ValueError):
         ExperimentRecipe.model_validate({"starts": [0], "replicates": 1, "test_tasks": 5, "planned": ["grpo-sft"],
                                          "extra": 1})
+
+
+def test_the_committed_result_names_no_machine_path(tmp_path):
+    from omnidecision.pipeline.experiment import REPO, write_result
+
+    argv = ["sft", "--output_dir", f"{REPO}/runs/experiment/seed-0/m"]
+    pooled = {"provenance": [{"steps": {"sft": {"argv": argv}}}]}
+    write_result(pooled, tmp_path, tmp_path / "results" / "experiment.json")
+    committed = (tmp_path / "results" / "experiment.json").read_text()
+    assert str(REPO) not in committed and '"runs/experiment/seed-0/m"' in committed
+    assert str(REPO) in (tmp_path / "experiment.json").read_text()  # the run folder's own copy is left as it ran
