@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -45,6 +45,8 @@ class ExperimentRecipe(BaseModel):
     planned: list[str] = Field(min_length=1, description="contrasts `b-a` declared before the run")
     single: list[str] = Field(default_factory=list, description="post-SFT arms outside the planned contrasts that "
                                                                "run replicate 0 only at each start (saves time)")
+    checks: Literal["first", "every"] = Field("first", description="starts that also serve the SFT planner by vLLM "
+                                              "(serving parity) and write the HTML view: the first, or every one")
 
     @field_validator("starts")
     @classmethod
@@ -86,7 +88,8 @@ class ExperimentRecipe(BaseModel):
         return DemoConfig(train_tasks=self.train_tasks, dev_tasks=self.dev_tasks, test_tasks=self.test_tasks,
                           sft_steps=self.sft_steps, sft_eval_steps=self.sft_eval_steps, judge_steps=self.judge_steps,
                           grpo_steps=self.grpo_steps, seed=start, replicates=self.replicates, threads=self.threads,
-                          own_tasks=self.own_tasks, own_samples=self.own_samples, single=tuple(self.single))
+                          own_tasks=self.own_tasks, own_samples=self.own_samples, single=tuple(self.single),
+                          checks=self.checks == "every" or start == self.starts[0])
 
 
 def load_experiment(path: Path, overrides: list[str] | None = None) -> ExperimentRecipe:
@@ -195,7 +198,7 @@ def experiment_table(pooled: dict[str, Any]) -> str:
                  *paired_rows(pooled["pooled_paired"])]
     parity = [v for v in (pooled.get("serving_parity") or {}).values() if v]
     if parity:
-        rows += ["", f"Serving parity (the SFT planner served by vLLM against in-process, every start): "
+        rows += ["", f"Serving parity (the SFT planner served by vLLM against in-process, {len(parity)} start(s)): "
                      f"{sum(v['steps_identical'] for v in parity)} of {sum(v['steps'] for v in parity)} decisions "
                      f"identical, {sum(v['runs_identical'] for v in parity)} of {sum(v['runs'] for v in parity)} "
                      "test runs identical throughout."]

@@ -42,6 +42,18 @@ def test_the_shipped_recipe_declares_starts_replicates_and_planned_contrasts():
                 assert want * len(recipe.starts) >= 12, arm.name
 
 
+def test_the_serving_parity_check_and_the_view_run_at_the_first_start_only():
+    recipe = load_experiment(DEFAULT)
+    assert recipe.checks == "first"
+    first, later = (build_plan(recipe.start_config(s), Path("/x")) for s in recipe.starts[:2])
+    for name in ("eval-sft.vllm", "view"):
+        assert any(s.name == name for s in first) and not any(s.name == name for s in later), name
+    # the arms themselves are the same at every start: only the checks differ
+    assert {s.name for s in first} - {s.name for s in later} == {"eval-sft.vllm", "view"}
+    every = recipe.model_copy(update={"checks": "every"})
+    assert any(s.name == "view" for s in build_plan(every.start_config(recipe.starts[1]), Path("/x")))
+
+
 @pytest.mark.parametrize(("text", "needle"), [
     ("starts: [0, 0]\nreplicates: 2\ntest_tasks: 10\nplanned: [grpo_judge-sft]\n", "starts must be distinct"),
     ("starts: [0]\nreplicates: 0\ntest_tasks: 10\nplanned: [grpo_judge-sft]\n", "replicates"),
