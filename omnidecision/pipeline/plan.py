@@ -145,7 +145,8 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
         add("harvest-oracle", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "rule",
                                "--dedup", "--out", f"{o}/data-oracle"], runs, [f"{o}/data-oracle"], group="harvest")
     # 4 heads of 32 (attention 128 wide on the 64-wide residual): at one start the rule-labelled planner went 0.50 →
-    # 0.86 in the loop and the teacher-labelled one 0.46 → 0.57 against 2 heads (docs/findings.md, "oracle_sft in the pipeline")
+    # 0.86 in the loop and the teacher-labelled one 0.46 → 0.57 against 2 heads (docs/findings.md, "oracle_sft in
+    # the pipeline")
     add("tiny-planner", ["tiny-planner", "--out", f"{m}/untrained", "--data", f"{o}/data/sft", "--heads", "4"],
         [f"{o}/data/sft"], [f"{m}/untrained"])
 
