@@ -55,7 +55,7 @@ class DemoConfig:
     # `single`; the demo keeps every arm replicated)
     single: tuple[str, ...] = ()
     # the start's checks beside the arms: the SFT planner served by vLLM (serving parity against in-process) and the
-    # HTML view of every test run; the experiment runs them at its first start only (≈ 105 s of a start's time)
+    # HTML view of every test run; the experiment runs them at its first start only (71 s each at 42f1e44)
     checks: bool = True
 
     @classmethod
