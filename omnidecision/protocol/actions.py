@@ -13,6 +13,8 @@ Parsing never raises: `parse_planner_output(text)` returns `(action, None)` or `
     2
     >>> parse_planner_output('nonsense')[1]
     'no JSON object found in the output'
+    >>> parse_planner_output('{"action": "call", "arguments": {}')[1]
+    'unterminated JSON object: the output ends inside it (cut off at max_tokens?)'
 """
 
 from __future__ import annotations
@@ -124,10 +126,19 @@ def extract_json_object(text: str) -> str | None:
     One pass with a stack of open-brace positions (linear even for adversarial, deeply nested input).
     String state is tracked from the first brace on, so braces inside JSON strings do not count.
     """
+    return _scan_json_object(text)[0]
+
+
+def _scan_json_object(text: str) -> tuple[str | None, bool]:
+    """(the earliest-starting balanced object, whether the text ends inside an object that opened before it).
+
+    The second part tells a cut-off output (max_tokens reached mid-object) from a wrong one: without it, the
+    inner `{}` of `{"action": "call", "arguments": {}` would be judged as the decision.
+    """
     text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
     first = text.find("{")
     if first == -1:
-        return None
+        return None, False
     opened: list[int] = []
     best: tuple[int, int] | None = None
     in_str = esc = False
@@ -150,7 +161,8 @@ def extract_json_object(text: str) -> str | None:
                 best = (start, i)
             if not opened and start == first:
                 break  # the earliest possible start has closed: nothing can beat it
-    return None if best is None else text[best[0] : best[1] + 1]
+    cut = bool(opened) and (best is None or opened[0] < best[0])
+    return (None if best is None else text[best[0] : best[1] + 1]), cut
 
 
 def parse_with(adapter: TypeAdapter[T], text: str) -> tuple[T | None, str | None]:
@@ -159,7 +171,16 @@ def parse_with(adapter: TypeAdapter[T], text: str) -> tuple[T | None, str | None
         return None, f"expected text, got {type(text).__name__}"
     if len(text) > MAX_OUTPUT_CHARS:
         return None, f"output too long ({len(text)} chars > {MAX_OUTPUT_CHARS})"
-    blob = extract_json_object(text)
+    blob, cut = _scan_json_object(text)
+    value, error = _parse_blob(adapter, blob)
+    # a stray `{` in prose before a valid object is tolerated; an object the text ends inside is named as cut off
+    # (its nested `{}` or nothing at all is what a wrong-looking error would otherwise describe)
+    if error is not None and cut:
+        return None, "unterminated JSON object: the output ends inside it (cut off at max_tokens?)"
+    return value, error
+
+
+def _parse_blob(adapter: TypeAdapter[T], blob: str | None) -> tuple[T | None, str | None]:
     if blob is None:
         return None, "no JSON object found in the output"
     try:

@@ -87,7 +87,8 @@ def test_parsers_never_raise_and_return_a_model_or_an_error(parse, types, raw):
         ('{"action": "call", "need": 1, "tool": "shell"}', "tool"),
         ('{"action": "call", "need": "one"}', "need"),
         ('{"action": "stop"}', "action"),
-        ('{"action": "call", "need": 1', "no JSON object"),
+        ('{"action": "call", "need": 1', "unterminated JSON object"),
+        ('{"action": "call", "need": 1, "arguments": {}', "unterminated JSON object"),  # not the inner {}
         ("", "no JSON object"),
         ('{"action": "finish", "extra": 1}', "extra"),
     ],
@@ -95,6 +96,11 @@ def test_parsers_never_raise_and_return_a_model_or_an_error(parse, types, raw):
 def test_planner_errors_say_which_field_is_wrong(raw, fragment):
     value, error = parse_planner_output(raw)
     assert value is None and fragment in error
+
+
+def test_a_stray_brace_in_prose_before_a_valid_action_is_tolerated():
+    value, error = parse_planner_output('Plan { draft. Final: {"action": "finish"}')
+    assert error is None and value.action == "finish"
 
 
 def test_injection_text_around_a_valid_action_parses_only_the_first_object():
