@@ -89,13 +89,18 @@ def experiment(
     judge_steps: int | None = typer.Option(None, help="reward-judge training steps (overrides the recipe's)"),
     results: Path | None = typer.Option(None, help="also write the pooled result here (e.g. "
                                                    "docs/results/experiment.json)"),
+    pool_with: list[Path] = typer.Option([], "--pool-with", help="earlier experiment result files whose starts "
+                                         "are pooled with this run's (same recipe but for `starts`; "
+                                         "pipeline/merge.py)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print every start's plan as a shell script and stop"),
     jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
 ) -> None:
     """The protocol over several starts with RL replicates, pooled; the recipe's planned contrasts first."""
     from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
+    from omnidecision.pipeline.merge import MergeError, merge_results, read_result
     from omnidecision.pipeline.scheduler import run_plan
     from omnidecision.pipeline.summary import _read, summarise
+    from omnidecision.provenance import git_revision
 
     overrides = [f"{k}={v}" for k, v in (("replicates", replicates), ("test_tasks", test_tasks),
                                          ("sft_steps", sft_steps), ("judge_steps", judge_steps)) if v is not None]
@@ -105,6 +110,10 @@ def experiment(
         recipe = load_experiment(config, overrides)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--config") from exc
+    try:  # read before anything runs: a file that cannot be pooled should not cost a start's hours
+        earlier = [(str(p), read_result(p)) for p in pool_with]
+    except MergeError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--pool-with") from exc
     summaries, folders = [], []
     for start in recipe.starts:
         folder = (out / f"seed-{start}").resolve()
@@ -122,7 +131,13 @@ def experiment(
     if dry_run:
         return
     out.mkdir(parents=True, exist_ok=True)
-    pooled = pool(summaries, folders, recipe, plot=out / "contrasts.png")
+    pooled = pool(summaries, folders, recipe, plot=None if earlier else out / "contrasts.png")
     pooled["test_tasks_per_seed"] = recipe.test_tasks
+    pooled["git_revision"] = git_revision()
+    if earlier:
+        try:
+            pooled = merge_results([*earlier, (f"this run ({out})", pooled)], recipe, plot=out / "contrasts.png")
+        except MergeError as exc:  # this run's starts are kept in OUT; only the pooling is refused
+            raise typer.BadParameter(str(exc), param_hint="--pool-with") from exc
     write_result(pooled, out, results)
     print(experiment_table(pooled))

@@ -72,15 +72,21 @@ def pooled_decisions(summaries: list[dict[str, Any]], names: list[str]) -> dict[
 
 
 def _pool_one(summaries: list[dict[str, Any]], n: str) -> dict[str, Any] | None:
+    found = [(str(s["seed"]), s["planners"][n].get("decisions")) for s in summaries]
+    return merge_rates([(seed, d) for seed, d in found if d])
+
+
+def merge_rates(found: list[tuple[str | None, dict[str, Any]]]) -> dict[str, Any] | None:
+    """Decision rates pooled over parts: the mean of the per-replicate rates (keyed `prefix:replicate`, or as they
+    are where the prefix is None: parts already pooled), states and events summed, per family events/states."""
     from omnidecision.eval.decisions import KINDS
 
-    found = [(s["seed"], s["planners"][n].get("decisions")) for s in summaries]
-    found = [(seed, d) for seed, d in found if d]
     if not found:
         return None
     out: dict[str, Any] = {}
     for kind in KINDS:
-        rates = {f"{seed}:{k}": v for seed, d in found for k, v in d[kind]["replicates"].items()}
+        rates = {(f"{seed}:{k}" if seed is not None else k): v for seed, d in found
+                 for k, v in d[kind]["replicates"].items()}
         known = [v for v in rates.values() if v is not None]
         out[kind] = {"rate": round(sum(known) / len(known), 4) if known else None, "replicates": rates,
                      "states": sum(d[kind]["states"] for _, d in found),

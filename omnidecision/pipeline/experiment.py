@@ -116,7 +116,6 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
          plot: Path | None = None) -> dict[str, Any]:
     """Per-start accuracies, the pooled paired comparisons over every (start, task) unit, and (with a recipe) the
     planned contrasts' hierarchical intervals over start → replicate → task."""
-    from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop, per_task_mean
     from omnidecision.pipeline.decisions import pooled_decisions
 
     names = list(summaries[0]["planners"]) if summaries else list(planners(ARMS))
@@ -124,12 +123,7 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
     for s in summaries:
         for n in names:
             nested[n].update(s["outcomes_by_replicate"][n])
-    correct: dict[str, dict[str, float]] = {n: {} for n in names}
-    for n in names:
-        for start, reps in nested[n].items():
-            correct[n].update({f"{start}:{t}": v for t, v in per_task_mean({start: reps}).items()})
     per_seed = {n: [s["planners"][n]["accuracy"] for s in summaries] for n in names}
-    pooled = {n: round(sum(correct[n].values()) / len(correct[n]), 4) if correct[n] else None for n in names}
     families: dict[str, dict[str, Any]] = {}
     for s in summaries:
         for n in names:
@@ -140,11 +134,8 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
     by_family = {f: {n: round(c["correct"] / c["n"], 4) if c["n"] else None for n, c in cells.items()}
                  | {"n": max(c["n"] for c in cells.values())} for f, cells in sorted(families.items())}
     result = {
-        "seeds": [s["seed"] for s in summaries], "per_seed_accuracy": per_seed, "pooled_accuracy": pooled,
+        "seeds": [s["seed"] for s in summaries], "per_seed_accuracy": per_seed,
         "pooled_by_family": by_family,
-        "pooled_n": {n: len(correct[n]) for n in names},
-        "pooled_paired": [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(ARMS)
-                          if a in correct and b in correct],
         "per_seed_paired": {str(s["seed"]): s["paired_in_loop"] for s in summaries},
         "judge_eval": [s["judge_eval"] for s in summaries],
         "wall_s": [s["total_wall_s"] for s in summaries],
@@ -157,6 +148,25 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
         # the SFT planner served by vLLM against in-process (how every arm was evaluated), per start
         "serving_parity": {str(s["seed"]): s.get("serving_parity") for s in summaries},
     }
+    return derived(result, names, recipe, plot)
+
+
+def derived(result: dict[str, Any], names: list[str], recipe: ExperimentRecipe | None,
+            plot: Path | None) -> dict[str, Any]:
+    """Add what is computed from the per-task outcomes: pooled accuracy and n, the per-(start, task) paired table,
+    and with a recipe the planned and exploratory contrasts (pool and pipeline/merge.py share it)."""
+    from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop, per_task_mean
+
+    nested = result["outcomes"]
+    correct: dict[str, dict[str, float]] = {n: {} for n in names}
+    for n in names:
+        for start, reps in nested[n].items():
+            correct[n].update({f"{start}:{t}": v for t, v in per_task_mean({start: reps}).items()})
+    result["pooled_accuracy"] = {n: round(sum(correct[n].values()) / len(correct[n]), 4) if correct[n] else None
+                                 for n in names}
+    result["pooled_n"] = {n: len(correct[n]) for n in names}
+    result["pooled_paired"] = [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(ARMS)
+                               if a in correct and b in correct]
     if recipe is not None:
         planned = recipe.contrasts()
         result["recipe"] = recipe.model_dump()
