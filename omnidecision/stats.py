@@ -414,6 +414,19 @@ def _estimate(per_start: list[tuple[float, float, float]], level: float, extra_n
             "levels": (["start"] if start_counted else []), "_p": _p_value(est, se, df)}
 
 
+def _bounded(out: dict[str, Any], matrices: list[np.ndarray], width: int) -> dict[str, Any]:
+    """Intersect the interval with the values the estimate can take when every outcome lies in [0, 1] (a mean in
+    [0, 1], a difference in [-1, 1]): with 2–3 starts a t interval can reach past them, which says nothing more.
+    `half_width` stays the t half-width (what sizing reads); `note` says when the interval was cut."""
+    if not all(m.size == 0 or (m.min() >= 0 and m.max() <= 1) for m in matrices):
+        return out
+    lo, hi = (0.0, 1.0) if width == 1 else (-1.0, 1.0)
+    if out["low"] < lo or out["high"] > hi:
+        out["low"], out["high"] = max(out["low"], lo), min(out["high"], hi)
+        out["note"] = "; ".join(x for x in (out["note"], f"interval cut to [{lo:g}, {hi:g}]") if x)
+    return out
+
+
 def _p_value(est: float, se: float, df: float) -> float:
     if se == 0:
         return 1.0 if est == 0 else 0.0
@@ -436,14 +449,15 @@ def hierarchical_mean(a: Outcomes, *, n_boot: int = 2000, seed: int = 0, level: 
     """
     if not a:
         raise ValueError("hierarchical_mean: no start")
-    per_start, n_rep, n_tasks, dropped, multi = [], 0, 0, 0, False
+    per_start, n_rep, n_tasks, dropped, multi, seen = [], 0, 0, 0, False, []
     for s in sorted(a):
         tasks, lost = _shared_tasks([a[s]], s, "hierarchical_mean")
         reps = sorted(a[s])
-        per_start.append(_within([_matrix(a[s], reps, tasks, f"hierarchical_mean: start {s!r}")], [1.0]))
+        seen.append(_matrix(a[s], reps, tasks, f"hierarchical_mean: start {s!r}"))
+        per_start.append(_within([seen[-1]], [1.0]))
         n_rep, n_tasks, dropped = n_rep + len(reps), n_tasks + len(tasks), dropped + lost
         multi = multi or len(reps) > 1
-    out = _estimate(per_start, level, _notes(dropped, multi, len(per_start)))
+    out = _bounded(_estimate(per_start, level, _notes(dropped, multi, len(per_start))), seen, 1)
     out["levels"] += (["replicate"] if multi else []) + ["task"]
     out.pop("_p")
     return Estimate(**out, n_replicates=n_rep, n_tasks=n_tasks, method=METHOD)
@@ -491,7 +505,7 @@ def hierarchical_contrast(a: Outcomes, b: Outcomes, *, n_boot: int = 2000, seed:
     """
     if set(a) != set(b) or not a:
         raise ValueError(f"hierarchical_contrast: the arms must have the same starts: {sorted(a)} vs {sorted(b)}")
-    per_start, points, dropped = [], [], 0
+    per_start, points, dropped, seen = [], [], 0, []
     paired_all, multi, n_a, n_b, n_tasks = True, False, 0, 0, 0
     for s in sorted(a):
         tasks, lost = _shared_tasks([a[s], b[s]], s, "hierarchical_contrast")
@@ -499,6 +513,7 @@ def hierarchical_contrast(a: Outcomes, b: Outcomes, *, n_boot: int = 2000, seed:
         xa = _matrix(a[s], ra, tasks, f"hierarchical_contrast: a, start {s!r}")
         xb = _matrix(b[s], rb, tasks, f"hierarchical_contrast: b, start {s!r}")
         paired = ra == rb
+        seen += [xa, xb]
         paired_all, multi = paired_all and paired, multi or len(ra) > 1 or len(rb) > 1
         per_start.append(_within([xa - xb], [1.0]) if paired else _within([xa, xb], [1.0, -1.0]))
         if paired:
@@ -508,7 +523,7 @@ def hierarchical_contrast(a: Outcomes, b: Outcomes, *, n_boot: int = 2000, seed:
         else:
             points += [(s, r, float(d)) for r, d in zip(rb, xa.mean() - xb.mean(axis=1), strict=True)]
         n_a, n_b, n_tasks, dropped = n_a + len(ra), n_b + len(rb), n_tasks + len(tasks), dropped + lost
-    out = _estimate(per_start, level, _notes(dropped, multi, len(per_start)))
+    out = _bounded(_estimate(per_start, level, _notes(dropped, multi, len(per_start))), seen, 2)
     out["levels"] += (["replicate"] if multi else []) + ["task"]
     p = out.pop("_p")
     return ContrastEstimate(**out, p_value=p, n_replicates=len(points), n_tasks=n_tasks, method=METHOD,

@@ -55,7 +55,8 @@ def test_one_start_one_replicate_is_the_paired_t_interval_over_tasks() -> None:
     assert c.se == pytest.approx(math.sqrt(6.4 / 9 / 10))
     assert c.df == pytest.approx(9)
     assert c.half_width == pytest.approx(2.2622 * c.se, rel=1e-4)
-    assert (c.low, c.high) == pytest.approx((0.4 - c.half_width, 0.4 + c.half_width))
+    # 0.4 + 0.603 > 1: a difference of two accuracies cannot exceed 1, so the interval stops there
+    assert (c.low, c.high) == pytest.approx((0.4 - c.half_width, 1.0)) and "cut to [-1, 1]" in c.note
     assert c.levels == ["task"] and "one start" in c.note and "replicates" in c.note
     assert c.paired_replicates and [(r.start, r.replicate, r.delta) for r in c.per_replicate] == [("s", "r", 0.4)]
 
@@ -75,6 +76,22 @@ def test_two_starts_that_disagree_use_the_between_start_spread() -> None:
     assert not c.paired_replicates and (c.n_replicates_a, c.n_replicates_b, c.n_replicates) == (4, 2, 4)
     # unpaired: each of a's replicates minus b's (single) replicate of that start
     assert [round(r.delta, 4) for r in c.per_replicate] == [0.5, 0.5, -0.1, -0.1]
+
+
+def test_an_interval_past_what_accuracy_can_take_is_cut_to_it() -> None:
+    # two starts far apart (0.25 and 1.0 on 0/1 outcomes): mean 0.625, se 0.375, t_{.975, 1} = 12.706 -> the t
+    # interval is [-4.14, 5.39]; a mean of 0/1 outcomes lies in [0, 1], a difference of two in [-1, 1]
+    a = _arm({"0": {"r0": [1, 0, 0, 0]}, "1": {"r0": [1, 1, 1, 1]}})
+    m = hierarchical_mean(a)
+    assert m.estimate == pytest.approx(0.625) and (m.low, m.high) == (0.0, 1.0)
+    assert m.half_width == pytest.approx(12.706 * 0.375, rel=1e-4) and "cut to [0, 1]" in m.note
+    zero = _arm({"0": {"r0": [0, 0, 0, 0]}, "1": {"r0": [0, 0, 0, 0]}})
+    c = hierarchical_contrast(a, zero)
+    assert (c.low, c.high) == (-1.0, 1.0) and "cut to [-1, 1]" in c.note
+    # outcomes outside [0, 1] (b above is a score, not an accuracy) are not cut
+    wide = {"0": {"sft": {"t0": 2.0, "t1": -2.0, "t2": 2.0, "t3": -2.0}},
+            "1": {"sft": {"t0": 9.0, "t1": 9.0, "t2": 9.0, "t3": 9.0}}}
+    assert hierarchical_mean(wide).high > 1 and "cut" not in hierarchical_mean(wide).note
 
 
 def test_replicates_with_the_same_ids_are_paired() -> None:
