@@ -42,10 +42,10 @@ def demo(
     quick: bool = typer.Option(False, help="a small smoke run instead of the embedded default"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan as a shell script and stop"),
     seed: int = typer.Option(0, help="seed of the suites, the teacher's draws and SFT (the start)"),
-    test_tasks: int | None = typer.Option(None, help="test suite size (default 60; quick 8)"),
+    test_tasks: int | None = typer.Option(None, help="test suite size (default 40; quick 8)"),
     sft_steps: int | None = typer.Option(None, help="override the SFT step budget"),
     grpo_steps: int | None = typer.Option(None, help="override the GRPO steps"),
-    replicates: int | None = typer.Option(None, min=1, help="RL replicates per post-SFT arm (default 2; quick 1)"),
+    replicates: int | None = typer.Option(None, min=1, help="RL replicates per post-SFT arm (default 1; quick 1)"),
     jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
     threads: int = typer.Option(1, min=1, help=THREADS_HELP),
     only: list[str] = typer.Option([], help="run only these steps and what they need (no summary), e.g. eval-rule"),
@@ -96,6 +96,8 @@ def experiment(
     jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
 ) -> None:
     """The protocol over several starts with RL replicates, pooled; the recipe's planned contrasts first."""
+    import hashlib
+
     from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
     from omnidecision.pipeline.merge import MergeError, merge_results, read_result
     from omnidecision.pipeline.scheduler import run_plan
@@ -111,7 +113,9 @@ def experiment(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--config") from exc
     try:  # read before anything runs: a file that cannot be pooled should not cost a start's hours
-        earlier = [(str(p), read_result(p)) for p in pool_with]
+        # named with the file's digest: the file at that path is overwritten when it is also --results
+        earlier = [(f"{p} (sha256 {hashlib.sha256(p.read_bytes()).hexdigest()[:16]})", res)
+                   for p, res in ((p, read_result(p)) for p in pool_with)]
     except MergeError as exc:
         raise typer.BadParameter(str(exc), param_hint="--pool-with") from exc
     summaries, folders = [], []

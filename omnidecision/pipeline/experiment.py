@@ -175,12 +175,23 @@ def derived(result: dict[str, Any], names: list[str], recipe: ExperimentRecipe |
 
 
 def contrast_rows(section: dict[str, Any]) -> list[str]:
-    rows = [f"Planned contrasts ({section['method']}; 95% interval over start → replicate → task):", "",
-            "| contrast | estimate | 95% interval | half-width | p | per-replicate Δ |", "|---|---|---|---|---|---|"]
+    """The planned contrasts (with what each can exclude and the effect it had 80% power for) and the exploratory."""
+    from omnidecision.stats import Estimate, excludable_effect, min_detectable_effect
+
+    rows = [f"Planned contrasts ({section['method']}; 95% interval over start → replicate → task; `excludes`: no "
+            "effect beyond ± this in either direction is compatible with the interval; `80% power`: the true effect "
+            "this design would detect 4 times in 5, at the observed standard error and df):", "",
+            "| contrast | estimate | 95% interval | half-width | excludes | 80% power | p "
+            "| per-replicate Δ (start: …) |",
+            "|---|---|---|---|---|---|---|---|"]
     for k, v in section["planned"].items():
-        reps = ", ".join(f"{r['delta']:+.3f}" for r in v.get("per_replicate", []))
+        by_start: dict[str, list[str]] = {}
+        for r in v.get("per_replicate", []):
+            by_start.setdefault(str(r["start"]), []).append(f"{r['delta']:+.3f}")
+        reps = "; ".join(f"{s}: {', '.join(d)}" for s, d in by_start.items())
+        e = Estimate.model_validate(v)
         rows.append(f"| {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] | {v['half_width']:.3f} | "
-                    f"{v['p_value']:.3g} | {reps} |")
+                    f"±{excludable_effect(e):.3f} | {min_detectable_effect(e):.3f} | {v['p_value']:.3g} | {reps} |")
     if section.get("exploratory"):
         rows += ["", "Exploratory (every other pair; Holm-adjusted p):", "",
                  "| contrast | estimate | 95% interval | p (Holm) |", "|---|---|---|---|"]

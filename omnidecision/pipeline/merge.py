@@ -88,12 +88,18 @@ def merge_results(results: list[tuple[str, dict[str, Any]]], recipe: Any, plot: 
     merged["pooled_by_family"] = _families([r for _, r in results], arms)
     merged["decisions"] = {n: merge_rates([(None, r["decisions"][n]) for _, r in results if r["decisions"].get(n)])
                            for n in arms}
-    merged["pooled_from"] = [{"file": name, "starts": r["seeds"], "git_revision": r.get("git_revision"),
+    merged["pooled_from"] = [{"file": name, "starts": r["seeds"], "git_revision": _revisions(r),
                               "cpu": sorted({(p or {}).get("cpu") or "?" for p in r.get("provenance") or [{}]})}
                              for name, r in results]
     merged["test_tasks_per_seed"] = results[0][1].get("test_tasks_per_seed")
     recipe = recipe.model_copy(update={"starts": merged["seeds"]})
     return derived(merged, arms, recipe, plot)
+
+
+def _revisions(res: dict[str, Any]) -> str | None:
+    """The code revision(s) the file's starts ran at (their plans' provenance), else the one that pooled them."""
+    ran = sorted({p["git_revision"] for p in res.get("provenance") or [] if p and p.get("git_revision")})
+    return ", ".join(ran) if ran else res.get("git_revision")
 
 
 def _families(results: list[dict[str, Any]], arms: list[str]) -> dict[str, Any]:

@@ -88,7 +88,11 @@ class Runner:
         self.cores = sorted(os.sched_getaffinity(0))  # the cores this process may use (a cluster job's share)
         self.by_name = {s.name: s for s in plan or []}
         self.records: dict[str, dict[str, Any]] = {}
-        self.common = {"cpu": cpu_model(), "libraries": library_versions(), "python": platform.python_version()}
+        from omnidecision.provenance import git_revision
+
+        # the code revision when the plan started (each trained model's provenance.json has its own at training)
+        self.common = {"cpu": cpu_model(), "libraries": library_versions(), "python": platform.python_version(),
+                       "git_revision": git_revision()}
         self.on_done: Any = None  # called after each finished step (run_plan saves the times: a kill loses none)
 
     def budget(self, step: Step) -> str:

@@ -140,7 +140,8 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
                                        or k.split(".")[0] == "grpo_judge"), 1),
         "outcomes_by_replicate": nested,
         "provenance": {"cpu": steps.get("cpu"), "libraries": steps.get("libraries"), "python": steps.get("python"),
-                       "jobs": steps.get("jobs"), "threads": cfg.threads, "steps": steps.get("steps", {})},
+                       "git_revision": steps.get("git_revision"), "jobs": steps.get("jobs"), "threads": cfg.threads,
+                       "steps": steps.get("steps", {})},
         "stage_wall_s": times, "total_wall_s": total_wall(plan, times),
         "protocol": "train/dev/test suites with distinct seeds; every arm but oracle_sft learns from the teacher's "
                     "emitted decisions in its judge-correct runs (or from rewards over the ledger); post-SFT arms "
