@@ -88,9 +88,10 @@ def merge_results(results: list[tuple[str, dict[str, Any]]], recipe: Any, plot: 
     merged["pooled_by_family"] = _families([r for _, r in results], arms)
     merged["decisions"] = {n: merge_rates([(None, r["decisions"][n]) for _, r in results if r["decisions"].get(n)])
                            for n in arms}
-    merged["pooled_from"] = [{"file": name, "starts": r["seeds"], "git_revision": _revisions(r),
-                              "cpu": sorted({(p or {}).get("cpu") or "?" for p in r.get("provenance") or [{}]})}
-                             for name, r in results]
+    # a file that was itself pooled keeps its own sources
+    merged["pooled_from"] = [src for name, r in results for src in r.get("pooled_from") or [
+        {"file": name, "starts": r["seeds"], "git_revision": _revisions(r),
+         "cpu": sorted({(p or {}).get("cpu") or "?" for p in r.get("provenance") or [{}]})}]]
     merged["test_tasks_per_seed"] = results[0][1].get("test_tasks_per_seed")
     recipe = recipe.model_copy(update={"starts": merged["seeds"]})
     return derived(merged, arms, recipe, plot)

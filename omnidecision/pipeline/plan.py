@@ -41,9 +41,8 @@ class DemoConfig:
     # The demo's sizes hold `make demo` within 15 min, install included, on the slower CPU type (AMD EPYC, 2 cores;
     # docs/findings.md, "Timing the demo on the slower CPU"): the whole pipeline, every arm once, a weaker SFT start.
     # The experiment's recipe sets every size itself (configs/experiment/default.yaml: 2,000 SFT steps, where the
-    # rule-labelled planner learns the tool fields; docs/findings.md, oracle_sft and source_switch).
-    # (600 SFT steps left the 4-head planner at dev loss 0.17 and 0.075 in the loop: it had not yet learnt to copy
-    # `tool=`; the experiment's 2,000 reach 0.07).
+    # rule-labelled planner learns the tool fields; docs/findings.md, oracle_sft and source_switch). 600 SFT steps
+    # were too few: dev loss 0.17, 0.075 in the loop (the planner had not yet learnt to copy `tool=`).
     test_tasks: int = 40
     sft_steps: int = 1200
     sft_eval_steps: int = 300

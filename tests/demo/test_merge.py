@@ -68,6 +68,10 @@ def test_pooling_a_later_start_with_an_earlier_file_equals_pooling_every_start_a
         assert merged["decisions"][n]["by_family"] == d["by_family"], n
     assert [p["file"] for p in merged["pooled_from"]] == ["a.json", "b.json"]
     assert merged["pooled_from"][1] == {"file": "b.json", "starts": [2], "git_revision": None, "cpu": ["cpu-2"]}
+    # pooled again with a later start, the merged file keeps its two sources
+    later = _result([_summary(3, rng)], RECIPE)
+    again = merge_results([("merged.json", merged), ("c.json", later)], RECIPE)
+    assert [p["file"] for p in again["pooled_from"]] == ["a.json", "b.json", "c.json"]
 
 
 def test_files_that_share_a_start_or_differ_in_protocol_are_refused_by_name():
