@@ -5,7 +5,6 @@ safetensors) and identical per-replicate accuracies. Slow (two quick demos, ≈ 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -13,17 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from omnidecision.pipeline.rerun import weights
+
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
-
-
-def weights(out: Path) -> dict[str, str]:
-    """planner folder → sha256 of its safetensors (every trained and exported planner, and the judge)."""
-    got = {}
-    for folder in sorted(p for p in (out / "models").iterdir() if p.is_dir() and not p.name.endswith("-run")):
-        files = sorted(folder.glob("*.safetensors"))
-        if files:
-            got[folder.name] = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
-    return got
 
 
 def accuracies(out: Path) -> dict[str, dict[str, float]]:
@@ -40,7 +31,7 @@ def test_the_quick_protocol_run_twice_gives_the_same_weights_and_accuracies(tmp_
                                "--jobs", str(jobs)], capture_output=True, text=True, timeout=1700)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         outs.append(out)
-    a, b = (weights(o) for o in outs)
+    a, b = (weights(o / "models") for o in outs)
     assert {"sft", "grpo_judge.r0", "sft_plus.r0", "rft.r0", "judge"} <= set(a)
     assert a == b, {k: (a[k][:12], b.get(k, "")[:12]) for k in a if a[k] != b.get(k)}
     assert accuracies(outs[0]) == accuracies(outs[1])
