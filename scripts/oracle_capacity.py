@@ -8,7 +8,7 @@ nothing was tried yet (the `tool=` field alone decides), the wrong tool after an
 the wrong need, the wrong action. Two variants run side by side, one thread each (the scheduler's environment).
 
     python scripts/oracle_capacity.py runs/exp-start2/seed-2 --out runs/oracle-capacity \
-        --variants 2x3 2x4 3x2 3x3 --steps 2000 --results docs/results/oracle-capacity.json
+        --variants 3x2 2x3 --steps 2000 --results docs/results/oracle-capacity.json   # the measured run
 """
 
 from __future__ import annotations
