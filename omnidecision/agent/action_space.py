@@ -6,6 +6,10 @@ constrain_decoding` the planner's request carries a schema that admits exactly t
 a backend with structured outputs (vLLM: xgrammar; OpenAI `response_format`) can only emit one of them. The planner
 still chooses: which actionable need, which of the allowed tools, a slot or finish (finish is always admitted: the
 loop accepts it and the finalizer judges it). Offline backends (the scripted teacher) ignore the schema.
+With `constrain_tools: listed` the loop accepts, and the schema admits, for a need only the tools of its listed
+sources (`ledger.readiness.listed_tools`: the digest line's `tool=` and `alt=`) and for a slot code_executor: one
+call option per distinct set of listed tools, so a need with one source has its tool fixed and a need with an
+alternative leaves the planner the switch (docs/findings.md, "Listed tools").
 
     >>> from omnidecision.ledger.schema import Ledger
     >>> sorted(ledger_action_schema(Ledger(), None)["anyOf"][0]["properties"])
@@ -16,7 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnidecision.ledger.readiness import actionable_need_indices, actionable_slot_names, tool_budget_spent
+from omnidecision.ledger.readiness import (
+    SLOT_TOOL,
+    actionable_need_indices,
+    actionable_slot_names,
+    listed_tools,
+    tool_budget_spent,
+)
 from omnidecision.ledger.schema import Ledger
 from omnidecision.protocol.actions import TOOL_NAMES
 from omnidecision.tasks.schema import Task
@@ -43,18 +53,30 @@ def _call(target: str, values: list[Any], tools: list[str]) -> dict[str, Any]:
     }
 
 
-def ledger_action_schema(state: Ledger, task: Task | None, max_tool_calls: int | None = None) -> dict[str, Any]:
+def ledger_action_schema(state: Ledger, task: Task | None, max_tool_calls: int | None = None,
+                         scope: str = "allowed") -> dict[str, Any]:
     """A JSON schema (`anyOf` of finish and the admissible calls) for `state`. `max_tool_calls`: the recipe's cap,
-    on top of the ledger's own tool budget; when either is spent, only finish is admitted."""
+    on top of the ledger's own tool budget; when either is spent, only finish is admitted. `scope`: the agent's
+    `constrain_tools` (`allowed` or `listed`)."""
     finish = {"type": "object", "properties": {"action": {"const": "finish"}}, "required": ["action"],
               "additionalProperties": False}
     options: list[dict[str, Any]] = [finish]
     tools = allowed_tools(task)
-    if tools and not tool_budget_spent(state, max_tool_calls):
-        needs = actionable_need_indices(state)
-        if needs:
-            options.append(_call("need", needs, tools))
-        slots = actionable_slot_names(state)
-        if slots:
-            options.append(_call("slot", slots, tools))
+    if not tools or tool_budget_spent(state, max_tool_calls):
+        return {"anyOf": options}
+    needs = actionable_need_indices(state)
+    if scope == "listed":
+        # needs grouped by their admissible tools, in the order of the first need of each group
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i in needs:
+            listed = tuple(t for t in listed_tools(state.needs[i]) if t in tools)
+            if listed:
+                groups.setdefault(listed, []).append(i)
+        options += [_call("need", group, list(listed)) for listed, group in groups.items()]
+    elif needs:
+        options.append(_call("need", needs, tools))
+    slots = actionable_slot_names(state)
+    slot_tools = [t for t in tools if t == SLOT_TOOL] if scope == "listed" else tools
+    if slots and slot_tools:
+        options.append(_call("slot", slots, slot_tools))
     return {"anyOf": options}

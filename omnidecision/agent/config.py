@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, model_serializer
 
 from omnidecision.protocol.records import Mode
 from omnidecision.tools.base import ToolSettings
+
+
+ToolScope = Literal["allowed", "listed"]
 
 
 class AgentSettings(ToolSettings):
@@ -39,6 +42,11 @@ class AgentConfig(BaseModel):
     constrain_decoding: bool = Field(
         False, description="send the planner a per-state JSON schema of the actions the loop accepts "
                            "(agent.action_space; needs a backend with structured outputs, e.g. vLLM)")
+    constrain_tools: ToolScope = Field(
+        "allowed", description="the tools a call may name: `allowed`, any the task allows; `listed`, for a need "
+                               "only the tools of its listed sources (its `tool=` and `alt=`, page_reader beside "
+                               "web_search) and for a slot code_executor. The loop rejects the others and the "
+                               "action schema leaves them out (docs/findings.md, \"Listed tools\")")
     planner_system_prompt: bool = Field(
         True, description="send the planner its instructions as a system turn; false for a planner fine-tuned on "
                           "rows collected without them (protocol.prompts; the same setting at collection and "
@@ -53,6 +61,15 @@ class AgentConfig(BaseModel):
         # Only what differs from the defaults: the config digest (runtime.config_digest) of a run written before
         # the settings were typed stays the same, and so do manifests and records.
         return settings.model_dump(mode="json", exclude_defaults=True)
+
+    @model_serializer(mode="wrap")
+    def _scope_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # `constrain_tools` only when it is not the default, as for `settings`: configs written before the field
+        # existed keep their digest
+        out = handler(self)
+        if isinstance(out, dict) and out.get("constrain_tools") == "allowed":
+            out.pop("constrain_tools")
+        return out
 
     def tool_settings(self) -> ToolSettings:
         """The tools' settings of a run: `tool_timeout_s` is the agent's unless `settings` sets its own."""

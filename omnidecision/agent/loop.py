@@ -45,7 +45,7 @@ import logging
 import traceback
 
 from omnidecision.agent.action_space import ledger_action_schema
-from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.config import AgentConfig, ToolScope
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
 from omnidecision.agent.runtime import Run, ToolRunner, config_digest
 from omnidecision.ledger import (
@@ -72,6 +72,7 @@ from omnidecision.ledger import (
     actionable_slot_names,
     can_advance,
     composed_query,
+    listed_tools,
     ready,
     reduce,
     slot_program,
@@ -192,8 +193,8 @@ async def _ledger_loop(run: Run, record: RunRecord) -> None:
         step = StepRecord(step=state.step, ledger=state, planner_messages=render_planner_messages(
             state, budget, system_prompt=config.planner_system_prompt))
         record.steps.append(step)
-        schema = (ledger_action_schema(state, run.task, config.max_tool_calls) if config.constrain_decoding
-                  else None)
+        schema = (ledger_action_schema(state, run.task, config.max_tool_calls, config.constrain_tools)
+                  if config.constrain_decoding else None)
         resp = await run.chat("planner", step.planner_messages, {"task": run.task, "ledger": state}, schema=schema)
         step.raw_output, step.usage, step.latency_s = resp.text, resp.usage, resp.latency_s
         action, err = parse_planner_output(resp.text)
@@ -289,8 +290,9 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
 
 
 # -- one tool call -----------------------------------------------------------------------------------------
-def _rejection(state: Ledger, task: Task, action: CallAction) -> str | None:
-    """Why the loop must not execute this call (None: it may)."""
+def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope = "allowed") -> str | None:
+    """Why the loop must not execute this call (None: it may). `scope` "listed": a tool outside the need's listed
+    sources (a slot: other than code_executor) is rejected too (`AgentConfig.constrain_tools`)."""
     allowed = task.tools
     if action.slot is not None:
         slot = state.slot(action.slot)
@@ -299,12 +301,16 @@ def _rejection(state: Ledger, task: Task, action: CallAction) -> str | None:
                 f"{'yes' if slot.verified else 'no'}, needs {slot.needs} must be filled)"
             return f"{why}; actionable slots: {actionable_slot_names(state)}"
         tool = action.tool or SLOT_TOOL
+        if scope == "listed" and tool != SLOT_TOOL:
+            return f"tool {tool} does not compute a slot (slot {action.slot}: {SLOT_TOOL})"
     else:
         need = state.need(action.need)  # type: ignore[arg-type]
         if need is None or action.need not in actionable_need_indices(state):
             why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
             return f"{why}; actionable: {actionable_need_indices(state)}"
         tool = action.tool or SOURCE_TOOL[need.preferred_source]
+        if scope == "listed" and tool not in listed_tools(need):
+            return f"tool {tool} is not a listed source of need {action.need} (listed: {', '.join(listed_tools(need))})"
     if allowed is not None and tool not in allowed:
         return f"tool {tool} is not allowed for this task (tools: {', '.join(allowed) or 'none'})"
     return None
@@ -329,7 +335,7 @@ def _resolve(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
 async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBudget) -> None:
     state = run.state
     why = (f"the tool budget is spent ({tool_calls_made(state)} calls)" if _tool_cap_reached(run)
-           else _rejection(state, run.task, action))
+           else _rejection(state, run.task, action, run.config.constrain_tools))
     if why is not None:
         step.invalid = why
         run.invalid_event(step.events, "planner", step.invalid, step.raw_output, decision=render_action(action))

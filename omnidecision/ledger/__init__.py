@@ -33,6 +33,7 @@ from omnidecision.ledger.readiness import (
     exhausted_need_indices,
     finish_available,
     is_open,
+    listed_tools,
     need_tools,
     ready,
     slot_program,
@@ -62,6 +63,7 @@ from omnidecision.ledger.schema import (
 
 __all__ = [
     "calls_required",
+    "listed_tools",
     "need_tools",
     "tool_calls_left",
     "EVENT_ADAPTER", "SLOT_TOOL", "SOURCES", "SOURCE_TOOL", "AssetRef", "Conflict", "ConflictRaised",

@@ -124,6 +124,20 @@ def need_tools(need: Need) -> list[str]:
     return out
 
 
+# a tool that serves a source's need without being its listed tool: page_reader reads a page a web search found
+STAND_IN_TOOLS: dict[str, tuple[str, ...]] = {"web_search": ("page_reader",)}
+
+
+def listed_tools(need: Need) -> list[str]:
+    """The tools a call on `need` may name when calls keep to the need's listed sources (`AgentConfig.
+    constrain_tools: listed`): `need_tools` in order, each followed by its stand-ins.
+
+    >>> listed_tools(Need(index=0, description="x", preferred_source="web", alt_sources=["frame"]))
+    ['web_search', 'page_reader', 'frame_confirmation']
+    """
+    return [t for tool in need_tools(need) for t in (tool, *STAND_IN_TOOLS.get(tool, ()))]
+
+
 def calls_required(state: Ledger) -> int:
     """A lower bound on the tool calls the ledger still needs to become ready: one per open blocking need, plus one
     per unverified computation slot that only a call on the slot itself computes (not one of its own code needs).

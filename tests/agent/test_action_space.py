@@ -12,7 +12,15 @@ import pytest
 
 from omnidecision.agent.action_space import ledger_action_schema
 from omnidecision.agent.loop import _rejection
-from omnidecision.ledger.readiness import tool_calls_made
+from omnidecision.ledger.readiness import (
+    SLOT_TOOL,
+    actionable_need_indices,
+    actionable_slot_names,
+    listed_tools,
+    need_tools,
+    tool_budget_spent,
+    tool_calls_made,
+)
 from omnidecision.protocol.actions import TOOL_NAMES, CallAction
 from omnidecision.synthetic.states import random_ledger
 from omnidecision.tasks.schema import Task
@@ -26,15 +34,16 @@ def admitted(schema: dict, action: dict) -> bool:
         return False
 
 
+@pytest.mark.parametrize("scope", ["allowed", "listed"])
 @pytest.mark.parametrize("tools", [None, ["web_search", "code_executor"]])
-def test_the_schema_admits_exactly_the_calls_the_loop_accepts(tools):
+def test_the_schema_admits_exactly_the_calls_the_loop_accepts(tools, scope):
     rng = random.Random(7)
     task = Task(id="t", question="q", tools=tools)
     checked = accepted = 0
     for _ in range(80):
         state = random_ledger(rng)
         cap = rng.choice([None, tool_calls_made(state), tool_calls_made(state) + 1])
-        schema = ledger_action_schema(state, task, cap)
+        schema = ledger_action_schema(state, task, cap, scope)
         json.dumps(schema)  # what a backend sends: plain JSON
         assert admitted(schema, {"action": "finish"})
         spent = cap is not None and tool_calls_made(state) >= cap or (
@@ -43,11 +52,11 @@ def test_the_schema_admits_exactly_the_calls_the_loop_accepts(tools):
         for target in targets:
             for tool in TOOL_NAMES:
                 action = {"action": "call", **target, "tool": tool}
-                ok = not spent and _rejection(state, task, CallAction.model_validate(action)) is None
+                ok = not spent and _rejection(state, task, CallAction.model_validate(action), scope) is None
                 assert admitted(schema, action) == ok, (action, state.model_dump_json())
                 checked += 1
                 accepted += ok
-    assert accepted > 50 and checked - accepted > 50  # both kinds of decision were exercised
+    assert accepted > 15 and checked - accepted > 50  # both kinds of decision were exercised
 
 
 def test_the_schema_leaves_query_optional_and_rejects_unknown_fields():
@@ -59,3 +68,26 @@ def test_the_schema_leaves_query_optional_and_rejects_unknown_fields():
     assert admitted(schema, {"action": "call", "need": need, "tool": "web_search", "query": "who"})
     assert not admitted(schema, {"action": "call", "need": need, "note": "x"})
     assert not admitted(schema, {"action": "finish", "need": need})
+
+
+def test_listed_tools_fix_a_single_source_need_and_leave_the_switch_open():
+    """`listed`: a need with one source admits only its tool, a need with an `alt` source admits both, a slot
+    only code_executor; `allowed` admits every tool for each."""
+    rng = random.Random(11)
+    seen_single = seen_alt = 0
+    for _ in range(60):
+        state = random_ledger(rng)
+        if tool_budget_spent(state):
+            continue
+        listed = ledger_action_schema(state, None, scope="listed")
+        wide = ledger_action_schema(state, None)
+        for i in actionable_need_indices(state):
+            need = state.needs[i]
+            names = {t for t in TOOL_NAMES if admitted(listed, {"action": "call", "need": i, "tool": t})}
+            assert names == set(listed_tools(need)), (i, need)
+            assert {t for t in TOOL_NAMES if admitted(wide, {"action": "call", "need": i, "tool": t})} == set(TOOL_NAMES)
+            seen_single += len(need_tools(need)) == 1
+            seen_alt += len(need_tools(need)) > 1
+        for slot in actionable_slot_names(state):
+            assert [t for t in TOOL_NAMES if admitted(listed, {"action": "call", "slot": slot, "tool": t})] == [SLOT_TOOL]
+    assert seen_single > 10 and seen_alt > 5

@@ -147,16 +147,18 @@ def test_a_lora_adapter_changes_vllm_decisions_as_peft_applies_it(served, states
     assert tuned_ids == _transformers(adapter, states)  # base + adapter through PEFT: the same decisions
 
 
-def test_the_in_process_planner_decides_as_vllm_under_the_action_schema(served, ledgers, states) -> None:
+@pytest.mark.parametrize("scope", ["allowed", "listed"])
+def test_the_in_process_planner_decides_as_vllm_under_the_action_schema(served, ledgers, states, scope) -> None:
     """The `local` backend (transformers + xgrammar, backends/local.py) against vLLM's structured outputs, token for
-    token, with each state's action space as the schema: the guarantee behind evaluating replicates in-process."""
+    token, with each state's action space as the schema (every allowed tool, or each need's listed tools: one call
+    option per tool set): the guarantee behind evaluating replicates in-process."""
     exported, _, server = served
     from omnidecision.agent.action_space import ledger_action_schema
     from omnidecision.backends.local import LocalPlannerBackend
     from omnidecision.protocol.actions import parse_planner_output
     from omnidecision.protocol.chat import BackendSpec, ChatRequest
 
-    schemas = [ledger_action_schema(state, None) for state in ledgers]
+    schemas = [ledger_action_schema(state, None, scope=scope) for state in ledgers]
     local = LocalPlannerBackend(BackendSpec(kind="local", model=str(exported), temperature=0.0,
                                             max_tokens=SCHEMA_MAX_TOKENS))
     requests = [ChatRequest(role="planner", messages=m, json_schema=s) for m, s in zip(states, schemas, strict=True)]
