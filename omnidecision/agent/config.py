@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_serializer,
+)
 
 from omnidecision.protocol.records import Mode
 from omnidecision.tools.base import ToolSettings
-
 
 ToolScope = Literal["allowed", "listed"]
 

@@ -83,11 +83,13 @@ def test_listed_tools_fix_a_single_source_need_and_leave_the_switch_open():
         wide = ledger_action_schema(state, None)
         for i in actionable_need_indices(state):
             need = state.needs[i]
-            names = {t for t in TOOL_NAMES if admitted(listed, {"action": "call", "need": i, "tool": t})}
-            assert names == set(listed_tools(need)), (i, need)
-            assert {t for t in TOOL_NAMES if admitted(wide, {"action": "call", "need": i, "tool": t})} == set(TOOL_NAMES)
+            def names(schema: dict, i: int = i) -> set[str]:
+                return {t for t in TOOL_NAMES if admitted(schema, {"action": "call", "need": i, "tool": t})}
+            assert names(listed) == set(listed_tools(need)), (i, need)
+            assert names(wide) == set(TOOL_NAMES)
             seen_single += len(need_tools(need)) == 1
             seen_alt += len(need_tools(need)) > 1
         for slot in actionable_slot_names(state):
-            assert [t for t in TOOL_NAMES if admitted(listed, {"action": "call", "slot": slot, "tool": t})] == [SLOT_TOOL]
+            admits = [t for t in TOOL_NAMES if admitted(listed, {"action": "call", "slot": slot, "tool": t})]
+            assert admits == [SLOT_TOOL]
     assert seen_single > 10 and seen_alt > 5
