@@ -215,3 +215,29 @@ def test_decomposer_cannot_pre_verify_slots():
     r = run(b, AgentConfig(step_budget=1))
     slot = r.steps[0].ledger.slot("answer")
     assert (slot.value, slot.verified) == (None, False) and r.outcome == "budget"
+
+
+@pytest.mark.parametrize("scope", ["allowed", "listed"])
+def test_listed_tools_reject_a_call_outside_the_needs_sources(scope):
+    """`constrain_tools: listed`: a call on a web need with audio_scouting is rejected (named, not executed) and
+    page_reader, web_search's stand-in, is executed; with `allowed` both run."""
+    replies = iter(['{"action": "call", "need": 0, "tool": "audio_scouting"}',
+                    '{"action": "call", "need": 0, "tool": "page_reader"}'])
+    b = Scripted(decompose=TWO_HOPS, planner=lambda r: next(replies, '{"action": "finish"}'),
+                 critic=critic_from({}), finalizer=finalizer_pass)
+    r = run(b, AgentConfig(step_budget=3, constrain_tools=scope))
+    invalid = [e.error for e in events(r) if e.kind == "invalid_action"]
+    if scope == "listed":
+        assert r.totals.tool_calls == {"page_reader": 1}
+        assert invalid[0] == "tool audio_scouting is not a listed source of need 0 (listed: web_search, page_reader)"
+    else:
+        assert r.totals.tool_calls == {"audio_scouting": 1, "page_reader": 1} and not invalid
+
+
+def test_the_default_tool_scope_leaves_the_config_digest_as_before():
+    from omnidecision.agent.runtime import config_digest
+
+    assert "constrain_tools" not in AgentConfig().model_dump()
+    assert AgentConfig(constrain_tools="listed").model_dump()["constrain_tools"] == "listed"
+    assert config_digest(AgentConfig()) != config_digest(AgentConfig(constrain_tools="listed"))
+    assert AgentConfig.model_validate(AgentConfig(constrain_tools="listed").model_dump()).constrain_tools == "listed"
