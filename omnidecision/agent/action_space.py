@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from omnidecision.agent.config import ToolScope
 from omnidecision.ledger.readiness import (
     SLOT_TOOL,
     actionable_need_indices,
@@ -54,7 +55,7 @@ def _call(target: str, values: list[Any], tools: list[str]) -> dict[str, Any]:
 
 
 def ledger_action_schema(state: Ledger, task: Task | None, max_tool_calls: int | None = None,
-                         scope: str = "allowed") -> dict[str, Any]:
+                         scope: ToolScope = "allowed") -> dict[str, Any]:
     """A JSON schema (`anyOf` of finish and the admissible calls) for `state`. `max_tool_calls`: the recipe's cap,
     on top of the ledger's own tool budget; when either is spent, only finish is admitted. `scope`: the agent's
     `constrain_tools` (`allowed` or `listed`)."""

@@ -309,9 +309,9 @@ def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope =
             why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
             return f"{why}; actionable: {actionable_need_indices(state)}"
         tool = action.tool or SOURCE_TOOL[need.preferred_source]
-        if scope == "listed" and tool not in listed_tools(need):
-            listed = ", ".join(listed_tools(need))
-            return f"tool {tool} is not a listed source of need {action.need} (listed: {listed})"
+        listed = listed_tools(need)
+        if scope == "listed" and tool not in listed:
+            return f"tool {tool} is not a listed source of need {action.need} (listed: {', '.join(listed)})"
     if allowed is not None and tool not in allowed:
         return f"tool {tool} is not allowed for this task (tools: {', '.join(allowed) or 'none'})"
     return None

@@ -43,6 +43,7 @@ from omnidecision.ledger import (
     need_tools,
     tool_calls_left,
 )
+from omnidecision.ledger.readiness import STAND_IN_TOOLS
 from omnidecision.protocol.actions import (
     PRIMARY_FIELD,
     CallAction,
@@ -56,9 +57,6 @@ from omnidecision.rewards.registry import (  # noqa: F401  (re-exported: a check
     register_check,
     unregister_check,
 )
-
-# Tools acceptable for a need besides the one its preferred source implies.
-ALTERNATE_TOOLS: dict[str, frozenset[str]] = {"web": frozenset({"page_reader"})}
 
 _THINK = re.compile(r"<think>.*?</think>", flags=re.S)
 _TOKEN = re.compile(r"\w+", flags=re.U)
@@ -229,16 +227,12 @@ def tool_check(decision: Decision, state: Ledger) -> float:
     need = state.needs[action.need]  # type: ignore[union-attr]
     tool = effective_tool(state, action)  # type: ignore[arg-type]
     listed = need_tools(need)
-    fits = [t for t in listed if tool == t or tool in ALTERNATE_TOOLS.get(_source_of(t), ())]
+    fits = [t for t in listed if tool == t or tool in STAND_IN_TOOLS.get(t, ())]
     if not fits:
         return 0.0
     untried = [t for t in listed if t not in need.tried]
     repeat = all(t in need.tried for t in fits)
     return 0.0 if repeat and untried else 1.0
-
-
-def _source_of(tool: str) -> str:
-    return next((s for s, t in SOURCE_TOOL.items() if t == tool), "")
 
 
 @register_check("budget", weight=1.0)
