@@ -7,7 +7,7 @@ a backend with structured outputs (vLLM: xgrammar; OpenAI `response_format`) can
 still chooses: which actionable need, which of the allowed tools, a slot or finish (finish is always admitted: the
 loop accepts it and the finalizer judges it). Offline backends (the scripted teacher) ignore the schema.
 With `constrain_tools: listed` the loop accepts, and the schema admits, for a need only the tools of its listed
-sources (`ledger.readiness.listed_tools`: the digest line's `tool=` and `alt=`) and for a slot code_executor: one
+sources (`ledger.readiness.listed_tools`: the digest line's `sources=`) and for a slot code_executor: one
 call option per distinct set of listed tools, so a need with one source has its tool fixed and a need with an
 alternative leaves the planner the switch (docs/findings.md, "Listed tools").
 

@@ -50,7 +50,7 @@ class AgentConfig(BaseModel):
                            "(agent.action_space; needs a backend with structured outputs, e.g. vLLM)")
     constrain_tools: ToolScope = Field(
         "allowed", description="the tools a call may name: `allowed`, any the task allows; `listed`, for a need "
-                               "only the tools of its listed sources (its `tool=` and `alt=`, page_reader beside "
+                               "only the tools of its listed sources (the line's `sources=`, page_reader beside "
                                "web_search) and for a slot code_executor. The loop rejects the others and the "
                                "action schema leaves them out (docs/findings.md, \"Listed tools\")")
     planner_system_prompt: bool = Field(

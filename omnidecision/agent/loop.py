@@ -50,7 +50,6 @@ from omnidecision.agent.roles import critic_messages, decompose_messages, finali
 from omnidecision.agent.runtime import Run, ToolRunner, config_digest
 from omnidecision.ledger import (
     SLOT_TOOL,
-    SOURCE_TOOL,
     AssetRef,
     ConflictRaised,
     ConflictResolved,
@@ -76,6 +75,7 @@ from omnidecision.ledger import (
     ready,
     reduce,
     slot_program,
+    sources_to_try,
     tool_budget_spent,
     tool_calls_made,
     unmet_blocking,
@@ -308,7 +308,7 @@ def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope =
         if need is None or action.need not in actionable_need_indices(state):
             why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
             return f"{why}; actionable: {actionable_need_indices(state)}"
-        tool = action.tool or SOURCE_TOOL[need.preferred_source]
+        tool = action.tool or sources_to_try(need)[0]
         listed = listed_tools(need)
         if scope == "listed" and tool not in listed:
             return f"tool {tool} is not a listed source of need {action.need} (listed: {', '.join(listed)})"
@@ -325,7 +325,7 @@ def _resolve(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
         query = action.query if action.query is not None else slot_program(state, action.slot)
         return tool, query, arguments_for(tool, query, action.arguments)
     need = state.needs[action.need]  # type: ignore[index]
-    tool = action.tool or SOURCE_TOOL[need.preferred_source]
+    tool = action.tool or sources_to_try(need)[0]
     query = action.query if action.query is not None else composed_query(state, action.need)  # type: ignore[arg-type]
     arguments = arguments_for(tool, query, action.arguments)
     if need.asset_id is not None and tool in PERCEPTION_TOOLS and not arguments.get("asset_id"):

@@ -1,8 +1,9 @@
-"""The copy-rule baseline planner: the first actionable need with the tool its digest line lists, else finish.
+"""The copy-rule baseline planner: the first actionable need with its preferred source's tool, else finish.
 
-It reads the ledger the way a planner that only copies the digest would: `actionable_need_indices[0]` and that
-line's `tool=`. It ignores roles, the tool budget, tried sources, alternative sources and readiness (it finishes
-only when no need is actionable). On the original synthetic chains this rule is the teacher; on the planning
+It reads the ledger the way a planner that only copies the digest would, had it never seen a call come back:
+`actionable_need_indices[0]` and the first of its listed sources (`sources=` before any was tried). It ignores
+roles, the tool budget, tried sources, alternative sources and readiness (it finishes only when no need is
+actionable). On the original synthetic chains this rule is the teacher; on the planning
 families (`omnidecision.tasks.synth.PLANNING_FAMILIES`) it is not, which is what they are for. Every other role
 (decompose, critic, finalizer, judge) is the noise-free scripted teacher's, so only the planning differs.
 

@@ -3,7 +3,7 @@ run steps (the ledger snapshot each planner decision saw, and the decision), no 
 
 - **repeat after an empty return** (`repeat_after_empty`): at a state where a need's last call came back without
   the value (the need is actionable and still unfilled, it was called before) and another of its listed sources is
-  untried (`alt=` has a tool not in `tried=`), did the planner call the same (need, tool) again? Rate = repeats /
+  untried (`sources=` has a tool not in `tried=`), did the planner call the same (need, tool) again? Rate = repeats /
   such states; `runs` counts the runs with such a state and `runs_with_event` those with at least one repeat.
   A decision at such a state that targets another need, or finishes, is not a repeat (it is counted in `states`).
 - **finish while a blocking need can advance** (`premature_finish`): at a state where a blocking need is actionable

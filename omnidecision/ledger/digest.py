@@ -35,10 +35,11 @@ from omnidecision.ledger.readiness import (
     exhausted_need_indices,
     finish_available,
     ready,
+    sources_to_try,
     tool_calls_made,
     unblocks,
 )
-from omnidecision.ledger.schema import SOURCE_TOOL, Ledger, Need, Slot, TaskContext
+from omnidecision.ledger.schema import Ledger, Need, Slot, TaskContext
 
 
 @dataclass(frozen=True)
@@ -81,18 +82,19 @@ def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     head = f"[{need.index}] status={label} role={need.role}" + (f" asset={need.asset_id}" if need.asset_id else "")
     if label == "actionable":
         query = _q(composed_query(state, need.index), width)
-        # what a planner needs beyond the listed tool: other sources, tools already tried, the needs it unblocks
-        extra = ""
-        if need.alt_sources:
-            extra += f" alt=[{','.join(SOURCE_TOOL[s] for s in need.alt_sources)}]"
+        # the listed sources still to try (all of them once each was tried: `sources_to_try`) and how many tools
+        # were tried, right after the index: the tiny planner copies the tool from a short fixed offset of the line
+        # it names, and picks among tool names on that line by the need's wording rather than by their position.
+        # With `tool=`/`alt=`/`tried=[names]` (or every source, untried first) a switch after an empty return put
+        # two tool names on the line and no rule-labelled planner learnt it (docs/findings.md, "The switch as a
+        # copy"); the tried tools' names are in `tool_call_counts` and the evidence.
+        extra = f" sources=[{','.join(sources_to_try(need))}]"
         if need.tried:
-            extra += f" tried=[{','.join(need.tried)}]"
+            extra += f" tried={len(set(need.tried))}"
         if waiting := unblocks(state, need.index):
             extra += f" unblocks={waiting}"
-        # the tool fields right after the index (the tiny planner copies `tool=`, or an `alt=` after `tried=`,
-        # from the line of the need it names: a short fixed offset from the index is what it learns to read)
         rest = head.removeprefix(f"[{need.index}]")
-        return (f"[{need.index}] tool={SOURCE_TOOL[need.preferred_source]}{extra}{rest} query={query}"
+        return (f"[{need.index}]{extra}{rest} query={query}"
                 f" {_attempts(state, need)} need={_q(need.description, width // 2)}")
     if label == "blocked":
         waits = [d for d in need.depends_on if state.needs[d].status != "filled"]

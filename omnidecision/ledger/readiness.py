@@ -124,6 +124,21 @@ def need_tools(need: Need) -> list[str]:
     return out
 
 
+def sources_to_try(need: Need) -> list[str]:
+    """The tools of the need's listed sources not tried on it yet, in listed order; all of them (preferred first)
+    once every one was tried. The first is the tool to call next: the digest shows the list as `sources=[…]` and a
+    call that names no tool gets the first (`agent.loop`).
+
+    >>> n = Need(index=0, description="x", preferred_source="audio", alt_sources=["subtitle"])
+    >>> sources_to_try(n), sources_to_try(n.model_copy(update={"tried": ["audio_scouting"]}))
+    (['audio_scouting', 'subtitle_grounding'], ['subtitle_grounding'])
+    >>> sources_to_try(n.model_copy(update={"tried": ["audio_scouting", "subtitle_grounding"]}))
+    ['audio_scouting', 'subtitle_grounding']
+    """
+    tools = need_tools(need)
+    return [t for t in tools if t not in need.tried] or tools
+
+
 # a tool that serves a source's need without being its listed tool: page_reader reads a page a web search found
 STAND_IN_TOOLS: dict[str, tuple[str, ...]] = {"web_search": ("page_reader",)}
 

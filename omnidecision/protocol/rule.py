@@ -34,6 +34,7 @@ from omnidecision.ledger import (
     finish_available,
     need_tools,
     slot_program,
+    sources_to_try,
     unblocks,
 )
 from omnidecision.protocol.actions import CallAction, FinishAction, render_action
@@ -57,9 +58,9 @@ def candidate_tools(need: Need) -> list[str]:
 
 
 def rule_tool(need: Need) -> str:
-    """The first candidate tool not tried on the need yet; the preferred one when every candidate was tried."""
-    candidates = candidate_tools(need)
-    return next((t for t in candidates if t not in need.tried), candidates[0])
+    """The first candidate tool not tried on the need yet; the preferred one when every candidate was tried (the
+    first of the digest's `sources=[…]`)."""
+    return sources_to_try(need)[0]
 
 
 def rule_action(state: Ledger, explicit_query: bool = False) -> CallAction | FinishAction:

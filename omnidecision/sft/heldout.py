@@ -13,7 +13,7 @@ assistant turn the reference): e.g. the dev rows of `make demo`,
 
 `--states DIR` scores the RL rows of a harvest (`harvest --label rule` writes DIR/rl with each state's ledger and
 rule label) split by what the state asks of the planner (`state_kind`): above all `switch`, where the need's
-listed `tool=` came back without the value and an untried listed alternative is left (docs/findings.md, "Why
+preferred tool came back without the value and an untried listed alternative is left (docs/findings.md, "Why
 oracle_sft failed source_switch"), against `copy`, where the listed tool is the answer:
 
     omnidecision harvest runs/held --validation-from runs/held --label rule --dedup --out runs/held-data
@@ -132,7 +132,7 @@ STATE_KINDS = ("finish", "slot", "copy", "first_of_several", "switch", "retry")
 
 def state_kind(state: Ledger) -> str:
     """What the rule decision at `state` asks of a planner that reads the need's digest line: `finish`; `slot` (a
-    code call on a slot); `copy` (the listed `tool=`, the need's only source); `first_of_several` (the listed tool,
+    code call on a slot); `copy` (the need's only listed source); `first_of_several` (the listed tool,
     alternatives listed and none tried yet); `switch` (an alternative: the listed tool was tried); `retry` (the
     listed tool again: every listed source was tried)."""
     action = rule_action(state)

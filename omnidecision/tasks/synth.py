@@ -15,8 +15,8 @@ keywords with the need's composed query):
 - hard: two branches (audio → subtitle → web, clip|frame → web) joined by a computation (number)
 An audio-worded or subtitle-worded hop (`spoken_hop`, `guest_hop`) keeps its value in the other source with
 probability `P_CROSS_LISTED` (a name only captioned, an introduction only spoken), and its need then lists that
-source: a need's wording does not predict its listed tool, so a planner has to read the digest line's `tool=`
-(docs/findings.md, "Why oracle_sft failed source_switch").
+source: a need's wording does not predict its listed tool, so a planner has to read the digest line's
+`sources=` (docs/findings.md, "Why oracle_sft failed source_switch").
 Planning families (`PLANNING_FAMILIES`), where "the first actionable need with its listed tool" is wrong:
 - source_switch: the listed source of one hop cannot answer (it lists audio or subtitles whatever its wording, and
   the value sits in the other); the need lists the source that can as `alt`, and the right call after the empty
@@ -82,7 +82,7 @@ P_CONFLICT = 0.3
 P_UNANSWERABLE = 0.08
 P_SUPPLEMENTARY = 0.25
 # the share of audio- and subtitle-worded hops whose value sits in the other source, which the need then lists:
-# a need's wording does not predict its listed tool, so a planner has to read `tool=` (and `tried=`/`alt=`)
+# a need's wording does not predict its listed tool, so a planner has to read `sources=`
 P_CROSS_LISTED = 0.5
 
 

@@ -241,3 +241,19 @@ def test_the_default_tool_scope_leaves_the_config_digest_as_before():
     assert AgentConfig(constrain_tools="listed").model_dump()["constrain_tools"] == "listed"
     assert config_digest(AgentConfig()) != config_digest(AgentConfig(constrain_tools="listed"))
     assert AgentConfig.model_validate(AgentConfig(constrain_tools="listed").model_dump()).constrain_tools == "listed"
+
+
+def test_a_call_without_a_tool_goes_to_the_first_untried_listed_source():
+    """The default tool is the first of the digest's `sources=[…]` (the listed sources not tried yet): after
+    audio_scouting came back without the value, the same short call names subtitle_grounding; once both were tried,
+    the preferred source again."""
+    plan = decompose({"description": "who speaks", "query_focus": "speaker", "preferred_source": "audio",
+                      "alt_sources": ["subtitle"]})
+    b = Scripted(decompose=plan, planner=lambda r: '{"action": "call", "need": 0}',
+                 critic=critic_from({}), finalizer=finalizer_pass)
+    r = run(b, AgentConfig(step_budget=3, max_attempts=9))
+    called = [e.tool for e in events(r) if e.kind == "tool_call"]
+    assert called == ["audio_scouting", "subtitle_grounding", "audio_scouting"]
+    digests = [s.planner_messages[-1]["content"] for s in r.steps]
+    assert "[0] sources=[subtitle_grounding] tried=1 " in digests[1]
+    assert "[0] sources=[audio_scouting,subtitle_grounding] tried=2 " in digests[2]

@@ -41,7 +41,10 @@ def test_agent_runs_against_vllm(vllm_server, structured):
 
     records = asyncio.run(main())
     for r in records:
-        assert r.outcome in ("accepted", "insufficient", "forced", "budget"), (r.outcome, r.error)
+        # any stop rule may end a random model's run (`stuck`: the same rejected decision again and again); an
+        # error may not
+        assert r.outcome in ("accepted", "insufficient", "forced", "budget", "stuck"), (r.outcome, r.error)
+        assert r.error is None
         assert r.totals.prompt_tokens > 0 and r.totals.completion_tokens > 0 and r.totals.cost > 0
         assert r.decompose is not None and r.decompose.usage.prompt_tokens > 0
         assert r.planner_model == "planner"

@@ -111,10 +111,12 @@ def test_layout_lists_actionable_needs_first_with_their_tool_and_composed_query(
     ]))
     lines = render_digest(s).splitlines()
     need_lines = [ln for ln in lines if ln.startswith("[")]
-    # an actionable line names its listed tool right after the index (the field a planner copies)
-    assert need_lines[0].startswith("[0] tool=audio_scouting ") and " status=actionable " in need_lines[0]
-    assert need_lines[1].startswith("[2] tool=web_search status=actionable role=supplementary")
+    # an actionable line names its listed sources right after the index, the next to try first (the field a
+    # planner copies)
+    assert need_lines[0].startswith("[0] sources=[audio_scouting] ") and " status=actionable " in need_lines[0]
+    assert need_lines[1].startswith("[2] sources=[web_search] status=actionable role=supplementary")
     assert need_lines[2].startswith("[1] status=blocked") and "waits_on=[0]" in need_lines[2]
     s = reduce(s, NeedUpdated(need=0, status="filled", value="00:42"))
     first = [ln for ln in render_digest(s).splitlines() if ln.startswith("[")][0]
-    assert first.startswith("[1] tool=subtitle_grounding status=actionable") and 'query="speaker at 00:42"' in first
+    assert first.startswith("[1] sources=[subtitle_grounding] status=actionable")
+    assert 'query="speaker at 00:42"' in first

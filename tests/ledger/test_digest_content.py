@@ -74,13 +74,14 @@ def test_each_section_shows_what_the_design_lists() -> None:
     assert lines[4].split() == ["step=06/15", "ready=no", "can_advance=yes", "finish_available=no"]
     assert "actionable_need_indices=[1, 4]" in lines and "blocked_need_indices=[2]" in lines
     need_lines = [ln for ln in lines if re.match(r"\[\d+\] ", ln)]
-    # actionable needs first, each saying so, with the tool of its preferred source and the composed query
+    # actionable needs first, each saying so, with its listed sources (nothing tried: preferred first) and the
+    # composed query
     assert [ln.split()[0] for ln in need_lines[:2]] == ["[1]", "[4]"]
     assert all(" status=actionable " in ln for ln in need_lines[:2])
-    assert "tool=subtitle_grounding" in need_lines[0] and 'query="speaker at 00:42"' in need_lines[0]
-    assert "tool=web_search" in need_lines[1] and 'query="event year"' in need_lines[1]
+    assert "sources=[subtitle_grounding]" in need_lines[0] and 'query="speaker at 00:42"' in need_lines[0]
+    assert "sources=[web_search]" in need_lines[1] and 'query="event year"' in need_lines[1]
     assert "attempts=0/9" in need_lines[0] and "attempts=5/9" in need_lines[1]
-    assert "tried=[web_search]" in need_lines[1]
+    assert "sources=[web_search] tried=1 " in need_lines[1]
     by_index = {ln.split()[0]: ln for ln in need_lines}
     assert " status=blocked " in by_index["[2]"] and "waits_on=[1]" in by_index["[2]"]
     assert " status=filled " in by_index["[0]"] and 'value="00:42"' in by_index["[0]"]
@@ -172,7 +173,7 @@ def test_an_actionable_line_that_does_not_fit_is_clipped_not_dropped(room: int) 
     kept = [ln for ln in lines if ln.startswith("[2] ")]
     if room >= MIN_CLIPPED_LINE:
         assert kept and kept[0].endswith("…") and long_line.startswith(kept[0][:-1])
-        assert "tool=web_search" in kept[0]
+        assert "sources=[web_search]" in kept[0]
         assert not any(ln.startswith("[3] ") for ln in lines)  # the blocked line came after it: no room left
     else:
         assert not kept

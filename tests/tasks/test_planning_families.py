@@ -189,7 +189,9 @@ def test_rule_and_closure_checks_on_the_planning_decisions(name, make, rule, dec
 
 def test_the_digest_shows_what_the_decisions_read():
     digest = render_digest(switch_after_failure())
-    assert "tool=audio_scouting alt=[subtitle_grounding] tried=[audio_scouting] unblocks=[1]" in digest
+    # only the source still to try: the rule's tool is the one tool name on the line, a copy from a fixed offset
+    assert "[0] sources=[subtitle_grounding] tried=1 unblocks=[1]" in digest
+    assert rule_action(switch_after_failure()).tool == "subtitle_grounding"
     budget = render_digest(supplementary_first_under_budget())
     assert "tool_calls=0/2" in budget
     spent = ready_with_supplementary()
