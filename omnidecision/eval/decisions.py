@@ -3,8 +3,9 @@ run steps (the ledger snapshot each planner decision saw, and the decision), no 
 
 - **repeat after an empty return** (`repeat_after_empty`): at a state where a need's last call came back without
   the value (the need is actionable and still unfilled, it was called before) and another of its listed sources is
-  untried (`sources=` has a tool not in `tried=`), did the planner call the same (need, tool) again? Rate = repeats /
-  such states; `runs` counts the runs with such a state and `runs_with_event` those with at least one repeat.
+  untried (`sources=` still lists a tool not called on it), did the planner call the same (need, tool) again?
+  Rate = repeats / such states; `runs` counts the runs with such a state and `runs_with_event` those with at
+  least one repeat.
   A decision at such a state that targets another need, or finishes, is not a repeat (it is counted in `states`).
 - **finish while a blocking need can advance** (`premature_finish`): at a state where a blocking need is actionable
   (open, dependencies filled, attempts left) and the tool budget is not spent, did the planner finish? Rate =

@@ -4,9 +4,9 @@ Planner action shape (field order matters for small models: action, need, tool, 
     {"action": "call", "need": 1, "tool": "web_search", "query": "birth year of Ada Lovelace"}
     {"action": "call", "slot": "answer"}      # a slot whose needs are filled: code_executor computes it
     {"action": "finish"}
-`tool` defaults to the first of the need's `sources=[…]` (its listed sources not tried yet) and `query` to
-the need's `query_focus` with the filled upstream values
-substituted, so a tiny planner may emit `{"action": "call", "need": 1}`.
+`tool` defaults to the first of the need's `sources=[…]` (its listed sources not tried yet) and `query` to the
+need's `query_focus` with the filled upstream values substituted, so a tiny planner may emit
+`{"action": "call", "need": 1}`.
 
 Parsing never raises: `parse_planner_output(text)` returns `(action, None)` or `(None, error message)`.
 
