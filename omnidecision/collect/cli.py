@@ -152,6 +152,9 @@ def harvest(
     validation_from: Optional[list[Path]] = typer.Option(  # noqa: UP045
         None, "--validation-from", help="runs under this path (repeatable) make the validation split, the others "
                                         "train (instead of --val-fraction's task-id hash)"),
+    switch_copies: int = typer.Option(1, "--switch-copies", min=1,
+                                      help="--label rule: each train row whose decision leaves a tried source "
+                                           "for an untried listed one appears K times"),
 ) -> None:
     """Turn trajectories into a state-SFT dataset (judge-correct runs) and an RL state dataset (all runs)."""
     from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
@@ -159,7 +162,7 @@ def harvest(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = HarvestOptions(advancing_only=advancing_only, dedup=dedup, max_rows_per_task=max_rows_per_task,
                           val_fraction=val_fraction, tokenizer=tokenizer, skip_bad=skip_bad,
-                          check_replay=check_replay, label=label,
+                          check_replay=check_replay, label=label, switch_copies=switch_copies,
                           validation_from=[str(p) for p in validation_from or []])
     try:
         stats = run_harvest([str(r) for r in runs], out, opts)

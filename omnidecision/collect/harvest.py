@@ -5,7 +5,11 @@
   sample, level, category, source. Options: `advancing_only` (the step's events changed a need's status or
   value, verified a slot, resolved a conflict, or passed the finalizer check), `dedup` (same user message),
   `max_rows_per_task`. Invalid-action steps are skipped. With `label="rule"` (`--label rule`) instead: every
-  state of every run (correct or not) with the rule planner's decision as the assistant turn. With `label="none"`
+  state of every run (correct or not) with the rule planner's decision as the assistant turn; `switch_copies`
+  (`--switch-copies K`) repeats each train row whose rule decision moves a need to a listed source it has not tried
+  (after one came back without the value) K times: a teacher's runs hold few of them (13 of 1,743 rows at one
+  start) and a planner trained on them copied the need's wording instead (docs/findings.md, "Too few switches").
+  With `label="none"`
   (`--label none`, the own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
   product (GRPO trains on the states it visited, failed runs and correct ones alike; no label is needed, the
   candidates are scored by the closure checks and the judge).
@@ -50,14 +54,16 @@ from omnidecision.ledger import (
     reduce,
 )
 from omnidecision.protocol import rows
+from omnidecision.protocol.actions import CallAction, render_action
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import RunRecord, StepRecord
-from omnidecision.protocol.rule import rule_decision_text
+from omnidecision.protocol.rule import rule_action
 
 logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation")
 TASK_IDS = "task_ids.json"  # DIR/task_ids.json: every task id the harvest drew from, and its split
+SWITCH = "_switch"  # an SFT row's private flag (is_switch), dropped before writing
 LABELS = ("emitted", "rule", "none")  # HarvestOptions.label: where SFT labels come from (none: no SFT rows)
 
 
@@ -84,6 +90,9 @@ class HarvestOptions:
     # runs read from these paths (files or folders) make the validation split, every other run the train split
     # (instead of the task-id hash): a dev suite collected apart is the dev rows, with no task on both sides
     validation_from: list[str] = field(default_factory=list)
+    # rule labels only: each train row whose decision switches a need to an untried listed source appears this
+    # many times (validation rows once, so the dev loss stays the loss on the states as visited)
+    switch_copies: int = 1
 
     def __post_init__(self) -> None:
         if self.label not in LABELS:
@@ -92,6 +101,11 @@ class HarvestOptions:
             raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
         if self.max_rows_per_task is not None and self.max_rows_per_task < 1:
             raise ValueError("max_rows_per_task must be >= 1")
+        if self.switch_copies < 1:
+            raise ValueError(f"switch_copies must be >= 1, got {self.switch_copies}")
+        if self.switch_copies > 1 and self.label != "rule":
+            raise ValueError(f"switch_copies needs label='rule' (the rule decides what a switch is), got "
+                             f"label={self.label!r}")
 
 
 @dataclass
@@ -160,6 +174,15 @@ def rl_row(rec: RunRecord, step: StepRecord, state: Ledger, prompt: list[dict[st
                        level=rec.level, category=rec.category, outcome=rec.outcome, correct=correct)
 
 
+def is_switch(state: Ledger, action: Any) -> bool:
+    """Whether `action` calls a need with a tool the need has not tried although it tried another: the decision
+    that leaves a source which came back without the value (the rule makes it; a copying planner repeats)."""
+    if not isinstance(action, CallAction) or action.need is None or not 0 <= action.need < len(state.needs):
+        return False
+    tried = state.needs[action.need].tried
+    return bool(tried) and action.tool not in tried
+
+
 def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: DigestBudget, counts: _Counts
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(SFT rows, RL rows) of one run. Replays the events; a snapshot that does not replay is a HarvestError."""
@@ -190,10 +213,12 @@ def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: Digest
             if step.action is not None and step.invalid is None:
                 rl[-1]["decision"] = step.raw_output
             if opts.label == "rule":
-                label = rule_decision_text(state)
+                action = rule_action(state)
+                label = render_action(action)
                 rl[-1]["label"] = label
                 sft.append(rows.sft_row(prompt, label, task_id=rec.task_id, run_id=rec.run_id, step=step.step,
                                         sample=rec.sample, level=rec.level, category=rec.category, source="rule"))
+                sft[-1][SWITCH] = is_switch(state, action)
             try:
                 state = _apply(state, step)
             except EventRejected as exc:
@@ -345,6 +370,10 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
         split = {t: "validation" if t in val_tasks else "train" for t in all_tasks}
     else:
         split = split_of(sorted(all_tasks), opts.val_fraction)
+    switches = Counter(split[r["task_id"]] for r in sft if r.get(SWITCH))
+    sft = [{k: v for k, v in row.items() if k != SWITCH}
+           for row in sft
+           for _ in range(opts.switch_copies if row.get(SWITCH) and split[row["task_id"]] == "train" else 1)]
     # write into a temp folder, then rename
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
@@ -376,6 +405,8 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
                    f"{unit}_per_row": length_stats["rl"]},
             "split_tasks": {s: sum(v == s for v in split.values()) for s in SPLITS},
         }
+        if opts.label == "rule":  # rows counted before the copies (the split sizes above count them)
+            stats["sft"]["switch_rows"] = {s: switches[s] for s in SPLITS}
         # the tasks this harvest drew from (every run's, either split): a planner trained on it must not be
         # evaluated on them (`eval` reads them back through the exported checkpoint's provenance.json)
         stats["task_ids_file"] = TASK_IDS

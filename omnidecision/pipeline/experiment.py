@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from omnidecision.pipeline.arms import ARMS, pairs, planners
-from omnidecision.pipeline.plan import DemoConfig
+from omnidecision.pipeline.plan import SWITCH_COPIES, DemoConfig
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ class ExperimentRecipe(BaseModel):
     own_tasks: int = Field(120, ge=1, description="train tasks the SFT planner's own runs are collected on "
                                                   "(grpo_own's and rft_own's states)")
     own_samples: int = Field(2, ge=1, description="own runs per train task (K samples at the recipe's temperature)")
+    oracle_switch_copies: int = Field(SWITCH_COPIES, ge=1, description="oracle_sft's data: each rule-labelled "
+                                      "train row that leaves a tried source for an untried one, this many times")
     planned: list[str] = Field(min_length=1, description="contrasts `b-a` declared before the run")
     single: list[str] = Field(default_factory=list, description="post-SFT arms outside the planned contrasts that "
                                                                "run replicate 0 only at each start (saves time)")
@@ -89,6 +91,7 @@ class ExperimentRecipe(BaseModel):
                           sft_steps=self.sft_steps, sft_eval_steps=self.sft_eval_steps, judge_steps=self.judge_steps,
                           grpo_steps=self.grpo_steps, seed=start, replicates=self.replicates, threads=self.threads,
                           own_tasks=self.own_tasks, own_samples=self.own_samples, single=tuple(self.single),
+                          oracle_switch_copies=self.oracle_switch_copies,
                           checks=self.checks == "every" or start == self.starts[0])
 
 

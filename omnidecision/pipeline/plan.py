@@ -29,6 +29,9 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 BUDGET = "{budget_steps}"  # a control's --max_steps, resolved by the scheduler from its budget rule
 SELECT_GROUP = "rl"  # where selection steps (rft-select) run: beside the RL arms whose sampling they mirror
 OWN_COLLECT_GROUP = "judge+grpo"  # the SFT planner's own collection runs beside judge training (both need only sft)
+# oracle_sft's harvest repeats each switch row this many times (chosen on a probe suite, not the test suites:
+# docs/findings.md, "Too few switches")
+SWITCH_COPIES = 4
 OWN_RECIPE = "eval/own-states-tiny-local.yaml"  # the SFT planner (in-process) on the train tasks, K samples at 0.7
 
 
@@ -54,6 +57,9 @@ class DemoConfig:
     # the SFT planner's own runs (grpo_own's and rft_own's states): the first `own_tasks` train tasks, K samples each
     own_tasks: int = 60
     own_samples: int = 2
+    # oracle_sft's data: each rule-labelled train row that leaves a tried source for an untried listed one, this many
+    # times (harvest --switch-copies; docs/findings.md, "Too few switches")
+    oracle_switch_copies: int = SWITCH_COPIES
     # post-SFT arms run once per start (replicate 0 only): arms outside the planned contrasts (the experiment's
     # `single`; the demo keeps every arm replicated)
     single: tuple[str, ...] = ()
@@ -146,7 +152,8 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
     own = any(OWN_STATES in (a.data, a.states) for a in arms)
     if any(a.data.startswith("data-oracle") for a in arms):
         add("harvest-oracle", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "rule",
-                               "--dedup", "--out", f"{o}/data-oracle"], runs, [f"{o}/data-oracle"], group="harvest")
+                               "--dedup", "--switch-copies", str(cfg.oracle_switch_copies),
+                               "--out", f"{o}/data-oracle"], runs, [f"{o}/data-oracle"], group="harvest")
     # 4 heads of 32 (attention 128 wide on the 64-wide residual): at one start the rule-labelled planner went 0.50 →
     # 0.86 in the loop and the teacher-labelled one 0.46 → 0.57 against 2 heads (docs/findings.md, "oracle_sft in
     # the pipeline")

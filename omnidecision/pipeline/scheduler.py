@@ -8,7 +8,8 @@ then does not depend on the schedule, so a rerun on the same kind of machine wri
 (tests/demo/test_determinism.py; docs/findings.md, "Runs that reproduce"). Steps of one group run `jobs` at a time,
 each job slot pinned to its own cores (vLLM's CPU worker pins its threads; left alone every server pins core 0).
 A restarted run keeps the steps it finished (their wall time recorded in OUT/stage_wall_s.json, their outputs
-there). Each step's environment, seeds and library versions go to OUT/steps.json (the summary copies them).
+there, the code revision each step ran at in its record). Each step's environment, seeds, library versions and
+revision go to OUT/steps.json (the summary copies them).
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ class Runner:
             self.times[step.name] = round(time.perf_counter() - t0, 1)
             self.records[step.name] = {"threads": self.threads, "seeds": step.seeds, "arm": step.arm or None,
                                        "replicate": step.replicate, "argv": argv,
+                                       "git_revision": self.common["git_revision"],
                                        "env": {k: v for k, v in fixed.items() if k != "VLLM_CPU_OMP_THREADS_BIND"}}
             if self.on_done is not None:
                 self.on_done()
@@ -168,13 +170,14 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> di
     times_file, steps_file = out / "stage_wall_s.json", out / "steps.json"
     # a restarted run keeps the steps it finished (their wall time recorded, their outputs there) and runs the rest
     done = _read(times_file) if times_file.exists() else {}
-    records = _read(steps_file).get("steps", {}) if steps_file.exists() else {}
+    earlier = _read(steps_file) if steps_file.exists() else {}
+    records = earlier.get("steps", {})
     todo: list[Step] = []
     for step in plan:
         if step.name in done and all(Path(w).exists() for w in step.writes):
             runner.times[step.name] = done[step.name]
-            if step.name in records:
-                runner.records[step.name] = records[step.name]
+            if step.name in records:  # with the revision it ran at (a restart may run newer code for the rest)
+                runner.records[step.name] = {"git_revision": earlier.get("git_revision"), **records[step.name]}
             print(f"=== [{step.name}] finished in an earlier run ({done[step.name]:.1f}s): kept", flush=True)
         else:
             todo.append(step)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -146,6 +147,43 @@ def test_rule_labels_cover_every_visited_state_with_the_rule_decision(teacher_ru
     assert differs > 0
     with pytest.raises(ValueError, match="label"):
         HarvestOptions(label="teacher")
+
+
+def test_switch_copies_repeat_the_train_rows_that_leave_a_tried_source(teacher_runs: Path, tmp_path: Path) -> None:
+    """`switch_copies=K` (rule labels): a train row whose rule decision calls a need with a listed tool it has not
+    tried, after trying another, appears K times; every other row, and every validation row, once."""
+    once = run_harvest([str(teacher_runs)], tmp_path / "k1",
+                       HarvestOptions(val_fraction=0.3, label="rule", dedup=True))
+    thrice = run_harvest([str(teacher_runs)], tmp_path / "k3",
+                         HarvestOptions(val_fraction=0.3, label="rule", dedup=True, switch_copies=3))
+    rl = {row["prompt"][-1]["content"]: Ledger.model_validate_json(row["ledger"])
+          for split in ("train", "validation")
+          for row in datasets.load_dataset(str(tmp_path / "k1" / "rl"), split=split)}
+
+    def switches(split: str) -> tuple[list[str], list[str]]:
+        """(states whose label leaves a tried source, the others) of the once-harvest's split, from the ledgers."""
+        yes, no = [], []
+        for row in datasets.load_dataset(str(tmp_path / "k1" / "sft"), split=split):
+            user, label = row["messages"][-2]["content"], json.loads(row["messages"][-1]["content"])
+            need = rl[user].needs[label["need"]] if label.get("need") is not None else None
+            (yes if need is not None and need.tried and label.get("tool") not in need.tried else no).append(user)
+        return yes, no
+
+    train_yes, train_no = switches("train")
+    val_yes, _ = switches("validation")
+    assert train_yes and train_no and len(set(train_yes)) == len(train_yes)  # dedup: one row per state
+    assert once["sft"]["switch_rows"] == {"train": len(train_yes), "validation": len(val_yes)}
+    assert thrice["sft"]["switch_rows"] == once["sft"]["switch_rows"]
+    assert thrice["sft"]["train"] == once["sft"]["train"] + 2 * len(train_yes)
+    assert thrice["sft"]["validation"] == once["sft"]["validation"]
+    counts = Counter(row["messages"][-2]["content"]
+                     for row in datasets.load_dataset(str(tmp_path / "k3" / "sft"), split="train"))
+    assert {counts[u] for u in train_yes} == {3} and {counts[u] for u in train_no} == {1}
+    assert thrice["options"]["switch_copies"] == 3 and once["rl"] == thrice["rl"]
+    with pytest.raises(ValueError, match="label='rule'"):
+        HarvestOptions(switch_copies=2)
+    with pytest.raises(ValueError, match=">= 1"):
+        HarvestOptions(label="rule", switch_copies=0)
 
 
 # A hand-built run whose advancing steps are known by construction (the oracle for `advancing_only`): each step's

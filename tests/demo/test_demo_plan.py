@@ -24,7 +24,7 @@ PATHS = {"--out", "--tasks.path", "--model_name_or_path", "--dataset_name", "--o
 SIZES = {"--n", "--match-steps", "--tasks.limit", "--samples", "--max_steps", "--max-steps", "--eval_steps",
          "--save_steps", "--max_train_seconds"}
 SEEDS = {"--seed", "--backends.default.options.seed", "--backends.planner.options.seed"}
-ARM_SWITCHES = {"--label", "--dedup", "--name", "--split", "--heads", "--title", "--no-progress"}
+ARM_SWITCHES = {"--label", "--dedup", "--switch-copies", "--name", "--split", "--heads", "--title", "--no-progress"}
 
 
 def script_commands(text: str) -> list[list[str]]:
@@ -86,6 +86,10 @@ def test_no_training_stage_reads_a_rule_label_but_oracle_sft(tmp_path):
     rule_harvests = [s for s in plan if "--label" in s.argv and s.argv[s.argv.index("--label") + 1] == "rule"]
     assert [s.name for s in rule_harvests] == ["harvest-oracle"] and rule_harvests[0].writes == [oracle]
     assert by_name["harvest"].argv[by_name["harvest"].argv.index("--label") + 1] == "emitted"
+    # the switch rows are repeated in the rule labels only (the teacher-labelled data stays as collected)
+    oracle_argv = by_name["harvest-oracle"].argv
+    assert oracle_argv[oracle_argv.index("--switch-copies") + 1] == str(DemoConfig().oracle_switch_copies)
+    assert "--switch-copies" not in by_name["harvest"].argv
     # every step that reads them is oracle_sft (or its export / evaluation, which read the model)
     readers = [s.name for s in plan if any(r.startswith(oracle) for r in s.reads)]
     assert readers == ["oracle_sft"]

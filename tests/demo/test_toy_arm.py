@@ -8,6 +8,7 @@ planned from the same row with its SFT, export and served evaluation.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -66,3 +67,27 @@ def test_a_toy_trained_arm_is_one_row_plus_its_recipe(tmp_path):
     assert ("sft_plus", "sft_slow") in pairs((*ARMS, toy)) and ("teacher", "sft_slow") in pairs((*ARMS, toy))
     eval_step = plan[names.index("eval-sft_slow")]
     assert eval_step.argv[eval_step.argv.index("--backends.planner.model") + 1] == f"{tmp_path}/models/sft_slow"
+
+
+def test_a_restart_records_the_revision_each_step_ran_at(tmp_path):
+    """A restarted plan keeps finished steps with the code revision of the run that made them, and records the
+    current revision for the steps it runs again: a result file built over a restart says which code made what."""
+    import shutil
+
+    from omnidecision.provenance import git_revision
+
+    cfg, out = DemoConfig.quick(), tmp_path / "demo"
+    sub = needed(build_plan(cfg, out, (by_name()["rule"],)), ["eval-rule"])
+    run_plan(sub, out, jobs=1)
+    steps_file = out / "steps.json"
+    earlier = json.loads(steps_file.read_text())
+    assert {r["git_revision"] for r in earlier["steps"].values()} == {git_revision()}
+    earlier["git_revision"] = "0" * 40  # as if the first run had been at another commit
+    for record in earlier["steps"].values():
+        del record["git_revision"]  # and recorded before steps carried their own
+    steps_file.write_text(json.dumps(earlier))
+    shutil.rmtree(out / "eval" / "rule")
+    run_plan(sub, out, jobs=1)
+    records = json.loads(steps_file.read_text())["steps"]
+    assert records["synth-test"]["git_revision"] == "0" * 40
+    assert records["eval-rule"]["git_revision"] == git_revision()
