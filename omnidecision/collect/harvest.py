@@ -6,8 +6,8 @@
   value, verified a slot, resolved a conflict, or passed the finalizer check), `dedup` (same user message),
   `max_rows_per_task`. Invalid-action steps are skipped. With `label="rule"` (`--label rule`) instead: every
   state of every run (correct or not) with the rule planner's decision as the assistant turn; `switch_copies`
-  (`--switch-copies K`) repeats each train row whose rule decision moves a need to a listed source it has not tried
-  (after one came back without the value) K times: a teacher's runs hold few of them (13 of 1,743 rows at one
+  (`--switch-copies K`) repeats each train row whose rule decision leaves a source that came back without the value
+  for a listed one not tried yet, K times: a teacher's runs hold few of them (13 of 1,743 rows at one
   start) and a planner trained on them copied the need's wording instead (docs/findings.md, "Too few switches").
   With `label="none"`
   (`--label none`, the own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
@@ -175,12 +175,14 @@ def rl_row(rec: RunRecord, step: StepRecord, state: Ledger, prompt: list[dict[st
 
 
 def is_switch(state: Ledger, action: Any) -> bool:
-    """Whether `action` calls a need with a tool the need has not tried although it tried another: the decision
-    that leaves a source which came back without the value (the rule makes it; a copying planner repeats)."""
+    """Whether `action` leaves a source that came back without the value: it calls a need that is still unfilled
+    after a call (the state `eval.decisions` counts repeats at) with a listed tool the need has not tried. A second
+    source asked to settle a conflict (the need `partial`) is not one: repeating those rows too moved the planner's
+    prior to frame_confirmation (docs/findings.md, "Too few switches")."""
     if not isinstance(action, CallAction) or action.need is None or not 0 <= action.need < len(state.needs):
         return False
-    tried = state.needs[action.need].tried
-    return bool(tried) and action.tool not in tried
+    need = state.needs[action.need]
+    return need.status == "unfilled" and need.value is None and bool(need.tried) and action.tool not in need.tried
 
 
 def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: DigestBudget, counts: _Counts

@@ -26,7 +26,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from omnidecision.ledger import SOURCE_TOOL, Ledger, ToolCalled, actionable_need_indices, can_advance, need_tools
+from omnidecision.ledger import (
+    Ledger,
+    ToolCalled,
+    actionable_need_indices,
+    can_advance,
+    need_tools,
+    sources_to_try,
+)
 from omnidecision.protocol.records import RunRecord, StepRecord
 
 logger = logging.getLogger(__name__)
@@ -74,7 +81,7 @@ def advanceable_blocking(state: Ledger) -> bool:
 
 def _called(step: StepRecord, state: Ledger) -> tuple[int, str] | None:
     """(need, tool) the step's decision called: the tool that ran (its ToolCalled event), else the decision's tool
-    (or the need's preferred-source tool when it named none: what the loop would run). None: not a need call."""
+    (or the first of the need's `sources=` when it named none: what the loop would run). None: not a need call."""
     for event in step.events:
         if isinstance(event, ToolCalled) and event.need is not None:
             return event.need, event.tool
@@ -82,7 +89,7 @@ def _called(step: StepRecord, state: Ledger) -> tuple[int, str] | None:
     if action.get("action") != "call" or action.get("slot") is not None or not isinstance(action.get("need"), int):
         return None
     need = state.need(action["need"])
-    tool = action.get("tool") or (SOURCE_TOOL[need.preferred_source] if need is not None else None)
+    tool = action.get("tool") or (sources_to_try(need)[0] if need is not None else None)
     return (action["need"], tool) if tool else None
 
 

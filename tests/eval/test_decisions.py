@@ -53,7 +53,7 @@ FINISH = ({"action": "finish"}, [FinishRequested()])
 
 def test_repeat_after_empty_counts_the_same_need_and_tool_only():
     runs = [
-        # audio empty, then audio again (a repeat, named tool), then audio omitted = the preferred source (a repeat)
+        # audio empty, then audio again (a repeat, named tool), then no tool named but audio ran (its event: a repeat)
         run("a", [(call(0, AUDIO), empty(0, AUDIO)), (call(0, AUDIO), empty(0, AUDIO)), (call(0), empty(0, AUDIO))]),
         # audio empty, then the subtitles (the switch: no repeat), which fill it; no more such state
         run("b", [(call(0, AUDIO), empty(0, AUDIO)), (call(0, SUBS), filled(0, SUBS, "Ada")),
@@ -67,6 +67,15 @@ def test_repeat_after_empty_counts_the_same_need_and_tool_only():
     assert (rep["states"], rep["events"], rep["rate"]) == (4, 2, 0.5)
     assert (rep["runs"], rep["runs_with_event"]) == (3, 1)
     assert diag["by_category"]["source_switch"]["repeat_after_empty"] == rep
+
+
+def test_a_call_naming_no_tool_counts_as_the_tool_the_loop_would_run():
+    """No ToolCalled event (the step recorded none) and no tool named: the call is the first of the need's
+    `sources=`, the untried subtitles after an empty audio call, so it is not a repeat."""
+    diag = decision_diagnostics([run("f", [(call(0, AUDIO), empty(0, AUDIO)), (call(0), [])])])
+    assert (diag["repeat_after_empty"]["states"], diag["repeat_after_empty"]["events"]) == (1, 0)
+    named = decision_diagnostics([run("g", [(call(0, AUDIO), empty(0, AUDIO)), (call(0, AUDIO), [])])])
+    assert (named["repeat_after_empty"]["states"], named["repeat_after_empty"]["events"]) == (1, 1)
 
 
 def test_no_untried_source_no_state_and_first_calls_do_not_count():
