@@ -7,10 +7,10 @@
   `max_rows_per_task`. Invalid-action steps are skipped. With `label="rule"` (`--label rule`) instead: every
   state of every run (correct or not) with the rule planner's decision as the assistant turn; `switch_copies`
   (`--switch-copies K`) repeats each train row whose rule decision leaves a source that came back without the value
-  for a listed one not tried yet, K times: a teacher's runs hold few of them (13 of 1,743 rows at one
-  start) and a planner trained on them copied the need's wording instead (docs/findings.md, "Too few switches").
-  With `label="none"`
-  (`--label none`, the own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
+  for a listed one not tried yet, K times (a teacher's runs hold few: 67 of 1,743 rows at one start; stats.json
+  counts them as `sft.switch_rows`). Measured: it did not make the rule-labelled planner's switch reliable
+  (docs/findings.md, "Too few switches?"), so the pipeline keeps K = 1. With `label="none"` (`--label none`, the
+  own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
   product (GRPO trains on the states it visited, failed runs and correct ones alike; no label is needed, the
   candidates are scored by the closure checks and the judge).
 - RL (all runs, ledger mode): one row per ledger state the planner saw, REBUILT by replaying the events (and
@@ -177,8 +177,7 @@ def rl_row(rec: RunRecord, step: StepRecord, state: Ledger, prompt: list[dict[st
 def is_switch(state: Ledger, action: Any) -> bool:
     """Whether `action` leaves a source that came back without the value: it calls a need that is still unfilled
     after a call (the state `eval.decisions` counts repeats at) with a listed tool the need has not tried. A second
-    source asked to settle a conflict (the need `partial`) is not one: repeating those rows too moved the planner's
-    prior to frame_confirmation (docs/findings.md, "Too few switches")."""
+    source asked to settle a conflict (the need `partial`) is not one."""
     if not isinstance(action, CallAction) or action.need is None or not 0 <= action.need < len(state.needs):
         return False
     need = state.needs[action.need]

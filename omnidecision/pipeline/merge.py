@@ -46,13 +46,22 @@ def read_result(path: Path) -> dict[str, Any]:
 
 def check_compatible(results: list[tuple[str, dict[str, Any]]]) -> None:
     """Raise MergeError naming the file and the recipe fields when two results may not be pooled."""
+    from omnidecision.pipeline.experiment import ExperimentRecipe
+
+    # a field added to the recipe later reads, in an older file, as its default: a new field's default is the
+    # protocol that ran before it existed (oracle_switch_copies: 1 = no copies)
+    defaults = {k: f.default for k, f in ExperimentRecipe.model_fields.items() if not f.is_required()}
+
+    def protocol(recipe: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in {**defaults, **recipe}.items() if k not in MAY_DIFFER}
+
     (first_name, first), *rest = results
     seen = {s: first_name for s in first["seeds"]}
-    base = {k: v for k, v in (first.get("recipe") or {}).items() if k not in MAY_DIFFER}
+    base = protocol(first.get("recipe") or {})
     for name, res in rest:
         if "recipe" not in res:
             raise MergeError(f"{name}: no `recipe` in the result (not written by `omnidecision experiment`)")
-        other = {k: v for k, v in res["recipe"].items() if k not in MAY_DIFFER}
+        other = protocol(res["recipe"])
         diff = sorted(k for k in base.keys() | other.keys() if base.get(k) != other.get(k))
         if diff:
             shown = "; ".join(f"{k}: {base.get(k)!r} vs {other.get(k)!r}" for k in diff)

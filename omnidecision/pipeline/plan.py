@@ -29,9 +29,10 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 BUDGET = "{budget_steps}"  # a control's --max_steps, resolved by the scheduler from its budget rule
 SELECT_GROUP = "rl"  # where selection steps (rft-select) run: beside the RL arms whose sampling they mirror
 OWN_COLLECT_GROUP = "judge+grpo"  # the SFT planner's own collection runs beside judge training (both need only sft)
-# oracle_sft's harvest repeats each switch row this many times (chosen on a probe suite, not the test suites:
-# docs/findings.md, "Too few switches")
-SWITCH_COPIES = 4
+# oracle_sft's harvest repeats each switch row this many times: 1 (none). 4 copies moved source_switch between 5/12
+# and 12/12 from one SFT run to the next with either definition of a switch row, and other families with it
+# (docs/findings.md, "Too few switches?"): the option stays, the default is the protocol that ran before it
+SWITCH_COPIES = 1
 OWN_RECIPE = "eval/own-states-tiny-local.yaml"  # the SFT planner (in-process) on the train tasks, K samples at 0.7
 
 
@@ -58,7 +59,7 @@ class DemoConfig:
     own_tasks: int = 60
     own_samples: int = 2
     # oracle_sft's data: each rule-labelled train row that leaves a tried source for an untried listed one, this many
-    # times (harvest --switch-copies; docs/findings.md, "Too few switches")
+    # times (harvest --switch-copies; docs/findings.md, "Too few switches?")
     oracle_switch_copies: int = SWITCH_COPIES
     # post-SFT arms run once per start (replicate 0 only): arms outside the planned contrasts (the experiment's
     # `single`; the demo keeps every arm replicated)

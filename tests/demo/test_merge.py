@@ -84,6 +84,19 @@ def test_files_that_share_a_start_or_differ_in_protocol_are_refused_by_name():
         merge_results([("a.json", a), ("b.json", _result([_summary(1, rng)], other))], RECIPE)
 
 
+def test_a_recipe_field_added_later_reads_as_its_default_in_an_older_file():
+    """A file written before `oracle_switch_copies` existed ran without copies: it pools with a recipe that says 1
+    and is refused beside one that says 4."""
+    rng = random.Random(5)
+    old = _result([_summary(0, rng)], RECIPE)
+    del old["recipe"]["oracle_switch_copies"]
+    merged = merge_results([("old.json", old), ("new.json", _result([_summary(1, rng)], RECIPE))], RECIPE)
+    assert merged["seeds"] == [0, 1]
+    four = RECIPE.model_copy(update={"oracle_switch_copies": 4})
+    with pytest.raises(MergeError, match="oracle_switch_copies: 1 vs 4"):
+        merge_results([("old.json", old), ("four.json", _result([_summary(2, rng)], four))], RECIPE)
+
+
 @pytest.mark.parametrize(("text", "needle"), [("{not json", "not JSON (line 1"), ('{"seeds": [0]}', "no recipe"),
                                               ("[1, 2]", "not an experiment result")])
 def test_a_broken_result_file_is_named_with_what_is_wrong(tmp_path, text, needle):
