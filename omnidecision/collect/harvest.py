@@ -6,8 +6,8 @@
   value, verified a slot, resolved a conflict, or passed the finalizer check), `dedup` (same user message),
   `max_rows_per_task`. Invalid-action steps are skipped. With `label="rule"` (`--label rule`) instead: every
   state of every run (correct or not) with the rule planner's decision as the assistant turn; `switch_copies`
-  (`--switch-copies K`) repeats each train row whose rule decision leaves a source that came back without the value
-  for a listed one not tried yet, K times (a teacher's runs hold few: 67 of 1,743 rows at one start; stats.json
+  (`--switch-copies K`) repeats each train row whose rule decision calls a need already called with a listed tool
+  not tried on it yet (`is_switch`), K times (a teacher's runs hold few: 123 of 1,743 rows at one start; stats.json
   counts them as `sft.switch_rows`). Measured: it did not make the rule-labelled planner's switch reliable
   (docs/findings.md, "Too few switches?"), so the pipeline keeps K = 1. With `label="none"` (`--label none`, the
   own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
@@ -175,13 +175,13 @@ def rl_row(rec: RunRecord, step: StepRecord, state: Ledger, prompt: list[dict[st
 
 
 def is_switch(state: Ledger, action: Any) -> bool:
-    """Whether `action` leaves a source that came back without the value: it calls a need that is still unfilled
-    after a call (the state `eval.decisions` counts repeats at) with a listed tool the need has not tried. A second
-    source asked to settle a conflict (the need `partial`) is not one."""
+    """Whether `action` calls a need that was called before with a listed tool it has not tried: a switch after an
+    empty return, or a conflict's second source. Both kinds count: repeating only the empty-return rows made the
+    rule-labelled planner's switch worse, repeating both made it better (docs/findings.md, "Too few switches?")."""
     if not isinstance(action, CallAction) or action.need is None or not 0 <= action.need < len(state.needs):
         return False
-    need = state.needs[action.need]
-    return need.status == "unfilled" and need.value is None and bool(need.tried) and action.tool not in need.tried
+    tried = state.needs[action.need].tried
+    return bool(tried) and action.tool not in tried
 
 
 def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: DigestBudget, counts: _Counts

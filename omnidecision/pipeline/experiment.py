@@ -43,7 +43,7 @@ class ExperimentRecipe(BaseModel):
                                                   "(grpo_own's and rft_own's states)")
     own_samples: int = Field(2, ge=1, description="own runs per train task (K samples at the recipe's temperature)")
     oracle_switch_copies: int = Field(SWITCH_COPIES, ge=1, description="oracle_sft's data: each rule-labelled "
-                                      "train row that leaves a tried source for an untried one, this many times")
+                                      "train row that calls a tried need with an untried listed tool, this many times")
     planned: list[str] = Field(min_length=1, description="contrasts `b-a` declared before the run")
     single: list[str] = Field(default_factory=list, description="post-SFT arms outside the planned contrasts that "
                                                                "run replicate 0 only at each start (saves time)")

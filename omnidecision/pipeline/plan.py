@@ -29,9 +29,9 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 BUDGET = "{budget_steps}"  # a control's --max_steps, resolved by the scheduler from its budget rule
 SELECT_GROUP = "rl"  # where selection steps (rft-select) run: beside the RL arms whose sampling they mirror
 OWN_COLLECT_GROUP = "judge+grpo"  # the SFT planner's own collection runs beside judge training (both need only sft)
-# oracle_sft's harvest repeats each switch row this many times: 1 (none). 4 copies moved source_switch between 5/12
-# and 12/12 from one SFT run to the next with either definition of a switch row, and other families with it
-# (docs/findings.md, "Too few switches?"): the option stays, the default is the protocol that ran before it
+# oracle_sft's harvest repeats each switch row this many times: 1 (none). Copies fixed source_switch in some SFT runs
+# and cost another family in most (docs/findings.md, "Too few switches?"): the option stays, the default is the
+# protocol that ran before it
 SWITCH_COPIES = 1
 OWN_RECIPE = "eval/own-states-tiny-local.yaml"  # the SFT planner (in-process) on the train tasks, K samples at 0.7
 

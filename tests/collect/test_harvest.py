@@ -150,9 +150,9 @@ def test_rule_labels_cover_every_visited_state_with_the_rule_decision(teacher_ru
 
 
 def test_switch_copies_repeat_the_train_rows_that_leave_a_tried_source(teacher_runs: Path, tmp_path: Path) -> None:
-    """`switch_copies=K` (rule labels): a train row whose rule decision calls a need that a call left unfilled with a
-    listed tool it has not tried appears K times; every other row (a conflict's second source too), and every
-    validation row, once."""
+    """`switch_copies=K` (rule labels): a train row whose rule decision calls a need already called with a tool it
+    has not tried (after an empty return, or a conflict's second source) appears K times; every other row, and
+    every validation row, once."""
     once = run_harvest([str(teacher_runs)], tmp_path / "k1",
                        HarvestOptions(val_fraction=0.3, label="rule", dedup=True))
     thrice = run_harvest([str(teacher_runs)], tmp_path / "k3",
@@ -161,7 +161,7 @@ def test_switch_copies_repeat_the_train_rows_that_leave_a_tried_source(teacher_r
           for split in ("train", "validation")
           for row in datasets.load_dataset(str(tmp_path / "k1" / "rl"), split=split)}
 
-    second: list[str] = []  # a conflict's second source: a tried need, an untried tool, but not an empty return
+    second: list[str] = []  # a conflict's second source (the need partial): a switch row too
 
     def switches(split: str) -> tuple[list[str], list[str]]:
         """(states whose label leaves a tried source, the others) of the once-harvest's split, from the ledgers."""
@@ -169,8 +169,7 @@ def test_switch_copies_repeat_the_train_rows_that_leave_a_tried_source(teacher_r
         for row in datasets.load_dataset(str(tmp_path / "k1" / "sft"), split=split):
             user, label = row["messages"][-2]["content"], json.loads(row["messages"][-1]["content"])
             need = rl[user].needs[label["need"]] if label.get("need") is not None else None
-            empty = need is not None and need.status == "unfilled" and need.value is None and need.tried
-            (yes if empty and label.get("tool") not in need.tried else no).append(user)
+            (yes if need is not None and need.tried and label.get("tool") not in need.tried else no).append(user)
             if split == "train" and need is not None and need.status == "partial" and need.tried and \
                     label.get("tool") not in need.tried:
                 second.append(user)
@@ -186,7 +185,7 @@ def test_switch_copies_repeat_the_train_rows_that_leave_a_tried_source(teacher_r
     counts = Counter(row["messages"][-2]["content"]
                      for row in datasets.load_dataset(str(tmp_path / "k3" / "sft"), split="train"))
     assert {counts[u] for u in train_yes} == {3} and {counts[u] for u in train_no} == {1}
-    assert second and {counts[u] for u in second} == {1}
+    assert second and {counts[u] for u in second} == {3}
     assert thrice["options"]["switch_copies"] == 3 and once["rl"] == thrice["rl"]
     with pytest.raises(ValueError, match="label='rule'"):
         HarvestOptions(switch_copies=2)
