@@ -50,7 +50,8 @@ def check_compatible(results: list[tuple[str, dict[str, Any]]]) -> None:
 
     # a field added to the recipe later reads, in an older file, as its default: a new field's default is the
     # protocol that ran before it existed (oracle_switch_copies: 1 = no copies)
-    defaults = {k: f.default for k, f in ExperimentRecipe.model_fields.items() if not f.is_required()}
+    defaults = {k: f.get_default(call_default_factory=True) for k, f in ExperimentRecipe.model_fields.items()
+                if not f.is_required()}
 
     def protocol(recipe: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in {**defaults, **recipe}.items() if k not in MAY_DIFFER}
