@@ -25,18 +25,25 @@ def test_readme_experiment_tables_come_from_the_result_file():
     assert f"{len(pooled['seeds'])} seeds" in readme and f"{pooled['test_tasks_per_seed']} test tasks" in readme
 
 
-def test_readme_pooled_five_start_contrasts_come_from_their_result_file():
-    """The planned-contrast rows of the 5-start pool (docs/results/experiment-5starts.json) are in the README as
-    `contrast_rows` renders them."""
+def test_readme_pooled_contrasts_come_from_their_result_files():
+    """The planned-contrast rows of every pool of later starts (docs/results/experiment-Nstarts.json: 5 starts, then
+    the declared extension's interim pools) are in the README as `contrast_rows` renders them."""
+    import re
+
     from omnidecision.pipeline.experiment import contrast_rows
 
-    pooled = json.loads((ROOT / "docs/results/experiment-5starts.json").read_text("utf-8"))
     readme = (ROOT / "README.md").read_text("utf-8")
-    planned = [f"| {c} |" for c in pooled["recipe"]["planned"]]
-    rows = [line for line in contrast_rows(pooled["contrasts"]) if line.startswith(tuple(planned))]
-    assert len(rows) == len(planned) and len(pooled["seeds"]) == 5
-    missing = [line for line in rows if line not in readme]
-    assert not missing, f"README.md lacks these rows of the 5-start contrasts: {missing}"
+    files = sorted((ROOT / "docs/results").glob("experiment-*starts.json"))
+    assert files, "no pooled result file"
+    for path in files:
+        pooled = json.loads(path.read_text("utf-8"))
+        n = int(re.fullmatch(r"experiment-(\d+)starts\.json", path.name).group(1))
+        assert len(pooled["seeds"]) == n, f"{path.name} holds {len(pooled['seeds'])} starts"
+        planned = [f"| {c} |" for c in pooled["recipe"]["planned"]]
+        rows = [line for line in contrast_rows(pooled["contrasts"]) if line.startswith(tuple(planned))]
+        assert len(rows) == len(planned)
+        missing = [line for line in rows if line not in readme]
+        assert not missing, f"README.md lacks these rows of {path.name}: {missing}"
 
 
 def test_readme_demo_figures_come_from_the_demo_result_file():
