@@ -50,7 +50,7 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"{path}: invalid JSON: {exc}") from exc
 
 
-def _run_info(ckpt: Path) -> tuple[dict, list[dict]]:
+def run_info(ckpt: Path) -> tuple[dict, list[dict]]:
     """The SFT run card and log history: in `ckpt`, else in its parent (for a `checkpoint-N` folder)."""
     run: dict = {}
     history: list[dict] = []
@@ -97,7 +97,7 @@ def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_
         report.add("provenance", "error", str(exc))
     else:
         tasks = trained.training_tasks if trained else None
-        if tasks is None and (_run_info(src)[0].get("data") or {}).get("training_tasks"):
+        if tasks is None and (run_info(src)[0].get("data") or {}).get("training_tasks"):
             report.add("provenance", "ok", f"from {src}'s sft_run.json (a run from before provenance.json)")
         elif tasks is None:
             report.add("provenance", "warning", f"{src}: no {PROVENANCE_FILE} with training task ids: eval will "
@@ -160,7 +160,7 @@ def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: s
 
     # Provenance card: the training stage's provenance.json (every trained stage writes one; an old SFT run: its
     # sft_run.json), with the export's own block; the flat keys of earlier cards kept for their readers
-    run, history = _run_info(src)
+    run, history = run_info(src)
     trained = read_provenance(src) or _from_run_card(run)
     exported = ExportInfo(exported_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                           source_checkpoint=str(src.resolve()), mode=mode, git_revision=git_revision())

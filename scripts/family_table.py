@@ -32,10 +32,10 @@ def best_dev_loss(folder: Path) -> float | None:
     prov = model / "provenance.json"
     if not model.name or not prov.exists():
         return None
-    state = Path(json.loads(prov.read_text("utf-8")).get("output_dir", "")) / "trainer_state.json"
-    if not state.exists():
-        return None
-    losses = [row["eval_loss"] for row in json.loads(state.read_text("utf-8"))["log_history"] if "eval_loss" in row]
+    from omnidecision.export import run_info  # the run's log history, as export reads it
+
+    run = Path(json.loads(prov.read_text("utf-8")).get("output_dir", ""))
+    losses = [row["eval_loss"] for row in run_info(run)[1] if "eval_loss" in row] if run.is_dir() else []
     return round(min(losses), 4) if losses else None
 
 
