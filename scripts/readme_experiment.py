@@ -1,35 +1,51 @@
-"""Regenerate the README's experiment tables from the committed result file (no figure without its file).
+"""Regenerate the experiment tables of README.md and docs/findings.md from a committed result file (no figure
+without its file).
 
-    python scripts/readme_experiment.py [docs/results/experiment.json]      # rewrites README.md in place
+    python scripts/readme_experiment.py docs/results/experiment-9starts.json    # rewrites both files in place
 
-Everything between the markers `<!-- experiment-tables:begin -->` and `<!-- experiment-tables:end -->` is replaced
-by `omnidecision.pipeline.experiment.experiment_table` of the file; the prose around the markers is written by
-hand and tests/demo/test_readme_results.py checks that it names the file's seed count and test-suite size.
+In each file, everything between `<!-- experiment-tables:begin FILE -->` and `<!-- experiment-tables:end -->` is
+replaced by `omnidecision.pipeline.experiment.experiment_table` of the result file, and FILE in the opening marker
+names it, so tests/demo/test_readme_results.py can check the block against the file it came from. The prose around
+the markers is written by hand; that test checks that the README names the file's start count and test-suite size.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 from omnidecision.pipeline.experiment import experiment_table
 
 ROOT = Path(__file__).resolve().parent.parent
-BEGIN, END = "<!-- experiment-tables:begin -->", "<!-- experiment-tables:end -->"
+# the opening marker names its result file (older READMEs had a bare marker: still recognised, and rewritten)
+BLOCK = re.compile(r"<!-- experiment-tables:begin(?: (?P<source>\S+))? -->\n.*?<!-- experiment-tables:end -->",
+                   re.S)
+TARGETS = ("README.md", "docs/findings.md")
+
+
+def regenerate(text: str, source: str, table: str) -> str:
+    """`text` with its one marked block replaced by `table` from `source` (a repository-relative path)."""
+    blocks = BLOCK.findall(text)
+    if len(blocks) != 1:
+        raise ValueError(f"{len(blocks)} experiment-tables blocks (want exactly one)")
+    block = f"<!-- experiment-tables:begin {source} -->\n{table.strip()}\n<!-- experiment-tables:end -->"
+    return BLOCK.sub(lambda _: block, text)
 
 
 def main(argv: list[str]) -> None:
-    result = ROOT / (argv[0] if argv else "docs/results/experiment.json")
-    readme = ROOT / "README.md"
-    text = readme.read_text("utf-8")
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{readme}: the markers {BEGIN} … {END} are missing (put them around the tables)")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    table = experiment_table(json.loads(result.read_text("utf-8"))).strip()
-    readme.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}", "utf-8")
-    print(f"{readme}: experiment tables from {result}")
+    if len(argv) != 1:
+        raise SystemExit(__doc__)
+    source = Path(argv[0]).as_posix()
+    table = experiment_table(json.loads((ROOT / source).read_text("utf-8")))
+    for name in TARGETS:
+        path = ROOT / name
+        try:
+            path.write_text(regenerate(path.read_text("utf-8"), source, table), "utf-8")
+        except ValueError as exc:
+            raise SystemExit(f"{path}: {exc}") from exc
+        print(f"{path}: experiment tables from {source}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The README's "Measured" experiment tables are the committed result file's, line for line: every planner row and
-every pooled paired row that `omnidecision.pipeline.experiment.experiment_table` renders from
-`docs/results/experiment.json` is in README.md (no figure in the README without its result file)."""
+"""The README's "Measured" experiment tables are the committed result files', line for line: every planner row and
+every pooled paired row that `omnidecision.pipeline.experiment.experiment_table` renders from the file named in the
+generated block's marker, and every planned-contrast row of each experiment result file (no figure in the README
+without its result file)."""
 
 from __future__ import annotations
 
@@ -15,19 +16,34 @@ PLANNERS = planners()
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """(result file named by the opening marker, block text) of every generated experiment-tables block."""
+    import re
+
+    return re.findall(r"<!-- experiment-tables:begin (\S+) -->\n(.*?)<!-- experiment-tables:end -->", text, re.S)
+
+
 def test_readme_experiment_tables_come_from_the_result_file():
-    pooled = json.loads((ROOT / "docs/results/experiment.json").read_text("utf-8"))
-    readme = (ROOT / "README.md").read_text("utf-8")
-    rows = [line for line in experiment_table(pooled).splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) >= len(PLANNERS) + 10  # planners and pooled pairs
-    missing = [line for line in rows if line not in readme]
-    assert not missing, f"README.md lacks these lines of the experiment table (regenerate from the JSON): {missing}"
-    assert f"{len(pooled['seeds'])} seeds" in readme and f"{pooled['test_tasks_per_seed']} test tasks" in readme
+    """The generated block (scripts/readme_experiment.py) of README.md and of docs/findings.md is its named result
+    file's `experiment_table`, row for row, and the README's prose names the file's start count and suite size."""
+    for doc in ("README.md", "docs/findings.md"):
+        text = (ROOT / doc).read_text("utf-8")
+        blocks = _blocks(text)
+        assert len(blocks) == 1, f"{doc}: {len(blocks)} experiment-tables blocks (regenerate with the script)"
+        source, block = blocks[0]
+        pooled = json.loads((ROOT / source).read_text("utf-8"))
+        rows = [line for line in experiment_table(pooled).splitlines() if line.startswith("| ") and "---" not in line]
+        assert len(rows) >= len(PLANNERS) + 10  # planners and pooled pairs
+        missing = [line for line in rows if line not in block]
+        assert not missing, f"{doc} lacks these lines of {source}'s table (regenerate from the JSON): {missing}"
+        if doc == "README.md":
+            assert f"{len(pooled['seeds'])} starts" in text and f"{pooled['test_tasks_per_seed']} test tasks" in text
 
 
 def test_readme_pooled_contrasts_come_from_their_result_files():
-    """The planned-contrast rows of every pool of later starts (docs/results/experiment-Nstarts.json: 5 starts, then
-    the declared extension's interim pools) are in the README as `contrast_rows` renders them."""
+    """The planned-contrast rows of the 3-start run (docs/results/experiment.json) and of every pool of later starts
+    (docs/results/experiment-Nstarts.json: 5 starts, the declared extension's interim pools, the reading at 9) are in
+    the README as `contrast_rows` renders them."""
     import re
 
     from omnidecision.pipeline.experiment import contrast_rows
@@ -35,10 +51,11 @@ def test_readme_pooled_contrasts_come_from_their_result_files():
     readme = (ROOT / "README.md").read_text("utf-8")
     files = sorted((ROOT / "docs/results").glob("experiment-*starts.json"))
     assert files, "no pooled result file"
-    for path in files:
+    for path in [ROOT / "docs/results/experiment.json", *files]:  # the declared 3-start run, then the pools
         pooled = json.loads(path.read_text("utf-8"))
-        n = int(re.fullmatch(r"experiment-(\d+)starts\.json", path.name).group(1))
-        assert len(pooled["seeds"]) == n, f"{path.name} holds {len(pooled['seeds'])} starts"
+        if path.name != "experiment.json":
+            n = int(re.fullmatch(r"experiment-(\d+)starts\.json", path.name).group(1))
+            assert len(pooled["seeds"]) == n, f"{path.name} holds {len(pooled['seeds'])} starts"
         planned = [f"| {c} |" for c in pooled["recipe"]["planned"]]
         rows = [line for line in contrast_rows(pooled["contrasts"]) if line.startswith(tuple(planned))]
         assert len(rows) == len(planned)
