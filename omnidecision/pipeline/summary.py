@@ -161,8 +161,23 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
     summary["contrasts"] = contrast_section(nested, planned, explore, plot=out / "contrasts.png",
                                             n_boot=1000) if planned else None
     summary["serving_parity"] = serving_parity(out)
+    _view_figures(plan, out / "contrasts.png")
     (out / "summary.json").write_text(json.dumps(summary, indent=2), "utf-8")
     return summary
+
+
+def _view_figures(plan: list[Step], plot: Path) -> None:
+    """Put the forest plot on the index of the plan's view: the view step ran before the plot existed (the plot
+    needs every evaluation, the view is one of the plan's steps), so only the index is rewritten, not its pages."""
+    view = next((s for s in plan if s.name == "view"), None)
+    if view is None or not plot.is_file():
+        return
+    from omnidecision.view import write_view
+
+    site = Path(view.writes[0])
+    if (site / "index.html").is_file():
+        reports = view.argv[1:view.argv.index("--out")]
+        write_view(reports, site, figures=[plot], pages=False)
 
 
 def serving_parity(out: Path) -> dict[str, Any] | None:

@@ -16,16 +16,18 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 
-def write_view(eval_dirs: Iterable[str | Path], out_dir: str | Path, *, title: str = "omnidecision runs") -> Path:
+def write_view(eval_dirs: Iterable[str | Path], out_dir: str | Path, *, title: str = "omnidecision runs",
+               figures: Iterable[str | Path] = (), pages: bool = True) -> Path:
     """Render the runs of `eval_dirs` (eval or collection folders, or JSONL files) into `out_dir`; returns the
-    path of index.html. Unreadable lines are logged as warnings (file:line) and listed on the index page."""
+    path of index.html. Unreadable lines are logged as warnings (file:line) and listed on the index page.
+    `figures` head the index; `pages=False` rewrites the index only (render.write_site)."""
     from omnidecision.view.load import load
     from omnidecision.view.render import write_site
 
     collection = load(list(eval_dirs))
     for problem in collection.problems:
         logger.warning("view: %s", problem)
-    return write_site(collection, out_dir, title=title)
+    return write_site(collection, out_dir, title=title, figures=[Path(f) for f in figures], pages=pages)
 
 
 __all__ = ["write_view"]

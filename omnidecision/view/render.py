@@ -5,7 +5,7 @@ carry a Content-Security-Policy that lets the browser load nothing but this fold
     DIR/index.html                       the run list (assets/runs.js holds its rows; assets/index.js filters them)
     DIR/run/<source>/<task>-s<n>.html    one run: context, needs grid, timeline, ending
     DIR/pairs/<task>-s<n>-<a>-<b>.html   the same task run by source a and source b
-    DIR/assets/                          view.css, index.js, runs.js, plots/<source>/*.png
+    DIR/assets/                          view.css, index.js, runs.js, plots/<source>/*.png, figures/*.png
 
     python -c "from omnidecision.view import write_view; print(write_view(['runs/eval-teacher'], 'runs/view'))"
 """
@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -147,8 +148,11 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, "utf-8")
 
 
-def write_site(collection: Collection, out: str | Path, *, title: str = "omnidecision runs") -> Path:
+def write_site(collection: Collection, out: str | Path, *, title: str = "omnidecision runs",
+               figures: Sequence[Path] = (), pages: bool = True) -> Path:
     """Render `collection` into the folder `out` (created; files of an earlier view there are overwritten).
+    `figures` (PNG files, e.g. a run's forest plot of its planned contrasts) head the index; `pages=False` rewrites
+    only the index and its assets, for a figure that exists only once the view's run pages were written.
     Returns the path of index.html."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,6 +163,12 @@ def write_site(collection: Collection, out: str | Path, *, title: str = "omnidec
     assets.mkdir(exist_ok=True)
     for name in STATIC:
         shutil.copyfile(TEMPLATES / name, assets / name)
+    shown = []
+    for f in figures:
+        rel = f"assets/figures/{slug(f.name)}"
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, out / rel)
+        shown.append({"href": rel, "name": f.stem})
     cards = []
     for i, s in enumerate(sources):
         plots = []
@@ -170,9 +180,9 @@ def write_site(collection: Collection, out: str | Path, *, title: str = "omnidec
         cards.append({"label": s.label, "path_label": str(s.path), "n": len(s.records), "mode": s.mode,
                       "model": s.model, "headline": headline(s.report) if s.report else [], "plots": plots})
     # -- page paths, then the side-by-side pages
-    pages = {(i, r.task_id, r.sample): _Page(i, r, f"run/{i}/{slug(r.task_id)}-s{r.sample}.html")
-             for i, s in enumerate(sources) for r in s.records}
-    pairs = _pairs(sources, pages)
+    run_pages = {(i, r.task_id, r.sample): _Page(i, r, f"run/{i}/{slug(r.task_id)}-s{r.sample}.html")
+                 for i, s in enumerate(sources) for r in s.records}
+    pairs = _pairs(sources, run_pages)
     partners: dict[tuple[int, str, int], list[tuple[int, str]]] = {}
     for (a, b, task, sample), rel in pairs.items():
         partners.setdefault((a, task, sample), []).append((b, rel))
@@ -181,22 +191,24 @@ def write_site(collection: Collection, out: str | Path, *, title: str = "omnidec
     run_tpl, pair_tpl = env.get_template("run.html"), env.get_template("pair.html")
     views: dict[tuple[int, str, int], Any] = {}
     rows: list[list[Any]] = []
-    for key, page in pages.items():
+    for key, page in run_pages.items():
         i, r = page.source, page.record
-        view = build(r)
-        if key in partners:
-            views[key] = view
-        links = [(sources[j].label, "../../" + rel) for j, rel in partners.get(key, [])]
-        html = run_tpl.render(title=f"{r.task_id} · {sources[i].label}", root="../../", view=view, source=sources[i],
-                              source_index=i, pairs=links, file_label=", ".join(str(f) for f in sources[i].files),
-                              first_digest=digest_of(r.steps[0]) if r.steps else "")
-        _write(out / page.path, html)
+        if pages:
+            view = build(r)
+            if key in partners:
+                views[key] = view
+            links = [(sources[j].label, "../../" + rel) for j, rel in partners.get(key, [])]
+            html = run_tpl.render(title=f"{r.task_id} · {sources[i].label}", root="../../", view=view,
+                                  source=sources[i], source_index=i, pairs=links,
+                                  file_label=", ".join(str(f) for f in sources[i].files),
+                                  first_digest=digest_of(r.steps[0]) if r.steps else "")
+            _write(out / page.path, html)
         rows.append([page.path, i, r.task_id, r.sample, short(r.question, 200), r.level, r.category, r.outcome,
                      correct_label(r), len(r.steps), sum(r.totals.tool_calls.values()), short(r.answer or "", 80),
                      short(r.gold_answer or "", 80), [[j, rel] for j, rel in partners.get(key, [])]])
-    for (a, b, task, sample), rel in pairs.items():
+    for (a, b, task, sample), rel in pairs.items() if pages else ():
         sides = [{"label": sources[k].label, "view": views[(k, task, sample)],
-                  "href": "../" + pages[(k, task, sample)].path} for k in (a, b)]
+                  "href": "../" + run_pages[(k, task, sample)].path} for k in (a, b)]
         _write(out / rel, pair_tpl.render(title=f"{task}: {sources[a].label} vs {sources[b].label}", root="../",
                                           sides=sides))
     # -- the index and its data
@@ -206,8 +218,8 @@ def write_site(collection: Collection, out: str | Path, *, title: str = "omnidec
                                     + ";\n", "utf-8")
     index = out / "index.html"
     _write(index, env.get_template("index.html").render(
-        title=title, root="", sources=cards, problems=collection.problems, n_runs=len(rows), n_pairs=len(pairs),
-        filters=FILTERS))
+        title=title, root="", sources=cards, figures=shown, problems=collection.problems, n_runs=len(rows),
+        n_pairs=len(pairs), filters=FILTERS))
     logger.info("view: %d runs, %d side-by-side pages, %d problems → %s", len(rows), len(pairs),
                 len(collection.problems), index)
     return index

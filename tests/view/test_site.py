@@ -197,3 +197,60 @@ def test_write_view_is_the_demo_hook(runs: Runs, tmp_path: Path):
     assert [s["label"] for s in data["sources"]] == ["teacher", "react"]
     assert len(data["rows"]) == len(records_of(runs.ledger_eval)) + len(records_of(runs.react_eval))
     assert len(list((index.parent / "pairs").glob("*.html"))) == len(records_of(runs.ledger_eval))
+
+
+def _png(path: Path) -> Path:
+    """A real PNG (matplotlib's): the index links what it copied."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, 1], [0, 1])
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def test_a_figure_heads_the_index_and_an_index_only_refresh_keeps_the_pages(runs: Runs, tmp_path: Path):
+    """`--figure` (the demo's forest plot) is copied into the site and shown on the index; `pages=False` (how the
+    demo adds its plot after the view step) rewrites the index without touching a run page."""
+    from omnidecision.view import write_view
+
+    out = tmp_path / "view"
+    result = CliRunner().invoke(app, ["view", str(runs.ledger_eval), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert 'id="figures"' not in (out / "index.html").read_text("utf-8")
+    page = next((out / "run").rglob("*.html"))
+    page.write_text("left as it was", "utf-8")  # a rewrite of the pages would replace this
+    plot = _png(tmp_path / "contrasts.png")
+    write_view([runs.ledger_eval], out, figures=[plot], pages=False)
+    index = (out / "index.html").read_text("utf-8")
+    assert 'id="figures"' in index and 'src="assets/figures/contrasts.png"' in index
+    assert (out / "assets/figures/contrasts.png").read_bytes() == plot.read_bytes()
+    assert page.read_text("utf-8") == "left as it was"
+    assert len(rows_of(out)["rows"]) == len(records_of(runs.ledger_eval))  # the run list is still complete
+    # the CLI takes the same figure; a missing one is refused before anything is written
+    result = CliRunner().invoke(app, ["view", str(runs.ledger_eval), "--figure", str(plot), "--out", str(out / "b")])
+    assert result.exit_code == 0 and 'src="assets/figures/contrasts.png"' in (out / "b/index.html").read_text("utf-8")
+    result = CliRunner().invoke(app, ["view", str(runs.ledger_eval), "--figure", str(tmp_path / "nope.png"),
+                                      "--out", str(out / "c")])
+    assert result.exit_code != 0 and "nope.png" in result.output and not (out / "c").exists()
+
+
+def test_the_demo_summary_puts_its_forest_plot_on_the_view_index(runs: Runs, tmp_path: Path):
+    """pipeline/summary.py: the plan's view step wrote the site before the plot existed; summarising adds it."""
+    from omnidecision.pipeline.plan import Step
+    from omnidecision.pipeline.summary import _view_figures
+
+    site = tmp_path / "view"
+    argv = ["view", str(runs.ledger_eval), str(runs.react_eval), "--out", str(site)]
+    plan = [Step("view", argv, [str(runs.ledger_eval), str(runs.react_eval)], [str(site)], group="report")]
+    plot = tmp_path / "contrasts.png"
+    _view_figures(plan, plot)  # no plot, no site: nothing to do, nothing written
+    assert not site.exists()
+    assert CliRunner().invoke(app, argv).exit_code == 0
+    _view_figures(plan, _png(plot))
+    assert 'src="assets/figures/contrasts.png"' in (site / "index.html").read_text("utf-8")
+    assert [s["label"] for s in rows_of(site)["sources"]] == ["teacher", "react"]
