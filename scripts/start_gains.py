@@ -1,4 +1,5 @@
-"""Per SFT start: the SFT planner's accuracy and each RL arm's mean gain over it, from a pooled experiment file.
+"""Per SFT start: the SFT planner's accuracy and each RL arm's mean gain over it, from a pooled experiment file;
+and the planned contrasts read family-wise (Holm over their p-values, omnidecision.stats.holm).
 
     python scripts/start_gains.py docs/results/experiment-9starts.json
 
@@ -68,6 +69,16 @@ def main(path: str) -> None:
             halves.append(_r(xy))
         half = None if None in halves else mean(halves)
         print(f"- {a}: {_fmt(_r(full))}; split-half {_fmt(half)}")
+    planned = (pooled.get("contrasts") or {}).get("planned") or {}
+    if planned:
+        from omnidecision.stats import holm
+
+        adjusted = holm({k: c["p_value"] for k, c in planned.items()})
+        print()
+        print("Planned contrasts, each at 95% (as declared) and family-wise (Holm over the planned p-values):")
+        for k, c in planned.items():
+            print(f"- {k}: {c['estimate']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] p {c['p_value']:.3g}, "
+                  f"Holm {adjusted[k]:.3g}")
 
 
 if __name__ == "__main__":

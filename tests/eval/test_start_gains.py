@@ -44,3 +44,16 @@ def test_a_constant_gain_has_no_correlation_to_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| 3 | 0.500 | 0.500 | 0.500 | +0.100 |" in out
     assert "- grpo_judge: n/a (no spread); split-half" in out  # (each half's gain still varies by start)
+
+
+def test_the_planned_contrasts_are_also_read_family_wise(tmp_path, capsys):
+    pooled = _pooled([4, 6, 8], [9, 9, 9])
+    pooled["contrasts"] = {"planned": {"a-b": {"estimate": 0.04, "low": 0.01, "high": 0.07, "p_value": 0.01},
+                                       "c-d": {"estimate": 0.01, "low": -0.01, "high": 0.03, "p_value": 0.04}}}
+    path = tmp_path / "pooled.json"
+    path.write_text(json.dumps(pooled), "utf-8")
+    start_gains.main(str(path))
+    out = capsys.readouterr().out
+    # Holm step-down: 0.01 x 2 = 0.02, then max(0.02, 0.04 x 1) = 0.04
+    assert "- a-b: +0.040 [+0.010, +0.070] p 0.01, Holm 0.02" in out
+    assert "- c-d: +0.010 [-0.010, +0.030] p 0.04, Holm 0.04" in out
