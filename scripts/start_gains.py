@@ -22,11 +22,14 @@ ARMS = ("grpo", "grpo_judge", "grpo_own", "rft", "rft_own")
 
 
 def _acc(outcomes: dict[str, float], keep) -> float:
-    vals = [v for t, v in outcomes.items() if keep(t)]
-    return mean(vals)
+    return mean(v for t, v in outcomes.items() if keep(t))
 
 
-def _level_and_gain(pooled: dict, arm: str, start: str, level_keep, gain_keep) -> tuple[float, float]:
+def _all(task: str) -> bool:
+    return True
+
+
+def _level_and_gain(pooled: dict, arm: str, start: str, level_keep=_all, gain_keep=_all) -> tuple[float, float]:
     sft = pooled["outcomes"]["sft"][start]["r0"]
     reps = pooled["outcomes"][arm][start].values()
     gain = mean(_acc(r, gain_keep) for r in reps) - _acc(sft, gain_keep)
@@ -51,24 +54,22 @@ def _even(task: str) -> bool:
 def main(path: str) -> None:
     pooled = json.loads(Path(path).read_text("utf-8"))
     starts = [str(s) for s in pooled["seeds"]]
+    full = {a: np.array([_level_and_gain(pooled, a, s) for s in starts]) for a in ARMS}  # (level, gain) per start
     print("| start | sft | oracle_sft | teacher | " + " | ".join(f"{a} − sft" for a in ARMS) + " |")
     print("|---|---|---|---|" + "---|" * len(ARMS))
-    for s in starts:
-        i = pooled["seeds"].index(int(s))
+    for i, s in enumerate(starts):
         acc = {n: pooled["per_seed_accuracy"][n][i] for n in ("sft", "oracle_sft", "teacher")}
-        gains = [_level_and_gain(pooled, a, s, lambda t: True, lambda t: True)[1] for a in ARMS]
         print(f"| {s} | {acc['sft']:.3f} | {acc['oracle_sft']:.3f} | {acc['teacher']:.3f} | "
-              + " | ".join(f"{g:+.3f}" for g in gains) + " |")
+              + " | ".join(f"{full[a][i, 1]:+.3f}" for a in ARMS) + " |")
     print()
     print("Pearson r between the start's SFT accuracy and the arm's mean gain (all tasks; split-half):")
     for a in ARMS:
-        full = np.array([_level_and_gain(pooled, a, s, lambda t: True, lambda t: True) for s in starts])
         halves = []
         for level_keep, gain_keep in ((_even, lambda t: not _even(t)), (lambda t: not _even(t), _even)):
             xy = np.array([_level_and_gain(pooled, a, s, level_keep, gain_keep) for s in starts])
             halves.append(_r(xy))
         half = None if None in halves else mean(halves)
-        print(f"- {a}: {_fmt(_r(full))}; split-half {_fmt(half)}")
+        print(f"- {a}: {_fmt(_r(full[a]))}; split-half {_fmt(half)}")
     planned = (pooled.get("contrasts") or {}).get("planned") or {}
     if planned:
         from omnidecision.stats import holm
