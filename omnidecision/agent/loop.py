@@ -75,7 +75,6 @@ from omnidecision.ledger import (
     ready,
     reduce,
     slot_program,
-    sources_to_try,
     tool_budget_spent,
     tool_calls_made,
     unmet_blocking,
@@ -86,6 +85,7 @@ from omnidecision.protocol.actions import (
     CallAction,
     FinishAction,
     NeedVerdict,
+    effective_tool,
     parse_critic_output,
     parse_decompose_output,
     parse_finalizer_output,
@@ -300,7 +300,7 @@ def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope =
             why = "unknown slot" if slot is None else f"slot {action.slot} is not actionable (verified=" \
                 f"{'yes' if slot.verified else 'no'}, needs {slot.needs} must be filled)"
             return f"{why}; actionable slots: {actionable_slot_names(state)}"
-        tool = action.tool or SLOT_TOOL
+        tool = effective_tool(state, action)
         if scope == "listed" and tool != SLOT_TOOL:
             return f"tool {tool} does not compute a slot (slot {action.slot}: {SLOT_TOOL})"
     else:
@@ -308,7 +308,7 @@ def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope =
         if need is None or action.need not in actionable_need_indices(state):
             why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
             return f"{why}; actionable: {actionable_need_indices(state)}"
-        tool = action.tool or sources_to_try(need)[0]
+        tool = effective_tool(state, action)
         listed = listed_tools(need)
         if scope == "listed" and tool not in listed:
             return f"tool {tool} is not a listed source of need {action.need} (listed: {', '.join(listed)})"
@@ -321,11 +321,11 @@ def _resolve(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
     """The call's tool, query and arguments, with the defaults filled in: the need's tool and composed query (and
     its asset for a perception tool), or for a slot code_executor and the slot's program."""
     if action.slot is not None:
-        tool = action.tool or SLOT_TOOL
+        tool = effective_tool(state, action)
         query = action.query if action.query is not None else slot_program(state, action.slot)
         return tool, query, arguments_for(tool, query, action.arguments)
     need = state.needs[action.need]  # type: ignore[index]
-    tool = action.tool or sources_to_try(need)[0]
+    tool = effective_tool(state, action)
     query = action.query if action.query is not None else composed_query(state, action.need)  # type: ignore[arg-type]
     arguments = arguments_for(tool, query, action.arguments)
     if need.asset_id is not None and tool in PERCEPTION_TOOLS and not arguments.get("asset_id"):

@@ -5,7 +5,8 @@ It answers `ChatBackend.chat(request)` with the same JSON an LLM would write (th
 
 - decompose: the gold needs and slots (`DecomposeOutput`);
 - planner: `finish` when the ledger allows it, else the first actionable blocking need (then a supplementary
-  one), the tool of its preferred source, the composed query (`CallAction` via `render_action`);
+  one), the first of its sources still to try, the composed query (`CallAction`; written in the short form,
+  `protocol.actions.short_form`: a tool the loop defaults to and the composed query are left out);
 - critic: compares the observation with the gold value of the targeted need: found → supports/filled; the
   gold's conflicting value found first → conflicts (then a confirming source resolves it: the gold's
   `confirm_query_focus` query, or only an observation of its `resolved_by` source); otherwise omits,
@@ -74,6 +75,7 @@ from omnidecision.protocol.actions import (
     NeedVerdict,
     SlotVerdict,
     render_action,
+    short_form,
 )
 from omnidecision.protocol.chat import BackendError, ChatRequest, ChatResponse, Usage
 from omnidecision.protocol.rule import rule_action
@@ -181,10 +183,11 @@ class TeacherBackend:
         self.habit_rate = float(habit_rate)
         self.seed = int(seed)
         self.model = model
-        # Ledger mode: by default the teacher writes the short form {"action", "need", "tool"} whenever its query
-        # is the one the tool layer composes anyway (the need's query_focus with upstream values), and a query
-        # only when it deviates (noise). A tiny CPU planner learns that form in minutes; copying free text it
-        # does not (docs/findings.md). `explicit_query=True` always writes the query, as a strong LLM would.
+        # Ledger mode: by default the teacher writes the short form {"action", "need"} whenever its query is the
+        # one the tool layer composes anyway (the need's query_focus with upstream values) and its tool the one the
+        # loop defaults to (the first of the need's sources still to try), and a query or tool only when it
+        # deviates (noise, habits). A tiny CPU planner learns that form in minutes; copying free text it does not
+        # (docs/findings.md). `explicit_query=True` always writes tool and query, as a strong LLM would.
         self.explicit_query = bool(explicit_query)
 
     # -- plumbing ------------------------------------------------------------------------------------------------
@@ -258,29 +261,35 @@ class TeacherBackend:
         ledger = self._ledger(ctx)
         if ledger is None:
             return self._history_planner(task, ctx)
+        action = self._ledger_decision(task, ctx, ledger)
+        # the canonical text: a tool the loop would default to is not written (protocol.actions.short_form), so a
+        # habit's departure (a wrong tool, a repeat of an empty source) is the one place a tool name appears
+        return render_action(action if self.explicit_query else short_form(ledger, action))
+
+    def _ledger_decision(self, task: Task, ctx: dict[str, Any], ledger: Ledger) -> CallAction | FinishAction:
         step = ledger.step
         rule = rule_action(ledger, explicit_query=True)  # the one rule decision; habits and noise go on top
         habit = self._habit_action(task, ctx, ledger, rule)
         if habit is not None:
-            return render_action(habit)
+            return habit
         if isinstance(rule, FinishAction):
-            return render_action(rule)
+            return rule
         if rule.slot is not None:  # a slot to compute: the short form, the tool layer writes the code
-            return render_action(rule if self.explicit_query else rule.model_copy(update={"query": None}))
+            return rule if self.explicit_query else rule.model_copy(update={"query": None})
         if self.draw(task, ctx, step, "planner", "premature_finish"):
-            return render_action(FinishAction())
+            return FinishAction()
         invalid = [n.index for n in ledger.needs if n.status == "filled" or n.index in blocked_need_indices(ledger)]
         if invalid and self.draw(task, ctx, step, "planner", "invalid_target"):
             j = int(self._pick(task, ctx, step, "invalid_target", [str(k) for k in invalid]))
-            return render_action(CallAction(need=j, tool=SOURCE_TOOL[ledger.needs[j].preferred_source]))
+            return CallAction(need=j, tool=SOURCE_TOOL[ledger.needs[j].preferred_source])
         i, tool, query = rule.need, rule.tool, rule.query
         if self.draw(task, ctx, step, "planner", "wrong_tool"):
             tool = self._pick(task, ctx, step, "tool", [t for t in TOOL_NAMES if t != tool and t != "page_reader"])
         if self.draw(task, ctx, step, "planner", "vague_query"):
             query = task.question
         if query == rule.query and not self.explicit_query:
-            return render_action(CallAction(need=i, tool=tool))
-        return render_action(CallAction(need=i, tool=tool, query=query))
+            return CallAction(need=i, tool=tool)
+        return CallAction(need=i, tool=tool, query=query)
 
     def _habit_action(self, task: Task, ctx: dict[str, Any], ledger: Ledger,
                       rule: CallAction | FinishAction) -> CallAction | FinishAction | None:

@@ -54,10 +54,10 @@ from omnidecision.ledger import (
     reduce,
 )
 from omnidecision.protocol import rows
-from omnidecision.protocol.actions import CallAction, render_action
+from omnidecision.protocol.actions import CallAction
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import RunRecord, StepRecord
-from omnidecision.protocol.rule import rule_action
+from omnidecision.protocol.rule import rule_action, rule_decision_text
 
 logger = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def harvest_run(where: str, rec: RunRecord, opts: HarvestOptions, budget: Digest
                 rl[-1]["decision"] = step.raw_output
             if opts.label == "rule":
                 action = rule_action(state)
-                label = render_action(action)
+                label = rule_decision_text(state)
                 rl[-1]["label"] = label
                 sft.append(rows.sft_row(prompt, label, task_id=rec.task_id, run_id=rec.run_id, step=step.step,
                                         sample=rec.sample, level=rec.level, category=rec.category, source="rule"))

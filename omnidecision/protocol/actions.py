@@ -27,9 +27,10 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from omnidecision.ledger.events import NeedSpec
+from omnidecision.ledger.readiness import SLOT_TOOL, sources_to_try
 
 # The tool names are defined once, in ledger.schema (re-exported here for the action schema's users).
-from omnidecision.ledger.schema import TOOL_NAMES, NeedRole, NeedStatus, Slot, ToolName
+from omnidecision.ledger.schema import TOOL_NAMES, Ledger, NeedRole, NeedStatus, Slot, ToolName
 
 # The argument a planner's free-text `query` goes into, per tool (the tools registry and the closure checks use it).
 PRIMARY_FIELD: dict[str, str] = dict.fromkeys(TOOL_NAMES, "query") | {"code_executor": "code", "page_reader": "url"}
@@ -220,5 +221,40 @@ def parse_finalizer_output(text: str) -> tuple[FinalizerOutput | None, str | Non
 
 
 def render_action(action: CallAction | FinishAction) -> str:
-    """The canonical text of an action (what the scripted teacher emits and SFT trains on)."""
+    """The text of an action, every field it sets (`short_form` first for the canonical text SFT trains on)."""
     return action.model_dump_json(exclude_none=True)
+
+
+def default_tool(state: Ledger, action: CallAction) -> str | None:
+    """The tool a call that names none runs (the loop's default): code_executor for a slot; for a need, the first
+    of its sources still to try (the digest line's `sources=[…]`); None for a need the ledger does not have."""
+    if action.slot is not None:
+        return SLOT_TOOL
+    need = state.need(action.need) if action.need is not None else None
+    return sources_to_try(need)[0] if need is not None else None
+
+
+def effective_tool(state: Ledger, action: CallAction) -> str | None:
+    """The tool the call runs in `state`: the named one, else `default_tool`."""
+    return action.tool or default_tool(state, action)
+
+
+def short_form(state: Ledger, action: CallAction | FinishAction) -> CallAction | FinishAction:
+    """`action` without a `tool` that `state` would default to anyway: the canonical decision text of the rule
+    planner and the scripted teacher. A tool is written only where the decision departs from the digest line's
+    first `sources=[…]` entry (a repeat of a source that came back empty, a wrong tool), so the tiny planner's
+    choice at a switch is which need to call, not a copy of a name that its need's wording argues against
+    (docs/findings.md, "The default tool is not written").
+
+    >>> from omnidecision.ledger import Ledger, Need
+    >>> need = Need(index=0, description="x", preferred_source="audio", alt_sources=["subtitle"],
+    ...             tried=["audio_scouting"])
+    >>> led = Ledger(needs=[need])
+    >>> render_action(short_form(led, CallAction(need=0, tool="subtitle_grounding")))
+    '{"action":"call","need":0}'
+    >>> render_action(short_form(led, CallAction(need=0, tool="audio_scouting")))
+    '{"action":"call","need":0,"tool":"audio_scouting"}'
+    """
+    if isinstance(action, CallAction) and action.tool is not None and action.tool == default_tool(state, action):
+        return action.model_copy(update={"tool": None})
+    return action

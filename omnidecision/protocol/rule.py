@@ -11,7 +11,8 @@
   next source, and a conflict raised from one source goes to an independent one.
 The query is written only with `explicit_query=True`: by default the tool layer composes it from the need's
 `query_focus` and the filled upstream values, the short form a tiny planner learns in minutes (docs/findings.md,
-"tiny planner").
+"tiny planner"). The decision's text (`rule_decision_text`) leaves out the tool too when it is the one the loop
+defaults to (`protocol.actions.short_form`); `rule_action` always names it.
 
 Users: the scripted teacher (`backends.teacher`, which adds its noise on top), the closure checks and held-out
 scoring (`rewards`, `sft.heldout`), the synthetic state generators (`synthetic.states`) and the on-policy
@@ -37,7 +38,7 @@ from omnidecision.ledger import (
     sources_to_try,
     unblocks,
 )
-from omnidecision.protocol.actions import CallAction, FinishAction, render_action
+from omnidecision.protocol.actions import CallAction, FinishAction, render_action, short_form
 
 
 def rule_need(state: Ledger) -> int | None:
@@ -76,5 +77,8 @@ def rule_action(state: Ledger, explicit_query: bool = False) -> CallAction | Fin
 
 
 def rule_decision_text(state: Ledger, explicit_query: bool = False) -> str:
-    """The rule decision as the canonical text a planner is trained to emit."""
-    return render_action(rule_action(state, explicit_query))
+    """The rule decision as the canonical text a planner is trained to emit: the short form (no query, no tool
+    the state defaults to: `short_form`), or with `explicit_query` the long form a strong planner writes (tool and
+    query)."""
+    action = rule_action(state, explicit_query)
+    return render_action(action if explicit_query else short_form(state, action))

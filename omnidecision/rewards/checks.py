@@ -47,6 +47,7 @@ from omnidecision.ledger.readiness import STAND_IN_TOOLS
 from omnidecision.protocol.actions import (
     PRIMARY_FIELD,
     CallAction,
+    effective_tool,
     extract_json_object,
 )
 from omnidecision.rewards.decision import Decision, completion_text, ledgers_column, load_ledger  # noqa: F401
@@ -104,14 +105,6 @@ def token_f1(a: str | None, b: str | None) -> float:
         return 0.0
     p, r = common / len(ta), common / len(tb)
     return round(2 * p * r / (p + r), 3)
-
-
-def effective_tool(state: Ledger, action: CallAction) -> str | None:
-    """The tool the call runs: the named one, else the need's preferred-source tool."""
-    if action.tool:
-        return action.tool
-    need = state.need(action.need)
-    return SOURCE_TOOL[need.preferred_source] if need is not None else None
 
 
 def effective_query(state: Ledger, action: CallAction) -> str | None:
@@ -211,14 +204,16 @@ def target_check(decision: Decision, state: Ledger) -> float:
 @register_check("tool", weight=1.0)
 def tool_check(decision: Decision, state: Ledger) -> float:
     """The tool can serve the need: it is the tool of one of the need's listed sources (preferred source or
-    `alt_sources`; page_reader stands in for web_search; an omitted tool is the preferred one), and it does not
-    repeat a source that already came back without the value while a listed source is still untried (after an
-    empty source, the need's other listed source): 1. Otherwise 0.
+    `alt_sources`; page_reader stands in for web_search; an omitted tool is the one the loop runs, the first of
+    the line's `sources=`), and it does not repeat a source that already came back without the value while a
+    listed source is still untried (after an empty source, the need's other listed source): 1. Otherwise 0.
 
     >>> s = example_ledger()  # need 0: audio came back empty, subtitles untried
     >>> [tool_check(Decision.parse('{"action": "call", "need": 0, "tool": "%s"}' % t), s)
     ...  for t in ("subtitle_grounding", "audio_scouting", "web_search")]
     [1.0, 0.0, 0.0]
+    >>> tool_check(Decision.parse('{"action": "call", "need": 0}'), s)  # no tool: the untried subtitles run
+    1.0
     """
     gated = _gate(decision, state)
     if gated is not None:
@@ -317,9 +312,10 @@ def no_repeat_check(decision: Decision, state: Ledger) -> float:
 
     >>> from omnidecision.ledger import FailedCall
     >>> s = example_ledger().model_copy(update={"failed_calls": [FailedCall(need=0, tool="audio_scouting")]})
-    >>> [no_repeat_check(Decision.parse(t), s) for t in ('{"action": "call", "need": 0}',
-    ...  '{"action": "call", "need": 0, "query": "who narrates"}')]
-    [0.0, 1.0]
+    >>> [no_repeat_check(Decision.parse(t), s) for t in ('{"action": "call", "need": 0, "tool": "audio_scouting"}',
+    ...  '{"action": "call", "need": 0, "tool": "audio_scouting", "query": "who narrates"}',
+    ...  '{"action": "call", "need": 0}')]  # no tool: the loop calls the untried subtitles
+    [0.0, 1.0, 1.0]
     """
     gated = _gate(decision, state)
     if gated is not None:

@@ -32,13 +32,19 @@ from typing import Any
 
 from omnidecision.ledger import Ledger, finish_available
 from omnidecision.modeling import generate_decisions, load_planner
-from omnidecision.protocol.actions import CallAction, parse_planner_output, render_action
+from omnidecision.protocol.actions import CallAction, effective_tool, parse_planner_output, render_action, short_form
 from omnidecision.protocol.prompts import render_planner_messages
-from omnidecision.protocol.rule import candidate_tools, rule_action, rule_need
+from omnidecision.protocol.rule import candidate_tools, rule_action, rule_decision_text, rule_need
 from omnidecision.rewards.checks import Decision, tool_check
 from omnidecision.synthetic.states import random_ledger
 
 logger = logging.getLogger(__name__)
+
+
+def same_decision(state: Ledger, action: CallAction | Any) -> bool:
+    """Whether `action` is the rule decision in `state`, text for text once a tool the state defaults to is left
+    out (an action naming the default tool and one naming none run the same call)."""
+    return render_action(short_form(state, action)) == rule_decision_text(state)
 
 
 def score_output(text: str, state: Ledger) -> dict[str, bool]:
@@ -53,11 +59,11 @@ def score_output(text: str, state: Ledger) -> dict[str, bool]:
         # the closure checks' rule, the loop's rule too: an actionable need, with a tool that fits it
         out["sound"] = tool_check(Decision(text=text, action=action, error=None), state) == 1.0
         out["need_tool_right"] = (isinstance(teacher, CallAction) and action.need == teacher.need
-                                  and action.tool in (None, teacher.tool))
+                                  and effective_tool(state, action) == teacher.tool)
     else:
         out["sound"] = finish_available(state)
         out["need_tool_right"] = teacher.action == "finish"
-    out["exact"] = render_action(action) == render_action(teacher)
+    out["exact"] = same_decision(state, action)
     return out
 
 
@@ -167,7 +173,7 @@ def evaluate_states(model_dir: str | Path, rl_dir: str | Path, split: str = "val
     repeats = 0
     for row, state, text in zip(rows, states, outputs, strict=True):
         got, _ = parse_planner_output(text)
-        ok = got is not None and render_action(got) == render_action(rule_action(state))
+        ok = got is not None and same_decision(state, got)
         kind = state_kind(state)
         if kind == "switch" and isinstance(got, CallAction) and got.need == rule_need(state):
             repeats += got.tool == candidate_tools(state.needs[got.need])[0]

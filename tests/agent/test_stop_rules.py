@@ -54,7 +54,7 @@ def test_slot_trap_filled_needs_and_a_computable_slot_advance_to_an_answer():
     # the trap: every need filled, the slot unverified, no actionable need, and still the ledger could advance
     assert all(n.status == "filled" for n in slot_step.ledger.needs) and not slot_step.ledger.slots[0].verified
     assert "actionable_slot_names=['answer']" in slot_step.planner_messages[1]["content"]
-    assert slot_step.action == {"action": "call", "slot": "answer", "tool": "code_executor"}
+    assert slot_step.action == {"action": "call", "slot": "answer"}  # the short form: code_executor by default
     assert slot_step.observation["tool"] == "code_executor" and slot_step.observation["fields"]["stdout"] == "69\n"
     call = next(e for e in slot_step.events if e.kind == "tool_call")
     assert (call.slot, call.need, call.query) == ("answer", None, "n0 = 1932\nn1 = 2001\nprint(n1 - n0)")

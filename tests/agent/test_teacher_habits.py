@@ -87,3 +87,23 @@ def test_habits_are_validated_and_drawn_per_run(tasks):
     draws = [teacher.habit_on(task, {"sample": s}, "early_finish") for s in range(40)]
     assert draws == [teacher.habit_on(task, {"sample": s}, "early_finish") for s in range(40)]  # deterministic
     assert 8 <= sum(draws) <= 32  # about half of the runs, not all or none
+
+
+def test_the_teacher_names_a_tool_only_where_it_departs_from_the_loops_default(tasks):
+    """The teacher's decision text is the short form (protocol.actions.short_form): a clean source_switch run names
+    no tool in any call and still switches sources (the loop runs the first of the line's sources=), while the
+    retry habit's calls name the tool that already came back empty on that need."""
+    task = tasks["source_switch"]
+    clean = _run(task, None)
+    calls = [s for s in clean.steps if s.action is not None and s.action["action"] == "call"]
+    assert calls and all("tool" not in s.action for s in calls), [s.action for s in calls]
+    ran: dict[int, list[str]] = {}
+    for s in calls:
+        if s.action.get("need") is not None:
+            ran.setdefault(s.action["need"], []).append(s.observation["tool"])
+    assert any(len(set(tools)) > 1 for tools in ran.values()), ran  # a need whose second call ran the other source
+    bad = _run(task, {"retry_empty_source": 1.0})
+    named = [s for s in bad.steps if s.action is not None and s.action.get("tool")]
+    assert named, _decisions(bad)
+    for s in named:
+        assert s.action["tool"] in s.ledger.needs[s.action["need"]].tried, (s.action, s.ledger.needs)

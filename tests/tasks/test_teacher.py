@@ -11,7 +11,7 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
 from omnidecision.backends.teacher import DEFAULT_NOISE, TeacherBackend, contains_value, normalise_noise
-from omnidecision.ledger import reduce
+from omnidecision.ledger import reduce, sources_to_try
 from omnidecision.ledger.events import InitLedger, NeedUpdated, ToolCalled
 from omnidecision.ledger.schema import SOURCE_TOOL, Ledger
 from omnidecision.protocol.actions import (
@@ -67,8 +67,9 @@ def test_planner_targets_first_actionable_blocking_need_with_composed_query(task
     state = reduce(state, ToolCalled(need=0, tool=tool0))
     state = reduce(state, NeedUpdated(need=0, status="filled", value=task.gold.needs[0].value))
     action, _ = parse_planner_output(_chat(TeacherBackend(), "planner", task=task, ledger=state).text)
-    assert action.need == 1 and action.tool == tool1
-    assert action.query is None  # the short form: the tool layer composes the default query
+    # the short form: the loop's default tool (the first of the line's sources=) and the composed query go unwritten
+    assert action.need == 1 and action.tool is None and sources_to_try(state.needs[1])[0] == tool1
+    assert action.query is None
     action, _ = parse_planner_output(_chat(teacher, "planner", task=task, ledger=state).text)
     assert action.query == task.gold.needs[1].query_focus.replace("{#0}", task.gold.needs[0].value)
 
