@@ -2,24 +2,33 @@
 
     python scripts/run_arms.py --starts 0,1,2 --arms oracle_sft sft teacher rule --out runs/arms
     python scripts/run_arms.py --starts 0 --arms oracle_sft --out runs/arms --dry-run     # the steps it would run
+    python scripts/run_arms.py --starts 0,1,2 --arms oracle_sft sft teacher rule --out runs/arms \
+        --results docs/results/arms.json                                                  # pooled, as the experiment
 
 Each start's plan is the experiment's own (`pipeline.plan.build_plan` of the recipe's `start_config`), cut to the
 evaluation steps of the named arms and every step they read from (by the plan's reads/writes), and run by the
 experiment's scheduler (`pipeline.scheduler.run_plan`: one thread a step, restartable, each step's revision in
 steps.json). So an arm's figures here are the ones `omnidecision experiment` would write for it at that start, at a
 fraction of the time: a testbed change can be measured on the arms it concerns before the whole experiment runs
-(docs/findings.md, "The default tool is not written"). Per-family tables: scripts/family_table.py on the folders
-OUT/seed-S/eval/ARM/test.
+(docs/findings.md, "The default tool is not written"). With `--results`, the starts are summarised and pooled by
+the experiment's own code (`pipeline.summary.summarise` on the arm subset, `pipeline.experiment.pool`): per-start
+and pooled accuracy, the per-family table, the decision diagnostics, every pair's hierarchical contrast (none is
+planned: the experiment's planned contrasts need its other arms), and `by_family_means`: each arm's hierarchical
+mean per task family (start → task), the interval a per-family claim needs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import Any
 
-from omnidecision.pipeline.experiment import load_experiment
+from omnidecision.pipeline.arms import ARMS, pairs
+from omnidecision.pipeline.experiment import load_experiment, pool
 from omnidecision.pipeline.plan import Step, build_plan, script
 from omnidecision.pipeline.scheduler import run_plan
+from omnidecision.pipeline.summary import summarise
 
 
 def needed(plan: list[Step], arms: set[str]) -> list[Step]:
@@ -42,6 +51,30 @@ def needed(plan: list[Step], arms: set[str]) -> list[Step]:
     return [s for s in plan if s.name in keep]
 
 
+def task_families(folder: Path) -> dict[str, str]:
+    """task id → family (its `category`) of the start's test suite."""
+    lines = (folder / "tasks-test" / "tasks.jsonl").read_text("utf-8").splitlines()
+    return {t["id"]: t.get("category") or "-" for t in map(json.loads, filter(None, lines))}
+
+
+def family_means(outcomes: dict[str, Any], families: dict[str, dict[str, str]]) -> dict[str, dict[str, Any]]:
+    """{family: {arm: hierarchical mean}}: each arm's outcomes cut to one family's test tasks, per start (a start with
+    fewer than 2 of them is left out and named in `starts_left_out`)."""
+    from omnidecision.stats import hierarchical_mean
+
+    out: dict[str, dict[str, Any]] = {}
+    for fam in sorted({f for per in families.values() for f in per.values()}):
+        for arm, starts in outcomes.items():
+            cut = {s: {r: {t: v for t, v in tasks.items() if families[s].get(t) == fam} for r, tasks in reps.items()}
+                   for s, reps in starts.items()}
+            # a start with fewer than 2 of the family's tasks has no within-start spread to count: left out, counted
+            kept = {s: reps for s, reps in cut.items() if all(len(t) >= 2 for t in reps.values())}
+            if kept:
+                out.setdefault(fam, {})[arm] = hierarchical_mean(kept).model_dump() | {
+                    "starts_left_out": sorted(set(cut) - set(kept))}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", type=Path, default=Path(__file__).resolve().parents[1] / "configs" / "experiment" /
@@ -51,8 +84,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="one folder per start goes under it (seed-S)")
     ap.add_argument("--jobs", type=int, default=2, help="steps of one group side by side")
     ap.add_argument("--dry-run", action="store_true", help="print each start's cut plan and stop")
+    ap.add_argument("--results", type=Path, help="write the pooled result of the starts here (JSON)")
     args = ap.parse_args()
     recipe = load_experiment(args.config, [f"starts=[{args.starts}]"])
+    arms = tuple(a for a in ARMS if a.name in set(args.arms))
+    unknown = sorted(set(args.arms) - {a.name for a in arms})
+    if unknown:
+        raise SystemExit(f"unknown arms {unknown} (the arm table: {[a.name for a in ARMS]})")
+    summaries, folders = [], []
     for start in recipe.starts:
         cfg = recipe.start_config(start)
         folder = (args.out / f"seed-{start}").resolve()
@@ -61,7 +100,26 @@ def main() -> None:
             print(script(plan, folder))
             continue
         times = run_plan(plan, folder, args.jobs, recipe.threads)
-        print(f"start {start}: {len(plan)} steps, {sum(times.values()):.0f} s of stage time -> {folder}")
+        print(f"start {start}: {len(plan)} steps -> {folder}")
+        if args.results is not None:
+            summaries.append(summarise(folder, cfg, times, arms))
+            folders.append(folder)
+    if args.results is None or not summaries:
+        return
+    from omnidecision.pipeline.contrasts import contrast_section
+
+    result = pool(summaries, folders)
+    result["contrasts"] = contrast_section(result["outcomes"], [], [p for p in pairs(arms) if p[0] != p[1]])
+    result["by_family_means"] = family_means(result["outcomes"],
+                                             {str(s["seed"]): task_families(f) for s, f in zip(summaries, folders,
+                                                                                               strict=True)})
+    result["arms"] = [a.name for a in arms]
+    result["recipe"] = recipe.model_dump()
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(result, indent=1), "utf-8")
+    for fam, cells in result["by_family_means"].items():
+        print(fam, " ".join(f"{a} {c['estimate']:.3f} [{c['low']:.3f}, {c['high']:.3f}]" for a, c in cells.items()))
+    print(f"-> {args.results}")
 
 
 if __name__ == "__main__":
