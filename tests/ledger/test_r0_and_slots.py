@@ -88,7 +88,7 @@ def test_slot_trap_a_computable_unverified_slot_keeps_the_ledger_advancing():
     state = _filled_with_slot()
     assert not ready(state) and actionable_slot_names(state) == ["answer"]
     assert can_advance(state) and not finish_available(state)  # before the fix: "insufficient" here
-    assert rule_decision_text(state) == '{"action":"call","slot":"answer","tool":"code_executor"}'
+    assert rule_decision_text(state) == '{"action":"call","slot":"answer"}'  # short form: code_executor
     assert slot_program(state, "answer") == "n0 = 1932\nn1 = 2001\nprint(n1 - n0)"
     digest = render_digest(state)
     assert "actionable_slot_names=['answer']" in digest
