@@ -29,6 +29,7 @@ from omnidecision.pipeline.experiment import load_experiment, pool
 from omnidecision.pipeline.plan import Step, build_plan, script
 from omnidecision.pipeline.scheduler import run_plan
 from omnidecision.pipeline.summary import summarise
+from omnidecision.provenance import git_revision
 
 
 def needed(plan: list[Step], arms: set[str]) -> list[Step]:
@@ -114,6 +115,7 @@ def main() -> None:
                                              {str(s["seed"]): task_families(f) for s, f in zip(summaries, folders,
                                                                                                strict=True)})
     result["arms"] = [a.name for a in arms]
+    result["git_revision"] = git_revision()  # each step's own revision is in its start's provenance
     result["recipe"] = recipe.model_dump()
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(result, indent=1), "utf-8")
