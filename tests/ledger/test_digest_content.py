@@ -178,21 +178,3 @@ def test_an_actionable_line_that_does_not_fit_is_clipped_not_dropped(room: int) 
     else:
         assert not kept
 
-
-
-def test_actionable_lines_come_in_the_order_a_call_is_worth_making() -> None:
-    """Blocking before supplementary, then the need that unblocks more, then the lower index (need_priority); the
-    header's `actionable_need_indices` stays in index order. The rule planner calls the first line's need."""
-    from omnidecision.protocol.rule import rule_need
-
-    s = reduce(Ledger(), InitLedger(question="q", needs=[
-        NeedSpec(description="context colour", role="supplementary", query_focus="colour"),   # 0
-        NeedSpec(description="a lone fact", query_focus="fact"),                              # 1
-        NeedSpec(description="the sign's word", query_focus="word"),                          # 2
-        NeedSpec(description="the organisation's city", query_focus="city of {#2}", depends_on=[2]),  # 3
-    ]))
-    lines = render_digest(s).splitlines()
-    order = [int(m.group(1)) for ln in lines if (m := re.match(r"\[(\d+)\] .*status=actionable", ln))]
-    assert order == [2, 1, 0]
-    assert "actionable_need_indices=[0, 1, 2]" in lines
-    assert rule_need(s) == order[0]
