@@ -34,7 +34,6 @@ from omnidecision.ledger.readiness import (
     finish_available,
     is_open,
     listed_tools,
-    need_priority,
     need_tools,
     ready,
     slot_program,
@@ -66,7 +65,6 @@ from omnidecision.ledger.schema import (
 __all__ = [
     "calls_required",
     "listed_tools",
-    "need_priority",
     "need_tools",
     "sources_to_try",
     "tool_calls_left",

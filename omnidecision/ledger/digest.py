@@ -3,9 +3,8 @@
 The header starts with the task's immutable context R0 (when the ledger has one): the assets (id, type, duration),
 the options, the answer format and, when the task restricts them, the tools it allows. R0 lines have their own caps
 (options up to `max_question_chars`, assets up to `max_line_chars`), so R0 never grows the digest past its budget.
-Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable needs first,
-in the order a call on them is worth making (`readiness.need_priority`: blocking first), then the slots a call can
-verify, each line saying `status=actionable|blocked|…`; then the rest by priority.
+Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable needs first
+(then the slots a call can verify), each line saying `status=actionable|blocked|…`; then the rest by priority.
 Lines are added in priority order until the budget (characters, or tokens with a counter) is reached; what does not
 fit is summarised in one "omitted" line. A header or actionable line that does not fit whole is cut to the room left
 (when at least `MIN_CLIPPED_LINE` characters fit) rather than dropped for a shorter line of lower priority.
@@ -35,7 +34,6 @@ from omnidecision.ledger.readiness import (
     composed_query,
     exhausted_need_indices,
     finish_available,
-    need_priority,
     ready,
     sources_to_try,
     tool_calls_made,
@@ -160,11 +158,7 @@ def _sections(state: Ledger, b: DigestBudget) -> tuple[list[str], list[list[str]
         control.append(f"rejected x{r.streak}: {_clip(r.decision, 120)} because {_clip(r.reason, 160)}")
     header = [f"QUESTION: {_clip(state.question, b.max_question_chars)}", *context_lines(state.context, b),
               *(_clip(line, w) for line in control)]
-    # actionable lines in priority order (blocking first, then by what they unblock: `need_priority`), so a small
-    # planner's pick of the need is the first line, not a ranking of roles and counts over several lines: with lines
-    # in index order a supplementary need listed first drew the rule-labelled planner's call in some SFT runs
-    # (docs/findings.md, "The default tool is not written")
-    lines_act = [_need_line(state, state.needs[i], "actionable", w) for i in need_priority(state)]
+    lines_act = [_need_line(state, state.needs[i], "actionable", w) for i in actionable]
     lines_act += [_slot_line(state, s, True) for s in state.slots if s.name in slots_open]
     lines_blk = [_need_line(state, state.needs[i], "blocked", w) for i in blocked]
     rest = []

@@ -53,24 +53,6 @@ def unblocks(state: Ledger, index: int) -> list[int]:
     return [n.index for n in state.needs if index in n.depends_on and is_open(n)]
 
 
-def need_priority(state: Ledger) -> list[int]:
-    """The actionable needs in the order a call on them is worth making: blocking before supplementary (a
-    supplementary need is context, and under a tight tool budget the call the answer's path needs goes first), then
-    the need that unblocks the most open needs, then the lowest index. The rule planner calls the first; the digest
-    lists the actionable lines in this order (docs/findings.md, "The default tool is not written").
-
-    >>> from omnidecision.ledger.schema import Need
-    >>> led = Ledger(needs=[Need(index=0, description="a", status="filled"),
-    ...                     Need(index=1, description="b", role="supplementary"),
-    ...                     Need(index=2, description="c"), Need(index=3, description="d"),
-    ...                     Need(index=4, description="e", depends_on=[3])])
-    >>> need_priority(led)
-    [3, 2, 1]
-    """
-    return sorted(actionable_need_indices(state),
-                  key=lambda i: (state.needs[i].role != "blocking", -len(unblocks(state, i)), i))
-
-
 def tool_calls_made(state: Ledger) -> int:
     return sum(state.tool_call_counts.values())
 

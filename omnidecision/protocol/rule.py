@@ -29,13 +29,14 @@ from omnidecision.ledger import (
     SLOT_TOOL,
     Ledger,
     Need,
+    actionable_need_indices,
     actionable_slot_names,
     composed_query,
     finish_available,
-    need_priority,
     need_tools,
     slot_program,
     sources_to_try,
+    unblocks,
 )
 from omnidecision.protocol.actions import CallAction, FinishAction, render_action, short_form
 
@@ -44,8 +45,12 @@ def rule_need(state: Ledger) -> int | None:
     """The need the rule planner calls on, or None when it finishes or calls a slot."""
     if finish_available(state):
         return None
-    ranked = need_priority(state)  # empty: no actionable need, a slot can still be verified (readiness.can_advance)
-    return ranked[0] if ranked else None
+    actionable = actionable_need_indices(state)
+    blocking = [i for i in actionable if state.needs[i].role == "blocking"]
+    pool = blocking or actionable
+    if not pool:  # no actionable need: a slot can still be verified (readiness.can_advance)
+        return None
+    return min(pool, key=lambda i: (-len(unblocks(state, i)), i))
 
 
 def candidate_tools(need: Need) -> list[str]:
