@@ -20,16 +20,16 @@ mean per task family (start → task), the interval a per-family claim needs.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from omnidecision.pipeline.arms import ARMS, pairs
-from omnidecision.pipeline.experiment import load_experiment, pool
+from omnidecision.pipeline.experiment import load_experiment, pool, write_result
 from omnidecision.pipeline.plan import Step, build_plan, script
 from omnidecision.pipeline.scheduler import run_plan
 from omnidecision.pipeline.summary import summarise
 from omnidecision.provenance import git_revision
+from omnidecision.tasks.synth import load_suite
 
 
 def needed(plan: list[Step], arms: set[str]) -> list[Step]:
@@ -54,8 +54,7 @@ def needed(plan: list[Step], arms: set[str]) -> list[Step]:
 
 def task_families(folder: Path) -> dict[str, str]:
     """task id → family (its `category`) of the start's test suite."""
-    lines = (folder / "tasks-test" / "tasks.jsonl").read_text("utf-8").splitlines()
-    return {t["id"]: t.get("category") or "-" for t in map(json.loads, filter(None, lines))}
+    return {t.id: t.category or "-" for t in load_suite(folder / "tasks-test")}
 
 
 def family_means(outcomes: dict[str, Any], families: dict[str, dict[str, str]]) -> dict[str, dict[str, Any]]:
@@ -117,8 +116,7 @@ def main() -> None:
     result["arms"] = [a.name for a in arms]
     result["git_revision"] = git_revision()  # each step's own revision is in its start's provenance
     result["recipe"] = recipe.model_dump()
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(result, indent=1), "utf-8")
+    write_result(result, args.out, args.results)  # the committed copy with paths relative to the repository
     for fam, cells in result["by_family_means"].items():
         print(fam, " ".join(f"{a} {c['estimate']:.3f} [{c['low']:.3f}, {c['high']:.3f}]" for a, c in cells.items()))
     print(f"-> {args.results}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.stats import hierarchical_contrast, hierarchical_mean
+from omnidecision.tasks.synth import load_suite
 
 Outcomes = dict[str, dict[str, dict[str, float]]]
 
@@ -64,8 +65,7 @@ def main() -> None:
     after = json.loads(args.after.read_text("utf-8"))["outcomes"][args.arm]
     families = {}
     for s in after:
-        lines = (args.tasks_root / f"seed-{s}" / "tasks-test" / "tasks.jsonl").read_text("utf-8").splitlines()
-        families[s] = {t["id"]: t.get("category") or "-" for t in map(json.loads, filter(None, lines))}
+        families[s] = {t.id: t.category or "-" for t in load_suite(args.tasks_root / f"seed-{s}" / "tasks-test")}
     result = compare(before, after, families)
     print(f"| family | tasks | {args.arm} before | after | after − before (95%, start → task) |")
     print("|---|---|---|---|---|")
