@@ -12,8 +12,9 @@ steps.json). So an arm's figures here are the ones `omnidecision experiment` wou
 fraction of the time: a testbed change can be measured on the arms it concerns before the whole experiment runs
 (docs/findings.md, "The default tool is not written"). With `--results`, the starts are summarised and pooled by
 the experiment's own code (`pipeline.summary.summarise` on the arm subset, `pipeline.experiment.pool`): per-start
-and pooled accuracy, the per-family table, the decision diagnostics, every pair's hierarchical contrast (none is
-planned: the experiment's planned contrasts need its other arms), and `by_family_means`: each arm's hierarchical
+and pooled accuracy, the per-family table, the decision diagnostics, every pair's hierarchical contrast (the
+recipe's planned contrasts whose two arms both ran are planned here too, declared with the recipe before the run;
+every other pair is exploratory, Holm-adjusted), and `by_family_means`: each arm's hierarchical
 mean per task family (start → task), the interval a per-family claim needs.
 """
 
@@ -23,7 +24,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from omnidecision.pipeline.arms import ARMS, pairs
+from omnidecision.pipeline.arms import ARMS, Arm, pairs
 from omnidecision.pipeline.experiment import load_experiment, pool, write_result
 from omnidecision.pipeline.plan import Step, build_plan, script
 from omnidecision.pipeline.scheduler import run_plan
@@ -50,6 +51,13 @@ def needed(plan: list[Step], arms: set[str]) -> list[Step]:
                 keep.add(dep.name)
                 todo.append(dep)
     return [s for s in plan if s.name in keep]
+
+
+def planned_among(planned: list[tuple[str, str]], arms: tuple[Arm, ...]) -> list[tuple[str, str]]:
+    """The recipe's planned contrasts (a, b) whose two arms both ran: they keep their standing as planned (declared
+    with the recipe, before any run); a planned contrast with an arm left out cannot be read here and is dropped."""
+    names = {a.name for a in arms}
+    return [(a, b) for a, b in planned if a in names and b in names]
 
 
 def task_families(folder: Path) -> dict[str, str]:
@@ -109,7 +117,9 @@ def main() -> None:
     from omnidecision.pipeline.contrasts import contrast_section
 
     result = pool(summaries, folders)
-    result["contrasts"] = contrast_section(result["outcomes"], [], [p for p in pairs(arms) if p[0] != p[1]])
+    planned = planned_among(recipe.contrasts(), arms)
+    result["contrasts"] = contrast_section(result["outcomes"], planned,
+                                           [p for p in pairs(arms) if p[0] != p[1] and p not in planned])
     result["by_family_means"] = family_means(result["outcomes"],
                                              {str(s["seed"]): task_families(f) for s, f in zip(summaries, folders,
                                                                                                strict=True)})

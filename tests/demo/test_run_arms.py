@@ -59,3 +59,12 @@ def test_family_means_cut_each_start_to_the_familys_tasks():
     # other: start 1 has one task only, so only start 0 counts (and is named as left out)
     assert means["other"]["oracle_sft"]["estimate"] == pytest.approx(1.0)
     assert means["other"]["oracle_sft"]["n_starts"] == 1 and means["other"]["oracle_sft"]["starts_left_out"] == ["1"]
+
+
+def test_planned_contrasts_are_those_of_the_recipe_whose_arms_both_ran():
+    recipe = load_experiment(ROOT / "configs/experiment/default.yaml", ["starts=[0]"])
+    arms = tuple(a for a in run_arms.ARMS if a.name in {"sft", "grpo_judge", "grpo_own", "rft_own"})
+    planned = run_arms.planned_among(recipe.contrasts(), arms)
+    # grpo_judge-rft and grpo-sft name arms that did not run (rft, grpo): dropped; the own-states ones kept, in order
+    assert planned == [("sft", "grpo_judge"), ("grpo_judge", "grpo_own"), ("sft", "grpo_own"), ("rft_own", "grpo_own")]
+    assert run_arms.planned_among(recipe.contrasts(), arms[:1]) == []
