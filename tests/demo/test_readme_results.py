@@ -63,6 +63,26 @@ def test_readme_pooled_contrasts_come_from_their_result_files():
         assert not missing, f"README.md lacks these rows of {path.name}: {missing}"
 
 
+def test_readme_arms_contrasts_come_from_their_result_files():
+    """A run of some arms (scripts/run_arms.py) that read planned contrasts: every planned row is in the README as
+    `contrast_rows` renders it, and each arm's hierarchical mean as `ARM 0.xxx [low, high]`."""
+    from omnidecision.pipeline.experiment import contrast_rows
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    files = [p for p in sorted((ROOT / "docs/results").glob("arms-*.json"))
+             if json.loads(p.read_text("utf-8"))["contrasts"]["planned"]]
+    assert files, "no arms result file with planned contrasts"
+    for path in files:
+        pooled = json.loads(path.read_text("utf-8"))
+        planned = [f"| {c} |" for c in pooled["contrasts"]["planned"]]
+        rows = [line for line in contrast_rows(pooled["contrasts"]) if line.startswith(tuple(planned))]
+        assert len(rows) == len(planned)
+        missing = [line for line in rows if line not in readme]
+        assert not missing, f"README.md lacks these rows of {path.name}: {missing}"
+        for arm, m in pooled["contrasts"]["means"].items():
+            assert f"{arm} {m['estimate']:.3f} [{m['low']:.3f}, {m['high']:.3f}]" in readme, (path.name, arm)
+
+
 def test_readme_demo_figures_come_from_the_demo_result_file():
     summary = json.loads((ROOT / "docs/results/demo-summary.json").read_text("utf-8"))
     readme = (ROOT / "README.md").read_text("utf-8")
