@@ -65,6 +65,6 @@ def test_planned_contrasts_are_those_of_the_recipe_whose_arms_both_ran():
     recipe = load_experiment(ROOT / "configs/experiment/default.yaml", ["starts=[0]"])
     arms = tuple(a for a in run_arms.ARMS if a.name in {"sft", "grpo_judge", "grpo_own", "rft_own"})
     planned = run_arms.planned_among(recipe.contrasts(), arms)
-    # grpo_judge-rft, grpo_judge-grpo_shuffled and grpo-sft name arms that did not run: dropped; the rest kept, in order
+    # grpo_judge-rft, grpo_judge-grpo_shuffled, grpo-sft name arms that did not run: dropped; the rest kept, in order
     assert planned == [("sft", "grpo_judge"), ("grpo_judge", "grpo_own"), ("sft", "grpo_own"), ("rft_own", "grpo_own")]
     assert run_arms.planned_among(recipe.contrasts(), arms[:1]) == []
