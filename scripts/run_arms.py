@@ -118,8 +118,8 @@ def main() -> None:
 
     result = pool(summaries, folders)
     planned = planned_among(recipe.contrasts(), arms)
-    result["contrasts"] = contrast_section(result["outcomes"], planned,
-                                           [p for p in pairs(arms) if p[0] != p[1] and p not in planned])
+    # contrast_section leaves a planned pair out of the exploratory ones itself
+    result["contrasts"] = contrast_section(result["outcomes"], planned, [p for p in pairs(arms) if p[0] != p[1]])
     result["by_family_means"] = family_means(result["outcomes"],
                                              {str(s["seed"]): task_families(f) for s, f in zip(summaries, folders,
                                                                                                strict=True)})
