@@ -97,7 +97,7 @@ class ExperimentRecipe(BaseModel):
 
 def load_experiment(path: Path, overrides: list[str] | None = None) -> ExperimentRecipe:
     """Read a recipe; a bad file or field raises an error naming the file (YAML line) and the field."""
-    from omnidecision.collect.recipe import load_recipe
+    from omnidecision.rollout.recipe import load_recipe
 
     return load_recipe(path, overrides, model=ExperimentRecipe)
 

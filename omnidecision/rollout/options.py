@@ -1,5 +1,5 @@
 """How one collection runs (`CollectOptions`): where its records go and the knobs of the run loop, one typed object
-that `collect.runner.collect_runs` takes. A recipe gives one with `CollectOptions.from_recipe`; tests and benchmarks
+that `rollout.runner.collect_runs` takes. A recipe gives one with `CollectOptions.from_recipe`; tests and benchmarks
 build one directly.
 
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --out runs/synth-teacher   # from_recipe
@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnidecision.collect.breaker import BreakerSettings
-from omnidecision.collect.recipe import CollectRecipe
-from omnidecision.collect.store import shard_path
+from omnidecision.rollout.breaker import BreakerSettings
+from omnidecision.rollout.recipe import CollectRecipe
+from omnidecision.rollout.store import shard_path
 
 
 class CollectOptions(BaseModel):

@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 
 from omnidecision.backends.perception import PerceptionRouter
-from omnidecision.collect.recipe import CollectRecipe, Environment
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, WEB_TOOLS
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.recipe import CollectRecipe, Environment
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.web_live import LiveWeb
 

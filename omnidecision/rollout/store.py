@@ -11,7 +11,7 @@
   `errors-superseded*.jsonl` next to the shard (outside `trajectories*.jsonl`, so harvest, reports, the viewer and
   merge never read them and never see two records of one run).
 
-    python -c "from omnidecision.collect.store import shard_of; print(shard_of('synth-0001', 4))"
+    python -c "from omnidecision.rollout.store import shard_of; print(shard_of('synth-0001', 4))"
 """
 
 from __future__ import annotations

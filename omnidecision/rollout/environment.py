@@ -31,15 +31,17 @@ How TRL drives it (trl 1.16, `GRPOTrainer._generate_and_score_completions` / `_t
   `max_tool_calling_iterations`. A run still waiting for its planner is then stopped (outcome `error`, no answer).
   JSON with an unknown `action` or unknown fields never reaches the agent: TRL answers it with an error message as
   the tool response.
-- `get_reward()`: 1.0 when the judged final answer is correct (`collect.runner.judge_record`, the collection's
+- `get_reward()`: 1.0 when the judged final answer is correct (`rollout.runner.judge_record`, the collection's
   judge), else 0.0; with `closure_weight` w, (judged + w * closure) / (1 + w), where closure is the share of the
   run's blocking needs filled at the end. TRL logs it under `rewards/LedgerEnvironment/mean`. Every finished
   rollout is appended to `LedgerEnvironment.finished` (task id, outcome, answer, judged, reward), so a caller can
   check the trainer's rewards against the judged runs.
 
 The roles other than the planner and the tools are the offline suite's, as the demo's evaluation uses: the
-noise-free scripted teacher (`backends.teacher.TeacherBackend(noise=0)`) and the offline tools. The agent packages
-are imported lazily, inside the methods: `rl` loads no agent code at import time (tests/architecture).
+noise-free scripted teacher (`backends.teacher.TeacherBackend(noise=0)`) and the offline tools. It sits in the
+rollout layer, where running the agent is allowed; GRPO (`rl/train.py`, which never imports the agent) reaches it by
+the path its recipe's `environment:` names (`rl.config.ENVIRONMENTS`), through `LedgerEnvironment.load_dataset`,
+`use_tool_format`, `configure` and `finished`.
 
     omnidecision grpo --config configs/grpo/tiny-cpu-env.yaml --model_name_or_path M --dataset_name TASKS.jsonl
 """
@@ -156,6 +158,9 @@ class LedgerEnvironment:
     agent_config: ClassVar[Any] = None
     closure_weight: ClassVar[float] = 0.0
     finished: ClassVar[list[dict[str, Any]]] = []
+    # what GRPO needs besides the class itself, reached through it (rl imports no agent code)
+    load_dataset = staticmethod(load_task_dataset)
+    use_tool_format = staticmethod(use_action_tool_format)
 
     @classmethod
     def configure(cls, *, digest_max_chars: int = 1000, step_budget: int = 15, closure_weight: float = 0.0) -> None:
@@ -256,7 +261,7 @@ class LedgerEnvironment:
     def _run(self, task: Any, rollout: int) -> None:
         from omnidecision.agent.loop import run_task
         from omnidecision.backends.teacher import TeacherBackend
-        from omnidecision.collect.runner import judge_record
+        from omnidecision.rollout.runner import judge_record
 
         async def go() -> dict[str, Any]:
             backends = {"default": TeacherBackend(noise=0.0), "planner": _Planner(self._outbox, self._inbox)}

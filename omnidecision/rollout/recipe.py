@@ -7,7 +7,7 @@ read the environment (endpoints and model names of API recipes), and `${RECIPE_D
 (defaults relative to the recipe, never a machine path). Every unset variable is named at once, with the field
 that needs it. A bad recipe raises `RecipeError` naming the file and the field.
 
-    python -c "from omnidecision.collect.recipe import load_recipe; \
+    python -c "from omnidecision.rollout.recipe import load_recipe; \
         print(load_recipe('configs/collect/synthetic-teacher.yaml').model_dump_json(indent=1))"
 """
 
@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import BACKEND_KINDS
 from omnidecision.backends.perception import PerceptionSpec
-from omnidecision.collect.breaker import BreakerSettings
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.breaker import BreakerSettings
 from omnidecision.tasks.formats import TASK_FORMATS
 from omnidecision.tools.page_fetch import PageReaderSpec
 from omnidecision.tools.search_apis import SearchSpec
@@ -140,7 +140,7 @@ class CollectRecipe(_Model):
         "errors-superseded*.jsonl); false (`--no-retry-errors`): they count as finished")
     breaker: BreakerSettings = Field(
         default_factory=BreakerSettings, description="endpoint circuit breaker: pause, probe, then stop the "
-        "collection naming an endpoint that stays unreachable (collect/breaker.py)")
+        "collection naming an endpoint that stays unreachable (rollout/breaker.py)")
 
     @field_validator("shard")
     @classmethod

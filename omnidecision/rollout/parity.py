@@ -11,7 +11,7 @@
   planner's system turn, run by an agent that leaves it out (sends it): the reason, from the checkpoint's
   `provenance.json` (eval logs it as a warning), else None.
 
-    python -c "from omnidecision.collect.parity import planner_prompt_ids; help(planner_prompt_ids)"
+    python -c "from omnidecision.rollout.parity import planner_prompt_ids; help(planner_prompt_ids)"
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run the agent over many (task, sample) jobs concurrently, judge each run, append records to a shard file.
 
 `collect_runs(tasks, config, backends, options)` is the reusable core (the eval stage calls it too; `options` is a
-`collect.options.CollectOptions`, from a recipe by `CollectOptions.from_recipe`): a fixed pool of `concurrency`
+`rollout.options.CollectOptions`, from a recipe by `CollectOptions.from_recipe`): a fixed pool of `concurrency`
 workers (`Collection.worker`) pulls jobs from a queue, each job = `Collection.run_job` (`run_task`, then
 `Collection.judge_job`), every record goes to ONE `RecordWriter` (flush + fsync per line) and is counted
 (`CollectSummary.count`). Resumable: jobs whose (task_id, sample) already has a complete record
@@ -10,7 +10,7 @@ in the output file are skipped; a torn last line is cut away before appending. R
 `store.supersede_errors`) unless `options.retry_errors` is False (`--no-retry-errors`). A progress bar (tqdm)
 shows running accuracy and the outcome counts.
 
-Endpoints are watched by a circuit breaker (`collect/breaker.py`): a run that failed because its endpoint was
+Endpoints are watched by a circuit breaker (`rollout/breaker.py`): a run that failed because its endpoint was
 unreachable is not written (`Collection.requeue_after_endpoint_failure`); it runs again after the breaker's pause,
 and when the endpoint stays down the collection stops with `CollectionStopped` naming it (a restart of the same
 command continues).
@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.collect.breaker import CollectionStopped, EndpointBreaker, guard, start_job
-from omnidecision.collect.options import CollectOptions
-from omnidecision.collect.recipe import CollectRecipe, RecipeError
-from omnidecision.collect.store import (
+from omnidecision.protocol.chat import BackendSpec, ChatBackend
+from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
+from omnidecision.rollout.breaker import CollectionStopped, EndpointBreaker, guard, start_job
+from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.recipe import CollectRecipe, RecipeError
+from omnidecision.rollout.store import (
     RecordWriter,
     finished_keys,
     repair_tail,
@@ -46,8 +48,6 @@ from omnidecision.collect.store import (
     supersede_errors,
     write_json_atomic,
 )
-from omnidecision.protocol.chat import BackendSpec, ChatBackend
-from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -295,7 +295,7 @@ def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise RecipeError(f"{src.path}: task id {dup!r} appears more than once (ids must be unique to resume)")
-    from omnidecision.collect.live import apply_environment, fill_durations
+    from omnidecision.rollout.live import apply_environment, fill_durations
 
     apply_environment(recipe.environment, tasks)
     i, n = recipe.shard_index
@@ -308,7 +308,7 @@ def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
 def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
     """Tool services from the recipe's environment. kind "replay": the OmniGAIA replay environment built over all
     selected tasks (`omnidecision.tasks.replay_env.build_replay_services`, per-task services); kind "live": real
-    perception endpoints, search API and page reader (`collect.live.build_live_services`). Each extra
+    perception endpoints, search API and page reader (`rollout.live.build_live_services`). Each extra
     `name: 'module:factory'` is called with `environment.options` and added to every run's services."""
     env = recipe.environment
     extra: dict[str, Any] = {}
@@ -320,7 +320,7 @@ def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
             raise RecipeError(f"environment.services.{name}: cannot import {target!r}: {exc}") from exc
         extra[name] = factory(**env.options)
     if env.kind == "live":
-        from omnidecision.collect.live import build_live_services
+        from omnidecision.rollout.live import build_live_services
 
         return {**build_live_services(env), **extra}
     if env.kind != "replay":
@@ -378,7 +378,7 @@ def prepare(recipe: CollectRecipe, specs: dict[str, BackendSpec] | None = None,
     # tasks and shard; a live environment must have every endpoint and media file before the first run
     tasks, selected = select_tasks(recipe)
     if recipe.environment.kind == "live":
-        from omnidecision.collect.live import live_problems
+        from omnidecision.rollout.live import live_problems
 
         served = set(served_roles)
         checked = {role: spec for role, spec in (specs or recipe.backends).items() if role not in served}
