@@ -70,6 +70,8 @@ class DemoConfig:
     # the start's checks beside the arms: the SFT planner served by vLLM (serving parity against in-process) and the
     # HTML view of every test run; the experiment runs them at its first start only (71 s each at 42f1e44)
     checks: bool = True
+    # the teacher-data curve (pipeline/curve.py): the teacher's runs cover the first N train tasks (None: all of them)
+    teacher_tasks: int | None = None
 
     @classmethod
     def quick(cls) -> DemoConfig:
@@ -146,8 +148,9 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
         add(f"synth-{split}", ["tasks", "synth", "--n", str(sizes[split]), "--seed", str(seeds[split]),
                                "--out", f"{o}/tasks-{split}"], [], [f"{o}/tasks-{split}"], group="data")
     for split in ("train", "dev"):
+        limit = ["--tasks.limit", str(cfg.teacher_tasks)] if split == "train" and cfg.teacher_tasks else []
         add(f"collect-{split}", ["collect", "--config", recipe_path("collect/synthetic-habits.yaml"),
-                                 "--tasks.path", f"{o}/tasks-{split}", "--out", f"{o}/collect-{split}",
+                                 "--tasks.path", f"{o}/tasks-{split}", *limit, "--out", f"{o}/collect-{split}",
                                  "--backends.default.options.seed", s, "--no-progress"],
             [f"{o}/tasks-{split}"], [f"{o}/collect-{split}"], group="collect")
     runs = [f"{o}/collect-train", f"{o}/collect-dev"]
