@@ -34,19 +34,18 @@ def cell_folder(out: Path, n: int | None, start: int) -> Path:
 def teacher_cost(folder: Path, price_per_call: float) -> dict[str, Any]:
     """The teacher's collected runs of one cell (train and dev), counted from their trajectory files and priced at
     `price_per_call` per tool call. Dev runs are the same at every N (checkpoint choice reads them): kept apart."""
-    from omnidecision.agent.replay import iter_records
+    from omnidecision.rollout.store import load_records
 
     out: dict[str, Any] = {}
     for split in ("train", "dev"):
-        runs = tasks = tool_calls = planner_calls = tokens = 0
+        runs = tool_calls = planner_calls = tokens = 0
         seen: set[str] = set()
-        for path in sorted((folder / f"collect-{split}").glob("*.jsonl")):
-            for _line, rec in iter_records(path):
-                runs += 1
-                seen.add(rec.task_id)
-                tool_calls += sum(rec.totals.tool_calls.values())
-                planner_calls += len(rec.steps)
-                tokens += rec.totals.prompt_tokens + rec.totals.completion_tokens
+        for rec in load_records(folder / f"collect-{split}"):
+            runs += 1
+            seen.add(rec.task_id)
+            tool_calls += sum(rec.totals.tool_calls.values())
+            planner_calls += len(rec.steps)
+            tokens += rec.totals.prompt_tokens + rec.totals.completion_tokens
         tasks = len(seen)
         out[split] = {"runs": runs, "tasks": tasks, "tool_calls": tool_calls, "planner_calls": planner_calls,
                       "tokens": tokens, "usd": round(tool_calls * price_per_call, 4)}
