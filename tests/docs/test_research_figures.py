@@ -167,3 +167,67 @@ def test_short_form_change_table():
             assert f"[{after['low']:.3f}, {after['high']:.3f}]" in row, row
         checked += 1
     assert checked >= 3
+
+
+FAMILY_COLUMNS = ("source_switch", "supplementary_finish", "conflict_second_source")
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip().replace("**", "") for c in row.strip().strip("|").split("|")]
+
+
+def _counts(entry: dict[str, Any], family: str) -> str:
+    right, n = entry[family]
+    return f"{right}/{n}"
+
+
+def test_oracle_seeds_table():
+    """source-switch.md's SFT-seed table: per run, the three families' counts on test / probe, the totals and the best
+    dev loss, as scripts/analysis/family_table.py wrote them."""
+    data = _load("docs/results/oracle-seeds.json")
+    checked = 0
+    for row in _rows(_page("source-switch.md")):
+        m = re.match(r"\| K = (\d)(?: \(all\))?, seed (\d)(, 3,000 steps)? ", row)
+        if not m:
+            continue
+        key = f"k{m[1]}-s{m[2]}" + ("-3000" if m[3] else "")
+        test, probe = data[f"{key}.test"], data.get(f"{key}.probe")
+        cells = _cells(row)
+        for family, cell in zip(FAMILY_COLUMNS, cells[1:4], strict=True):
+            assert cell == f"{_counts(test, family)} / {_counts(probe, family) if probe else '–'}", (key, family)
+        assert cells[4] == f"{test['all'][0]} / {probe['all'][0] if probe else '–'}", key
+        assert cells[5] == f"{test['best_dev_loss']:.4f}", key
+        checked += 1
+    assert checked == 9
+
+
+def test_switch_copies_table():
+    """source-switch.md's switch-copies table: each cell's probe / test counts, as family_table.py wrote them."""
+    data = _load("docs/results/switch-copies.json")
+    labels = {"K = 1 (3a21459's model)": "k1", "all × 4": "all4", "all × 8": "all8", "empty × 4": "empty4"}
+    checked = 0
+    for row in _rows(_page("source-switch.md")):
+        m = re.match(r"\| start (\d), (K = 1 \(3a21459's model\)|all × 4|all × 8|empty × 4), ", row)
+        if not m:
+            continue
+        runs = [data[k] for k in (f"s{m[1]}.{labels[m[2]]}.probe", f"s{m[1]}.{labels[m[2]]}.test") if k in data]
+        cells = _cells(row)
+        for family, cell in zip(FAMILY_COLUMNS, cells[1:4], strict=True):
+            assert cell == " / ".join(_counts(r, family) for r in runs), (row, family)
+        total = " / ".join(str(r["all"][0]) for r in runs)
+        assert cells[4] in (total, f"{runs[0]['all'][0]}/{runs[0]['all'][1]}"), row
+        checked += 1
+    assert checked == 6
+
+
+def test_short_form_counts_per_start():
+    """short-form-testbed.md: oracle_sft's per-start test counts are arms-short-form.json's accuracies × 120 tasks, and
+    the priority-order trial's totals are arms-priority-order.json's."""
+    page = _page("short-form-testbed.md")
+    short = _load("docs/results/arms-short-form.json")
+    counts = [f"{round(a * 120)}/120" for a in short["per_seed_accuracy"]["oracle_sft"]]
+    row = next(line for line in _rows(page) if line.startswith("| all |"))
+    assert _cells(row)[1:1 + len(counts)] == counts, row
+    prio = _load("docs/results/arms-priority-order.json")
+    first, second = (round(a * 120) for a in prio["per_seed_accuracy"]["oracle_sft"])
+    assert f"all {first}/120 and {second}/120" in " ".join(page.split())
