@@ -231,3 +231,20 @@ def test_short_form_counts_per_start():
     prio = _load("docs/results/arms-priority-order.json")
     first, second = (round(a * 120) for a in prio["per_seed_accuracy"]["oracle_sft"])
     assert f"all {first}/120 and {second}/120" in " ".join(page.split())
+
+
+def test_rl_arms_table_per_start():
+    """rl-arms-short-form.md's per-arm table: each start's accuracy (each replicate's for a replicated arm), the
+    hierarchical mean with its interval, and the same starts of the 9-start file."""
+    data, before = _load("docs/results/arms-rl-short-form.json"), _load("docs/results/experiment-9starts.json")
+    rows = _rows(_page("rl-arms-short-form.md"))
+    for arm, m in data["contrasts"]["means"].items():
+        row = next(line for line in rows if re.match(rf"\| {arm}( \(r0–r3\))? \|", line))
+        cells = _cells(row)
+        for start, cell in zip(("0", "1"), cells[1:3], strict=True):
+            reps = [f"{a:.3f}" for a in data["per_replicate_accuracy"][arm][start].values()]
+            assert cell in (", ".join(reps), f"{reps[0]} ×{len(reps)}" if len(set(reps)) == 1 else None), (arm, cell)
+        mean = f"{m['estimate']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
+        assert cells[3] in (mean, f"{m['estimate']:.3f}" if m["low"] == m["high"] else None), (arm, cells[3])
+        earlier = [f"{a:.3f}" for a in before["per_seed_accuracy"][arm][:2]]
+        assert cells[4] in (", ".join(earlier), earlier[0] if len(set(earlier)) == 1 else None), (arm, cells[4])
