@@ -3,12 +3,12 @@
 One prompt = one reconstructed ledger state; a group of `num_generations` decisions is sampled and scored
 WITHOUT executing it (closure checks + optional reward judge). Starts from an SFT checkpoint (full, or a new LoRA
 with `use_peft`) or continues an SFT LoRA adapter (a folder with adapter_config.json). Generation by transformers
-(CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see docs/findings.md). After training, the held-out mean
+(CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see docs/research/stack.md). After training, the held-out mean
 closure reward of the starting and the trained planner, measured in the same run, goes to
 `output_dir/closure_eval.json`, next to what the Hugging Face tools read (train_results.json, all_results.json,
 trainer_state.json, the model card README.md) and `log_history.json`.
 
-How this GRPO departs from plain GRPO (each a recipe field; measurements in docs/findings.md, "GRPO on the
+How this GRPO departs from plain GRPO (each a recipe field; measurements in docs/research/rl-recipe.md, "GRPO on the
 closure rubric"):
 1. No reference model, no KL term (`beta: 0.0`, TRL's default): the policy starts from SFT and the closure rubric
    cannot be gamed by drifting away from valid actions (an invalid decision scores 0 on every check).
@@ -92,7 +92,7 @@ def _check_backend(training_args: PlannerGRPOConfig) -> None:
 
     if training_args.use_vllm and not torch.cuda.is_available():
         raise RuntimeError("use_vllm=True needs CUDA: TRL's vLLM weight sync does not work on CPU "
-                           "(docs/findings.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
+                           "(docs/research/stack.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
 
 
 def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig) -> bool:
