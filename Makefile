@@ -60,8 +60,8 @@ demo: install
 	$(BIN)/omnidecision demo --out runs/demo
 
 # The demo's protocol over the recipe's SFT starts, every post-SFT arm replicated per start, the planned contrasts
-# declared in the recipe (configs/experiment/default.yaml; sized to 90 min on 2 cores: docs/findings.md). A restart
-# keeps the finished starts.
+# declared in the recipe (configs/experiment/default.yaml; sized to 90 min on 2 cores: docs/research/timing.md).
+# A restart keeps the finished starts.
 experiment: install
 	$(BIN)/omnidecision experiment --config configs/experiment/default.yaml --out runs/experiment \
 		--results docs/results/experiment.json

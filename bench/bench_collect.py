@@ -31,9 +31,9 @@ logger = logging.getLogger(__name__)
 
 
 async def collection(tasks, config, backends, out: Path, concurrency: int) -> tuple[dict[str, float], list]:
-    from omnidecision.collect.options import CollectOptions
-    from omnidecision.collect.runner import collect_runs
-    from omnidecision.collect.store import read_records
+    from omnidecision.rollout.options import CollectOptions
+    from omnidecision.rollout.runner import collect_runs
+    from omnidecision.rollout.store import read_records
 
     t0 = time.perf_counter()
     summary = await collect_runs(tasks, config, backends, CollectOptions(out_file=out, concurrency=concurrency,

@@ -2,7 +2,7 @@
 
 The successor of `bench_grpo_signal`'s comparison: the baseline is no longer the project's home-made trajectory
 GRPO (bench/trajectory_grpo.py, kept as a cross-check of the gradient there) but what a TRL user would run, the
-ledger agent as a TRL environment (omnidecision/rl/environment.py, `configs/grpo/tiny-cpu-env.yaml`), through the
+ledger agent as a TRL environment (omnidecision/rollout/environment.py, `configs/grpo/tiny-cpu-env.yaml`), through the
 same `omnidecision.rl.train.main`.
 
 Setup (once, in neither budget): training and dev suites (`omnidecision tasks synth`, distinct seeds), the noisy
@@ -14,7 +14,7 @@ over the last half of the budget in both:
 (a) decision: configs/grpo/tiny-cpu.yaml on the training suite's ledger states, K decisions per state scored
     without execution (closure rubric + format);
 (b) environment: configs/grpo/tiny-cpu-env.yaml on the training tasks, K executed agent runs per task, reward =
-    the judged answer (TRL's growing conversation; see rl/environment.py).
+    the judged answer (TRL's growing conversation; see rollout/environment.py).
 
 Scored like bench_grpo_signal: in-loop dev accuracy (greedy planner, one run per dev task) and dev closure reward.
 The figure defined whatever either arm does: per repeat, d = (decision accuracy gain per CPU-s) − (environment

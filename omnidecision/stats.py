@@ -494,7 +494,7 @@ def hierarchical_contrast(a: Outcomes, b: Outcomes, *, n_boot: int = 2000, seed:
     - with one start the start level cannot be estimated: `levels` lacks "start" and `note` says so.
     The p-value is the two-sided t test of 0 on the same standard error and df. `n_boot` and `seed` are accepted
     for a signature shared with the bootstrap comparisons; this interval needs neither and is deterministic.
-    Measured coverage (tests/stats/test_hierarchical_coverage.py, docs/findings.md "Hierarchical intervals"):
+    Measured coverage (tests/stats/test_hierarchical_coverage.py, docs/research/statistics.md):
     0.93–0.98 for 1–5 starts; conservative when the start × arm variance is small.
 
     >>> a = {"s0": {"r0": {"t1": 1, "t2": 1, "t3": 0}, "r1": {"t1": 1, "t2": 0, "t3": 1}}}

@@ -9,7 +9,7 @@ loop accepts it and the finalizer judges it). Offline backends (the scripted tea
 With `constrain_tools: listed` the loop accepts, and the schema admits, for a need only the tools of its listed
 sources (`ledger.readiness.listed_tools`: the digest line's `sources=`) and for a slot code_executor: one
 call option per distinct set of listed tools, so a need with one source has its tool fixed and a need with an
-alternative leaves the planner the switch (docs/findings.md, "Listed tools").
+alternative leaves the planner the switch (docs/research/source-switch.md, "Listed tools").
 
     >>> from omnidecision.ledger.schema import Ledger
     >>> sorted(ledger_action_schema(Ledger(), None)["anyOf"][0]["properties"])

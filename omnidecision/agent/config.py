@@ -52,7 +52,7 @@ class AgentConfig(BaseModel):
         "allowed", description="the tools a call may name: `allowed`, any the task allows; `listed`, for a need "
                                "only the tools of its listed sources (the line's `sources=`, page_reader beside "
                                "web_search) and for a slot code_executor. The loop rejects the others and the "
-                               "action schema leaves them out (docs/findings.md, \"Listed tools\")")
+                               "action schema leaves them out (docs/research/source-switch.md, \"Listed tools\")")
     planner_system_prompt: bool = Field(
         True, description="send the planner its instructions as a system turn; false for a planner fine-tuned on "
                           "rows collected without them (protocol.prompts; the same setting at collection and "

@@ -4,7 +4,7 @@
 
 Kind `local` (`BackendSpec.model` = a planner folder: a full checkpoint or a LoRA adapter, loaded by
 `modeling.load_planner` in float32). It exists for the replicate grid of the experiment: a served evaluation spends
-≈ 33 s of its ≈ 60 s starting vLLM (docs/findings.md, "Evaluating many replicates"), and the replicates are full
+≈ 33 s of its ≈ 60 s starting vLLM (docs/research/timing.md, "Evaluating many replicates"), and the replicates are full
 fine-tunes, so one server cannot serve them all. What vLLM's OpenAI endpoint does, this does the same way:
 - the prompt is the checkpoint's chat template with `chat_template_kwargs` (`enable_thinking`, train/serve
   parity), tokenized without special tokens added (vLLM's chat endpoint);

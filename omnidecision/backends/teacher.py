@@ -31,7 +31,7 @@ with probability `habit_rate` (drawn per step), so a teacher with a habit shows 
 A run where a habit fired can still end correct (one detour, then recovery): those runs are what a harvest of
 judge-correct runs keeps, so the habits reach the SFT data as they would from an API teacher. `HABIT_TEACHER` is the
 collection teacher of the demo and the experiment (tests/agent/test_teacher_habits.py: one hand-built task per
-habit; docs/findings.md, "The teacher with habits", for its accuracy per family).
+habit; docs/research/testbed.md, "The teacher with habits", for its accuracy per family).
 
 Noise knobs (`wrong_tool`, `vague_query`, `premature_finish`, `missed_conflict`, `invalid_target`: i.i.d.
 probabilities per decision; a float sets all) add unsystematic mistakes on top. `invalid_target` calls a need that is
@@ -187,7 +187,7 @@ class TeacherBackend:
         # one the tool layer composes anyway (the need's query_focus with upstream values) and its tool the one the
         # loop defaults to (the first of the need's sources still to try), and a query or tool only when it
         # deviates (noise, habits). A tiny CPU planner learns that form in minutes; copying free text it does not
-        # (docs/findings.md). `explicit_query=True` always writes tool and query, as a strong LLM would.
+        # (docs/research/short-form-testbed.md). `explicit_query=True` writes tool and query, as a strong LLM would.
         self.explicit_query = bool(explicit_query)
 
     # -- plumbing ------------------------------------------------------------------------------------------------

@@ -79,9 +79,9 @@ def collect(
     `collect merge DIR… --out FILE` merges shard files (see `collect merge --help`)."""
     if ctx.invoked_subcommand is not None:
         return
-    from omnidecision.collect.breaker import CollectionStopped
-    from omnidecision.collect.recipe import RecipeError, cli_overrides, load_recipe
-    from omnidecision.collect.runner import collect as run_collect
+    from omnidecision.rollout.breaker import CollectionStopped
+    from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe
+    from omnidecision.rollout.runner import collect as run_collect
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -124,8 +124,8 @@ def merge(
     out: Path = typer.Option(..., "--out", help="the merged trajectory file"),
 ) -> None:
     """Merge shard files into one trajectory file (first record per task and sample; duplicates dropped)."""
-    from omnidecision.collect.store import TrajectoryFileError
-    from omnidecision.collect.store import merge as merge_files
+    from omnidecision.rollout.store import TrajectoryFileError
+    from omnidecision.rollout.store import merge as merge_files
 
     try:
         written, dup = merge_files([str(p) for p in paths], out)

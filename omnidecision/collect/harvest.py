@@ -9,8 +9,8 @@
   (`--switch-copies K`) repeats each train row whose rule decision calls a need already called with a listed tool
   not tried on it yet (`is_switch`), K times (a teacher's runs hold few: 123 of 1,743 rows at one start; stats.json
   counts them as `sft.switch_rows`). Measured: it did not make the rule-labelled planner's switch reliable
-  (docs/findings.md, "Too few switches?"), so the pipeline keeps K = 1. With `label="none"` (`--label none`, the
-  own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
+  (docs/research/source-switch.md, "Too few switches?"), so the pipeline keeps K = 1. With `label="none"` (`--label
+  none`, the own-states harvest) no SFT rows at all: the RL rows of a served planner's own runs are the
   product (GRPO trains on the states it visited, failed runs and correct ones alike; no label is needed, the
   candidates are scored by the closure checks and the judge).
 - RL (all runs, ledger mode): one row per ledger state the planner saw, REBUILT by replaying the events (and
@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.collect.datacard import build_card, read_manifests, recipe_tokenizer, write_card
-from omnidecision.collect.store import TrajectoryFileError, read_records, stable_hash, trajectory_files
 from omnidecision.ledger import (
     DigestBudget,
     EventRejected,
@@ -58,6 +57,7 @@ from omnidecision.protocol.actions import CallAction
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import RunRecord, StepRecord
 from omnidecision.protocol.rule import rule_action, rule_decision_text
+from omnidecision.rollout.store import TrajectoryFileError, read_records, stable_hash, trajectory_files
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +177,8 @@ def rl_row(rec: RunRecord, step: StepRecord, state: Ledger, prompt: list[dict[st
 def is_switch(state: Ledger, action: Any) -> bool:
     """Whether `action` calls a need that was called before with a listed tool it has not tried: a switch after an
     empty return, or a conflict's second source. Both kinds count: repeating only the empty-return rows made the
-    rule-labelled planner's switch worse, repeating both made it better (docs/findings.md, "Too few switches?")."""
+    rule-labelled planner's switch worse, repeating both made it better (docs/research/source-switch.md, "Too few
+    switches?")."""
     if not isinstance(action, CallAction) or action.need is None or not 0 <= action.need < len(state.needs):
         return False
     tried = state.needs[action.need].tried
@@ -293,7 +294,7 @@ def _length_stats(values: list[int]) -> dict[str, float]:
 def _lengths(rows: list[dict[str, Any]], key: str, tokenizer: Any) -> list[int]:
     if tokenizer is None:
         return [sum(len(m["content"]) for m in r[key]) for r in rows]
-    from omnidecision.collect.parity import conversation_ids, planner_prompt_ids
+    from omnidecision.rollout.parity import conversation_ids, planner_prompt_ids
 
     fn = conversation_ids if key == "messages" else planner_prompt_ids
     return [len(fn(tokenizer, r[key])) for r in rows]

@@ -37,9 +37,9 @@ def _logging() -> None:
 @contextlib.contextmanager
 def _exit_codes():
     """A run's failures as exit codes with the message: 2 for bad input (recipe, files), 3 when an endpoint stayed
-    down (collect/breaker.py: the message names it)."""
-    from omnidecision.collect.breaker import CollectionStopped
-    from omnidecision.collect.recipe import RecipeError
+    down (rollout/breaker.py: the message names it)."""
+    from omnidecision.rollout.breaker import CollectionStopped
+    from omnidecision.rollout.recipe import RecipeError
 
     try:
         yield
@@ -130,8 +130,8 @@ def serve(
 def _recipe(config: Path, extra: list[str], out: Path | None, dry_run: str | None = None):
     """The eval recipe with the command line's overrides. A bad recipe exits 2 naming the file and field; in a dry
     run (`dry_run` = the command's name) it prints the report first, one failed check per unset variable."""
-    from omnidecision.collect.recipe import RecipeError, cli_overrides
     from omnidecision.eval.runner import load_eval_recipe
+    from omnidecision.rollout.recipe import RecipeError, cli_overrides
 
     try:
         # `--no-retry-errors`, as in `collect`: earlier `error` runs count as finished
@@ -176,9 +176,9 @@ def eval_cmd(
         (["--allow_train_overlap=true"] if allow_train_overlap else [])
     recipe = _recipe(config, ctx.args + flags, out, dry_run="eval" if dry_run else None)
     if dry_run:
-        from omnidecision.collect.recipe import cli_overrides
         from omnidecision.eval.dryrun import eval_dry_run
         from omnidecision.preflight import emit
+        from omnidecision.rollout.recipe import cli_overrides
 
         raise typer.Exit(emit(eval_dry_run(recipe, config, len(cli_overrides(ctx.args)) + (out is not None))))
     with _exit_codes():
@@ -259,9 +259,9 @@ def ablate(
     assert config is not None
     recipe = _recipe(config, ctx.args, None, dry_run="ablate" if dry_run else None)
     if dry_run:
-        from omnidecision.collect.recipe import cli_overrides
         from omnidecision.eval.dryrun import eval_dry_run
         from omnidecision.preflight import emit
+        from omnidecision.rollout.recipe import cli_overrides
 
         report = eval_dry_run(recipe, config, len(cli_overrides(ctx.args)), command="ablate")
         report.extra.update({"modes": list(chosen), "max_tool_calls": max_tool_calls, "out": str(out)})
@@ -277,8 +277,8 @@ ablate.passthrough = True  # type: ignore[attr-defined]
 def _ablate_grid(grid: Path, args: list[str], out: Path, max_tool_calls: int | None, progress: bool,
                  dry_run: bool) -> None:
     """`ablate --grid`: every cell of planner × perception (`eval.grid`); `--max-tool-calls N` caps every cell."""
-    from omnidecision.collect.recipe import cli_overrides
     from omnidecision.eval.grid import grid_dry_run, run_grid
+    from omnidecision.rollout.recipe import cli_overrides
 
     try:
         overrides = cli_overrides(args)

@@ -45,8 +45,8 @@ def task_correct(folder: str | Path) -> dict[str, float]:
     """task id → mean accuracy over its samples of an eval folder's runs (0.0 / 1.0 with one sample per task),
     judged as the report judges (`correctness.is_correct`: a failed judge is not correct, declining an unanswerable
     task is): the same unit as the report's clustered CI."""
-    from omnidecision.collect.store import load_records
     from omnidecision.eval.correctness import is_correct
+    from omnidecision.rollout.store import load_records
     from omnidecision.stats import per_task
 
     return per_task((r.task_id, is_correct(r)) for r in load_records(folder))

@@ -152,7 +152,7 @@ def decision_lines(diag: dict[str, Any]) -> list[str]:
 
 
 if __name__ == "__main__":
-    from omnidecision.collect.store import read_records  # (line, record) pairs; a torn last line is skipped
+    from omnidecision.rollout.store import read_records  # (line, record) pairs; a torn last line is skipped
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trajectories", nargs="+")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from omnidecision.collect.dryrun import recipe_checks
 from omnidecision.preflight import DryRunReport, check_adapter, check_model
+from omnidecision.rollout.checks import recipe_checks
 from omnidecision.serving.vllm_server import API_SERVER_MODULE as API_SERVER
 
 
@@ -57,8 +57,8 @@ def environment_checks(report: DryRunReport, recipe) -> None:
     """What the runs' tools will be: a benchmark that needs tools refused offline (unless `allow_offline`, then
     labelled "offline: no tools"); a live environment's endpoints asked and media files looked for, as collect's
     dry run does (the roles a `serve:` block points at its own server are checked once it runs)."""
-    from omnidecision.collect.dryrun import live_checks
     from omnidecision.eval.runner import OFFLINE_NO_TOOLS, environment_label, environment_problem
+    from omnidecision.rollout.checks import live_checks
 
     label = environment_label(recipe)
     if (why := environment_problem(recipe)) is not None:
@@ -76,8 +76,8 @@ def environment_checks(report: DryRunReport, recipe) -> None:
 
 def overlap_check(report: DryRunReport, recipe) -> None:
     """Train/test separation: the evaluated tasks against the training tasks in the served planner's provenance."""
-    from omnidecision.collect.recipe import RecipeError
     from omnidecision.eval.runner import overlap_problem, train_overlap
+    from omnidecision.rollout.recipe import RecipeError
 
     try:
         info = train_overlap(recipe)

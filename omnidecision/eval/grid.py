@@ -43,7 +43,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from omnidecision.collect.recipe import EvalRecipe, RecipeError, load_recipe
+from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class GridFile(BaseModel):
 
 def load_grid(path: str | Path) -> GridFile:
     """Read and check a grid file; errors name the file (and YAML line) and the field."""
-    from omnidecision.collect.recipe import read_yaml
+    from omnidecision.rollout.recipe import read_yaml
 
     p = Path(path)
     data = read_yaml(p, "the grid file", GridError)
@@ -218,7 +218,7 @@ def cell_state(cell: Cell) -> str:
 
 
 def _mark(cell: Cell, **extra: Any) -> None:
-    from omnidecision.collect.store import write_json_atomic
+    from omnidecision.rollout.store import write_json_atomic
 
     cell.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(cell.out / CELL_FILE, {"name": cell.label, "planner": cell.planner,

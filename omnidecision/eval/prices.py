@@ -125,7 +125,7 @@ class PriceTable(BaseModel):
 
 def load_prices(path: str | Path) -> PriceTable:
     """Read a price table; errors name the file and the field."""
-    from omnidecision.collect.recipe import read_yaml
+    from omnidecision.rollout.recipe import read_yaml
 
     p = Path(path)
     data = read_yaml(p, "the price table", PriceTableError)

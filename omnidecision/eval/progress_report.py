@@ -17,7 +17,7 @@ from omnidecision.protocol.records import RunRecord
 def load_runs(source: str | Path) -> list[RunRecord]:
     """RunRecords of an eval/collect folder (its trajectories*.jsonl, first record per task and sample) or of one
     JSONL file. A missing path or a malformed line raises ValueError naming the file (and line)."""
-    from omnidecision.collect.store import load_records, read_records
+    from omnidecision.rollout.store import load_records, read_records
 
     path = Path(source)
     if path.is_dir():

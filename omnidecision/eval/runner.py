@@ -1,9 +1,9 @@
 """Eval in the loop: a recipe (configs/eval/*.yaml) → trajectories.jsonl → report.json / report.md / plots.
 
-The recipe (`collect.recipe.EvalRecipe`) is a collect recipe (tasks, backends, agent, samples, concurrency,
+The recipe (`rollout.recipe.EvalRecipe`) is a collect recipe (tasks, backends, agent, samples, concurrency,
 judge, environment, out) plus an optional `serve:` block: vLLM is started for the run (model dir + LoRA
 adapters) and the roles listed in `serve.roles` (default: planner) are pointed at it, then it is stopped.
-Runs go through collect's one entry (`collect.runner.prepare` + `collect`: the same task selection, the live
+Runs go through collect's one entry (`rollout.runner.prepare` + `collect`: the same task selection, the live
 environment's pre-flight before a server starts, OUT/manifest.json that refuses a second experiment in the folder,
 concurrent workers, judge, single-writer append-only store) into OUT/trajectories.jsonl, so a killed eval restarts
 where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped. Tasks with annotated
@@ -25,8 +25,10 @@ from typing import Any
 
 import yaml
 
-from omnidecision.collect.parity import system_prompt_mismatch
-from omnidecision.collect.recipe import (  # the eval recipe is collect's, so rounds can type theirs with it
+from omnidecision.protocol.chat import BackendSpec
+from omnidecision.protocol.records import RunRecord, endpoint_models
+from omnidecision.rollout.parity import system_prompt_mismatch
+from omnidecision.rollout.recipe import (  # the eval recipe is collect's, so rounds can type theirs with it
     EvalRecipe,
     RecipeError,
     ServeSpec,
@@ -34,9 +36,7 @@ from omnidecision.collect.recipe import (  # the eval recipe is collect's, so ro
     load_recipe,
     recipe_from_dict,
 )
-from omnidecision.collect.store import load_records
-from omnidecision.protocol.chat import BackendSpec
-from omnidecision.protocol.records import RunRecord, endpoint_models
+from omnidecision.rollout.store import load_records
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def train_overlap(recipe: EvalRecipe, task_ids: set[str] | None = None) -> dict[
     if not trained:
         return {"known": False, "provenance": [], "stages": {}, "overlap": 0, "examples": [], **base}
     if task_ids is None:
-        from omnidecision.collect.runner import select_tasks
+        from omnidecision.rollout.runner import select_tasks
 
         task_ids = {t.id for t in select_tasks(recipe)[1]}
     seen = set().union(*trained.values()) & task_ids
@@ -218,17 +218,17 @@ def overlap_problem(info: dict[str, Any]) -> str | None:
 def trajectories_path(out: str | Path, i: int = 0, n: int = 1) -> Path:
     """OUT/trajectories.jsonl, or collect's shard file name when the eval is sharded (n > 1)."""
     if n > 1:
-        from omnidecision.collect.store import shard_path
+        from omnidecision.rollout.store import shard_path
 
         return shard_path(out, i, n)
     return Path(out) / TRAJECTORIES
 
 
 def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
-    """Add the models the endpoints reported to OUT/manifest.json (written by `collect.runner.prepare`)."""
+    """Add the models the endpoints reported to OUT/manifest.json (written by `rollout.runner.prepare`)."""
     import json
 
-    from omnidecision.collect.store import write_json_atomic
+    from omnidecision.rollout.store import write_json_atomic
 
     path = out / "manifest.json"
     try:
@@ -260,8 +260,8 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     `specs` (role → BackendSpec) replaces the recipe's backends and its `serve:` block (a caller that serves
     one model for several evals, like `ablate`, passes the served specs)."""
-    from omnidecision.collect.runner import collect, prepare
     from omnidecision.eval.report import write_report
+    from omnidecision.rollout.runner import collect, prepare
 
     if (why := environment_problem(recipe)) is not None:  # before anything is written or served
         raise RecipeError(why)

@@ -3,8 +3,8 @@
 The header starts with the task's immutable context R0 (when the ledger has one): the assets (id, type, duration),
 the options, the answer format and, when the task restricts them, the tools it allows. R0 lines have their own caps
 (options up to `max_question_chars`, assets up to `max_line_chars`), so R0 never grows the digest past its budget.
-Layout "A+I+N" (measured to make a small planner learn far faster, see docs/findings.md): actionable needs first
-(then the slots a call can verify), each line saying `status=actionable|blocked|…`; then the rest by priority.
+Layout "A+I+N" (measured to make a small planner learn far faster, see docs/research/tiny-planner.md): actionable needs
+first (then the slots a call can verify), each line saying `status=actionable|blocked|…`; then the rest by priority.
 Lines are added in priority order until the budget (characters, or tokens with a counter) is reached; what does not
 fit is summarised in one "omitted" line. A header or actionable line that does not fit whole is cut to the room left
 (when at least `MIN_CLIPPED_LINE` characters fit) rather than dropped for a shorter line of lower priority.
@@ -82,11 +82,11 @@ def _need_line(state: Ledger, need: Need, label: str, width: int) -> str:
     head = f"[{need.index}] status={label} role={need.role}" + (f" asset={need.asset_id}" if need.asset_id else "")
     if label == "actionable":
         query = _q(composed_query(state, need.index), width)
-        # the listed sources still to try (all of them once each was tried: `sources_to_try`) and how many tools
-        # were tried, right after the index: the tiny planner copies the tool from a short fixed offset of the line
-        # it names, and picks among tool names on that line by the need's wording rather than by their position.
-        # With `tool=`/`alt=`/`tried=[names]` (or every source, untried first) a switch after an empty return put
-        # two tool names on the line and no rule-labelled planner learnt it (docs/findings.md, "The switch as a
+        # the listed sources still to try (all of them once each was tried: `sources_to_try`) and how many tools were
+        # tried, right after the index: the tiny planner copies the tool from a short fixed offset of the line it
+        # names, and picks among tool names on that line by the need's wording rather than by their position. With
+        # `tool=`/`alt=`/`tried=[names]` (or every source, untried first) a switch after an empty return put two tool
+        # names on the line and no rule-labelled planner learnt it (docs/research/source-switch.md, "The switch as a
         # copy"); the tried tools' names are in `tool_call_counts` and the evidence.
         extra = f" sources=[{','.join(sources_to_try(need))}]"
         if need.tried:

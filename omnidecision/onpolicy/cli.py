@@ -18,8 +18,8 @@ def rounds(ctx: typer.Context,
     judge-correct runs (labeller: own, the default; `rule` relabels with the rule planner, a named upper bound),
     aggregate, fine-tune; or with `mode: rl` run GRPO on every state it visited. Resumable per round; any recipe
     field: --key.path VALUE."""
-    from omnidecision.collect.recipe import RecipeError
     from omnidecision.onpolicy.loop import rounds_cmd
+    from omnidecision.rollout.recipe import RecipeError
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -13,11 +13,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from omnidecision.collect.recipe import cli_overrides
 from omnidecision.onpolicy.relabel import LLMLabeller, rule_labeller
 from omnidecision.onpolicy.rl_round import check_rl_recipe, run_rl_round
 from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe, run_round
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.recipe import cli_overrides
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.collect.harvest import HarvestOptions, run_harvest, write_splits
-from omnidecision.collect.recipe import read_yaml
 from omnidecision.onpolicy.rounds import RoundsRecipe, _cli, _load_rows, _run, collect_round
+from omnidecision.rollout.recipe import read_yaml
 
 logger = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from omnidecision.collect.recipe import EvalRecipe, load_recipe
 from omnidecision.onpolicy.relabel import relabel_runs, write_rows
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.recipe import EvalRecipe, load_recipe
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 Kind = Literal["sft", "grpo", "control", "reference"]
 # every trained planner is decoded in-process in the loop (backends/local.py: no vLLM start per replicate); the SFT
 # planner of each start is also served by vLLM, and the summary's `serving_parity` compares the two decision by
-# decision (docs/findings.md, "In-process evaluation")
+# decision (docs/research/evaluation.md, "In-process evaluation")
 PLANNER_EVAL = "eval/synthetic-tiny-local.yaml"
 PARITY_EVAL = "eval/synthetic-tiny-vllm.yaml"
 PARITY_ARM = "sft"

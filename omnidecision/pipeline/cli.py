@@ -98,6 +98,7 @@ def experiment(
     """The protocol over several starts with RL replicates, pooled; the recipe's planned contrasts first."""
     import hashlib
 
+    from omnidecision.pipeline.curve import cell_folder
     from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
     from omnidecision.pipeline.merge import MergeError, merge_results, read_result
     from omnidecision.pipeline.scheduler import run_plan
@@ -112,29 +113,43 @@ def experiment(
         recipe = load_experiment(config, overrides)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--config") from exc
+    if recipe.teacher_tasks and pool_with:
+        raise typer.BadParameter("a teacher-data curve pools its own cells; --pool-with is for the plain experiment",
+                                 param_hint="--pool-with")
     try:  # read before anything runs: a file that cannot be pooled should not cost a start's hours
         # named with the file's digest: the file at that path is overwritten when it is also --results
         earlier = [(f"{p} (sha256 {hashlib.sha256(p.read_bytes()).hexdigest()[:16]})", res)
                    for p, res in ((p, read_result(p)) for p in pool_with)]
     except MergeError as exc:
         raise typer.BadParameter(str(exc), param_hint="--pool-with") from exc
-    summaries, folders = [], []
-    for start in recipe.starts:
-        folder = (out / f"seed-{start}").resolve()
-        cfg = recipe.start_config(start)
+    arms = recipe.arm_table()
+    cells: dict[int | None, list[tuple[dict, Path]]] = {}
+    for n, start in recipe.cells():
+        folder = cell_folder(out, n, start).resolve()
+        cfg = recipe.start_config(start, n)
         if dry_run:
-            print(script(build_plan(cfg, folder), folder))
+            print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}")
+            print(script(build_plan(cfg, folder, arms), folder))
             continue
-        if (folder / "summary.json").exists():  # a restarted experiment keeps the starts it finished (and summarises
+        if (folder / "summary.json").exists():  # a restarted experiment keeps the cells it finished (and summarises
             # them again from their files, so the figures follow the current report and statistics code)
-            summaries.append(summarise(folder, cfg, _read(folder / "stage_wall_s.json")))
+            summary = summarise(folder, cfg, _read(folder / "stage_wall_s.json"), arms)
         else:
-            times = run_plan(build_plan(cfg, folder), folder, jobs, recipe.threads)
-            summaries.append(summarise(folder, cfg, times))
-        folders.append(folder)
+            summary = summarise(folder, cfg, run_plan(build_plan(cfg, folder, arms), folder, jobs, recipe.threads),
+                                arms)
+        cells.setdefault(n, []).append((summary, folder))
     if dry_run:
         return
     out.mkdir(parents=True, exist_ok=True)
+    if recipe.teacher_tasks:  # the curve: each N pooled apart, the teacher priced, the declared headline read
+        from omnidecision.pipeline.curve import curve_page, pool_curve
+
+        curve = pool_curve(recipe, {n: done for n, done in cells.items() if n is not None})
+        curve["git_revision"] = git_revision()
+        write_result(curve, out, results)
+        print(curve_page(curve, str(results or out / "experiment.json")))
+        return
+    summaries, folders = [s for s, _ in cells[None]], [f for _, f in cells[None]]
     pooled = pool(summaries, folders, recipe, plot=None if earlier else out / "contrasts.png")
     pooled["test_tasks_per_seed"] = recipe.test_tasks
     pooled["git_revision"] = git_revision()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from omnidecision.pipeline.arms import ARMS, pairs, planners
+from omnidecision.pipeline.arms import ARMS, Arm, pairs, planners
 from omnidecision.pipeline.plan import SWITCH_COPIES, DemoConfig
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,23 @@ class ExperimentRecipe(BaseModel):
                                                                "run replicate 0 only at each start (saves time)")
     checks: Literal["first", "every"] = Field("first", description="starts that also serve the SFT planner by vLLM "
                                               "(serving parity) and write the HTML view: the first, or every one")
+    arms: list[str] = Field(default_factory=list, description="the arms this experiment runs (names of the arm "
+                            "table); empty: every arm. An arm whose budget or states come from another arm needs it")
+    teacher_tasks: list[int] = Field(default_factory=list, description="the teacher-data curve: the teacher's runs "
+                                     "cover the first N train tasks, one cell per (N, start); empty: no curve (the "
+                                     "teacher runs on every train task). The SFT planner's own runs use the first "
+                                     "`own_tasks` train tasks at every N: questions are free, teacher runs are not")
+    teacher_price_per_call: float | None = Field(None, ge=0, description="the curve's price of one teacher tool "
+                                                 "call in USD (the synthetic teacher has no bill: an assumption, "
+                                                 "named by `teacher_price_source`)")
+    teacher_price_source: str = Field("", description="where `teacher_price_per_call` comes from (an assumption "
+                                      "is named as one)")
+    curve_rl_arms: list[str] = Field(default_factory=list, description="the RL arms the curve's headline reads "
+                                     "(declared before the run): at each N the best of them is compared with SFT "
+                                     "at the largest N")
+    curve_margin: float = Field(0.05, ge=0, description="the curve's headline: an RL arm at N matches SFT at the "
+                                "largest N when the lower end of the 95% interval of their difference is above "
+                                "−margin")
 
     @field_validator("starts")
     @classmethod
@@ -82,12 +99,62 @@ class ExperimentRecipe(BaseModel):
             raise ValueError(f"single: {both} appear in a planned contrast (a planned contrast needs every replicate)")
         return self
 
+    @model_validator(mode="after")
+    def _arm_subset(self) -> ExperimentRecipe:
+        table = {a.name: a for a in ARMS}
+        unknown = sorted(set(self.arms) - set(table))
+        if unknown:
+            raise ValueError(f"arms: {unknown} not in the arm table ({sorted(table)})")
+        if not self.arms:
+            return self
+        chosen = set(self.arms)
+        for name in self.arms:  # what an arm's budget is matched to, and the states its selection samples on
+            arm = table[name]
+            budget = sorted(r for r in (arm.budget.reference if arm.budget else ()) if r in table and r not in chosen)
+            if budget:
+                raise ValueError(f"arms: {name!r} trains for what {budget} consumed: list it too")
+        absent = sorted({n for pair in self.contrasts() for n in pair} - chosen)
+        if absent:
+            raise ValueError(f"planned contrasts name arms this experiment does not run: {absent}")
+        return self
+
+    @model_validator(mode="after")
+    def _curve(self) -> ExperimentRecipe:
+        if not self.teacher_tasks:
+            if self.curve_rl_arms:
+                raise ValueError("curve_rl_arms: only a curve (teacher_tasks) has a headline to read")
+            return self
+        n = self.teacher_tasks
+        if sorted(set(n)) != n:
+            raise ValueError(f"teacher_tasks must be distinct and ascending, got {n}")
+        if n[-1] > self.train_tasks:
+            raise ValueError(f"teacher_tasks: {n[-1]} > train_tasks ({self.train_tasks}): the teacher cannot run on "
+                             "more train tasks than the suite has")
+        if self.teacher_price_per_call is None or not self.teacher_price_source:
+            raise ValueError("a curve prices the teacher's runs: set teacher_price_per_call and say where it comes "
+                             "from in teacher_price_source")
+        names = set(self.arms) or {a.name for a in ARMS}
+        bad = [a for a in self.curve_rl_arms if a not in names or a == "sft"]
+        if not self.curve_rl_arms or bad or "sft" not in names:
+            raise ValueError(f"curve_rl_arms: name the RL arms the headline reads, among the arms run and other than "
+                             f"sft (got {self.curve_rl_arms}; sft must run)")
+        return self
+
+    def arm_table(self) -> tuple[Arm, ...]:
+        """The arms this experiment runs, in table order."""
+        return tuple(a for a in ARMS if not self.arms or a.name in self.arms)
+
+    def cells(self) -> list[tuple[int | None, int]]:
+        """(N, start) per cell: N is None outside a curve (the teacher covers every train task)."""
+        return [(n, s) for n in (self.teacher_tasks or [None]) for s in self.starts]
+
     def contrasts(self) -> list[tuple[str, str]]:
         """(a, b) per planned contrast `b-a`."""
         return [(c.split("-")[1], c.split("-")[0]) for c in self.planned]
 
-    def start_config(self, start: int) -> DemoConfig:
-        return DemoConfig(train_tasks=self.train_tasks, dev_tasks=self.dev_tasks, test_tasks=self.test_tasks,
+    def start_config(self, start: int, teacher_tasks: int | None = None) -> DemoConfig:
+        return DemoConfig(teacher_tasks=teacher_tasks, train_tasks=self.train_tasks, dev_tasks=self.dev_tasks,
+                          test_tasks=self.test_tasks,
                           sft_steps=self.sft_steps, sft_eval_steps=self.sft_eval_steps, judge_steps=self.judge_steps,
                           grpo_steps=self.grpo_steps, seed=start, replicates=self.replicates, threads=self.threads,
                           own_tasks=self.own_tasks, own_samples=self.own_samples, single=tuple(self.single),
@@ -97,7 +164,7 @@ class ExperimentRecipe(BaseModel):
 
 def load_experiment(path: Path, overrides: list[str] | None = None) -> ExperimentRecipe:
     """Read a recipe; a bad file or field raises an error naming the file (YAML line) and the field."""
-    from omnidecision.collect.recipe import load_recipe
+    from omnidecision.rollout.recipe import load_recipe
 
     return load_recipe(path, overrides, model=ExperimentRecipe)
 
@@ -110,9 +177,9 @@ def planned_contrasts(recipe: Path = DEFAULT_RECIPE) -> list[tuple[str, str]]:
     return load_experiment(recipe).contrasts()
 
 
-def exploratory(planned: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def exploratory(planned: list[tuple[str, str]], arms: tuple[Arm, ...] = ARMS) -> list[tuple[str, str]]:
     """Every pair of the summary that is not planned (reported with Holm-adjusted p-values)."""
-    return [p for p in pairs(ARMS) if p not in planned]
+    return [p for p in pairs(arms) if p not in planned]
 
 
 def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: ExperimentRecipe | None = None,
@@ -173,7 +240,7 @@ def derived(result: dict[str, Any], names: list[str], recipe: ExperimentRecipe |
     if recipe is not None:
         planned = recipe.contrasts()
         result["recipe"] = recipe.model_dump()
-        result["contrasts"] = contrast_section(nested, planned, exploratory(planned), plot=plot)
+        result["contrasts"] = contrast_section(nested, planned, exploratory(planned, recipe.arm_table()), plot=plot)
     return result
 
 

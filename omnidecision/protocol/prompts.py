@@ -11,7 +11,7 @@ planner is trained on is the text it is served, byte for byte.
 
 `system_prompt=False` (`AgentConfig.planner_system_prompt`) leaves the instructions out: a planner fine-tuned on
 rows collected that way has them in its weights, and on the tiny planner they were 40% of every prompt's tokens
-(docs/findings.md, "The system prompt"). Harvest keeps whichever form the collection sent.
+(docs/research/tiny-planner.md, "Learning the planner in minutes"). Harvest keeps whichever form the collection sent.
 """
 
 from __future__ import annotations

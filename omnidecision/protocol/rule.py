@@ -10,9 +10,9 @@
   all were tried, the preferred one. So a need whose listed source came back without the value switches to the
   next source, and a conflict raised from one source goes to an independent one.
 The query is written only with `explicit_query=True`: by default the tool layer composes it from the need's
-`query_focus` and the filled upstream values, the short form a tiny planner learns in minutes (docs/findings.md,
-"tiny planner"). The decision's text (`rule_decision_text`) leaves out the tool too when it is the one the loop
-defaults to (`protocol.actions.short_form`); `rule_action` always names it.
+`query_focus` and the filled upstream values, the short form a tiny planner learns in minutes
+(docs/research/tiny-planner.md). The decision's text (`rule_decision_text`) leaves out the tool too when it is the one
+the loop defaults to (`protocol.actions.short_form`); `rule_action` always names it.
 
 Users: the scripted teacher (`backends.teacher`, which adds its noise on top), the closure checks and held-out
 scoring (`rewards`, `sft.heldout`), the synthetic state generators (`synthetic.states`) and the on-policy

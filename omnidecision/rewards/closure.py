@@ -51,7 +51,7 @@ format_reward, finish_reward = get_check_reward("format"), get_check_reward("fin
 # fits the need (the `tool` check): a wrong-tool call on the right need cannot fill it and burns one of its
 # attempts in the loop (worse than an invalid call, which burns none), so it must not outscore a call on the
 # wrong need. Ungated, GRPO's group advantage reinforced "right need, any tool": measured, held-out tool fit fell
-# from 0.68 to 0.19 when training concentrated on the states the SFT planner got wrong (docs/findings.md).
+# from 0.68 to 0.19 when training concentrated on the states the SFT planner got wrong (docs/research/rl-recipe.md).
 CALL_CREDIT: tuple[str, ...] = ("target", "query", "no_repeat", "modality", "budget", "conflict")
 
 

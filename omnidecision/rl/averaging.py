@@ -5,7 +5,7 @@ about the learning rate every step, so the held-out reward of successive checkpo
 Averaging the weights over the tail of the run keeps the trend and cancels most of the swing. Measured on the
 demo's harvest (same SFT start, 150 GRPO steps, 366 held-out states, per-state delta vs the start): checkpoints
 every 25 steps of two seeds ranged from -0.046 to +0.024; the average of the same checkpoints gave +0.027 and
-+0.040 (docs/findings.md).
++0.040 (docs/research/rl-recipe.md).
 
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml --weight_average true [--weight_average_start 0.5]
 

@@ -29,9 +29,12 @@ def grpo(
 ) -> None:
     """GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."""
     from omnidecision.launch import launch_stage, stage_args
+    from omnidecision.rl.config import GRPO_STAGE
+    from omnidecision.rl.dryrun import dry_run as check
+    from omnidecision.rl.train import main
 
-    report = launch_stage("grpo", stage_args("grpo", config, ctx.args), accelerate_config=accelerate_config,
-                          num_processes=num_processes, dry_run=dry_run)
+    report = launch_stage(GRPO_STAGE, stage_args(GRPO_STAGE, config, ctx.args), main=main, check=check,
+                          accelerate_config=accelerate_config, num_processes=num_processes, dry_run=dry_run)
     summary = {k: report[k] for k in ("steps", "train_seconds", "delta_mean")}
     for key in ("start", "trained"):
         if report.get(key):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import trl
 
 from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
+from omnidecision.launch import RFT_ALIASES, Stage
 
 
 @dataclass
@@ -107,7 +108,7 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
     eval_batch_size: int = field(default=16, metadata={"help": "Prompts per generate() call in the evaluation."})
     environment: Literal["ledger"] | None = field(
         default=None,
-        metadata={"help": "ledger: trajectory-level GRPO through TRL's environment_factory (omnidecision.rl."
+        metadata={"help": "ledger: trajectory-level GRPO through TRL's environment_factory (omnidecision.rollout."
                           "environment): `dataset_name` is then a task file or folder, every rollout runs the agent "
                           "on one task and is rewarded by its judged answer. Unset: decision-level GRPO on ledger "
                           "states."},
@@ -225,6 +226,22 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
         return params
 
 
+# `environment:` name -> the TRL environment class ("module:attribute"). An environment runs the agent, which rl never
+# imports (docs/architecture.md): GRPO reaches it by this path, as it reaches a reward function a recipe names by path.
+ENVIRONMENTS: dict[str, str] = {"ledger": "omnidecision.rollout.environment:LedgerEnvironment"}
+
+
+def environment_class(name: str) -> Any:
+    """The environment class `environment: NAME` names (`ENVIRONMENTS`): TRL's `environment_factory`, with
+    `configure(...)`, `load_dataset(path, fmt)`, `use_tool_format(tokenizer)` and `finished` (the judged rollouts)."""
+    import importlib
+
+    if name not in ENVIRONMENTS:
+        raise ValueError(f"unknown environment {name!r} (known: {', '.join(sorted(ENVIRONMENTS))})")
+    module, _, attr = ENVIRONMENTS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def placebo_seed(seed: int, process_index: int = 0) -> int:
     """The shuffle seed of the placebo judge: one per (run seed, process), distinct for every pair that can occur.
 
@@ -279,3 +296,9 @@ def make_parser() -> trl.TrlParser:
 def parse_args(args: list[str] | None = None) -> tuple[GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig]:
     """Parse `--config RECIPE.yaml` plus overrides (`None`: sys.argv)."""
     return make_parser().parse_args_and_config(args)
+
+
+# the stages as the launcher takes them; rft-select parses the GRPO recipe through the GRPO config (the control
+# reads what the arm it controls reads)
+GRPO_STAGE = Stage("grpo", "omnidecision.rl.train", parse_args)
+RFT_STAGE = Stage("rft-select", "omnidecision.rl.rft", parse_args, accelerate=False, aliases=RFT_ALIASES)

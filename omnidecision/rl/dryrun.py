@@ -44,7 +44,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides)."""
     from omnidecision.launch import launch_checks, model_checks
     from omnidecision.rewards.registry import reward_problems
-    from omnidecision.rl.config import parse_args
+    from omnidecision.rl.config import GRPO_STAGE, parse_args
     from omnidecision.rl.data import rl_split_files
 
     report, parsed = parse_stage("grpo", stage_args, parse_args)
@@ -93,7 +93,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     elif "judge" in script.reward_funcs or script.judge_weight is not None:
         report.checks.append(check_url(script.judge_base_url, "judge_base_url"))
     # --- the launch (the checks every trained stage ends with, and the command a real run starts)
-    launch_checks(report, "grpo", stage_args, training, accelerate_config=accelerate_config,
+    launch_checks(report, GRPO_STAGE, stage_args, training, accelerate_config=accelerate_config,
                   num_processes=num_processes)
     sharded = _accelerate_sharding(accelerate_config)
     if sharded and script.select_states == "balanced":

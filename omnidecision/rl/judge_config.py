@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import trl
 
+from omnidecision.launch import JUDGE_ALIASES, Stage
+
 logger = logging.getLogger(__name__)
 
 
@@ -80,3 +82,8 @@ def make_parser() -> trl.TrlParser:
 def parse_args(args: list[str] | None = None) -> tuple[JudgeScriptArguments, JudgeRewardConfig, JudgeModelConfig]:
     """Parse `--config RECIPE.yaml` plus overrides (`None`: sys.argv); unknown keys raise a ValueError naming them."""
     return make_parser().parse_args_and_config(args)
+
+
+# the stage as the launcher takes it (`omnidecision judge train` passes it with `judge_train.main` and `dry_run`)
+JUDGE_STAGE = Stage("judge train", "omnidecision.rl.judge_train", parse_args, accelerate=False, aliases=JUDGE_ALIASES,
+                    bool_aliases={"--use-cpu": "--use_cpu"})

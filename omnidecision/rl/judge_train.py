@@ -148,16 +148,19 @@ def train(
     (model_name_or_path), --out (output_dir), --max-steps, --batch-size (per_device_train_batch_size),
     --learning-rate, --max-length, --use-cpu/--no-use-cpu."""
     from omnidecision.launch import launch_stage, stage_args
+    from omnidecision.rl.judge_config import JUDGE_STAGE
 
-    launch_stage("judge", stage_args("judge", config, ctx.args), dry_run=dry_run)
+    launch_stage(JUDGE_STAGE, stage_args(JUDGE_STAGE, config, ctx.args), main=main, check=judge_dry_run,
+                 dry_run=dry_run)
 
 
-def dry_run(args: list[str], *, accelerate_config: str | None = None, num_processes: int | None = None) -> Any:
+def judge_dry_run(args: list[str], *, accelerate_config: str | None = None,
+                  num_processes: int | None = None) -> Any:
     """The dry-run report of `judge train` (`--config RECIPE` + overrides): the recipe parsed as the run parses it,
     the start model, the rows' folder, and the command a run starts."""
     from omnidecision.launch import launch_checks, model_checks
     from omnidecision.preflight import check_folder, parse_stage
-    from omnidecision.rl.judge_config import parse_args
+    from omnidecision.rl.judge_config import JUDGE_STAGE, parse_args
 
     report, parsed = parse_stage("judge train", args, parse_args)
     if parsed is None:
@@ -165,7 +168,8 @@ def dry_run(args: list[str], *, accelerate_config: str | None = None, num_proces
     script, training, model = parsed
     model_checks(report, model)
     report.checks.append(check_folder(str(script.dataset_name), "dataset_name", must_exist=True))
-    launch_checks(report, "judge", args, training, accelerate_config=accelerate_config, num_processes=num_processes)
+    launch_checks(report, JUDGE_STAGE, args, training, accelerate_config=accelerate_config,
+                  num_processes=num_processes)
     report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}
     return report
 

@@ -169,8 +169,10 @@ def rft_select(
     reward, write an SFT dataset. Extra `--field value` options override the GRPO recipe as for `omnidecision grpo`
     (`--max_steps N`: the GRPO steps to match; aliases --model, --data, --samples, --match-steps)."""
     from omnidecision.launch import launch_stage, stage_args
+    from omnidecision.rl.config import RFT_STAGE
 
-    launch_stage("rft", stage_args("rft", config, ctx.args), out=out, val=val, max_states=max_states)
+    launch_stage(RFT_STAGE, stage_args(RFT_STAGE, config, ctx.args), main=main, out=out, val=val,
+                 max_states=max_states)
 
 
 rft_select.passthrough = True  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ carry the signal, the right ones keep the rest of the policy (finishing, frequen
 Measured on the demo's harvest (SFT 300 steps, GRPO 150 steps, the same 366 held-out states, per-state delta
 vs the start): all 2,235 states +0.022 [-0.001, +0.046]; only the 781 wrong ones -0.117 (finishing and the
 frequent tools were forgotten); wrong + as many right, seeds 0/1/2: +0.050, -0.032, +0.019 — steady only
-together with weight averaging (omnidecision/rl/averaging.py; docs/findings.md).
+together with weight averaging (omnidecision/rl/averaging.py; docs/research/rl-recipe.md).
 
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml --select_states balanced [--select_right_ratio 1.0]
 """

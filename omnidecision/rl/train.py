@@ -3,12 +3,12 @@
 One prompt = one reconstructed ledger state; a group of `num_generations` decisions is sampled and scored
 WITHOUT executing it (closure checks + optional reward judge). Starts from an SFT checkpoint (full, or a new LoRA
 with `use_peft`) or continues an SFT LoRA adapter (a folder with adapter_config.json). Generation by transformers
-(CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see docs/findings.md). After training, the held-out mean
+(CPU) or vLLM (`use_vllm`, server/colocate: GPU only, see docs/research/stack.md). After training, the held-out mean
 closure reward of the starting and the trained planner, measured in the same run, goes to
 `output_dir/closure_eval.json`, next to what the Hugging Face tools read (train_results.json, all_results.json,
 trainer_state.json, the model card README.md) and `log_history.json`.
 
-How this GRPO departs from plain GRPO (each a recipe field; measurements in docs/findings.md, "GRPO on the
+How this GRPO departs from plain GRPO (each a recipe field; measurements in docs/research/rl-recipe.md, "GRPO on the
 closure rubric"):
 1. No reference model, no KL term (`beta: 0.0`, TRL's default): the policy starts from SFT and the closure rubric
    cannot be gamed by drifting away from valid actions (an invalid decision scores 0 on every check).
@@ -28,8 +28,9 @@ closure rubric"):
    run consumed (steps, completions, tokens, threads, seed) to consumed.json.
 
 The trajectory-level alternative, through TRL's own API: `environment: ledger` in the recipe makes `main` hand
-over to `environment_main` (GRPOTrainer with `environment_factory=LedgerEnvironment`, omnidecision/rl/environment.py:
-every rollout runs the agent on one task, rewarded by its judged answer; `dataset_name` is then a task set).
+over to `environment_main` (GRPOTrainer with `environment_factory=LedgerEnvironment`, reached by the path
+`rl.config.ENVIRONMENTS` names, omnidecision/rollout/environment.py: every rollout runs the agent on one task,
+rewarded by its judged answer; `dataset_name` is then a task set).
 
 Placement: the policy is moved to this process's training device before the held-out evaluation and the state
 selection (on a GPU node they would otherwise decode an 8B model on the CPU while the other ranks wait). With
@@ -91,7 +92,7 @@ def _check_backend(training_args: PlannerGRPOConfig) -> None:
 
     if training_args.use_vllm and not torch.cuda.is_available():
         raise RuntimeError("use_vllm=True needs CUDA: TRL's vLLM weight sync does not work on CPU "
-                           "(docs/findings.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
+                           "(docs/research/stack.md). Use configs/grpo/tiny-cpu.yaml (transformers generation) here.")
 
 
 def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig) -> bool:
@@ -275,23 +276,24 @@ def _recipe(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
                      model_args: PlannerModelConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """`environment: ledger`: TRL's GRPOTrainer with `environment_factory=LedgerEnvironment` over tasks; every
-    rollout runs the agent on one task, rewarded by its judged answer (omnidecision/rl/environment.py). Writes
+    rollout runs the agent on one task, rewarded by its judged answer (omnidecision/rollout/environment.py). Writes
     `output_dir/environment_rollouts.jsonl` (every finished rollout: task, outcome, answer, judged, reward)."""
     from trl import GRPOTrainer
 
     from omnidecision.preflight import require_attention, wandb_offline_fallback
-    from omnidecision.rl.environment import LedgerEnvironment, load_task_dataset, use_action_tool_format
+    from omnidecision.rl.config import environment_class
 
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(training_args.report_to)
     if training_args.reward_weights is not None:
         raise ValueError("environment: ledger: the environment's get_reward is the only reward; unset reward_weights")
+    environment = environment_class(script_args.environment)
     out = Path(training_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     # --- data: one row per training task (the digest comes from the environment's reset)
-    train = load_task_dataset(script_args.dataset_name, script_args.task_format)
+    train = environment.load_dataset(script_args.dataset_name, script_args.task_format)
     if script_args.max_train_samples:
         train = train.select(range(min(script_args.max_train_samples, len(train))))
     train = train.shuffle(seed=training_args.seed)
@@ -300,8 +302,8 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     # --- policy; the planner's action JSON becomes the tool-call format (the served template is restored on save)
     model, tokenizer, peft_config = load_policy(model_args)
     served_template = tokenizer.chat_template
-    use_action_tool_format(tokenizer)
-    LedgerEnvironment.configure(digest_max_chars=script_args.environment_digest_max_chars,
+    environment.use_tool_format(tokenizer)
+    environment.configure(digest_max_chars=script_args.environment_digest_max_chars,
                                 step_budget=script_args.environment_step_budget,
                                 closure_weight=script_args.environment_closure_weight)
 
@@ -309,7 +311,7 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     compact_lm_head()
     trainer = GRPOTrainer(model=model, reward_funcs=None, args=training_args, train_dataset=train,
                           processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
-                          environment_factory=LedgerEnvironment)
+                          environment_factory=environment)
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=resolve_resume(training_args.resume_from_checkpoint,
                                                                        training_args.output_dir))
@@ -325,7 +327,7 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
         tokenizer.save_pretrained(training_args.output_dir)
     save_ecosystem_outputs(trainer, {"train": dict(train_result.metrics)}, script_args.dataset_name,
                            tags=["omnidecision", "planner", "grpo", "environment"])
-    rollouts = list(LedgerEnvironment.finished)
+    rollouts = list(environment.finished)
     report = {"environment": script_args.environment, "model": model_args.model_name_or_path,
               "dataset": script_args.dataset_name, "steps": trainer.state.global_step,
               "train_seconds": round(train_s, 2), "rollouts": len(rollouts),

@@ -6,7 +6,7 @@ TMPDIR (ZMQ sockets do not pile up in /tmp) and a persistent VLLM_CACHE_ROOT (`d
 start reuses the torch.compile cache of the last one instead of recompiling; `fresh_cache=True` gives a private
 one, deleted on stop), waits until `/v1/models` answers, and on exit terminates the whole group. HF_HUB_OFFLINE=1
 is set only when every model path is local (a hub id must be allowed to resolve: from the HF_HOME cache, or the
-hub). On a CPU-only machine it sets the env measured to work (docs/findings.md): VLLM_CPU_KVCACHE_SPACE=1,
+hub). On a CPU-only machine it sets the env measured to work (docs/research/stack.md): VLLM_CPU_KVCACHE_SPACE=1,
 VLLM_NO_USAGE_STATS=1, LD_PRELOAD of the venv's libiomp5.so when present, and `--enforce-eager`.
 `--max-lora-rank` is the largest rank of the adapters (`r` and `rank_pattern` in each adapter_config.json),
 rounded up to a rank vLLM takes, unless given explicitly.
@@ -47,7 +47,7 @@ def _has_cuda() -> bool:
     return bool(os.environ.get("CUDA_VISIBLE_DEVICES", "x")) and shutil.which("nvidia-smi") is not None
 
 
-# the OpenAI-compatible server's entry module (`vllm serve` fails with vllm-cpu: docs/findings.md)
+# the OpenAI-compatible server's entry module (`vllm serve` fails with vllm-cpu: docs/research/stack.md)
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 # where vLLM keeps the OpenAI server's argument parser: 0.22-0.31 (GPU builds), 0.32 (vllm-cpu)
@@ -244,7 +244,7 @@ class VLLMServer:
             # vLLM's "auto" dtype serves a float32 checkpoint in bfloat16 on a CPU that has bf16 instructions
             # (AVX512-BF16/AMX) and in float32 on one that has not: the same planner would decide differently on
             # the two CPU types these machines come as, and on one of them the tiny planner's bf16 worker died at
-            # its first forward pass (docs/findings.md, "vLLM's dtype on CPU"). Serve what the checkpoint holds.
+            # its first forward pass (docs/research/stack.md, "vLLM's dtype on CPU"). Serve what the checkpoint holds.
             dtype = checkpoint_dtype(self.model_dir) if self.is_local else None
             if dtype == "float32" and not any(a == "--dtype" or a.startswith("--dtype=") for a in self.extra_args):
                 cmd += ["--dtype", "float32"]

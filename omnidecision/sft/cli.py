@@ -90,9 +90,12 @@ def sft(
     """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe (`--snake_case`, the
     field names of omnidecision.sft.config)."""
     from omnidecision.launch import launch_stage, stage_args
+    from omnidecision.sft.config import SFT_STAGE
+    from omnidecision.sft.dryrun import dry_run as check
+    from omnidecision.sft.train import main
 
-    run_info = launch_stage("sft", stage_args("sft", config, ctx.args), accelerate_config=accelerate_config,
-                            num_processes=num_processes, dry_run=dry_run)
+    run_info = launch_stage(SFT_STAGE, stage_args(SFT_STAGE, config, ctx.args), main=main, check=check,
+                            accelerate_config=accelerate_config, num_processes=num_processes, dry_run=dry_run)
     print(f"saved to {run_info['output_dir']} (step {run_info['global_step']})")
 
 

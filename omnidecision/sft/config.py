@@ -15,6 +15,7 @@ from pathlib import Path
 import trl
 
 from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
+from omnidecision.launch import Stage
 
 logger = logging.getLogger(__name__)
 
@@ -124,3 +125,7 @@ def parse_args(args: list[str] | None = None) -> tuple[SFTScriptArguments, Plann
         raise ValueError("checkpoint_policy=dev_closure chooses the saved weights itself: set "
                          "load_best_model_at_end false (one selection policy per run)")
     return script_args, training_args, model_args
+
+
+# the stage as the launcher takes it (`omnidecision sft` passes it with `train.main` and `dryrun.dry_run`)
+SFT_STAGE = Stage("sft", "omnidecision.sft.train", parse_args)

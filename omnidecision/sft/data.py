@@ -75,7 +75,7 @@ def data_stats(splits: dict[str, Any]) -> dict[str, Any]:
         for msgs in d["messages"]:
             action, err = parse_planner_output(msgs[-1]["content"]) if msgs else (None, "empty")
             kinds["invalid" if action is None else action.action] += 1
-        # rows whose prompt has a system turn: a served planner must get the same form (collect/parity.py)
+        # rows whose prompt has a system turn: a served planner must get the same form (rollout/parity.py)
         system = sum(any(m.get("role") == "system" for m in msgs) for msgs in d["messages"])
         out[name] = {"rows": len(d), "actions": dict(kinds), "system_prompt_rows": system}
     return out

@@ -24,7 +24,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             num_processes: int | None = None) -> DryRunReport:
     """The dry-run report of `omnidecision sft` with `stage_args` (`--config RECIPE` + overrides)."""
     from omnidecision.launch import launch_checks, model_checks
-    from omnidecision.sft.config import parse_args
+    from omnidecision.sft.config import SFT_STAGE, parse_args
 
     report, parsed = parse_stage("sft", stage_args, parse_args)
     if parsed is None:
@@ -47,7 +47,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
         else:
             report.add("dataset_name", "error", f"{script.dataset_name}: eval_strategy={training.eval_strategy} but "
                                                 f"no `{script.dataset_test_split}` split (found {sorted(files)})")
-    launch_checks(report, "sft", stage_args, training, accelerate_config=accelerate_config,
+    launch_checks(report, SFT_STAGE, stage_args, training, accelerate_config=accelerate_config,
                   num_processes=num_processes)
     report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}
     return report

@@ -11,10 +11,10 @@ assistant turn the reference): e.g. the dev rows of `make demo`,
 
     python -m omnidecision.sft.heldout runs/demo/models/sft --rows runs/demo/data/sft --split validation --n 200
 
-`--states DIR` scores the RL rows of a harvest (`harvest --label rule` writes DIR/rl with each state's ledger and
-rule label) split by what the state asks of the planner (`state_kind`): above all `switch`, where the need's
-preferred tool came back without the value and an untried listed alternative is left (docs/findings.md, "Why
-oracle_sft failed source_switch"), against `copy`, where the listed tool is the answer:
+`--states DIR` scores the RL rows of a harvest (`harvest --label rule` writes DIR/rl with each state's ledger and rule
+label) split by what the state asks of the planner (`state_kind`): above all `switch`, where the need's preferred tool
+came back without the value and an untried listed alternative is left (docs/research/source-switch.md, "Why oracle_sft
+failed source_switch"), against `copy`, where the listed tool is the answer:
 
     omnidecision harvest runs/held --validation-from runs/held --label rule --dedup --out runs/held-data
     python -m omnidecision.sft.heldout runs/demo/models/oracle_sft --states runs/held-data/rl --n 5000

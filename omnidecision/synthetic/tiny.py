@@ -146,7 +146,7 @@ def build_tiny_planner(
     """Build and save a tiny Qwen3 planner under `out_dir`; returns the folder. Same arguments, same files.
 
     hidden×layers 64×2 (≈0.3 M parameters) is the size measured to learn the ledger→action task fastest on
-    2 CPU cores (docs/findings.md). `texts` trains the tokenizer (default: `default_corpus()`).
+    2 CPU cores (docs/research/tiny-planner.md). `texts` trains the tokenizer (default: `default_corpus()`).
     `head_dim` defaults to hidden/heads but at least 32: vLLM's CPU attention rejects smaller heads
     ("Unsupported CPU attention configuration: head_dim=16"); Qwen3 allows heads×head_dim ≠ hidden.
     """

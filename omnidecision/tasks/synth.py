@@ -16,7 +16,7 @@ keywords with the need's composed query):
 An audio-worded or subtitle-worded hop (`spoken_hop`, `guest_hop`) keeps its value in the other source with
 probability `P_CROSS_LISTED` (a name only captioned, an introduction only spoken), and its need then lists that
 source: a need's wording does not predict its listed tool, so a planner has to read the digest line's
-`sources=` (docs/findings.md, "Why oracle_sft failed source_switch").
+`sources=` (docs/research/source-switch.md, "Why oracle_sft failed source_switch").
 Planning families (`PLANNING_FAMILIES`), where "the first actionable need with its listed tool" is wrong:
 - source_switch: the listed source of one hop cannot answer (it lists audio or subtitles whatever its wording, and
   the value sits in the other); the need lists the source that can as `alt`, and the right call after the empty

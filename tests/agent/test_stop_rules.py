@@ -10,13 +10,13 @@ import json
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import verdict_events
-from omnidecision.collect.runner import judge_draft, judge_record
 from omnidecision.eval.report import build_report
 from omnidecision.ledger import ConflictRaised, InitLedger, Ledger, NeedSpec, NeedUpdated, SourceRef, reduce
 from omnidecision.protocol.actions import NeedVerdict
 from omnidecision.protocol.chat import ChatRequest
 from omnidecision.protocol.records import ABSTAIN_ANSWER, JudgeResult, RunRecord
 from omnidecision.protocol.rule import rule_decision_text
+from omnidecision.rollout.runner import judge_draft, judge_record
 from omnidecision.tasks.schema import Asset, Task
 from omnidecision.tools.registry import run_tool
 

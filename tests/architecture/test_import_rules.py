@@ -1,11 +1,18 @@
 """The import rules (docs/architecture.md, "Layers and import direction") as a table: for each package, the
-`omnidecision.*` packages that importing it (and every module inside it) may load. Measured from `sys.modules` in a
-fresh interpreter, so lazy imports inside functions do not count, but any module-level import (direct or through
-another package) does. `python tests/architecture/test_import_rules.py` prints the table the doc shows.
+`omnidecision.*` packages its modules may import (`ALLOWED`), some of them only inside functions (`LAZY_ONLY`), and
+one table of named module-to-module exceptions, each with its reason (`EXCEPTIONS`).
+`python tests/architecture/test_import_rules.py` prints the table the doc shows.
 
-Breaking a rule on purpose (e.g. `from omnidecision.agent import loop` at the top of
-`omnidecision/rewards/checks.py`) makes `test_package_loads_only_what_it_may[rewards]` fail, naming the extra
-package.
+Checked twice:
+
+- read from the source (`ast`): EVERY `import` / `from … import` of a project module, those inside functions
+  included, is checked against the table (`rule_violations`). A lazy import of a heavy third-party library (torch,
+  TRL, vLLM) is not a project import and stays free; a lazy import of a project module obeys the same table as a
+  module-level one. Planting `from omnidecision.agent import loop` inside a function of
+  `omnidecision/rewards/checks.py` makes `test_every_import_follows_the_rules` fail, naming file, line and package
+  (`test_a_planted_lazy_import_is_reported` does exactly that in a copy of the package);
+- measured from `sys.modules` in a fresh interpreter: what importing each package (and every module inside it)
+  loads, through any chain of module-level imports (`test_package_loads_only_what_it_may`).
 
 No import circles among the project's modules, read from the source (`ast`): a module imports another when any
 `import`/`from … import` statement in it names that module (or a name inside it). Two graphs are checked: the
@@ -29,35 +36,55 @@ LEDGER = {"ledger"}
 PROTOCOL = LEDGER | {"protocol"}
 TASKS = PROTOCOL | {"tasks"}
 TOOLS = TASKS | {"tools"}  # tools read task records
-# package -> the omnidecision packages (and top-level modules) its modules may load at import time
+AGENT = TOOLS | {"backends", "agent"}
+ROLLOUT = AGENT | {"rollout", "preflight", "provenance"}  # the engine below every stage that runs the agent
+# package -> the omnidecision packages (and top-level modules) its modules may import, anywhere
 ALLOWED: dict[str, set[str]] = {
     "ledger": LEDGER,
     "protocol": PROTOCOL,
-    "synthetic": PROTOCOL | {"synthetic"},
+    "synthetic": PROTOCOL | {"synthetic", "modeling"},
     "tools": TOOLS,
     "tasks": TASKS,
-    "backends": TOOLS | {"backends"},  # the perception backend decodes frames with the tools' media helpers
-    "agent": TOOLS | {"backends", "agent"},
+    # the perception backend decodes frames with the tools' media helpers; the local backend decodes with the one
+    # planner loader
+    "backends": TOOLS | {"backends", "modeling"},
+    "agent": AGENT,
+    "rollout": ROLLOUT,
+    "collect": ROLLOUT | {"collect"},  # rollouts recorded for training: harvest, data card
+    "eval": ROLLOUT | {"eval", "serving", "stats"},  # rollouts reported
+    "onpolicy": ROLLOUT | {"collect", "eval", "onpolicy"},  # rounds collect through eval, harvest through collect
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
-    "sft": PROTOCOL | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight", "provenance"},
-    "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats", "preflight", "provenance"},
-    "collect": TOOLS | {"backends", "agent", "collect", "preflight"},
-    "eval": TOOLS | {"backends", "agent", "collect", "eval", "serving", "stats", "preflight"},
-    "onpolicy": TOOLS | {"backends", "agent", "collect", "onpolicy"},
-    "serving": {"serving"},
+    "sft": PROTOCOL | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight", "provenance", "launch",
+                       "export"},
+    "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats", "preflight", "provenance",
+                      "launch"},
+    "serving": {"serving", "preflight", "provenance"},
     "view": PROTOCOL | {"view"},
     # top-level modules: leaves that the stages share (torch, TRL and the stages themselves load lazily)
-    "preflight": {"preflight"},
+    "preflight": {"preflight", "checkpoints"},
     "modeling": {"modeling"},
     "checkpoints": {"checkpoints"},
-    "launch": {"launch"},
-    "export": {"export", "modeling", "provenance"},
+    "launch": {"launch", "preflight"},  # below the stages: each passes its `Stage` and entry points as objects
+    "export": {"export", "modeling", "provenance", "preflight"},
     "stats": {"stats"},
     "provenance": {"provenance"},
     "gpustats": {"gpustats"},
-    "smoke": {"smoke"},
-    # the demo and the experiment are lists of commands: every other package only inside functions (lazily)
-    "pipeline": {"pipeline"},
+    "smoke": {"smoke", "modeling", "synthetic"},
+    # the demo and the experiment are lists of commands: what they read of the stages, only inside functions
+    "pipeline": {"pipeline", "rollout", "eval", "stats", "view", "provenance"},
+}
+# package -> the packages of its row it may import only inside functions (never loaded when it is imported)
+LAZY_ONLY: dict[str, set[str]] = {"pipeline": ALLOWED["pipeline"] - {"pipeline"}}
+# (importing module, imported module) -> why this one import crosses the table; nothing else may
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("omnidecision.rewards.llm_judge", "omnidecision.backends.openai_backend"):
+        "the LLM reward judge calls its endpoint through the project's one OpenAI-compatible client, loaded only "
+        "when a recipe names an LLM judge",
+    ("omnidecision.sft.train", "omnidecision.rl.evaluate"):
+        "SFT's dev_closure checkpoint selection scores its candidates with the closure evaluator that chooses every "
+        "post-SFT arm's checkpoint (one label-free dev score for all arms)",
+    ("omnidecision.onpolicy.rounds", "omnidecision.rl.sources"):
+        "an RL round reads its GRPO recipe's state_sources with GRPO's own parser, only when the round runs GRPO",
 }
 # Top-level modules without a row: the command line (it mounts every stage, so it may load everything) and the demo
 # (the pipeline's command lists, above every stage).
@@ -82,7 +109,7 @@ def loaded_by(package: str) -> set[str]:
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_package_loads_only_what_it_may(package: str) -> None:
-    extra = loaded_by(package) - ALLOWED[package]
+    extra = loaded_by(package) - (ALLOWED[package] - LAZY_ONLY.get(package, set()))
     assert not extra, f"omnidecision.{package} loads {sorted(extra)}, which docs/architecture.md forbids"
 
 
@@ -96,9 +123,9 @@ def test_provenance_is_a_bottom_module() -> None:
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["provenance"]
 
 
-def import_graph(root: Path, *, local: bool) -> dict[str, set[str]]:
-    """module -> the project modules it imports (module-level only, or with `local` the imports inside functions
-    too). `from pkg import name` counts as importing `pkg.name` when that is a module, else `pkg`."""
+def project_imports(root: Path) -> dict[str, list[tuple[str, int, bool]]]:
+    """module -> (imported project module, line, inside a function) for every `import` statement of the package at
+    `root`. `from pkg import name` counts as importing `pkg.name` when that is a module, else `pkg`."""
     modules: dict[str, Path] = {}
     for path in root.rglob("*.py"):
         parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -109,31 +136,123 @@ def import_graph(root: Path, *, local: bool) -> dict[str, set[str]]:
             name = name.rpartition(".")[0]
         return name or None
 
-    graph: dict[str, set[str]] = {}
+    found: dict[str, list[tuple[str, int, bool]]] = {}
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        names = _imported_names(ast.parse(path.read_text("utf-8"), str(path)), package, local)
-        graph[module] = {t for t in map(owner, names) if t is not None and t != module}
-    return graph
+        names = _imported_names(ast.parse(path.read_text("utf-8"), str(path)), package)
+        found[module] = [(target, line, lazy) for name, line, lazy in names
+                         if (target := owner(name)) is not None and target != module]
+    return found
 
 
-def _imported_names(tree: ast.AST, package: str, local: bool) -> set[str]:
-    """Dotted names the `import` statements of a module name (inside functions too with `local`)."""
-    names: set[str] = set()
+def import_graph(root: Path, *, local: bool) -> dict[str, set[str]]:
+    """module -> the project modules it imports (module-level only, or with `local` the imports inside functions
+    too)."""
+    return {module: {t for t, _, lazy in imports if local or not lazy}
+            for module, imports in project_imports(root).items()}
+
+
+def _imported_names(tree: ast.AST, package: str) -> list[tuple[str, int, bool]]:
+    """(dotted name, line, inside a function) for each name the `import` statements of a module name."""
+    names: list[tuple[str, int, bool]] = []
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]  # (node, inside a function)
     while stack:
         node, in_function = stack.pop()
-        if isinstance(node, ast.Import) and (local or not in_function):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and (local or not in_function):
+        if isinstance(node, ast.Import):
+            names += [(a.name, node.lineno, in_function) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from the module's package, one level up per extra dot
                 parts = package.split(".")
                 base = ".".join(parts[:len(parts) - (node.level - 1)] + ([base] if base else []))
-            names.update(f"{base}.{a.name}" for a in node.names)
+            names += [(f"{base}.{a.name}", node.lineno, in_function) for a in node.names]
         inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
     return names
+
+
+def _layer(module: str) -> str:
+    """The row of a project module: its package, or its own name for a top-level module (`__init__`: the root)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def rule_violations(root: Path, allowed: dict[str, set[str]], lazy_only: dict[str, set[str]],
+                    exceptions: dict[tuple[str, str], str], unruled: set[str]) -> tuple[list[str], set]:
+    """Every project import of the package at `root` (inside functions too) that its row of `allowed` forbids, or
+    that `lazy_only` forbids at module level, as "path:line: module imports target (…)"; and the exceptions used."""
+    problems: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for module, imports in sorted(project_imports(root).items()):
+        layer = _layer(module)
+        if layer in unruled:
+            continue
+        may = allowed.get(layer)
+        where = root.parent.joinpath(*module.split(".")).with_suffix(".py")
+        if not where.exists():
+            where = where.with_suffix("") / "__init__.py"
+        for target, line, lazy in imports:
+            other = _layer(target)
+            if other == layer or other == "__init__":
+                continue
+            if (module, target) in exceptions:
+                used.add((module, target))
+                continue
+            if may is None or other not in may:
+                problems.append(f"{where}:{line}: {module} imports {target}{' inside a function' if lazy else ''}: "
+                                f"{layer} may not import {other}")
+            elif not lazy and other in lazy_only.get(layer, set()):
+                problems.append(f"{where}:{line}: {module} imports {target} at module level: {layer} may import "
+                                f"{other} only inside functions")
+    return problems, used
+
+
+def test_every_import_follows_the_rules() -> None:
+    """Every project import, those inside functions included, keeps the table (or is a listed exception); and every
+    exception is still needed."""
+    import omnidecision
+
+    problems, used = rule_violations(Path(omnidecision.__file__).parent, ALLOWED, LAZY_ONLY, EXCEPTIONS, UNRULED)
+    assert not problems, "imports docs/architecture.md forbids:\n" + "\n".join(problems)
+    assert set(EXCEPTIONS) == used, f"exceptions no import needs any more: {sorted(set(EXCEPTIONS) - used)}"
+
+
+def test_a_planted_lazy_import_is_reported(tmp_path: Path) -> None:
+    """The test of the test: in a copy of the package, an agent import planted inside a function of the rewards
+    (which never import the agent) and a module-level import in the pipeline (lazy only) are both reported, with
+    file and line; the unchanged copy is clean."""
+    import shutil
+
+    import omnidecision
+
+    root = tmp_path / "omnidecision"
+    shutil.copytree(Path(omnidecision.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    assert rule_violations(root, ALLOWED, LAZY_ONLY, EXCEPTIONS, UNRULED)[0] == []
+    checks = root / "rewards" / "checks.py"
+    lines = checks.read_text("utf-8").splitlines()
+    checks.write_text("\n".join([*lines, "", "", "def _planted():", "    from omnidecision.agent import loop",
+                                  "", "    return loop", ""]), "utf-8")
+    (root / "pipeline" / "planted.py").write_text("from omnidecision.eval import report\n", "utf-8")
+    problems, _ = rule_violations(root, ALLOWED, LAZY_ONLY, EXCEPTIONS, UNRULED)
+    assert sorted(problems) == [
+        f"{root / 'pipeline' / 'planted.py'}:1: omnidecision.pipeline.planted imports omnidecision.eval.report at "
+        "module level: pipeline may import eval only inside functions",
+        f"{checks}:{len(lines) + 4}: omnidecision.rewards.checks imports omnidecision.agent.loop inside a function: "
+        "rewards may not import agent",
+    ]
+
+
+def test_eval_imports_nothing_from_collect() -> None:
+    """eval = rollouts reported, collect = rollouts recorded for training: both stand on the rollout engine, and
+    eval reaches nothing of collect, not even inside a function."""
+    import omnidecision
+
+    imports = project_imports(Path(omnidecision.__file__).parent)
+    eval_modules = [m for m in imports if m.startswith("omnidecision.eval.")]
+    assert len(eval_modules) > 10, "the eval package was not read"
+    found = [f"{m}:{line} imports {t}" for m in eval_modules for t, line, _ in imports[m]
+             if t == "omnidecision.collect" or t.startswith("omnidecision.collect.")]
+    assert not found, found
 
 
 def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -175,15 +294,20 @@ def test_no_import_circles(scope: str) -> None:
 
 
 def render_table() -> str:
-    """ALLOWED as the Markdown table docs/architecture.md shows (rows and cells in layer order)."""
-    order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "collect", "eval", "onpolicy", "rewards",
-             "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling", "checkpoints", "launch", "export",
-             "stats", "gpustats", "smoke", "pipeline"]
+    """ALLOWED as the Markdown table docs/architecture.md shows (rows and cells in layer order), with LAZY_ONLY
+    marked and the exceptions below it."""
+    order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "collect", "eval", "onpolicy",
+             "grounding", "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling",
+             "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline"]
     rank = {name: i for i, name in enumerate(order)}
-    lines = ["| package | may load at import time (besides itself) |", "| --- | --- |"]
+    lines = ["| package | may import, inside functions too (besides itself) |", "| --- | --- |"]
     for package in sorted(ALLOWED, key=lambda p: rank.get(p, len(order))):
         others = sorted(ALLOWED[package] - {package}, key=lambda p: (rank.get(p, len(order)), p))
-        lines.append(f"| {package} | {', '.join(others) or '—'} |")
+        lazy = LAZY_ONLY.get(package, set())
+        cells = [f"{p} (inside functions only)" if p in lazy else p for p in others]
+        lines.append(f"| {package} | {', '.join(cells) or '—'} |")
+    lines += ["", "| exception: module | imports | why |", "| --- | --- | --- |"]
+    lines += [f"| {a} | {b} | {why} |" for (a, b), why in sorted(EXCEPTIONS.items())]
     return "\n".join(lines)
 
 

@@ -157,7 +157,7 @@ def test_a_toy_backend_kind_is_one_function_plus_its_registration():
 
 
 def test_a_recipe_naming_an_unknown_format_or_kind_fails_at_load_listing_the_registered_ones():
-    from omnidecision.collect.recipe import RecipeError, recipe_from_dict
+    from omnidecision.rollout.recipe import RecipeError, recipe_from_dict
 
     with pytest.raises(RecipeError, match=r"tasks.format: .*unknown task format 'csv'; registered: .*jsonl"):
         recipe_from_dict({"tasks": {"path": "x", "format": "csv"}, "backends": {"default": {"kind": "teacher"}}})

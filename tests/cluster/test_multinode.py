@@ -114,8 +114,8 @@ def test_serve_start_timeout_suits_an_8b_cold_start():
 
     import yaml
 
-    from omnidecision.collect.recipe import ServeSpec
     from omnidecision.eval.cli import serve
+    from omnidecision.rollout.recipe import ServeSpec
     from omnidecision.serving.vllm_server import STARTUP_TIMEOUT_S, VLLMServer
 
     assert STARTUP_TIMEOUT_S >= 900

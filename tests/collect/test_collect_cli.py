@@ -13,9 +13,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.collect.options import CollectOptions
-from omnidecision.collect.recipe import load_recipe
-from omnidecision.collect.store import read_records, shard_path
+from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.recipe import load_recipe
+from omnidecision.rollout.store import read_records, shard_path
 
 ROOT = Path(__file__).resolve().parents[2]
 TEACHER = ROOT / "configs" / "collect" / "synthetic-teacher.yaml"

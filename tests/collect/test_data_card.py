@@ -18,9 +18,9 @@ import pytest
 
 from omnidecision.collect.datacard import DATA_CARD_JSON, DATA_CARD_MD
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
-from omnidecision.collect.recipe import load_recipe
-from omnidecision.collect.runner import collect
-from omnidecision.collect.store import read_records, trajectory_files
+from omnidecision.rollout.recipe import load_recipe
+from omnidecision.rollout.runner import collect
+from omnidecision.rollout.store import read_records, trajectory_files
 from omnidecision.tasks.synth import write_suite
 
 from .conftest import teacher_recipe
@@ -101,7 +101,7 @@ def test_reported_models_prefer_the_manifest_and_unknown_task_files_are_said(col
 def test_tokens_with_the_given_or_the_served_tokenizer(collection, tmp_path, tiny_planner):
     from transformers import AutoTokenizer
 
-    from omnidecision.collect.parity import conversation_ids
+    from omnidecision.rollout.parity import conversation_ids
 
     _, runs = collection
     out = tmp_path / "h"

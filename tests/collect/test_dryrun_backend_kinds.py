@@ -3,9 +3,9 @@ an unknown kind is an error that lists the registered ones."""
 
 from __future__ import annotations
 
-from omnidecision.collect.dryrun import backend_check
 from omnidecision.preflight import DryRunReport
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.checks import backend_check
 
 
 def _status(kind: str) -> tuple[str, str]:

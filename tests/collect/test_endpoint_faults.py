@@ -18,19 +18,19 @@ from pathlib import Path
 
 import pytest
 
-from omnidecision.collect.breaker import (
+from omnidecision.eval.report import build_report, render_markdown
+from omnidecision.protocol.chat import BackendError, ChatRequest
+from omnidecision.protocol.records import RunRecord
+from omnidecision.rollout.breaker import (
     BreakerSettings,
     CollectionStopped,
     EndpointBreaker,
     GuardedBackend,
     is_unreachable,
 )
-from omnidecision.collect.recipe import load_recipe
-from omnidecision.collect.runner import collect
-from omnidecision.collect.store import read_records, shard_path, supersede_errors, superseded_path
-from omnidecision.eval.report import build_report, render_markdown
-from omnidecision.protocol.chat import BackendError, ChatRequest
-from omnidecision.protocol.records import RunRecord
+from omnidecision.rollout.recipe import load_recipe
+from omnidecision.rollout.runner import collect
+from omnidecision.rollout.store import read_records, shard_path, supersede_errors, superseded_path
 from omnidecision.tasks.synth import write_suite
 from tests.stub_chat import ChatStubHandler, chat_completion
 
@@ -347,7 +347,7 @@ def recipe_yaml(items: list[str]) -> str:
     """`a.b=v` overrides as the nested YAML of a recipe file."""
     import yaml
 
-    from omnidecision.collect.recipe import set_path
+    from omnidecision.rollout.recipe import set_path
 
     data: dict = {}
     for item in items:

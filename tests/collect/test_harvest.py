@@ -14,10 +14,6 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
-from omnidecision.collect.options import CollectOptions
-from omnidecision.collect.parity import check_row_parity, planner_prompt_ids
-from omnidecision.collect.runner import collect_runs
-from omnidecision.collect.store import read_records, shard_path
 from omnidecision.ledger import (
     Ledger,
     actionable_need_indices,
@@ -43,6 +39,10 @@ from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import JudgeResult, RunRecord, StepRecord
 from omnidecision.protocol.rule import rule_decision_text
+from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.parity import check_row_parity, planner_prompt_ids
+from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.store import read_records, shard_path
 from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import CLI
@@ -292,7 +292,7 @@ def test_a_collection_without_the_system_turn_harvests_rows_without_it(synth_dir
     """`AgentConfig.planner_system_prompt=False`: the agent sends the digest alone, the harvest rebuilds every
     state's prompt in that same form (no fallback to the recorded text), the SFT data stats count no system
     turn, and serving a planner trained on it with the system turn is flagged by the parity check."""
-    from omnidecision.collect.parity import system_prompt_mismatch
+    from omnidecision.rollout.parity import system_prompt_mismatch
     from omnidecision.sft.data import data_stats, load_sft_splits
 
     tasks = load_tasks(synth_dir, "synthetic")[:12]

@@ -13,8 +13,8 @@ from pathlib import Path
 import datasets
 
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
-from omnidecision.collect.store import read_records, trajectory_files
 from omnidecision.ledger import Ledger
+from omnidecision.rollout.store import read_records, trajectory_files
 
 from .conftest import CLI
 

@@ -15,11 +15,11 @@ import pytest
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
-from omnidecision.collect.options import CollectOptions
-from omnidecision.collect.recipe import load_recipe
-from omnidecision.collect.runner import collect, collect_runs
-from omnidecision.collect.store import read_records, shard_path
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.recipe import load_recipe
+from omnidecision.rollout.runner import collect, collect_runs
+from omnidecision.rollout.store import read_records, shard_path
 from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import CLI, teacher_recipe

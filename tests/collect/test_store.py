@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from omnidecision.collect.store import (
+from omnidecision.protocol.records import RunRecord
+from omnidecision.rollout.store import (
     RecordWriter,
     TrajectoryFileError,
     finished_keys,
@@ -22,7 +23,6 @@ from omnidecision.collect.store import (
     repair_tail,
     shard_of,
 )
-from omnidecision.protocol.records import RunRecord
 
 
 def _rec(task: str, sample: int = 0, **kw: object) -> RunRecord:
@@ -43,7 +43,7 @@ SHARD_PINNED = [1, 2, 1, 1, 1, 3, 1, 1]
 @pytest.mark.parametrize("seed", ["0", "1", "4242"])
 def test_shard_hash_is_stable_across_processes_and_hash_seeds(seed: str) -> None:
     """Other Python processes, each with its own PYTHONHASHSEED (as on other nodes), shard every id the same way."""
-    code = ("import json, sys; from omnidecision.collect.store import shard_of; "
+    code = ("import json, sys; from omnidecision.rollout.store import shard_of; "
             "print(json.dumps([shard_of(t, n) for t in json.loads(sys.argv[1]) for n in (2, 4, 7)]))")
     env = {**os.environ, "PYTHONHASHSEED": seed}
     out = subprocess.run([sys.executable, "-c", code, json.dumps(SHARD_IDS)], capture_output=True, text=True,

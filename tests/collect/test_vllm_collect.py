@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from omnidecision.collect.recipe import load_recipe
-from omnidecision.collect.runner import collect
-from omnidecision.collect.store import read_records, shard_path
+from omnidecision.rollout.recipe import load_recipe
+from omnidecision.rollout.runner import collect
+from omnidecision.rollout.store import read_records, shard_path
 
 pytestmark = [pytest.mark.vllm]
 

@@ -1,5 +1,5 @@
-"""scripts/run_arms.py: the experiment's plan cut to some arms keeps every step their test evaluations read from
-and nothing else; per-family means cut each arm's outcomes to one family's tasks."""
+"""scripts/analysis/run_arms.py: the experiment's plan cut to some arms keeps every step their test evaluations read
+from and nothing else; per-family means cut each arm's outcomes to one family's tasks."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from omnidecision.pipeline.experiment import load_experiment
 from omnidecision.pipeline.plan import build_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("run_arms", ROOT / "scripts/run_arms.py")
+spec = importlib.util.spec_from_file_location("run_arms", ROOT / "scripts/analysis/run_arms.py")
 run_arms = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run_arms)
 

@@ -1,4 +1,5 @@
-"""scripts/testbed_change.py: one arm before and after a change, per family and overall, paired by start and task."""
+"""scripts/analysis/testbed_change.py: one arm before and after a change, per family and overall, paired by start and
+task."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("testbed_change", ROOT / "scripts/testbed_change.py")
+spec = importlib.util.spec_from_file_location("testbed_change", ROOT / "scripts/analysis/testbed_change.py")
 testbed_change = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(testbed_change)
 

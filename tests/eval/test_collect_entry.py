@@ -1,4 +1,4 @@
-"""Eval goes through collect's one entry (`collect.runner.prepare` + `collect`): it writes collect's manifest and
+"""Eval goes through collect's one entry (`rollout.runner.prepare` + `collect`): it writes collect's manifest and
 refuses a second experiment in the same folder, and a live eval passes collect's pre-flight before any server
 starts (the served roles are checked by the server, not by the pre-flight).
 
@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from omnidecision.collect.recipe import RecipeError
 from omnidecision.eval.runner import eval_recipe_from_dict, run_eval
+from omnidecision.rollout.recipe import RecipeError
 
 from .conftest import teacher_recipe
 

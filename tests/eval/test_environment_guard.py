@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.collect.recipe import RecipeError
 from omnidecision.eval.runner import OFFLINE_NO_TOOLS, environment_label, eval_recipe_from_dict, run_eval
+from omnidecision.rollout.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]
 SFT_RECIPE = ROOT / "configs" / "eval" / "qwen3-8b-sft.yaml"

@@ -1,5 +1,5 @@
-"""scripts/family_table.py: per-family counts of eval folders and, where the planner's training run is found through
-its provenance, that run's best dev loss (the figure docs/findings.md's seed table reads)."""
+"""scripts/analysis/family_table.py: per-family counts of eval folders and, where the planner's training run is found
+through its provenance, that run's best dev loss (the figure docs/research/source-switch.md's seed table reads)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("family_table", ROOT / "scripts/family_table.py")
+spec = importlib.util.spec_from_file_location("family_table", ROOT / "scripts/analysis/family_table.py")
 family_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(family_table)
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.collect.recipe import cli_overrides as passthrough_overrides
+from omnidecision.rollout.recipe import cli_overrides as passthrough_overrides
 
 
 def test_serve_rejects_bad_lora(tmp_path):

@@ -1,5 +1,5 @@
-"""scripts/start_gains.py: per-start gains over SFT, and the split-half correlation that shares no test task between
-the SFT level and the gain."""
+"""scripts/analysis/start_gains.py: per-start gains over SFT, and the split-half correlation that shares no test task
+between the SFT level and the gain."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("start_gains", ROOT / "scripts/start_gains.py")
+spec = importlib.util.spec_from_file_location("start_gains", ROOT / "scripts/analysis/start_gains.py")
 start_gains = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(start_gains)
 

@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.collect.recipe import RecipeError
 from omnidecision.eval.runner import eval_recipe_from_dict, load_records, run_eval
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.recipe import RecipeError
 from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import teacher_recipe
@@ -58,7 +58,7 @@ def test_split_errors_name_the_problem(tmp_path):
 
 
 def test_a_recipe_keeps_the_tasks_of_an_ids_file(tmp_path):
-    from omnidecision.collect.runner import select_tasks
+    from omnidecision.rollout.runner import select_tasks
 
     doc = _split(tmp_path / "folds", seed=0)
     recipe = eval_recipe_from_dict({"tasks": {"path": str(DEV), "format": "omnigaia",

@@ -1,5 +1,5 @@
-"""scripts/wrong_decisions.py: a decision is compared with the rule's at the same state, an unnamed tool read as the
-one the loop runs (the first of the line's sources=)."""
+"""scripts/analysis/wrong_decisions.py: a decision is compared with the rule's at the same state, an unnamed tool read
+as the one the loop runs (the first of the line's sources=)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from omnidecision.ledger import Ledger, Need
 from omnidecision.protocol.actions import CallAction, FinishAction
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("wrong_decisions", ROOT / "scripts/wrong_decisions.py")
+spec = importlib.util.spec_from_file_location("wrong_decisions", ROOT / "scripts/analysis/wrong_decisions.py")
 wrong_decisions = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(wrong_decisions)
 

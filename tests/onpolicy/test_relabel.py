@@ -10,15 +10,15 @@ import pytest
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
-from omnidecision.collect.options import CollectOptions
-from omnidecision.collect.recipe import RecipeError
-from omnidecision.collect.runner import collect_runs
-from omnidecision.collect.store import shard_path
 from omnidecision.ledger import Ledger
 from omnidecision.onpolicy.relabel import relabel_runs, write_rows
 from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.rule import rule_decision_text
+from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.recipe import RecipeError
+from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 

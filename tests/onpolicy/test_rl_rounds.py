@@ -45,10 +45,10 @@ def judge_rows(tmp_path_factory) -> Path:
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
-    from omnidecision.collect.options import CollectOptions
-    from omnidecision.collect.runner import collect_runs
-    from omnidecision.collect.store import shard_path
     from omnidecision.protocol.chat import BackendSpec
+    from omnidecision.rollout.options import CollectOptions
+    from omnidecision.rollout.runner import collect_runs
+    from omnidecision.rollout.store import shard_path
     from omnidecision.tasks.loaders import load_tasks
     from omnidecision.tasks.synth import write_suite
 

@@ -21,11 +21,11 @@ import pytest
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
-from omnidecision.collect.breaker import BreakerSettings, CollectionStopped
-from omnidecision.collect.options import CollectOptions
-from omnidecision.collect.runner import collect_runs
-from omnidecision.collect.store import read_records
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.breaker import BreakerSettings, CollectionStopped
+from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.store import read_records
 
 FAULTS = ("ok",) * 7 + ("http500", "http429", "slow", "truncated", "garbage", "drop")
 

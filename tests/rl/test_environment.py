@@ -1,4 +1,4 @@
-"""The ledger agent as a TRL environment (omnidecision/rl/environment.py): the tool-call format round-trips the
+"""The ledger agent as a TRL environment (omnidecision/rollout/environment.py): the tool-call format round-trips the
 planner's action JSON, an episode driven by hand runs the real agent to a judged answer, and TRL's GRPOTrainer
 trains the environment for two steps from a tiny SFT planner, with rewards that are the environment's judged runs
 and weights that move."""
@@ -36,9 +36,9 @@ def sft_start(tasks_dir, tmp_path_factory) -> Path:
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
-    from omnidecision.collect.options import CollectOptions
-    from omnidecision.collect.runner import collect_runs
     from omnidecision.protocol.chat import BackendSpec
+    from omnidecision.rollout.options import CollectOptions
+    from omnidecision.rollout.runner import collect_runs
     from omnidecision.sft.config import parse_args as sft_args
     from omnidecision.sft.train import main as sft_main
     from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
@@ -63,7 +63,7 @@ def test_the_action_json_is_the_tool_call(tiny_planner):
     from transformers import AutoTokenizer
     from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_response, supports_tool_calling
 
-    from omnidecision.rl.environment import LedgerEnvironment, use_action_tool_format
+    from omnidecision.rollout.environment import LedgerEnvironment, use_action_tool_format
 
     tok = use_action_tool_format(AutoTokenizer.from_pretrained(tiny_planner))
     assert supports_tool_calling(tok) and is_chat_template_prefix_preserving(tok)
@@ -89,7 +89,7 @@ def test_the_action_json_is_the_tool_call(tiny_planner):
 
 def test_an_episode_runs_the_agent_to_a_judged_answer(tasks_dir):
     from omnidecision.protocol.prompts import load_prompt
-    from omnidecision.rl.environment import LedgerEnvironment, task_rows
+    from omnidecision.rollout.environment import LedgerEnvironment, task_rows
     from omnidecision.tasks.loaders import load_tasks
 
     LedgerEnvironment.configure()
@@ -168,7 +168,7 @@ def test_environment_recipe_checks(tmp_path):
 
 
 def test_a_task_set_without_tasks_is_a_clear_error(tmp_path):
-    from omnidecision.rl.environment import LedgerEnvironment, load_task_dataset
+    from omnidecision.rollout.environment import LedgerEnvironment, load_task_dataset
 
     empty = tmp_path / "tasks.jsonl"
     empty.write_text("")

@@ -19,6 +19,7 @@ RECIPE = Path(__file__).resolve().parents[2] / "configs" / "grpo" / "tiny-cpu.ya
 
 def _args(model: Path, data: Path, out: Path, *extra: str):
     from omnidecision.launch import parse_stage_args, stage_args
+    from omnidecision.rl.config import GRPO_STAGE
 
     # 4 training states, 2 per generation: the 3 steps cross an epoch (the sampler draws a fresh permutation)
     overrides = ["--model_name_or_path", str(model), "--dataset_name", str(data), "--output_dir", str(out),
@@ -26,7 +27,7 @@ def _args(model: Path, data: Path, out: Path, *extra: str):
                  "--generation_batch_size", "8", "--max_completion_length", "16", "--eval_closure_n", "4",
                  "--max_train_samples", "4", "--checkpoint_every", "2", "--checkpoint_dev_n", "4",
                  "--logging_steps", "1", "--seed", "5", *extra]
-    return parse_stage_args("grpo", stage_args("grpo", RECIPE, overrides))
+    return parse_stage_args(GRPO_STAGE, stage_args(GRPO_STAGE, RECIPE, overrides))
 
 
 def test_rft_select_samples_on_the_states_grpo_trains_on(tiny_planner, rl_dir, tmp_path):

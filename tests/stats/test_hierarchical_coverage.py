@@ -2,7 +2,7 @@
 between tasks, the 95% `hierarchical_contrast` interval covers the true difference about 95% of the time, and the
 task-only interval of today's pooling (`paired_in_loop`'s bootstrap over pooled start:task units, as
 `demo.pool` does) covers it far less often on the same data; `hierarchical_mean` covers an arm's true mean
-when its level varies between starts. Seeded: the same numbers on every run (docs/findings.md, "Hierarchical
+when its level varies between starts. Seeded: the same numbers on every run (docs/research/statistics.md, "Hierarchical
 intervals", lists them).
 
     pytest -q tests/stats/test_hierarchical_coverage.py
@@ -19,8 +19,8 @@ N = 600. The interval must cover in [0.925, 0.98]: at most 2.8 SE below 0.95 (un
 matters: claims the data do not carry), and up to 3.4 SE above, because the method is conservative by design with
 few starts (Satterthwaite df; the start level switches to S − 1 df whenever the start deltas spread more than
 their within-start noise; measured 0.96–0.98 over a grid of designs with small start × arm variance, see
-docs/findings.md). The task-only interval must cover at most 0.88 (more than 7 SE below 0.95) and at least 0.08
-less than the hierarchical one. Measured (`python tests/stats/test_hierarchical_coverage.py`): 3 starts 0.972
+docs/research/statistics.md). The task-only interval must cover at most 0.88 (more than 7 SE below 0.95) and at least
+0.08 less than the hierarchical one. Measured (`python tests/stats/test_hierarchical_coverage.py`): 3 starts 0.972
 hierarchical vs 0.783 task-only (the mean 0.950); 1 start 0.962 vs 0.852.
 """
 
@@ -103,7 +103,7 @@ GRID = [dict(starts=st, reps_a=4, reps_b=4, tasks=60, sd_start=0.04, sd_start_ar
         for st in (1, 2, 3, 5) for sxa in ((0.0,) if st == 1 else (0.0, 0.015, 0.03, 0.05)) for rep in (0.0, 0.04)]
 
 
-if __name__ == "__main__":  # the figures docs/findings.md quotes; --grid: the wider table (1000 simulations each)
+if __name__ == "__main__":  # the figures docs/research/statistics.md quotes; --grid: the wider table
     import sys
 
     for design_name, design in DESIGNS.items():

@@ -12,7 +12,7 @@ Every stage is the command a user runs (a subprocess of `omnidecision`). Besides
 - vLLM renders the same prompt (its prompt token count equals ours) and, greedy in float32, base + adapter decides
   token for token as PEFT does in transformers.
 
-Needs `make real-model` (skips without it). Wall time and per-stage times: docs/findings.md.
+Needs `make real-model` (skips without it). Wall time and per-stage times: docs/research/real-model.md.
 
     pytest -q -m slow tests/synthetic/test_smollm2_e2e.py -s
 """
@@ -194,7 +194,7 @@ def test_vllm_serves_base_plus_adapter_as_peft_applies_it(base: Path, harvest: P
         with torch.no_grad():
             ids = model.generate(**enc, max_new_tokens=24, do_sample=False)
         # kept as generated: a decision that ends at <|im_end|> ends with it on both sides (vLLM's logprobs list
-        # the stop token; measured, docs/findings.md), one cut at max_new_tokens has none
+        # the stop token; measured, docs/research/real-model.md), one cut at max_new_tokens has none
         expected.append(ids[0, enc["input_ids"].shape[1]:].tolist())
     start = time.monotonic()
     with VLLMServer(base, served_name="smollm2", lora_modules={"planner": str(trained["adapter"])},

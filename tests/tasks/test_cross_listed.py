@@ -1,8 +1,8 @@
 """A need's wording does not predict its listed tool (`synth.P_CROSS_LISTED`): audio-worded and subtitle-worded
 hops list either source, the one whose file holds the value, in the ordinary families as in the planning ones; in
 source_switch the switching need lists either source, and the other one (which holds the value) as `alt`.
-A planner therefore has to read `tool=` (and `tried=`/`alt=`) on the need's digest line (docs/findings.md, "Why
-oracle_sft failed source_switch")."""
+A planner therefore has to read `tool=` (and `tried=`/`alt=`) on the need's digest line
+(docs/research/source-switch.md, "Why oracle_sft failed source_switch")."""
 
 from __future__ import annotations
 

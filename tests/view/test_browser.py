@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from omnidecision.collect.store import read_records
+from omnidecision.rollout.store import read_records
 from omnidecision.view import write_view
 from omnidecision.view.render import slug
 from omnidecision.view.timeline import build, time_window

@@ -14,8 +14,8 @@ from markupsafe import escape
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.collect.store import read_records
 from omnidecision.ledger import replay
+from omnidecision.rollout.store import read_records
 from omnidecision.view.load import load
 from omnidecision.view.render import slug
 from omnidecision.view.timeline import build

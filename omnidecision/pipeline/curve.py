@@ -1,0 +1,216 @@
+"""The teacher-data curve: the experiment with the amount of teacher data as a dimension (issue 57).
+
+    omnidecision experiment --config configs/experiment/teacher-curve.yaml --out runs/curve --dry-run
+    omnidecision experiment --config configs/experiment/teacher-curve.yaml --out runs/curve \
+        --results docs/results/teacher-curve.json
+    python -m omnidecision.pipeline.curve docs/results/teacher-curve.json \
+        --page docs/research/teacher-curve-result.md --plot docs/results/teacher-curve.png
+
+A curve recipe (`ExperimentRecipe.teacher_tasks`) runs one demo folder per cell (N, start) under `OUT/n-N/seed-S`:
+the teacher's runs cover the first N train tasks; everything else is the experiment's protocol (replicates, planned
+contrasts, budgets, restart: a cell with a `summary.json` is kept). Each N is pooled on its own
+(`experiment.pool`), the teacher's runs of each cell are counted and priced (`teacher_cost`), and the headline
+declared in the recipe is read (`headline`): the smallest N at which the best of the declared RL arms matches SFT at
+the largest N (the lower end of the 95% interval of their difference above −`curve_margin`). The test suite of a
+start is the same at every N, so that difference is paired per (start, task).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def cell_folder(out: Path, n: int | None, start: int) -> Path:
+    """A cell's demo folder: `OUT/n-N/seed-S` in a curve, `OUT/seed-S` otherwise (the plain experiment's layout)."""
+    return (out / f"n-{n}" / f"seed-{start}") if n is not None else out / f"seed-{start}"
+
+
+def teacher_cost(folder: Path, price_per_call: float) -> dict[str, Any]:
+    """The teacher's collected runs of one cell (train and dev), counted from their trajectory files and priced at
+    `price_per_call` per tool call. Dev runs are the same at every N (checkpoint choice reads them): kept apart."""
+    from omnidecision.rollout.store import load_records
+
+    out: dict[str, Any] = {}
+    for split in ("train", "dev"):
+        runs = tool_calls = planner_calls = tokens = 0
+        seen: set[str] = set()
+        for rec in load_records(folder / f"collect-{split}"):
+            runs += 1
+            seen.add(rec.task_id)
+            tool_calls += sum(rec.totals.tool_calls.values())
+            planner_calls += len(rec.steps)
+            tokens += rec.totals.prompt_tokens + rec.totals.completion_tokens
+        tasks = len(seen)
+        out[split] = {"runs": runs, "tasks": tasks, "tool_calls": tool_calls, "planner_calls": planner_calls,
+                      "tokens": tokens, "usd": round(tool_calls * price_per_call, 4)}
+    return out
+
+
+def headline(by_n: dict[int, dict[str, Any]], outcomes: dict[int, dict[str, Any]], rl_arms: list[str],
+             margin: float, *, seed: int = 0) -> dict[str, Any]:
+    """At each N, each declared RL arm against SFT at the largest N (hierarchical, paired per start and task); the
+    smallest N at which the best of them (highest pooled mean at that N) matches: low > −margin."""
+    from omnidecision.stats import hierarchical_contrast
+
+    top = max(by_n)
+    reference = outcomes[top]["sft"]
+    rows: dict[str, Any] = {}
+    smallest: int | None = None
+    for n in sorted(by_n):
+        means = by_n[n]["pooled_accuracy"]
+        present = [a for a in rl_arms if a in outcomes[n]]
+        if not present:
+            continue
+        best = max(present, key=lambda a: (means.get(a) or 0.0, -rl_arms.index(a)))
+        contrasts = {a: hierarchical_contrast(outcomes[n][a], reference, seed=seed).model_dump() for a in present}
+        match = contrasts[best]["low"] > -margin
+        rows[str(n)] = {"best": best, "contrasts": contrasts, "matches": match}
+        if match and smallest is None:
+            smallest = n
+    return {"reference": f"sft at N={top}", "margin": margin, "by_n": rows, "smallest_n": smallest,
+            "teacher_runs_saved_fraction": None if smallest is None else round(1 - smallest / top, 4)}
+
+
+def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]]) -> dict[str, Any]:
+    """The curve's result: each N pooled as the experiment pools its starts, the teacher's cost per N (mean over the
+    starts' cells), and the declared headline."""
+    from omnidecision.pipeline.experiment import pool
+
+    by_n, outcomes, cost = {}, {}, {}
+    for n, done in sorted(cells.items()):
+        summaries, folders = [s for s, _ in done], [f for _, f in done]
+        by_n[n] = pool(summaries, folders, recipe)
+        outcomes[n] = by_n[n]["outcomes"]
+        per_cell = [teacher_cost(f, recipe.teacher_price_per_call) for f in folders]
+        cost[n] = {split: {k: round(sum(c[split][k] for c in per_cell) / len(per_cell), 4)
+                           for k in per_cell[0][split]} for split in ("train", "dev")}
+    return {"kind": "teacher-curve", "recipe": recipe.model_dump(), "teacher_tasks": sorted(by_n),
+            "price": {"per_tool_call_usd": recipe.teacher_price_per_call, "source": recipe.teacher_price_source},
+            "by_n": {str(n): v for n, v in by_n.items()}, "teacher_cost": {str(n): v for n, v in cost.items()},
+            "headline": headline(by_n, outcomes, recipe.curve_rl_arms, recipe.curve_margin)}
+
+
+def _means(result: dict[str, Any], n: str) -> dict[str, dict[str, float]]:
+    return (result["by_n"][n].get("contrasts") or {}).get("means", {})
+
+
+def curve_table(result: dict[str, Any]) -> list[str]:
+    """One row per arm, one column per N: the hierarchical mean and its 95% interval."""
+    ns = [str(n) for n in result["teacher_tasks"]]
+    arms = list(result["by_n"][ns[0]]["per_seed_accuracy"])
+    rows = ["| arm | " + " | ".join(f"N={n}" for n in ns) + " |", "|---|" + "---|" * len(ns)]
+    for arm in arms:
+        cells = []
+        for n in ns:
+            m = _means(result, n).get(arm)
+            cells.append("–" if m is None else f"{m['estimate']:.3f} [{m['low']:.3f}, {m['high']:.3f}]")
+        rows.append(f"| {arm} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def cost_table(result: dict[str, Any]) -> list[str]:
+    rows = ["| N | teacher runs (train) | tool calls | tokens | USD (train) | USD (dev, every N) |",
+            "|---|---|---|---|---|---|"]
+    for n in (str(n) for n in result["teacher_tasks"]):
+        c = result["teacher_cost"][n]
+        rows.append(f"| {n} | {c['train']['runs']:g} | {c['train']['tool_calls']:g} | {c['train']['tokens']:g} | "
+                    f"{c['train']['usd']:.2f} | {c['dev']['usd']:.2f} |")
+    return rows
+
+
+def contrast_table(result: dict[str, Any]) -> list[str]:
+    rows = ["| N | contrast | estimate | 95% interval | p |", "|---|---|---|---|---|"]
+    for n in (str(n) for n in result["teacher_tasks"]):
+        for k, v in ((result["by_n"][n].get("contrasts") or {}).get("planned") or {}).items():
+            rows.append(f"| {n} | {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] | "
+                        f"{v['p_value']:.3g} |")
+    return rows
+
+
+def headline_rows(result: dict[str, Any]) -> list[str]:
+    h = result["headline"]
+    rows = [f"Reference: {h['reference']}; an RL arm matches when the lower end of its 95% interval is above "
+            f"−{h['margin']:g}.", "", "| N | best declared RL arm | its difference to the reference | 95% interval "
+            "| matches |", "|---|---|---|---|---|"]
+    for n, v in h["by_n"].items():
+        c = v["contrasts"][v["best"]]
+        rows.append(f"| {n} | {v['best']} | {c['estimate']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | "
+                    f"{'yes' if v['matches'] else 'no'} |")
+    rows += ["", "Smallest N that matches: " + ("none" if h["smallest_n"] is None else
+                                                f"{h['smallest_n']} (teacher runs saved: "
+                                                f"{h['teacher_runs_saved_fraction']:.0%})")]
+    return rows
+
+
+def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None) -> str:
+    """The docs page of a curve result (every table generated from the file; tests/demo/test_curve.py checks)."""
+    lines = ["# The teacher-data curve: the result", "",
+             f"Generated from `{result_path}` by `python -m omnidecision.pipeline.curve {result_path} --page ...`; "
+             "the declaration is [teacher-curve.md](teacher-curve.md).", "",
+             "## Headline (declared before the run)", "", *headline_rows(result), "",
+             "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
+             *curve_table(result), "", "## Planned contrasts at each N", "", *contrast_table(result), "",
+             "## The teacher's cost", "",
+             f"Price: {result['price']['per_tool_call_usd']} USD per teacher tool call "
+             f"({result['price']['source']}).", "", *cost_table(result), ""]
+    if plot:
+        lines += ["## The curve", "", f"![accuracy against teacher runs and dollars]({plot})", ""]
+    return "\n".join(lines)
+
+
+def plot_curve(result: dict[str, Any], path: Path) -> None:
+    """Accuracy against teacher runs (left) and teacher dollars (right): one line per arm, 95% bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = [str(n) for n in result["teacher_tasks"]]
+    arms = list(result["by_n"][ns[0]]["per_seed_accuracy"])
+    xs = {"teacher runs (train)": [result["teacher_cost"][n]["train"]["runs"] for n in ns],
+          "teacher USD (train)": [result["teacher_cost"][n]["train"]["usd"] for n in ns]}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, (label, x) in zip(axes, xs.items(), strict=True):
+        for arm in arms:
+            ms = [_means(result, n).get(arm) for n in ns]
+            if any(m is None for m in ms):
+                continue
+            ax.plot(x, [m["estimate"] for m in ms], marker="o", label=arm)
+            ax.fill_between(x, [m["low"] for m in ms], [m["high"] for m in ms], alpha=0.12)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("test accuracy in the loop")
+    axes[1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Write the docs page (and the plot) of a teacher-curve result file.")
+    ap.add_argument("result", type=Path, help="the curve's result file (experiment --results)")
+    ap.add_argument("--page", type=Path, required=True, help="the markdown page to write")
+    ap.add_argument("--plot", type=Path, default=None, help="the curve plot (PNG) to write and show on the page")
+    args = ap.parse_args(argv)
+    result = json.loads(args.result.read_text("utf-8"))
+    if result.get("kind") != "teacher-curve":
+        raise SystemExit(f"{args.result}: not a teacher-curve result (kind {result.get('kind')!r})")
+    plot_ref = None
+    if args.plot is not None:
+        plot_curve(result, args.plot)
+        plot_ref = str(Path("..") / args.plot.relative_to(args.page.parent.parent)) \
+            if args.plot.is_relative_to(args.page.parent.parent) else str(args.plot)
+    args.page.write_text(curve_page(result, str(args.result), plot_ref), "utf-8")
+    print(f"wrote {args.page}" + (f" and {args.plot}" if args.plot else ""))
+
+
+if __name__ == "__main__":
+    main()

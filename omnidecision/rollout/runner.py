@@ -1,0 +1,413 @@
+"""Run the agent over many (task, sample) jobs concurrently, judge each run, append records to a shard file.
+
+`collect_runs(tasks, config, backends, options)` is the reusable core (the eval stage calls it too; `options` is a
+`rollout.options.CollectOptions`, from a recipe by `CollectOptions.from_recipe`): a fixed pool of `concurrency`
+workers (`Collection.worker`) pulls jobs from a queue, each job = `Collection.run_job` (`run_task`, then
+`Collection.judge_job`), every record goes to ONE `RecordWriter` (flush + fsync per line) and is counted
+(`CollectSummary.count`). Resumable: jobs whose (task_id, sample) already has a complete record
+in the output file are skipped; a torn last line is cut away before appending. Runs that ended with outcome
+`error` are not finished: a restart runs them again (their old records move to `errors-superseded*.jsonl`,
+`store.supersede_errors`) unless `options.retry_errors` is False (`--no-retry-errors`). A progress bar (tqdm)
+shows running accuracy and the outcome counts.
+
+Endpoints are watched by a circuit breaker (`rollout/breaker.py`): a run that failed because its endpoint was
+unreachable is not written (`Collection.requeue_after_endpoint_failure`); it runs again after the breaker's pause,
+and when the endpoint stays down the collection stops with `CollectionStopped` naming it (a restart of the same
+command continues).
+
+`collect(recipe)` is collect's one entry (the collect command, eval and the on-policy rounds go through it): it
+calls `prepare(recipe)` (load + filter tasks, keep this shard's tasks (`shard_of(task.id, n) == i`), the live
+environment's pre-flight, `manifest.json`, the tool services), builds the backends and runs.
+
+    omnidecision collect --config configs/collect/synthetic-teacher.yaml --out runs/synth-teacher
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnidecision.agent.config import AgentConfig
+from omnidecision.protocol.chat import BackendSpec, ChatBackend
+from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
+from omnidecision.rollout.breaker import CollectionStopped, EndpointBreaker, guard, start_job
+from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.recipe import CollectRecipe, RecipeError
+from omnidecision.rollout.store import (
+    RecordWriter,
+    finished_keys,
+    repair_tail,
+    shard_of,
+    supersede_errors,
+    write_json_atomic,
+)
+from omnidecision.tasks.schema import Task
+
+logger = logging.getLogger(__name__)
+
+Services = dict[str, Any] | Callable[[Task], dict[str, Any]] | None
+
+
+@dataclass
+class CollectSummary:
+    """What one collection did. `accuracy` counts judged answered runs only: error runs (no answer: a dead endpoint,
+    a crash) are counted apart in `errors`, judge failures in `judge_failures`; neither is a wrong answer."""
+
+    out_file: str
+    jobs: int = 0
+    skipped: int = 0  # already finished before this start
+    retried_errors: int = 0  # error records of earlier starts moved aside (errors-superseded*.jsonl), run again
+    done: int = 0
+    requeued: int = 0  # runs that failed on an unreachable endpoint and were run again (not written as errors)
+    outcomes: Counter = field(default_factory=Counter)
+    correct: int = 0
+    judged: int = 0
+    judge_failures: int = 0
+    errors: int = 0  # runs with outcome `error`: not judged as wrong answers
+    wall_s: float = 0.0
+
+    def count(self, record: RunRecord) -> None:
+        """Count one written record: its outcome and its judgment."""
+        self.done += 1
+        self.outcomes[record.outcome] += 1
+        if record.outcome == "error":  # no answer: counted apart, never as a wrong one
+            self.errors += 1
+        elif record.judge is not None:
+            if record.judge.correct is None:
+                self.judge_failures += 1
+            else:
+                self.judged += 1
+                self.correct += int(record.judge.correct)
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.judged if self.judged else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"out_file": self.out_file, "jobs": self.jobs, "skipped": self.skipped,
+                "retried_errors": self.retried_errors, "done": self.done, "requeued": self.requeued,
+                "outcomes": dict(self.outcomes), "correct": self.correct, "judged": self.judged,
+                "judge_failures": self.judge_failures, "errors": self.errors, "accuracy": self.accuracy,
+                "wall_s": round(self.wall_s, 3)}
+
+
+async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None,
+                       scorer: str = "lenient") -> JudgeResult:
+    """`judge_run` on the record's answer; any judge crash is a judge failure (correct=None), never a crash."""
+    from omnidecision.tasks.grading import judge_run
+
+    try:
+        return await judge_run(task, record.answer, llm, outcome=record.outcome, scorer=scorer)  # type: ignore[arg-type]
+    except Exception as exc:  # the judge must not take a batch down
+        logger.warning("judge failed on %s: %s: %s", record.run_id, type(exc).__name__, exc)
+        return JudgeResult(correct=None, method="judge_error", prediction=record.answer,
+                           detail=f"{type(exc).__name__}: {exc}"[:500])
+
+
+async def judge_draft(task: Task, record: RunRecord, llm: ChatBackend | None,
+                      scorer: str = "lenient") -> JudgeResult | None:
+    """The judge on an abstaining run's draft (`record.draft_answer`), so reports can show accuracy with drafted
+    answers next to the accuracy of what the agent submitted; None when the run has no draft."""
+    if record.draft_answer is None:
+        return None
+    return await judge_record(task, record.model_copy(update={"answer": record.draft_answer, "outcome": "forced"}),
+                              llm, scorer)
+
+
+def _postfix(s: CollectSummary) -> str:
+    acc = f"{s.accuracy:.3f}" if s.accuracy is not None else "-"
+    counts = " ".join(f"{o}={s.outcomes[o]}" for o in OUTCOMES if s.outcomes.get(o))
+    errors = f" errors={s.errors}" if s.errors else ""
+    return f"acc={acc} ({s.correct}/{s.judged} answered){errors} {counts}"
+
+
+Job = tuple[Task, int, int]  # (task, sample, times requeued after an endpoint failure)
+
+
+@dataclass
+class Collection:
+    """One start of `collect_runs`: what its workers share (the queue of jobs, the one writer, the summary, the
+    breaker, the progress bar). A worker's loop is `worker`; each step of it is a method of its own."""
+
+    config: AgentConfig
+    backends: dict[str, ChatBackend]
+    options: CollectOptions
+    summary: CollectSummary
+    writer: RecordWriter
+    judge_llm: ChatBackend | None = None
+    services: Services = None
+    tool_runner: Any = None
+    watch: EndpointBreaker | None = None
+    bar: Any = None  # tqdm, or None without a progress bar
+    queue: asyncio.Queue[Job] = field(default_factory=asyncio.Queue)
+
+    @property
+    def stopped(self) -> bool:
+        """The breaker stopped the collection: workers write nothing more (the next start runs what is left)."""
+        return self.watch is not None and self.watch.stopped is not None
+
+    async def run_job(self, task: Task, sample: int) -> RunRecord:
+        """Run the agent on one (task, sample), and judge the run."""
+        from omnidecision.agent.loop import run_task
+
+        svc = self.services(task) if callable(self.services) else self.services
+        record = await run_task(task, self.config, self.backends, sample=sample, tool_runner=self.tool_runner,
+                                services=svc)
+        if self.options.judge:
+            await self.judge_job(task, record)
+        return record
+
+    async def judge_job(self, task: Task, record: RunRecord) -> None:
+        """Grade the run's answer (and an abstaining run's draft) in place."""
+        record.judge = await judge_record(task, record, self.judge_llm, self.options.judge_scorer)
+        record.draft_judge = await judge_draft(task, record, self.judge_llm, self.options.judge_scorer)
+
+    def requeue_after_endpoint_failure(self, job: Job, failed: set[str], record: RunRecord) -> bool:
+        """True when the record must not be written: the endpoint died under this run, so it says nothing about the
+        agent. The job goes back in the queue (run again after the breaker's pause) while it has requeues left, else
+        waits for the next start; past its requeues its `error` record is written (False)."""
+        hurt = failed and (record.outcome == "error" or (record.judge is not None and record.judge.correct is None))
+        if not hurt or self.watch is None:
+            return False
+        if self.stopped:
+            return True
+        task, sample, again = job
+        if again < self.options.breaker.requeue:
+            self.summary.requeued += 1
+            self.queue.put_nowait((task, sample, again + 1))
+            return True
+        return False
+
+    def show_progress(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(_postfix(self.summary), refresh=False)
+
+    async def worker(self) -> None:
+        """Take jobs until the queue is empty (or the breaker stopped the collection): run, judge, write, count."""
+        while not self.stopped:
+            try:
+                job = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            failed = start_job()  # endpoints this job finds unreachable (set by the guarded backends)
+            record = await self.run_job(job[0], job[1])
+            if self.requeue_after_endpoint_failure(job, failed, record):
+                if self.stopped:
+                    return
+                continue
+            await self.writer.put(record)
+            self.summary.count(record)
+            self.show_progress()
+
+
+async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
+                       options: CollectOptions, *, judge_llm: ChatBackend | None = None, services: Services = None,
+                       tool_runner: Any = None) -> CollectSummary:
+    """Run every (task, sample) not yet in `options.out_file`, `options.concurrency` at a time; append each judged
+    record (`options.judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/grading.py).
+    `services`: one dict for every run, or a function task -> dict (per-task environments such as replay).
+    `options.retry_errors`: runs recorded with outcome `error` are run again (their records moved aside first).
+    `options.breaker`: the endpoint circuit breaker's settings (`enabled: false`: none). Raises `CollectionStopped`
+    (after writing every finished run) when an endpoint stayed unreachable."""
+    t0 = time.perf_counter()
+    out = Path(options.out_file)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # what is finished already (a torn last line cut away; earlier error runs moved aside to run again)
+    repair_tail(out)
+    retried = supersede_errors(out) if options.retry_errors else 0
+    done_keys = finished_keys(out)
+    jobs = [(t, k) for t in tasks for k in range(options.samples)]
+    todo = [(t, k) for t, k in jobs if (t.id, k) not in done_keys]
+    summary = CollectSummary(out_file=str(out), jobs=len(jobs), skipped=len(jobs) - len(todo), retried_errors=retried)
+    if summary.skipped or retried:
+        logger.info("%s: %d of %d runs already finished (%d earlier error runs to retry); %d to go", out,
+                    summary.skipped, len(jobs), retried, len(todo))
+    # endpoints behind the breaker
+    watch = EndpointBreaker(options.breaker) if options.breaker.enabled else None
+    backends = guard(backends, watch)
+    if judge_llm is not None:
+        judge_llm = guard({"judge": judge_llm}, watch)["judge"]
+    bar = None
+    if options.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(jobs), initial=summary.skipped, desc=options.desc, unit="run", dynamic_ncols=True)
+    # the workers
+    async with RecordWriter(out) as writer:
+        run = Collection(config=config, backends=backends, options=options, summary=summary, writer=writer,
+                         judge_llm=judge_llm, services=services, tool_runner=tool_runner, watch=watch, bar=bar)
+        for t, k in todo:
+            run.queue.put_nowait((t, k, 0))
+        try:
+            await asyncio.gather(*(run.worker() for _ in range(max(1, min(options.concurrency, len(todo))))))
+        finally:
+            if watch is not None:
+                await watch.aclose()
+    if bar is not None:
+        bar.close()
+    summary.wall_s = time.perf_counter() - t0
+    if watch is not None and watch.stopped is not None:
+        left = summary.jobs - summary.skipped - summary.done
+        raise CollectionStopped(watch.stopped.endpoint, (
+            f"collection stopped: {watch.stopped.reason}. {summary.done} runs were written to {out} in this start "
+            f"({summary.skipped} before it); the other {left} are not written. Run the same command again once "
+            f"{watch.stopped.endpoint} answers: finished runs are kept, the rest run then."))
+    return summary
+
+
+# -- recipe plumbing ---------------------------------------------------------------------------------------
+def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
+    """(this shard's tasks, all selected tasks) after the recipe's filters, offset and limit."""
+    from omnidecision.tasks.loaders import load_tasks
+
+    src = recipe.tasks
+    options = dict(src.options)
+    if recipe.environment.media_root and "media_root" not in options:
+        options["media_root"] = recipe.environment.media_root
+    tasks = load_tasks(src.path, src.format, **options)
+    if src.ids is not None:
+        wanted = set(src.ids)
+        tasks = [t for t in tasks if t.id in wanted]
+    if src.ids_file is not None:
+        from omnidecision.tasks.folds import read_ids_file
+
+        try:
+            wanted = set(read_ids_file(src.ids_file))
+        except ValueError as exc:
+            raise RecipeError(f"tasks.ids_file: {exc}") from exc
+        tasks = [t for t in tasks if t.id in wanted]
+    if src.levels is not None:
+        tasks = [t for t in tasks if t.level in set(src.levels)]
+    if src.categories is not None:
+        tasks = [t for t in tasks if t.category in set(src.categories)]
+    tasks = tasks[src.offset:]
+    if src.limit is not None:
+        tasks = tasks[:src.limit]
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise RecipeError(f"{src.path}: task id {dup!r} appears more than once (ids must be unique to resume)")
+    from omnidecision.rollout.live import apply_environment, fill_durations
+
+    apply_environment(recipe.environment, tasks)
+    i, n = recipe.shard_index
+    mine = [t for t in tasks if shard_of(t.id, n) == i]
+    if recipe.environment.kind == "live":
+        fill_durations(mine)
+    return mine, tasks
+
+
+def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
+    """Tool services from the recipe's environment. kind "replay": the OmniGAIA replay environment built over all
+    selected tasks (`omnidecision.tasks.replay_env.build_replay_services`, per-task services); kind "live": real
+    perception endpoints, search API and page reader (`rollout.live.build_live_services`). Each extra
+    `name: 'module:factory'` is called with `environment.options` and added to every run's services."""
+    env = recipe.environment
+    extra: dict[str, Any] = {}
+    for name, target in env.services.items():
+        module, _, attr = target.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr or "build")
+        except (ImportError, AttributeError) as exc:
+            raise RecipeError(f"environment.services.{name}: cannot import {target!r}: {exc}") from exc
+        extra[name] = factory(**env.options)
+    if env.kind == "live":
+        from omnidecision.rollout.live import build_live_services
+
+        return {**build_live_services(env), **extra}
+    if env.kind != "replay":
+        return extra or None
+    from omnidecision.tasks.replay_env import build_replay_services
+
+    per_task = build_replay_services(tasks)
+
+    def services_for(task: Task) -> dict[str, Any]:
+        return {**per_task(task), **extra}
+
+    return services_for
+
+
+def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
+    """OUT/manifest.json: the recipe, the agent config digest, the git revision. Every shard writes the same
+    content (shard-specific fields left out; written atomically). A restart with a different agent config or
+    backends into the same folder is refused (the records would mix two experiments)."""
+    import json
+
+    from omnidecision.agent.runtime import config_digest
+    from omnidecision.provenance import git_revision
+
+    path = out_dir / "manifest.json"
+    backends = {k: v.model_dump(mode="json") for k, v in sorted(recipe.backends.items())}
+    manifest = {"recipe": recipe.model_dump(mode="json", exclude={"shard", "concurrency", "progress"}),
+                "config_digest": config_digest(recipe.agent), "backends": backends,
+                "git_revision": git_revision(), "tasks": n_tasks}
+    if path.is_file():
+        try:
+            old = json.loads(path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            old = {}
+        if old.get("config_digest") not in (None, manifest["config_digest"]) or \
+                old.get("backends") not in (None, backends):
+            raise RecipeError(f"{out_dir}: holds runs of a different agent config or backends "
+                              f"(manifest.json); collect into a new --out folder")
+    write_json_atomic(path, manifest)
+
+
+@dataclass
+class Prepared:
+    """A collection made ready by `prepare`: this shard's tasks, every selected task, the tool services."""
+
+    tasks: list[Task]
+    selected: list[Task]
+    services: Services
+
+
+def prepare(recipe: CollectRecipe, specs: dict[str, BackendSpec] | None = None,
+            served_roles: Iterable[str] = ()) -> Prepared:
+    """Select the tasks, check a live environment before the first run, write OUT/manifest.json, build the tool
+    services. The pre-flight checks `specs` (default: the recipe's backends) except `served_roles`, the roles a
+    caller points at a server it starts itself once this has passed (eval's `serve:`)."""
+    # tasks and shard; a live environment must have every endpoint and media file before the first run
+    tasks, selected = select_tasks(recipe)
+    if recipe.environment.kind == "live":
+        from omnidecision.rollout.live import live_problems
+
+        served = set(served_roles)
+        checked = {role: spec for role, spec in (specs or recipe.backends).items() if role not in served}
+        problems = live_problems(recipe.model_copy(update={"backends": checked}), tasks)
+        if problems:
+            raise RecipeError("the live environment is not ready (run with --dry-run to check):\n  - "
+                              + "\n  - ".join(problems))
+    i, n = recipe.shard_index
+    out_dir = Path(recipe.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(recipe, out_dir, len(selected))
+    logger.info("shard %d/%d: %d of %d tasks × %d samples → %s", i, n, len(tasks), len(selected), recipe.samples,
+                out_dir)
+    return Prepared(tasks, selected, build_services(recipe, selected))
+
+
+async def collect(recipe: CollectRecipe, tool_runner=None, *, prepared: Prepared | None = None,
+                  specs: dict[str, BackendSpec] | None = None, out_file: str | Path | None = None,
+                  progress: bool | None = None, desc: str | None = None) -> CollectSummary:
+    """Collect the recipe's shard (see the module docstring). A caller that needs the tasks before the runs (eval:
+    to start its server only once the pre-flight passed) passes what `prepare` returned; `specs` replaces the
+    recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`."""
+    from omnidecision.backends.factory import build_backend, build_backends
+
+    prepared = prepared if prepared is not None else prepare(recipe, specs)
+    # backends, judge
+    backends = build_backends(specs if specs is not None else recipe.backends)
+    judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None
+    # run
+    options = CollectOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
+    return await collect_runs(prepared.tasks, recipe.agent, backends, options, judge_llm=judge_llm,
+                              services=prepared.services, tool_runner=tool_runner)

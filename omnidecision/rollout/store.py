@@ -1,0 +1,287 @@
+"""The trajectory store: append-only JSONL shard files, one `RunRecord` per line, safe to kill at any moment.
+
+- `shard_of(task_id, n)`: a stable hash (sha256), the same on every machine and Python process.
+- `repair_tail(path)`: a file killed mid-write ends without a newline; the torn bytes are cut away before
+  appending (a complete line, i.e. one ending in a newline, is never touched).
+- `RecordWriter`: ONE writer task fed by a queue; each record is written as a single line, flushed and fsynced
+  before the next, so lines never interleave and a finished run survives a SIGKILL.
+- `read_records` / `finished_keys` / `trajectory_files` / `merge`: reading for resume, harvest and merge.
+  A malformed line raises `TrajectoryFileError` naming file:line and the field.
+- `supersede_errors(path)`: before a restart retries the runs that ended with outcome `error`, their records move to
+  `errors-superseded*.jsonl` next to the shard (outside `trajectories*.jsonl`, so harvest, reports, the viewer and
+  merge never read them and never see two records of one run).
+
+    python -c "from omnidecision.rollout.store import shard_of; print(shard_of('synth-0001', 4))"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from omnidecision.protocol.records import RunRecord
+
+logger = logging.getLogger(__name__)
+
+SHARD_GLOB = "trajectories*.jsonl"
+SUPERSEDED_PREFIX = "errors-superseded"
+
+
+class TrajectoryFileError(ValueError):
+    """A trajectory line that does not parse; the message names file:line and the field."""
+
+
+def stable_hash(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def shard_of(task_id: str, n: int) -> int:
+    """The shard (0..n-1) of a task id; stable across processes and machines.
+
+    >>> shard_of("t1", 1)
+    0
+    >>> shard_of("synth-0001", 4) == shard_of("synth-0001", 4)
+    True
+    """
+    return stable_hash(task_id) % n
+
+
+def shard_path(out: str | Path, i: int, n: int) -> Path:
+    return Path(out) / f"trajectories.shard-{i}-of-{n}.jsonl"
+
+
+def repair_tail(path: str | Path) -> int:
+    """Cut a torn last line (bytes after the final newline) away; returns the number of bytes dropped."""
+    p = Path(path)
+    if not p.is_file():
+        return 0
+    size = p.stat().st_size
+    if size == 0:
+        return 0
+    with p.open("rb+") as fh:
+        # scan back from the end for the last newline, in blocks
+        pos, block, cut = size, 1 << 16, 0
+        while pos > 0:
+            start = max(0, pos - block)
+            fh.seek(start)
+            chunk = fh.read(pos - start)
+            k = chunk.rfind(b"\n")
+            if k >= 0:
+                cut = start + k + 1
+                break
+            pos = start
+        dropped = size - cut
+        if dropped:
+            fh.truncate(cut)
+            fh.flush()
+            os.fsync(fh.fileno())
+            logger.warning("%s: dropped a torn last line (%d bytes)", p, dropped)
+    return dropped
+
+
+def parse_line(line: str | bytes, path: str | Path, lineno: int) -> RunRecord:
+    """One trajectory line → RunRecord, or TrajectoryFileError naming file:line and the field."""
+    try:
+        return RunRecord.model_validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first.get("loc", ())) or "<root>"
+        if first.get("type") == "json_invalid":
+            raise TrajectoryFileError(f"{path}:{lineno}: not valid JSON: {first.get('msg')}") from exc
+        raise TrajectoryFileError(f"{path}:{lineno}: field {loc}: {first.get('msg')}") from exc
+
+
+def read_records(path: str | Path, *, skip_bad: bool = False, bad: list[str] | None = None
+                 ) -> Iterator[tuple[int, RunRecord]]:
+    """(line number, record) for each non-empty line. A malformed line raises TrajectoryFileError, or with
+    `skip_bad` is skipped (its message appended to `bad`). A torn last line (no newline) is always skipped."""
+    p = Path(path)
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            if not raw.endswith(b"\n"):
+                logger.warning("%s:%d: torn last line ignored (%d bytes)", p, lineno, len(raw))
+                continue
+            try:
+                yield lineno, parse_line(raw, p, lineno)
+            except TrajectoryFileError as exc:
+                if not skip_bad:
+                    raise
+                if bad is not None:
+                    bad.append(str(exc))
+
+
+def finished_keys(path: str | Path) -> set[tuple[str, int]]:
+    """(task_id, sample) of every complete record in `path` (empty when the file does not exist)."""
+    p = Path(path)
+    if not p.is_file():
+        return set()
+    return {(r.task_id, r.sample) for _, r in read_records(p)}
+
+
+def load_records(out: str | Path) -> list[RunRecord]:
+    """Every complete record under OUT/trajectories*.jsonl, first one per (task_id, sample)."""
+    seen: dict[tuple[str, int], RunRecord] = {}
+    for f in sorted(Path(out).glob("trajectories*.jsonl")):
+        for _, r in read_records(f):
+            seen.setdefault((r.task_id, r.sample), r)
+    return list(seen.values())
+
+
+def superseded_path(path: str | Path) -> Path:
+    """Where `supersede_errors` moves the error records of a shard file: a name outside `SHARD_GLOB`.
+
+    >>> superseded_path("runs/x/trajectories.shard-0-of-4.jsonl").name
+    'errors-superseded.shard-0-of-4.jsonl'
+    >>> superseded_path("runs/x/trajectories.jsonl").name
+    'errors-superseded.jsonl'
+    """
+    p = Path(path)
+    rest = p.name[len("trajectories"):] if p.name.startswith("trajectories") else f".{p.name}"
+    return p.with_name(SUPERSEDED_PREFIX + rest)
+
+
+def supersede_errors(path: str | Path) -> int:
+    """Move every record with outcome `error` out of `path` into `superseded_path(path)`, so that a restart runs
+    those (task_id, sample) pairs again and readers never see two records of one run. Returns how many moved.
+
+    Crash-safe in this order: the error lines are appended (fsynced) to the side file first, then the shard is
+    rewritten without them through a temp file and a rename. A kill in between leaves them in both places; the next
+    start moves them again (the side file is a log of what was retried, never read as results). Lines are moved
+    byte for byte. A malformed line raises `TrajectoryFileError` (as `finished_keys` does) and nothing moves."""
+    p = Path(path)
+    if not p.is_file():
+        return 0
+    repair_tail(p)
+    keep: list[bytes] = []
+    moved: list[bytes] = []
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            (moved if parse_line(raw, p, lineno).outcome == "error" else keep).append(raw)
+    if not moved:
+        return 0
+    side = superseded_path(p)
+    with side.open("ab") as fh:
+        fh.write(b"".join(moved))
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    with tmp.open("wb") as fh:
+        fh.write(b"".join(keep))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+    logger.info("%s: %d error records moved to %s (their runs are retried)", p, len(moved), side)
+    return len(moved)
+
+
+def trajectory_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Files given directly, plus every `trajectories*.jsonl` inside each folder given (sorted)."""
+    files: list[Path] = []
+    for item in paths:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(p.glob(SHARD_GLOB))
+            if not found:
+                raise TrajectoryFileError(f"{p}: no {SHARD_GLOB} files in this folder")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise TrajectoryFileError(f"{p}: no such file or folder")
+    return files
+
+
+def merge(paths: Iterable[str | Path], out_file: str | Path) -> tuple[int, int]:
+    """Concatenate the records of every shard into `out_file` (written to a temp file, then renamed), keeping the
+    first record per (task_id, sample). Returns (records written, duplicates dropped)."""
+    out = Path(out_file)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    seen: set[tuple[str, int]] = set()
+    written = dup = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for f in trajectory_files(paths):
+            if f.resolve() == out.resolve():
+                continue
+            for _, rec in read_records(f):
+                key = (rec.task_id, rec.sample)
+                if key in seen:
+                    dup += 1
+                    continue
+                seen.add(key)
+                fh.write(rec.model_dump_json() + "\n")
+                written += 1
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, out)
+    return written, dup
+
+
+class RecordWriter:
+    """The single writer of one shard file: `await put(record)` from any task; lines never interleave.
+
+        async with RecordWriter(path) as w:
+            await w.put(record)
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.queue: asyncio.Queue[RunRecord | None] = asyncio.Queue()
+        self.written = 0
+        self._task: asyncio.Task[None] | None = None
+        self._fh = None
+
+    async def __aenter__(self) -> RecordWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        repair_tail(self.path)
+        self._fh = self.path.open("ab")
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def put(self, record: RunRecord) -> None:
+        if self._task is not None and self._task.done():
+            self._task.result()  # re-raise the writer's failure (disk full, …)
+        await self.queue.put(record)
+
+    def _write(self, data: bytes) -> None:
+        assert self._fh is not None
+        self._fh.write(data)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    async def _run(self) -> None:
+        while True:
+            record = await self.queue.get()
+            if record is None:
+                return
+            data = (record.model_dump_json() + "\n").encode("utf-8")
+            await asyncio.to_thread(self._write, data)
+            self.written += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.queue.put(None)
+        try:
+            if self._task is not None:
+                await self._task
+        finally:
+            if self._fh is not None:
+                self._fh.close()
+
+
+def write_json_atomic(path: str | Path, data: object) -> None:
+    """Write JSON to `path` via a temp file + rename (never half-written)."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")  # unique: shards on other nodes may write the same file
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, p)

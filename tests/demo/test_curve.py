@@ -1,0 +1,160 @@
+"""The teacher-data curve (pipeline/curve.py, configs/experiment/teacher-curve.yaml): the recipe's checks, the dry run
+of every (N, start) cell, a restart that keeps finished cells, the declared headline, and the docs page generated
+from the result file (its tables match the file)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from omnidecision.pipeline.curve import cell_folder, curve_page, headline
+from omnidecision.pipeline.experiment import ExperimentRecipe, load_experiment
+from omnidecision.pipeline.plan import DemoConfig, build_plan
+from omnidecision.pipeline.summary import summarise, units
+from omnidecision.protocol.records import JudgeResult, RunRecord, Totals
+
+from .test_demo_summary import _eval
+
+ROOT = Path(__file__).resolve().parents[2]
+CURVE = ROOT / "configs" / "experiment" / "teacher-curve.yaml"
+
+
+def _recipe(**over) -> dict:
+    base = yaml.safe_load(CURVE.read_text())
+    base.update(over)
+    return base
+
+
+def test_the_shipped_curve_recipe_declares_what_issue_57_asks():
+    recipe = load_experiment(CURVE)
+    assert recipe.teacher_tasks == sorted(recipe.teacher_tasks) and len(recipe.teacher_tasks) >= 3
+    assert len(recipe.starts) >= 3 and recipe.replicates >= 3
+    assert {"grpo_own-sft", "grpo_judge-sft", "grpo_judge-rft"} <= set(recipe.planned)
+    assert recipe.curve_rl_arms and "assumption" in recipe.teacher_price_source
+    assert [n for n, _ in recipe.cells()].count(recipe.teacher_tasks[0]) == len(recipe.starts)
+    assert {a.name for a in recipe.arm_table()} == set(recipe.arms)
+
+
+@pytest.mark.parametrize(("over", "message"), [
+    ({"teacher_price_per_call": None}, "prices the teacher"),
+    ({"teacher_tasks": [60, 15]}, "ascending"),
+    ({"teacher_tasks": [15, 480]}, "more train tasks"),
+    ({"arms": ["teacher", "sft", "rft", "grpo_own", "rft_own"], "planned": ["grpo_own-sft"]},
+     "'rft' trains for what ['grpo_judge'] consumed"),
+    ({"planned": ["grpo-sft"]}, "does not run"),
+    ({"curve_rl_arms": ["sft"]}, "curve_rl_arms"),
+])
+def test_a_curve_recipe_that_cannot_run_as_declared_is_refused(over, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ExperimentRecipe.model_validate(_recipe(**over))
+
+
+def test_each_cell_limits_only_the_teachers_train_runs():
+    recipe = load_experiment(CURVE)
+    plan = build_plan(recipe.start_config(1, 15), Path("/o"), recipe.arm_table())
+    argv = {s.name: s.argv for s in plan}
+    train, dev = argv["collect-train"], argv["collect-dev"]
+    assert train[train.index("--tasks.limit") + 1] == "15" and "--tasks.limit" not in dev
+    own = argv["collect-own"]  # the planner's own runs: the first own_tasks train tasks, whatever N
+    assert own[own.index("--tasks.limit") + 1] == str(recipe.own_tasks)
+    assert not any(s.name.startswith(("grpo_shuffled", "sft_plus", "eval-grpo.")) for s in plan)
+
+
+def test_the_dry_run_prints_every_cell():
+    proc = subprocess.run([sys.executable, "-m", "omnidecision.cli", "experiment", "--config", str(CURVE),
+                           "--out", "/tmp/od-curve-dry", "--dry-run"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recipe = load_experiment(CURVE)
+    cells = re.findall(r"^# cell: teacher_tasks=(\d+), start=(\d+)$", proc.stdout, re.M)
+    assert cells == [(str(n), str(s)) for n, s in recipe.cells()]
+    limits = re.findall(r"collect --config \S+ --tasks.path \S+ --tasks.limit (\d+) ", proc.stdout)
+    assert limits == [str(n) for n, _ in recipe.cells()]
+
+
+# -- a finished curve, read back --------------------------------------------------------------------------------------
+def _cell(folder: Path, cfg: DemoConfig, arms, correct: dict[str, list[bool]], teacher_runs: int) -> None:
+    for arm in arms:
+        for _key, name in units(arm, cfg):
+            _eval(folder / "eval" / name / "test", correct[arm.name])
+    (folder / "judge_eval.json").write_text(json.dumps({"n": 4, "positive": 2, "negative": 2, "auroc_closure": 0.5,
+                                                        "auroc_judge": 0.5, "auroc_closure_plus_judge": 0.5}))
+    for split, runs in (("train", teacher_runs), ("dev", 3)):
+        (folder / f"collect-{split}").mkdir(parents=True)
+        with (folder / f"collect-{split}" / "trajectories.shard-0-of-1.jsonl").open("w") as f:
+            for i in range(runs):
+                rec = RunRecord(run_id=f"{split}{i}", task_id=f"{split}{i}", outcome="accepted",
+                                judge=JudgeResult(correct=True),
+                                totals=Totals(tool_calls={"web_search": 2, "subtitle_grounding": 1},
+                                              prompt_tokens=100, completion_tokens=10))
+                f.write(rec.model_dump_json() + "\n")
+    (folder / "stage_wall_s.json").write_text("{}")
+    summarise(folder, cfg, {}, arms)  # summary.json: the cell is finished
+
+
+def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path, monkeypatch):
+    from omnidecision.pipeline import scheduler
+
+    spec = _recipe(teacher_tasks=[8, 16], starts=[0, 1], replicates=2, train_tasks=16, test_tasks=6, own_tasks=8)
+    recipe = ExperimentRecipe.model_validate(spec)
+    path = tmp_path / "curve.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    arms = recipe.arm_table()
+    good, weak = [True] * 5 + [False], [True, True, False, True, False, False]
+    for n, start in recipe.cells():
+        correct = {a.name: good for a in arms} | {"teacher": weak}
+        if n == 8:
+            correct |= {"sft": weak, "rft": weak, "rft_own": weak}
+        _cell(cell_folder(tmp_path / "out", n, start), recipe.start_config(start, n), arms, correct, n)
+    monkeypatch.setattr(scheduler, "run_plan", lambda *a, **k: pytest.fail("a finished cell ran again"))
+    from typer.testing import CliRunner
+
+    from omnidecision.cli import app
+
+    results = tmp_path / "teacher-curve.json"
+    res = CliRunner().invoke(app, ["experiment", "--config", str(path), "--out", str(tmp_path / "out"),
+                                   "--results", str(results)])
+    assert res.exit_code == 0, "".join(__import__("traceback").format_exception(res.exception))[-3000:]
+    result = json.loads(results.read_text())
+    assert result["kind"] == "teacher-curve" and result["teacher_tasks"] == [8, 16]
+    # every teacher run of a cell has 3 tool calls; dev is counted apart
+    cost = result["teacher_cost"]
+    assert cost["8"]["train"]["runs"] == 8 and cost["16"]["train"]["tool_calls"] == 48
+    assert result["teacher_cost"]["16"]["train"]["usd"] == pytest.approx(48 * 0.109)
+    assert result["teacher_cost"]["8"]["dev"]["runs"] == 3
+    # the planned contrasts at each N: grpo_own − sft is 5/6 − 3/6 at N=8 (weak SFT), 0 at N=16
+    assert result["by_n"]["8"]["contrasts"]["planned"]["grpo_own-sft"]["estimate"] == pytest.approx(1 / 3)
+    assert result["by_n"]["16"]["contrasts"]["planned"]["grpo_own-sft"]["estimate"] == pytest.approx(0.0)
+    assert result["headline"]["smallest_n"] == 8  # RL at N=8 solves what SFT at N=16 solves, task for task
+
+    page = curve_page(result, "docs/results/teacher-curve.json")
+    accuracy = page.split("## Accuracy per arm")[1].split("##")[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in accuracy.splitlines() if line.startswith("| ") and "---" not in line}
+    for col, n in enumerate(("8", "16")):  # each table cell of the page is the file's figure
+        for arm, m in result["by_n"][n]["contrasts"]["means"].items():
+            assert rows[arm][col] == f"{m['estimate']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
+        for k, v in result["by_n"][n]["contrasts"]["planned"].items():
+            assert f"| {n} | {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] |" in page
+        c = result["teacher_cost"][n]["train"]
+        assert f"| {n} | {c['runs']:g} | {c['tool_calls']:g} | {c['tokens']:g} | {c['usd']:.2f} |" in page
+    assert "Smallest N that matches: 8" in page
+
+
+def test_the_headline_needs_the_rl_arm_within_the_margin_of_sft_at_the_largest_n():
+    tasks = [f"t{i}" for i in range(40)]
+
+    def arm(k: int) -> dict:  # solves the first k tasks, at two starts, one replicate
+        return {s: {"r0": {t: float(i < k) for i, t in enumerate(tasks)}} for s in ("0", "1")}
+
+    by_n = {15: {"pooled_accuracy": {"grpo_own": 0.6, "grpo_judge": 0.5}}, 60: {"pooled_accuracy": {"grpo_own": 0.9}}}
+    outcomes = {15: {"grpo_own": arm(24), "grpo_judge": arm(20), "sft": arm(10)},
+                60: {"grpo_own": arm(36), "sft": arm(36)}}
+    h = headline(by_n, outcomes, ["grpo_judge", "grpo_own"], 0.05)
+    assert h["by_n"]["15"]["best"] == "grpo_own" and not h["by_n"]["15"]["matches"]  # 0.6 vs 0.9: far below
+    assert h["by_n"]["60"]["matches"] and h["smallest_n"] == 60 and h["teacher_runs_saved_fraction"] == 0.0
