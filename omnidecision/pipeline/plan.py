@@ -198,8 +198,9 @@ def trained_arm_steps(plan: list[Step], add: Callable[..., None], cfg: DemoConfi
         start = len(plan)
         if group == "judge+grpo" and any(a.judge for a in arms):
             # the learned judge, on the teacher's (state, decision, what followed) rows: once per start
-            add("judge-train", ["judge", "train", "--data", f"{o}/data/rl", "--model", f"{m}/sft", "--out",
-                                f"{m}/judge", "--max-steps", str(cfg.judge_steps), "--seed", str(cfg.seed)],
+            add("judge-train", ["judge", "train", "--dataset_name", f"{o}/data/rl", "--model_name_or_path",
+                                f"{m}/sft", "--output_dir", f"{m}/judge", "--max_steps", str(cfg.judge_steps),
+                                "--seed", str(cfg.seed)],
                 [f"{o}/data/rl", f"{m}/sft"], [f"{m}/judge"], group=group, seeds={"judge": cfg.seed})
         if group == OWN_COLLECT_GROUP and own:
             _own_collect_step(add, cfg, o, m)
@@ -300,9 +301,10 @@ def _select_step(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m
     judge = [f"{m}/judge"] if arm.judge else []
     flags = ["--judge_path", judge[0]] if judge else []
     states = f"{o}/{arm.states}"
-    add(f"{unit(arm, rep)}-select", ["rft-select", "--config", recipe_path(arm.select_recipe), "--model", f"{m}/sft",
-                                     "--data", states, "--val", f"{o}/data/sft", "--out", data, "--seed",
-                                     str(seed), *flags, "--match-steps", str(cfg.grpo_steps)],
+    add(f"{unit(arm, rep)}-select", ["rft-select", "--config", recipe_path(arm.select_recipe),
+                                     "--model_name_or_path", f"{m}/sft", "--dataset_name", states, "--val",
+                                     f"{o}/data/sft", "--out", data, "--seed", str(seed), *flags, "--max_steps",
+                                     str(cfg.grpo_steps)],
         [f"{m}/sft", states, *judge], [data], arm=arm.name, replicate=rep, seeds={"train": seed})
 
 
