@@ -1,7 +1,9 @@
 """The `omnidecision` command line: one entry for every stage. Run `omnidecision --help`.
 
 Each stage keeps its commands in its own `<package>/cli.py` (imports of torch/TRL/vLLM happen inside the
-command functions, so `omnidecision --help` stays fast); this module only mounts them.
+command functions, so `omnidecision --help` stays fast); this module only mounts them, and translates the old flag
+spellings (CHANGELOG.md, "Deprecated") before a command parses them. Flag spelling: docs/architecture.md, "Flag
+spelling"; tests/architecture/test_flag_spelling.py holds every command to it.
 """
 
 from __future__ import annotations
@@ -9,8 +11,21 @@ from __future__ import annotations
 import importlib
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train and serve the ledger agent's planner.")
+from omnidecision.launch import translate_command_aliases
+
+
+class _Root(TyperGroup):
+    """The `omnidecision` group: old flag spellings (launch.COMMAND_ALIASES, listed in CHANGELOG.md) become the
+    current ones, with a warning, before any command parses its options."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, translate_command_aliases(args))
+
+
+app = typer.Typer(cls=_Root, no_args_is_help=True, add_completion=False,
+                  help="Train and serve the ledger agent's planner.")
 
 # (module, attribute, name): a typer.Typer is mounted as a command group, a function as a command.
 _MOUNTS: list[tuple[str, str, str]] = [

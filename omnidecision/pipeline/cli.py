@@ -81,7 +81,7 @@ def experiment(
     config: Path = typer.Option(Path(__file__).resolve().parents[2] / "configs" / "experiment" / "default.yaml",
                                 help="the experiment recipe (starts, replicates, sizes, planned contrasts)"),
     out: Path = typer.Option(Path("runs/experiment"), help="one folder per start goes under it"),
-    seeds: str | None = typer.Option(None, "--seeds", "--starts", help="comma-separated starts (overrides the "
+    starts: str | None = typer.Option(None, "--starts", help="comma-separated starts (overrides the "
                                                                       "recipe's)"),
     replicates: int | None = typer.Option(None, min=1, help="RL replicates per start (overrides the recipe's)"),
     test_tasks: int | None = typer.Option(None, help="test suite size per start (overrides the recipe's)"),
@@ -107,8 +107,8 @@ def experiment(
 
     overrides = [f"{k}={v}" for k, v in (("replicates", replicates), ("test_tasks", test_tasks),
                                          ("sft_steps", sft_steps), ("judge_steps", judge_steps)) if v is not None]
-    if seeds is not None:
-        overrides.append(f"starts=[{seeds}]")
+    if starts is not None:
+        overrides.append(f"starts=[{starts}]")
     try:
         recipe = load_experiment(config, overrides)
     except ValueError as exc:
