@@ -1,6 +1,7 @@
-"""Keys stay in environment variables: recipe fields that name one must look like a variable name, no credential
-rides in a URL or a backend option, and error text from an endpoint is scrubbed of the key before it reaches a log,
-a warning or a trajectory record. A refusal names the field, never the value.
+"""Keys stay in environment variables: recipe fields that name one must look like a variable name, no credential rides
+in a URL (userinfo, query string, fragment) or a backend option, and error text from an endpoint is scrubbed of the
+key before it reaches a log, a warning or a trajectory record. A refusal names the field, never the value. What gets
+through these checks by name is hidden by value where the project prints, logs or writes: `protocol.redaction`.
 
     python -c "from omnidecision.protocol.secrets import check_env_name; check_env_name('sk-123', 'api_key_env')"
 """
@@ -11,7 +12,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
@@ -21,6 +22,15 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 SECRET_NAME = re.compile(r"(^|[_-])(api[_-]?key|apikey|key|secret|token|passw(or)?d|authorization|auth|bearer|"
                          r"credentials?)($|[_-])", re.I)
 SECRET_VALUE = re.compile(r"^(sk-|sk_|hf_|ghp_|gho_|xox[abp]-|AIza|Bearer\s|Basic\s|eyJ[\w-]+\.)", re.I)
+# query/fragment parameters and CLI flags that carry a credential: the option names above plus
+# the signed-URL and session spellings
+CREDENTIAL_PARAM = re.compile(r"(^|[_-])(api[_-]?key|apikey|key|secret|token|passw(or)?d|pwd|authorization|auth|"
+                              r"bearer|credentials?|access[_-]?token|client[_-]?secret|sig|signature|"
+                              r"session(id)?|sid|jwt|x-amz-signature|x-amz-credential|x-goog-signature)($|[_-])", re.I)
+# key-shaped values anywhere in a string: provider prefixes, a bearer/basic credential, a JWT
+SHAPED = re.compile(r"(?<![\w-])(?:(?:sk-|sk_|hf_|ghp_|gho_|ghs_|github_pat_|xox[abp]-|AIza)[\w-]{6,}"
+                    r"|eyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]*)"
+                    r"|(?<=Bearer )[^\s\"',;]{6,}|(?<=Basic )[A-Za-z0-9+/=]{6,}", re.I)
 REDACTED = "***"
 MIN_SECRET_CHARS = 6  # shorter values (e.g. vLLM's "EMPTY") are not scrubbed: they would mangle ordinary text
 
@@ -43,18 +53,49 @@ def check_env_name(value: str | None, field: str) -> str | None:
 
 
 def check_url(value: str | None, field: str) -> str | None:
-    """`value` when it carries no credentials (`user:password@host`); else ValueError naming `field`."""
+    """`value` when it carries no credentials; else ValueError naming `field` and the reason, never the value:
+    userinfo (`user:password@host`), or a query or fragment parameter named like a credential (api_key, key, token,
+    access_token, sig, ...) or holding a key-shaped value. Refused rather than moved to a header: which header an
+    endpoint reads is the endpoint's business, and a URL is written to manifest.json and printed by --dry-run.
+
+    >>> check_url("http://node-a:8000/v1?api-version=2024-06-01", "base_url")
+    'http://node-a:8000/v1?api-version=2024-06-01'
+    >>> try:
+    ...     check_url("https://search.local/v1?api_key=abc123secret", "base_url")
+    ... except ValueError as exc:
+    ...     print("abc123secret" in str(exc), str(exc)[:58])
+    False base_url must not carry credentials in its query string
+    """
     if value is None:
         return value
     try:
         parts = urlsplit(value)
+        has_userinfo = parts.username is not None or parts.password is not None
     except ValueError:
         return value  # not a URL at all: the field's own check says so
-    if parts.username is not None or parts.password is not None:
+    if has_userinfo:
         raise ValueError(f"{field} must not carry credentials (user:password@ in the URL; not shown): they would be "
                          "written to manifest.json and sent as Basic auth. Put the key in an environment variable "
                          "and name it in api_key_env")
+    for where, section in (("query string", parts.query), ("fragment", parts.fragment)):
+        for name, text in parse_qsl(section, keep_blank_values=True):
+            if text and (CREDENTIAL_PARAM.search(name) or SHAPED.search(text)):
+                raise ValueError(f"{field} must not carry credentials in its {where} (parameter {name!r}; value not "
+                                 "shown): a URL is written to manifest.json and printed by --dry-run, and the "
+                                 "endpoint check would send it on. Put the key in an environment variable and name "
+                                 "it in api_key_env (sent as `Authorization: Bearer`)")
     return value
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """`path` under `base_url`, joined on the URL's path (its query, if any, kept where it belongs) rather than
+    appended to the string.
+
+    >>> endpoint_url("http://node-a:8000/v1/?x=1", "models")
+    'http://node-a:8000/v1/models?x=1'
+    """
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
 
 def check_options(options: Mapping[str, Any], field: str) -> None:
