@@ -27,9 +27,7 @@ print(redact_text('HTTP 500: bad key sk-abcdef123 (c2stYWJjZGVmMTIz)'))"
 
 from __future__ import annotations
 
-import base64
 import functools
-import json
 import logging
 import os
 import re
@@ -37,9 +35,9 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from omnidecision.protocol.secrets import CREDENTIAL_PARAM, ENV_NAME, MIN_SECRET_CHARS, REDACTED, SHAPED
+from omnidecision.protocol.secrets import CREDENTIAL_PARAM, ENV_NAME, MIN_SECRET_CHARS, REDACTED, SHAPED, encoded_forms
 
 # Variables that hold a credential whatever a recipe says (the hub, the trackers, the API providers).
 KNOWN_CREDENTIAL_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_TOKEN", "OPENAI_API_KEY",
@@ -102,27 +100,6 @@ def secret_values() -> frozenset[str]:
     with _LOCK:
         registered = set(_REGISTERED)
     return frozenset(registered | env_secrets())
-
-
-def encoded_forms(secret: str) -> set[str]:
-    """The spellings of `secret` a text may carry: itself, URL-encoded, JSON-escaped, and base64 (standard and
-    URL-safe, padded or not), also inside a longer base64 string (`user:key` of Basic auth): for each of the three
-    alignments the run of whole base64 groups that only the secret's bytes decide.
-
-    >>> sorted(f for f in encoded_forms("sk-abc/def") if "%" in f or "=" in f)
-    ['c2stYWJjL2RlZg==', 'sk-abc%2Fdef']
-    """
-    raw = secret.encode("utf-8")
-    out = {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1],
-           json.dumps(secret, ensure_ascii=False)[1:-1]}
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        whole = encode(raw).decode("ascii")
-        out |= {whole, whole.rstrip("=")}
-        for skip in range(3):
-            part = raw[skip:skip + 3 * ((len(raw) - skip) // 3)]
-            if len(part) >= MIN_SECRET_CHARS:
-                out.add(encode(part).decode("ascii"))
-    return {f for f in out if len(f) >= MIN_SECRET_CHARS}
 
 
 @functools.lru_cache(maxsize=8)

@@ -8,11 +8,13 @@ through these checks by name is hidden by value where the project prints, logs o
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
@@ -126,14 +128,36 @@ def secrets_from_env(names: Iterable[str | None]) -> list[str]:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret replaced by ***.
+    """`text` with every secret, in any of its `encoded_forms`, replaced by ***.
 
-    >>> redact("HTTP 500: invalid key sk-abcdef123 (sk-abcdef123)", ["sk-abcdef123"])
+    >>> redact("HTTP 500: invalid key sk-abcdef123 (c2stYWJjZGVmMTIz)", ["sk-abcdef123"])
     'HTTP 500: invalid key *** (***)'
     """
-    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+    keys = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}
+    for form in sorted({f for s in keys for f in encoded_forms(s)}, key=len, reverse=True):
+        text = text.replace(form, REDACTED)
     return text
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """The spellings of `secret` a text may carry: itself, URL-encoded, JSON-escaped, and base64 (standard and
+    URL-safe, padded or not), also inside a longer base64 string (`user:key` of Basic auth): for each of the three
+    alignments the run of whole base64 groups that only the secret's bytes decide.
+
+    >>> sorted(f for f in encoded_forms("sk-abc/def") if "%" in f or "=" in f)
+    ['c2stYWJjL2RlZg==', 'sk-abc%2Fdef']
+    """
+    raw = secret.encode("utf-8")
+    out = {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1],
+           json.dumps(secret, ensure_ascii=False)[1:-1]}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode("ascii")
+        out |= {whole, whole.rstrip("=")}
+        for skip in range(3):
+            part = raw[skip:skip + 3 * ((len(raw) - skip) // 3)]
+            if len(part) >= MIN_SECRET_CHARS:
+                out.add(encode(part).decode("ascii"))
+    return {f for f in out if len(f) >= MIN_SECRET_CHARS}
 
 
 def scrub_chain(exc: BaseException, secrets: Iterable[str]) -> None:
