@@ -8,7 +8,8 @@ also in its base64, URL-encoded and JSON-escaped forms, by `***`.
 What is hidden (`secret_values()`):
 - the value of every credential variable: the variables a recipe or spec names in an `*_env` field (`api_key_env`),
   the well-known ones (`KNOWN_CREDENTIAL_VARS`: HF_TOKEN, OPENAI_API_KEY, WANDB_API_KEY, ...) and any set variable
-  whose name says it holds one (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_KEY`), read when redacting;
+  whose name says it holds one (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_KEY`: noted when the CLI
+  starts or a recipe is loaded, `scan_environment`); their values are read at each redaction;
 - what `register_in(data)` finds in a recipe or spec (called where one is loaded): a URL's userinfo, its query and
   fragment parameters named like a credential (api_key, key, token, access_token, sig, ...), every value of a header
   mapping (`default_headers`, any `*headers` field) but for harmless headers (Accept, User-Agent, ...), every option
@@ -52,6 +53,7 @@ HARMLESS_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "c
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "apikey"})
 
 _REGISTERED: set[str] = set()
+_CREDENTIAL_NAMES: set[str] = set(KNOWN_CREDENTIAL_VARS)
 _LOCK = threading.Lock()
 
 
@@ -70,6 +72,7 @@ def register_in(data: Any) -> None:
     """Register every credential found in a recipe, a spec (a pydantic model) or a plain tree (`credentials_in`)."""
     if hasattr(data, "model_dump"):
         data = data.model_dump(mode="json")
+    scan_environment()
     register(credentials_in(data))
 
 
@@ -82,15 +85,28 @@ def _random_looking(value: str) -> bool:
         any(c in "-_+/=.:" for c in value)
 
 
+def scan_environment() -> None:
+    """Note the names of the set variables that look like credential variables (`CREDENTIAL_VAR`); their values are
+    read at each redaction. Run by `install()` and `register_in()`: a scan of the whole environment per printed line
+    would cost more than the redaction itself."""
+    names = {name for name in os.environ if CREDENTIAL_VAR.search(name)}
+    with _LOCK:
+        _CREDENTIAL_NAMES.update(names)
+
+
 def env_secrets() -> set[str]:
-    """The values of the set credential variables (read now: a variable set later is hidden too)."""
+    """The current values of the credential variables: the well-known ones, and those `scan_environment` noted."""
+    with _LOCK:
+        names = set(_CREDENTIAL_NAMES)
     out = set()
-    for name, value in os.environ.items():
+    environ = os.environ
+    for name in names:
+        value = environ[name] if name in environ else None  # no KeyError raised per unset name: cheaper
         if not value:
             continue
         if name in KNOWN_CREDENTIAL_VARS and len(value) >= MIN_SECRET_CHARS:
             out.add(value)
-        elif CREDENTIAL_VAR.search(name) and _random_looking(value):
+        elif _random_looking(value):
             out.add(value)
     return out
 
@@ -103,17 +119,9 @@ def secret_values() -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
-    forms = {f for s in secrets for f in encoded_forms(s)}
-    if not forms:
-        return None
-    return re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
-
-
-@functools.lru_cache(maxsize=8)
-def _bytes_pattern(secrets: frozenset[str]) -> re.Pattern[bytes] | None:
-    text = _pattern(secrets)
-    return None if text is None else re.compile(text.pattern.encode("utf-8"))
+def _forms(secrets: frozenset[str]) -> tuple[str, ...]:
+    """Every form of every secret, longest first (a form that holds a shorter one goes whole)."""
+    return tuple(sorted({f for s in secrets for f in encoded_forms(s)}, key=len, reverse=True))
 
 
 def redact_text(text: str) -> str:
@@ -125,8 +133,11 @@ def redact_text(text: str) -> str:
     """
     if not text:
         return text
-    pattern = _pattern(secret_values())
-    return text if pattern is None else pattern.sub(REDACTED, text)
+    # `in` first: a scan per form is ~10x faster than one regex alternation over a 100 KB record
+    for form in _forms(secret_values()):
+        if form in text:
+            text = text.replace(form, REDACTED)
+    return text
 
 
 def redact_tree(value: Any) -> Any:
@@ -149,8 +160,11 @@ def redact_bytes(data: bytes) -> bytes:
     """`redact_text` for UTF-8 bytes (a child process's output relayed as it comes)."""
     if not data:
         return data
-    pattern = _bytes_pattern(secret_values())
-    return data if pattern is None else pattern.sub(REDACTED.encode(), data)
+    for form in _forms(secret_values()):
+        raw = form.encode("utf-8")
+        if raw in data:
+            data = data.replace(raw, REDACTED.encode())
+    return data
 
 
 def redact_args(args: Sequence[str]) -> list[str]:
@@ -328,6 +342,7 @@ def _redacting_factory(previous: Any) -> Any:
 def install() -> None:
     """Redact every log record of this process from now on, and what it prints on stdout and stderr (idempotent).
     Called by the CLI before any command runs."""
+    scan_environment()
     current = logging.getLogRecordFactory()
     if not getattr(current, "_omnidecision_redacts", False):
         logging.setLogRecordFactory(_redacting_factory(current))
