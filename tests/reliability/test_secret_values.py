@@ -199,3 +199,83 @@ def test_the_vllm_command_is_logged_and_its_failure_reported_without_the_key(tmp
     assert "--api-key=***" in caplog.text
     assert leaks(str(err.value)) == [] and leaks(caplog.text) == []
     assert f"--api-key={key}" in server.command()  # the server itself still gets it
+
+
+def test_the_endpoint_check_joins_the_path_and_keeps_a_query_a_query(endpoint: str) -> None:
+    """The live pre-flight and the breaker's probe ask `{base_url}/models` by joining the URL's path: a query string
+    (here a harmless one) stays after the path, never gets `/models` appended to it."""
+    import asyncio
+
+    from omnidecision.collect.breaker import probe
+    from omnidecision.collect.live import _probe_openai
+
+    seen: list[str] = []
+
+    class Paths(ChatStubHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self._send(200, b'{"object": "list", "data": []}')
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Paths)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1/?api-version=2024-06-01"
+        assert _probe_openai(base, "NO_SUCH_KEY_VARIABLE", "backends.planner", 5.0) is None
+        asyncio.run(probe(base, 5.0))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["/v1/models?api-version=2024-06-01"] * 2
+
+
+def test_the_redactor_finds_keys_by_value_and_hides_their_encodings(monkeypatch) -> None:
+    from omnidecision.protocol.redaction import credentials_in, redact_args, redact_text, register, scan_environment
+
+    key = "Zq81/" + secrets.token_urlsafe(12)
+    basic = base64.b64encode(f"planner:{key}".encode()).decode()  # the key inside a longer base64 string
+    register([key])
+    for text in (key, quote(key, safe=""), base64.urlsafe_b64encode(key.encode()).decode(), f"Basic {basic}"):
+        assert leaks(redact_text(f"[{text}]"), {"key": key}) == [] and "***" in redact_text(text), text
+    # found by where it sits, whatever it looks like
+    found = credentials_in({"options": {"default_headers": {"X-Session": "a1b2c3d4e5", "Accept": "text/plain"}},
+                            "url": "https://h/x?sig=s1g2n3a4&page=12345678", "extra_args": ["--hf-token", "h1234567"],
+                            "environment": {"options": {"auth_cookie": "c9c8c7c6"}}, "model": "text/plain-model"})
+    assert found == {"a1b2c3d4e5", "s1g2n3a4", "h1234567", "c9c8c7c6"}
+    assert redact_args(["--return-tokens-as-token-ids", "--port", "8000"]) == [
+        "--return-tokens-as-token-ids", "--port", "8000"]  # a flag without a value hides nothing
+    # a variable named like a key: its value hidden when it looks like one, not when it is a word or a path
+    monkeypatch.setenv("OD_TEST_SESSION_TOKEN", "t0k3n-VALUE-42")
+    monkeypatch.setenv("OD_TEST_MODE_TOKEN", "question")
+    scan_environment()
+    assert redact_text("t0k3n-VALUE-42 question") == "*** question"
+
+
+def test_logs_and_printed_lines_are_redacted_once_installed(capsys) -> None:
+    from omnidecision.protocol.redaction import install, register
+
+    key = "L0g/" + secrets.token_urlsafe(12)
+    register([key])
+    install()
+    try:
+        log = logging.getLogger("omnidecision.test_secret_values")
+        record = log.makeRecord(log.name, logging.ERROR, __file__, 1, "failed with %s", (key,), None)
+        assert record.getMessage() == "failed with ***"
+        try:
+            raise RuntimeError(f"server said {key}")
+        except RuntimeError:
+            record = log.makeRecord(log.name, logging.ERROR, __file__, 1, "boom", (), sys.exc_info())
+        assert key not in logging.Formatter().format(record) and "server said ***" in logging.Formatter().format(
+            record)
+        print(f"printed {key}")
+        sys.stderr.write(f"written {base64.b64encode(key.encode()).decode()}\n")
+        sys.stdout.buffer.write(f"bytes {key}\n".encode())
+        sys.stdout.flush()
+    finally:
+        from omnidecision.protocol.redaction import RedactingStream
+
+        for name in ("stdout", "stderr"):  # leave pytest's own streams as they were
+            stream = getattr(sys, name)
+            if isinstance(stream, RedactingStream):
+                setattr(sys, name, stream._inner)
+    out, err = capsys.readouterr()
+    assert "printed ***" in out and "written ***" in err and key not in out + err
