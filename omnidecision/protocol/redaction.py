@@ -290,7 +290,10 @@ class RedactingStream:
         self._inner = inner
 
     def write(self, text: Any) -> int:
-        return self._inner.write(redact_text(text) if isinstance(text, str) else text)
+        if not isinstance(text, str):
+            return self._inner.write(text)  # bytes: the inner stream's own TypeError (click probes with b"")
+        self._inner.write(redact_text(text))
+        return len(text)  # what the caller gave: a shorter count would read as a partial write
 
     def writelines(self, lines: Iterable[Any]) -> None:
         for line in lines:
@@ -311,7 +314,10 @@ class _RedactingBuffer:
         self._inner = inner
 
     def write(self, data: Any) -> int:
-        return self._inner.write(redact_bytes(bytes(data)) if isinstance(data, (bytes, bytearray)) else data)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            return self._inner.write(data)
+        self._inner.write(redact_bytes(bytes(data)))
+        return len(data)
 
     def __getattr__(self, name: str) -> Any:
         if name == "_inner":
