@@ -71,8 +71,10 @@ def _mount() -> None:
 def main() -> None:
     """omnidecision: collect → harvest → sft → grpo → export → serve → eval for the ledger agent's planner."""
     from omnidecision.gpustats import install
+    from omnidecision.protocol.redaction import install as install_redaction
 
     install()  # OMNIDECISION_GPU_STATS=FILE: peak GPU memory of this command, recorded at exit
+    install_redaction()  # every key hidden by value in what this command prints and logs (protocol/redaction.py)
 
 
 @app.command()

@@ -49,6 +49,7 @@ from omnidecision.eval.prices import cost_lines, cost_table, load_prices
 from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
+from omnidecision.protocol.redaction import redact_text
 from omnidecision.stats import mean, rate, task_accuracy_ci
 
 logger = logging.getLogger(__name__)
@@ -422,8 +423,9 @@ def write_report(out_dir: str | Path, records: list[RunRecord], meta: dict[str, 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rep = build_report(records, meta, prices)
-    (out / "report.json").write_text(json.dumps(rep, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "report.md").write_text(render_markdown(rep), encoding="utf-8")
+    # no key in a report (a failure attribution may quote a server's error body): protocol/redaction.py
+    (out / "report.json").write_text(redact_text(json.dumps(rep, indent=2, ensure_ascii=False)) + "\n", "utf-8")
+    (out / "report.md").write_text(redact_text(render_markdown(rep)), encoding="utf-8")
     if plots:
         from omnidecision.eval.plots import report_plots
 

@@ -4,7 +4,8 @@
 - `repair_tail(path)`: a file killed mid-write ends without a newline; the torn bytes are cut away before
   appending (a complete line, i.e. one ending in a newline, is never touched).
 - `RecordWriter`: ONE writer task fed by a queue; each record is written as a single line, flushed and fsynced
-  before the next, so lines never interleave and a finished run survives a SIGKILL.
+  before the next, so lines never interleave and a finished run survives a SIGKILL. Every secret is hidden in what
+  it writes, as in `merge` and `write_json_atomic` (protocol/redaction.py: a server's error body may echo a key).
 - `read_records` / `finished_keys` / `trajectory_files` / `merge`: reading for resume, harvest and merge.
   A malformed line raises `TrajectoryFileError` naming file:line and the field.
 - `supersede_errors(path)`: before a restart retries the runs that ended with outcome `error`, their records move to
@@ -27,6 +28,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from omnidecision.protocol.records import RunRecord
+from omnidecision.protocol.redaction import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +222,7 @@ def merge(paths: Iterable[str | Path], out_file: str | Path) -> tuple[int, int]:
                     dup += 1
                     continue
                 seen.add(key)
-                fh.write(rec.model_dump_json() + "\n")
+                fh.write(redact_text(rec.model_dump_json()) + "\n")
                 written += 1
         fh.flush()
         os.fsync(fh.fileno())
@@ -265,7 +267,7 @@ class RecordWriter:
             record = await self.queue.get()
             if record is None:
                 return
-            data = (record.model_dump_json() + "\n").encode("utf-8")
+            data = (redact_text(record.model_dump_json()) + "\n").encode("utf-8")  # no key in a record
             await asyncio.to_thread(self._write, data)
             self.written += 1
 
@@ -280,8 +282,10 @@ class RecordWriter:
 
 
 def write_json_atomic(path: str | Path, data: object) -> None:
-    """Write JSON to `path` via a temp file + rename (never half-written)."""
+    """Write JSON to `path` via a temp file + rename (never half-written), every secret hidden
+    (protocol/redaction.py)."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")  # unique: shards on other nodes may write the same file
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    tmp.write_text(redact_text(text) + "\n", encoding="utf-8")  # no key in a manifest
     os.replace(tmp, p)
