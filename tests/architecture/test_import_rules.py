@@ -41,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
     "sft": PROTOCOL | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight", "provenance"},
     "rl": PROTOCOL | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats", "preflight", "provenance"},
+    "rollout": TOOLS | {"backends", "agent", "rollout"},
     "collect": TOOLS | {"backends", "agent", "collect", "preflight"},
     "eval": TOOLS | {"backends", "agent", "collect", "eval", "serving", "stats", "preflight"},
     "onpolicy": TOOLS | {"backends", "agent", "collect", "onpolicy"},
@@ -176,9 +177,9 @@ def test_no_import_circles(scope: str) -> None:
 
 def render_table() -> str:
     """ALLOWED as the Markdown table docs/architecture.md shows (rows and cells in layer order)."""
-    order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "collect", "eval", "onpolicy", "rewards",
-             "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling", "checkpoints", "launch", "export",
-             "stats", "gpustats", "smoke", "pipeline"]
+    order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "collect", "eval", "onpolicy",
+             "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling", "checkpoints", "launch",
+             "export", "stats", "gpustats", "smoke", "pipeline"]
     rank = {name: i for i, name in enumerate(order)}
     lines = ["| package | may load at import time (besides itself) |", "| --- | --- |"]
     for package in sorted(ALLOWED, key=lambda p: rank.get(p, len(order))):
