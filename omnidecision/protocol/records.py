@@ -150,6 +150,18 @@ class RunRecord(BaseModel):
         return _omit_none(handler(self), BRANCH_FIELDS)
 
 
+def run_key(record: RunRecord) -> tuple[str, int]:
+    """What identifies a run among the records of one collection: its (task id, sample), which a resumed shard may
+    repeat (the first record counts); a branch shares both with its parent and its sibling branches, so it is keyed
+    by its own run id.
+
+    >>> run = RunRecord(run_id="t1-s0-x", task_id="t1", outcome="accepted")
+    >>> run_key(run), run_key(run.model_copy(update={"run_id": "t1-s0-x~b2-1", "parent_run_id": "t1-s0-x"}))
+    (('t1', 0), ('t1-s0-x~b2-1', 0))
+    """
+    return (record.run_id if record.parent_run_id is not None else record.task_id, record.sample)
+
+
 def endpoint_models(records: Iterable[RunRecord]) -> dict[str, list[str]]:
     """role → the model names its endpoint reported in its replies (the planner's, every other role's calls, the LLM
     judge's): what actually answered, next to what the recipe asked for (eval and harvest manifests, data cards)."""
