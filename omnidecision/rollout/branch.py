@@ -76,10 +76,16 @@ def build_policy(policy: str, parent: RunRecord, recipe_backends: dict[str, Back
     path = Path(policy)
     if not path.is_file():
         raise ValueError(f"policy {policy!r}: not one of {', '.join(POLICY_NAMES)} and no such backends file")
-    specs = load_backend_specs(path)
+    return policy_from_specs(load_backend_specs(path), path.name)
+
+
+def policy_from_specs(specs: dict[str, BackendSpec], label: str = "backends") -> Policy:
+    """A policy of role -> `BackendSpec` (a served planner, the local one, the teacher), named `label#<hash of the
+    specs>` so that two policies with different backends never share a branch id. Built anew on each call: a backend
+    that counts its calls per run (the local one) then draws a branch as it would draw a fresh run."""
     digest = hashlib.sha256(json.dumps({k: v.model_dump(mode="json") for k, v in sorted(specs.items())},
                                        sort_keys=True).encode()).hexdigest()[:8]
-    return Policy(f"{path.name}#{digest}", build_backends(specs))
+    return Policy(f"{label}#{digest}", build_backends(specs))
 
 
 def branch_id(parent_run_id: str, step: int, decision: str, policy: str, seed: int) -> str:
