@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from omnidecision.protocol.records import RunRecord
+from omnidecision.protocol.records import RunRecord, run_key
 from omnidecision.protocol.redaction import redact_text
 
 logger = logging.getLogger(__name__)
@@ -122,19 +122,21 @@ def read_records(path: str | Path, *, skip_bad: bool = False, bad: list[str] | N
 
 
 def finished_keys(path: str | Path) -> set[tuple[str, int]]:
-    """(task_id, sample) of every complete record in `path` (empty when the file does not exist)."""
+    """`run_key` of every complete record in `path`: (task_id, sample), a branch's own run id for its task id (empty
+    when the file does not exist)."""
     p = Path(path)
     if not p.is_file():
         return set()
-    return {(r.task_id, r.sample) for _, r in read_records(p)}
+    return {run_key(r) for _, r in read_records(p)}
 
 
 def load_records(out: str | Path) -> list[RunRecord]:
-    """Every complete record under OUT/trajectories*.jsonl, first one per (task_id, sample)."""
+    """Every complete record under OUT/trajectories*.jsonl, first one per `run_key` ((task_id, sample); a branch of a
+    run is its own)."""
     seen: dict[tuple[str, int], RunRecord] = {}
     for f in sorted(Path(out).glob("trajectories*.jsonl")):
         for _, r in read_records(f):
-            seen.setdefault((r.task_id, r.sample), r)
+            seen.setdefault(run_key(r), r)
     return list(seen.values())
 
 
@@ -217,7 +219,7 @@ def merge(paths: Iterable[str | Path], out_file: str | Path) -> tuple[int, int]:
             if f.resolve() == out.resolve():
                 continue
             for _, rec in read_records(f):
-                key = (rec.task_id, rec.sample)
+                key = run_key(rec)
                 if key in seen:
                     dup += 1
                     continue
