@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
         # -- real runs
         t0 = time.perf_counter()
         cli("tasks", "synth", "--n", str(max(1, a.base_runs // 2)), "--seed", "11", "--out", str(tmp_path / "synth"))
-        cli("collect", "--config", str(ROOT / "configs/collect/synthetic-teacher.yaml"), "--tasks",
+        cli("collect", "--config", str(ROOT / "configs/collect/synthetic-teacher.yaml"), "--tasks.path",
             str(tmp_path / "synth"), "--out", str(tmp_path / "collect"), "--samples", "2", "--no-progress")
         collect_s = time.perf_counter() - t0
         base_file = next((tmp_path / "collect").glob("trajectories*.jsonl"))

@@ -1,7 +1,9 @@
 """The `omnidecision` command line: one entry for every stage. Run `omnidecision --help`.
 
 Each stage keeps its commands in its own `<package>/cli.py` (imports of torch/TRL/vLLM happen inside the
-command functions, so `omnidecision --help` stays fast); this module only mounts them.
+command functions, so `omnidecision --help` stays fast); this module only mounts them, and translates the old flag
+spellings (CHANGELOG.md, "Deprecated") before a command parses them. Flag spelling: docs/architecture.md, "Flag
+spelling"; tests/architecture/test_flag_spelling.py holds every command to it.
 """
 
 from __future__ import annotations
@@ -9,8 +11,21 @@ from __future__ import annotations
 import importlib
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Train and serve the ledger agent's planner.")
+from omnidecision.launch import translate_command_aliases
+
+
+class _Root(TyperGroup):
+    """The `omnidecision` group: old flag spellings (launch.COMMAND_ALIASES, listed in CHANGELOG.md) become the
+    current ones, with a warning, before any command parses its options."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, translate_command_aliases(args))
+
+
+app = typer.Typer(cls=_Root, no_args_is_help=True, add_completion=False,
+                  help="Train and serve the ledger agent's planner.")
 
 # (module, attribute, name): a typer.Typer is mounted as a command group, a function as a command.
 _MOUNTS: list[tuple[str, str, str]] = [
@@ -20,6 +35,7 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.tools.cli", "tool", "tool"),
     ("omnidecision.collect.cli", "collect_app", "collect"),
     ("omnidecision.collect.cli", "harvest", "harvest"),
+    ("omnidecision.rollout.branch_cli", "branch", "branch"),
     ("omnidecision.sft.cli", "tiny_planner", "tiny-planner"),
     ("omnidecision.sft.cli", "sft", "sft"),
     ("omnidecision.sft.cli", "export", "export"),
@@ -56,8 +72,10 @@ def _mount() -> None:
 def main() -> None:
     """omnidecision: collect → harvest → sft → grpo → export → serve → eval for the ledger agent's planner."""
     from omnidecision.gpustats import install
+    from omnidecision.protocol.redaction import install as install_redaction
 
     install()  # OMNIDECISION_GPU_STATS=FILE: peak GPU memory of this command, recorded at exit
+    install_redaction()  # every key hidden by value in what this command prints and logs (protocol/redaction.py)
 
 
 @app.command()

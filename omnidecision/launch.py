@@ -1,6 +1,7 @@
 """The one launcher of the trained stages (`sft`, `grpo`, `judge train`, `rft-select`): what a stage declares
 (`Stage`), the command a run starts (`stage_command`, shared by the CLIs and the dry runs), the CLI body every stage
-command calls (`launch_stage`) and the old flag spellings kept as aliases (`translate_aliases`).
+command calls (`launch_stage`) and every command's old flag spellings, translated
+with a deprecation warning (`translate_aliases`, `translate_command_aliases`; listed in CHANGELOG.md).
 
 The launcher sits below the stages and imports none of them: each stage declares its `Stage` next to its parser
 (`sft/config.py: SFT_STAGE`, `rl/config.py: GRPO_STAGE` and `RFT_STAGE`, `rl/judge_config.py: JUDGE_STAGE`) and its
@@ -55,18 +56,39 @@ class Stage:
     bool_aliases: Mapping[str, str] = field(default_factory=dict)  # old --flag/--no-flag -> the recipe field's flag
 
 
-# the old spellings of `judge train` and `rft-select` (Typer flags before they read recipes): kept as aliases
+# Old flag spellings (CHANGELOG.md, "Deprecated"): each still works and prints one warning to stderr per process.
+# `judge train` and `rft-select` (Typer flags before these stages read recipes): aliases of recipe fields
 JUDGE_ALIASES = {"--data": "--dataset_name", "--model": "--model_name_or_path", "--out": "--output_dir",
                  "--max-steps": "--max_steps", "--batch-size": "--per_device_train_batch_size",
                  "--learning-rate": "--learning_rate", "--max-length": "--max_length"}
 RFT_ALIASES = {"--model": "--model_name_or_path", "--data": "--dataset_name", "--samples": "--num_generations",
                "--match-steps": "--max_steps", "--match_steps": "--max_steps"}
+# the other commands' old spellings, by command path: `omnidecision/cli.py` translates them before Typer parses the
+# command line (`translate_command_aliases`), so --help shows only the current names
+COMMAND_ALIASES: dict[tuple[str, ...], dict[str, str]] = {
+    # collect's shortcuts of recipe overrides: eval, ablate and the plans spell the recipe key
+    ("collect",): {"--tasks": "--tasks.path", "--format": "--tasks.format", "--limit": "--tasks.limit",
+                   "--mode": "--agent.mode"},
+    ("run",): {"--fmt": "--format"},  # a task file's format is --format everywhere
+    ("tool",): {"--task": "--tasks"},  # the task file, as `run` and `audit progress` name it
+    ("experiment",): {"--seeds": "--starts"},  # the recipe's `starts`
+}
+_WARNED: set[str] = set()  # "command old-flag" already warned about in this process
+
+
+def warn_deprecated(command: str, old: str, new: str) -> None:
+    """Tell the user once per process (stderr) that `old` is an old spelling of `new` in `command`."""
+    if f"{command} {old}" in _WARNED:
+        return
+    _WARNED.add(f"{command} {old}")
+    sys.stderr.write(f"warning: `omnidecision {command} {old}` is deprecated, use `{new}` (CHANGELOG.md)\n")
 
 
 def translate_aliases(args: Sequence[str], aliases: Mapping[str, str],
-                      bool_aliases: Mapping[str, str] | None = None) -> list[str]:
-    """`args` with old flag spellings replaced by the recipe field's flag (`--opt v` and `--opt=v` forms);
-    `bool_aliases`: `--flag` / `--no-flag` become `--field true|false`.
+                      bool_aliases: Mapping[str, str] | None = None, command: str = "") -> list[str]:
+    """`args` with old flag spellings replaced by the current ones (`--opt v` and `--opt=v` forms), each old one
+    warned about once (`warn_deprecated`, naming `command`); `bool_aliases`: `--flag` / `--no-flag` become
+    `--field true|false`. Arguments after `--` are left alone.
 
     >>> translate_aliases(["--max-steps", "4", "--seed=1", "--no-use-cpu"], {"--max-steps": "--max_steps"},
     ...                   {"--use-cpu": "--use_cpu"})
@@ -74,17 +96,35 @@ def translate_aliases(args: Sequence[str], aliases: Mapping[str, str],
     """
     bool_aliases = bool_aliases or {}
     out: list[str] = []
-    for arg in args:
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + list(args[i:])
         name, eq, value = arg.partition("=")
         if name in aliases:
+            warn_deprecated(command, name, aliases[name])
             out.append(f"{aliases[name]}={value}" if eq else aliases[name])
         elif name in bool_aliases and not eq:
+            warn_deprecated(command, name, f"{bool_aliases[name]} true")
             out += [bool_aliases[name], "true"]
         elif name.startswith("--no-") and "--" + name[5:] in bool_aliases and not eq:
+            warn_deprecated(command, name, f"{bool_aliases['--' + name[5:]]} false")
             out += [bool_aliases["--" + name[5:]], "false"]
         else:
             out.append(arg)
     return out
+
+
+def translate_command_aliases(args: Sequence[str]) -> list[str]:
+    """A whole `omnidecision` command line (`args` after the program name) with the old spellings of its command
+    (`COMMAND_ALIASES`) replaced by the current ones, each warned about once.
+
+    >>> translate_command_aliases(["run", "--tasks", "t.jsonl", "--fmt=jsonl"])
+    ['run', '--tasks', 't.jsonl', '--format=jsonl']
+    """
+    for path, aliases in COMMAND_ALIASES.items():
+        if tuple(args[:len(path)]) == path:
+            return [*path, *translate_aliases(args[len(path):], aliases, command=" ".join(path))]
+    return list(args)
 
 
 def accelerate_command(stage: Stage, stage_args: Sequence[str], *, config_file: str | None = None,
@@ -130,7 +170,7 @@ def stage_command(stage: Stage, stage_args: Sequence[str], *, accelerate_config:
 
 def stage_args(stage: Stage, config: str | Path, extra: Sequence[str]) -> list[str]:
     """`--config RECIPE` + the overrides, old spellings translated (`translate_aliases`)."""
-    return ["--config", str(config), *translate_aliases(list(extra), stage.aliases, stage.bool_aliases)]
+    return ["--config", str(config), *translate_aliases(list(extra), stage.aliases, stage.bool_aliases, stage.name)]
 
 
 def parse_stage_args(stage: Stage, args: Sequence[str]) -> tuple[Any, Any, Any]:

@@ -419,10 +419,13 @@ def parse_stage(command: str, stage_args: list[str], parse_args: Any
 
 
 def emit(report: DryRunReport) -> int:
-    """Print the report on stdout and the failed checks on stderr; the exit code (0 ok, 2 some check failed)."""
+    """Print the report on stdout and the failed checks on stderr, every secret hidden (protocol/redaction.py: a
+    resolved recipe shows its URLs, headers and options); the exit code (0 ok, 2 some check failed)."""
     import sys
 
-    print(report.render())
+    from omnidecision.protocol.redaction import redact_text
+
+    print(redact_text(report.render()))
     for check in report.errors:
-        print(f"error: {check.what}: {check.detail}", file=sys.stderr)
+        print(redact_text(f"error: {check.what}: {check.detail}"), file=sys.stderr)
     return 2 if report.errors else 0

@@ -45,7 +45,7 @@ def run(
     max_tool_calls: Optional[int] = typer.Option(None, help="hard tool-call cap"),  # noqa: UP045
     sample: int = typer.Option(0, help="sample index (seeds the teacher's noise)"),
     out: Optional[Path] = typer.Option(None, help="append the RunRecord to this JSONL file"),  # noqa: UP045
-    fmt: str = typer.Option("auto", help="task file format"),
+    fmt: str = typer.Option("auto", "--format", help="task file format"),
 ) -> None:
     """Run the agent on one task and print the outcome (the full record goes to --out)."""
     from omnidecision.agent.config import AgentConfig

@@ -92,7 +92,7 @@ from omnidecision.protocol.actions import (
     parse_planner_output,
     render_action,
 )
-from omnidecision.protocol.chat import BackendError, ChatBackend
+from omnidecision.protocol.chat import BackendError, ChatBackend, ChatResponse
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import ABSTAIN_ANSWER, Outcome, RoleCall, RunRecord, StepRecord
 from omnidecision.tasks.schema import Task
@@ -119,15 +119,33 @@ async def run_task(task, config: AgentConfig, backends: dict[str, ChatBackend], 
             from omnidecision.agent.baselines import history_loop
 
             await history_loop(run, record)
-    except BackendError as exc:
-        _stop(record, "error", run)
+    except Exception as exc:  # never crash a batch: the reason goes into the record
+        _failed(record, run, exc)
+    return record
+
+
+async def continue_run(run: Run, record: RunRecord, decision: ChatResponse | None = None) -> RunRecord:
+    """Continue a ledger-mode run from the state `run` holds (restored at a recorded step by
+    `omnidecision.rollout.resume`) to its end, appending to `record`. `decision`, when given, stands in for the
+    planner's reply at the first step (its usage and cost are counted as the planner's); every later decision
+    comes from `run.backends`. The same loop as `run_task`; never raises."""
+    try:
+        await _ledger_loop(run, record, decision)
+    except Exception as exc:  # never crash a batch: the reason goes into the record
+        _failed(record, run, exc)
+    return record
+
+
+def _failed(record: RunRecord, run: Run | None, exc: Exception) -> None:
+    """End the run with outcome `error`: a dead backend (after its retries) names its reason, anything else its
+    exception."""
+    _stop(record, "error", run)
+    if isinstance(exc, BackendError):
         record.error = exc.reason
         logger.warning("run %s: backend error: %s", record.run_id, exc.reason)
-    except Exception as exc:  # never crash a batch: the reason goes into the record
-        _stop(record, "error", run)
+    else:
         record.error = f"{type(exc).__name__}: {exc}"
         logger.error("run %s crashed:\n%s", record.run_id, traceback.format_exc())
-    return record
 
 
 def _stop(record: RunRecord, outcome: Outcome, run: Run | None) -> None:
@@ -179,10 +197,13 @@ async def _decompose(run: Run, record: RunRecord) -> None:
 
 
 # -- the loop ----------------------------------------------------------------------------------------------
-async def _ledger_loop(run: Run, record: RunRecord) -> None:
+async def _ledger_loop(run: Run, record: RunRecord, decision: ChatResponse | None = None) -> None:
+    """Decompose (unless `run` starts from a restored ledger), then steps until a stop. `decision`: the planner's
+    reply at the first step, given instead of asked for (a resumed run, `continue_run`)."""
     config = run.config
     budget = DigestBudget(max_chars=config.digest_max_chars)
-    await _decompose(run, record)
+    if not run.state.initialized:
+        await _decompose(run, record)
     while True:
         state = run.state
         # a spent tool budget ends the run unless the ledger is ready: then the planner can still finish
@@ -193,10 +214,15 @@ async def _ledger_loop(run: Run, record: RunRecord) -> None:
         step = StepRecord(step=state.step, ledger=state, planner_messages=render_planner_messages(
             state, budget, system_prompt=config.planner_system_prompt))
         record.steps.append(step)
-        schema = (ledger_action_schema(state, run.task, config.max_tool_calls, config.constrain_tools)
-                  if config.constrain_decoding else None)
-        resp = await run.chat("planner", step.planner_messages, {"task": run.task, "ledger": state}, schema=schema)
-        step.raw_output, step.usage, step.latency_s = resp.text, resp.usage, resp.latency_s
+        if decision is not None:
+            resp, decision = decision, None
+            run.account("planner", resp)
+        else:
+            schema = (ledger_action_schema(state, run.task, config.max_tool_calls, config.constrain_tools)
+                      if config.constrain_decoding else None)
+            resp = await run.chat("planner", step.planner_messages, {"task": run.task, "ledger": state},
+                                  schema=schema)
+        step.raw_output, step.usage, step.latency_s, step.cost = resp.text, resp.usage, resp.latency_s, resp.cost
         action, err = parse_planner_output(resp.text)
         if action is None:
             step.invalid = err
@@ -317,7 +343,7 @@ def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope =
     return None
 
 
-def _resolve(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
+def resolve_call(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
     """The call's tool, query and arguments, with the defaults filled in: the need's tool and composed query (and
     its asset for a perception tool), or for a slot code_executor and the slot's program."""
     if action.slot is not None:
@@ -333,15 +359,22 @@ def _resolve(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
     return tool, query, arguments
 
 
+def why_rejected(state: Ledger, task: Task, action: CallAction, config: AgentConfig) -> str | None:
+    """Why the loop would not execute this call at `state` (None: it would): the tool budget is spent, or
+    `_rejection`'s reasons. A rejected call is still a decision: it becomes the planner's `InvalidAction`."""
+    if tool_budget_spent(state, config.max_tool_calls):
+        return f"the tool budget is spent ({tool_calls_made(state)} calls)"
+    return _rejection(state, task, action, config.constrain_tools)
+
+
 async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBudget) -> None:
     state = run.state
-    why = (f"the tool budget is spent ({tool_calls_made(state)} calls)" if _tool_cap_reached(run)
-           else _rejection(state, run.task, action, run.config.constrain_tools))
+    why = why_rejected(state, run.task, action, run.config)
     if why is not None:
         step.invalid = why
         run.invalid_event(step.events, "planner", step.invalid, step.raw_output, decision=render_action(action))
         return
-    tool, query, arguments = _resolve(state, action)
+    tool, query, arguments = resolve_call(state, action)
     resolved = action.model_copy(update={"tool": tool, "query": query})
     obs = await run.run_tool(tool, arguments)
     step.observation = obs.model_dump(mode="json")

@@ -96,20 +96,25 @@ class Run:
             raise BackendError(f"{role} backend returned {type(resp).__name__}, not a ChatResponse")
         if not resp.latency_s:
             resp.latency_s = time.perf_counter() - t
+        self.account(role, resp)
+        return resp
+
+    def account(self, role: str, resp: ChatResponse) -> None:
+        """Add a reply's usage and cost to the run's totals (`chat` does it for every call; a resumed run does it
+        for the decision it was given, `agent.loop.continue_run`)."""
         self.usage = self.usage + resp.usage
         if resp.cost is not None:
             self.cost = (self.cost or 0.0) + resp.cost
         if role in ("planner", "react"):
             self.planner_prompt_tokens += resp.usage.prompt_tokens
             self.planner_model = self.planner_model or resp.model
-        return resp
 
     @staticmethod
     def role_call(role: str, resp: ChatResponse | None, error: str | None = None) -> RoleCall:
         if resp is None:
             return RoleCall(role=role, error=error)
         return RoleCall(role=role, raw=resp.text, usage=resp.usage, latency_s=resp.latency_s, error=error,
-                        model=resp.model)
+                        model=resp.model, cost=resp.cost)
 
     # -- tools ----------------------------------------------------------------------------------------------
     async def run_tool(self, tool: str, arguments: dict) -> Observation:

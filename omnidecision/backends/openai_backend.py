@@ -11,6 +11,9 @@ types) are sent, other extra_body keys are dropped with one warning; "auto" (def
 OpenAI and Gemini's endpoint are "openai", any other endpoint is asked once for `GET /models` — vLLM lists its
 models with `owned_by: "vllm"` — and is "vllm" when it says so, else "openai". A 400 names the refused field.
 
+`options.default_headers` are sent with every request; their values, like the key, are hidden wherever the project
+prints, logs or writes (protocol/redaction.py).
+
     python -c "import asyncio; from omnidecision.backends.openai_backend import OpenAIBackend; \
 from omnidecision.protocol.chat import BackendSpec, ChatRequest; \
 b = OpenAIBackend(BackendSpec(base_url='http://localhost:8000/v1', model='planner')); \
@@ -35,6 +38,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from omnidecision.backends.factory import register_backend
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, ChatResponse, Usage
+from omnidecision.protocol.redaction import redact_text, register_in, secret_values
 from omnidecision.protocol.secrets import redact, scrub_chain, secrets_from_env
 
 logger = logging.getLogger(__name__)
@@ -133,9 +137,11 @@ class OpenAIBackend:
         self.retry_wait_s, self.retry_max_wait_s = retry_wait_s, retry_max_wait_s
         api_key = os.environ.get(spec.api_key_env) or "EMPTY"
         self._secrets = secrets_from_env([spec.api_key_env])  # scrubbed from every error text (a server may echo it)
+        register_in(spec)  # the key and every header value: hidden wherever the project prints, logs or writes
+        headers = {str(k): str(v) for k, v in (spec.options.get("default_headers") or {}).items()}
         # Retries are ours (tenacity, with the policy above); the client's own retries are switched off.
         self.client = openai.AsyncOpenAI(base_url=spec.base_url, api_key=api_key, timeout=spec.timeout_s,
-                                         max_retries=0)
+                                         max_retries=0, default_headers=headers or None)
         self._semaphore: asyncio.Semaphore | None = None
         self._kind: EndpointKind | None = None if spec.endpoint_kind == "auto" else spec.endpoint_kind
         self._warned_dropped: set[str] = set()
@@ -217,8 +223,9 @@ class OpenAIBackend:
                         kwargs = self.request_kwargs(request, await self.endpoint_kind())
                         completion = await self.client.chat.completions.create(**kwargs)
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
-            scrub_chain(exc, self._secrets)  # a traceback logged further up shows no key either
-            raise BackendError(redact(_reason(exc, self.spec.base_url, self._kind), self._secrets)) from exc
+            keys = [*self._secrets, *secret_values()]  # a server may echo a header value too (a Cookie)
+            scrub_chain(exc, keys)  # a traceback logged further up shows no key either
+            raise BackendError(redact_text(redact(_reason(exc, self.spec.base_url, self._kind), keys))) from exc
         if not completion.choices:
             raise BackendError(f"no choices in the reply from {self.spec.base_url}")
         text = completion.choices[0].message.content or ""

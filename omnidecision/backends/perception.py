@@ -56,7 +56,9 @@ class PerceptionSpec(EndpointSecrets):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # a refused key is never echoed
 
-    base_url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://gpu-node:8001/v1")
+    base_url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://gpu-node:8001/v1; no "
+                                 "credential in it (userinfo, ?api_key=, ?token=, ...: refused; the key goes in "
+                                 "api_key_env)")
     model: str = Field("", description="the served model name")
     api_key_env: str = Field("OPENAI_API_KEY", description="env var holding the key (unset: 'EMPTY', as vLLM takes)")
     inputs: list[Modality] = Field(default_factory=lambda: ["image"],

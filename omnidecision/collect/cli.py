@@ -1,7 +1,7 @@
 """Collect and harvest commands mounted by `omnidecision/cli.py`.
 
     omnidecision tasks synth --n 200 --out runs/synth
-    omnidecision collect --config configs/collect/synthetic-teacher.yaml --tasks runs/synth --out runs/teacher \
+    omnidecision collect --config configs/collect/synthetic-teacher.yaml --tasks.path runs/synth --out runs/teacher \
         --concurrency 8 --shard 0/1 --agent.step_budget 12
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --dry-run   # check, print
     omnidecision collect --config configs/collect/omnigaia-live.yaml --dry-run   # what is missing, nothing run
@@ -53,15 +53,10 @@ _ALIAS = "alias of --{}"
 def collect(
     ctx: typer.Context,
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML recipe (configs/collect/*.yaml)"),  # noqa: UP045
-    tasks: Optional[str] = typer.Option(None, "--tasks", help=_ALIAS.format("tasks.path")),  # noqa: UP045
-    fmt: Optional[str] = typer.Option(None, "--format", help=_ALIAS.format("tasks.format")),  # noqa: UP045
     out: Optional[Path] = typer.Option(None, "--out", help="the output folder (the recipe's `out`)"),  # noqa: UP045
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="runs in flight at once (`concurrency`)"),  # noqa: UP045
     shard: Optional[str] = typer.Option(None, "--shard", help="i/n: this process's shard (`shard`)"),  # noqa: UP045
     samples: Optional[int] = typer.Option(None, "--samples", help="runs per task (`samples`)"),  # noqa: UP045
-    limit: Optional[int] = typer.Option(None, "--limit", help=_ALIAS.format("tasks.limit")),  # noqa: UP045
-    mode: Optional[str] = typer.Option(None, "--mode", help=_ALIAS.format("agent.mode") + " (ledger | react | "  # noqa: UP045
-                                       "memory)"),
     no_progress: bool = typer.Option(False, "--no-progress", help=_ALIAS.format("progress false")),
     no_retry_errors: bool = typer.Option(False, "--no-retry-errors", help=_ALIAS.format("retry_errors false") +
                                          ": keep runs recorded with outcome `error` as finished (default: a restart "
@@ -73,8 +68,8 @@ def collect(
 ) -> None:
     """Run the agent over a task set (resumable, sharded, concurrent) and append judged trajectories.
 
-    Any recipe field is an override: --key.path VALUE (e.g. --agent.step_budget 12).
-    The flags marked "alias of" are short spellings of such overrides.
+    Any recipe field is an override: --key.path VALUE (e.g. --tasks.path DIR, --tasks.limit 8, --agent.mode react,
+    --agent.step_budget 12). The flags marked "alias of" are short spellings of such overrides.
 
     `collect merge DIR… --out FILE` merges shard files (see `collect merge --help`)."""
     if ctx.invoked_subcommand is not None:
@@ -89,8 +84,7 @@ def collect(
         overrides = cli_overrides(ctx.args)  # any recipe field: --key.path VALUE
     except ValueError as exc:
         raise _fail(str(exc)) from exc
-    for key, value in (("tasks.path", tasks), ("tasks.format", fmt), ("out", out), ("concurrency", concurrency),
-                       ("shard", shard), ("samples", samples), ("tasks.limit", limit), ("agent.mode", mode)):
+    for key, value in (("out", out), ("concurrency", concurrency), ("shard", shard), ("samples", samples)):
         if value is not None:
             overrides.append(f"{key}={json.dumps(str(value)) if isinstance(value, (str, Path)) else value}")
     if no_progress:

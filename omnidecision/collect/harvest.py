@@ -300,41 +300,76 @@ def _lengths(rows: list[dict[str, Any]], key: str, tokenizer: Any) -> list[int]:
     return [len(fn(tokenizer, r[key])) for r in rows]
 
 
+@dataclass
+class _Harvested:
+    """The rows of every kept run, before the split: what `harvest_runs` hands to the writing phases."""
+
+    counts: _Counts = field(default_factory=_Counts)
+    sft: list[dict[str, Any]] = field(default_factory=list)
+    rl: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[RunRecord] = field(default_factory=list)  # the first copy of each run
+    all_tasks: set[str] = field(default_factory=set)
+    val_tasks: set[str] = field(default_factory=set)  # tasks with a run under `validation_from`
+    train_tasks: set[str] = field(default_factory=set)  # ... and elsewhere
+
+
 def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None = None) -> dict[str, Any]:
     """Read trajectories, build both datasets, write them under `out` (atomically); returns the stats."""
     opts = opts or HarvestOptions()
     out = Path(out)
-    # read
-    runs, bad = load_runs(paths, opts.skip_bad)
+    # read, in a fixed order
+    runs, bad = ordered_runs(paths, opts.skip_bad)
+    # harvest run by run
+    got = harvest_runs(runs, opts)
+    if not runs:
+        raise HarvestError(f"no runs found in {', '.join(paths)}")
+    # split by task, then the switch copies of the train split
+    split = assign_splits(got, opts)
+    switches = Counter(split[r["task_id"]] for r in got.sft if r.get(SWITCH))
+    got.sft = with_switch_copies(got.sft, split, opts.switch_copies)
+    # write into a temp folder, then rename
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        stats = write_dataset(tmp, paths, runs, bad, got, split, switches, opts)
+        _replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("harvest → %s: sft %s, rl %s", out, _sizes(stats["sft"]), _sizes(stats["rl"]))
+    return stats
+
+
+def ordered_runs(paths: list[str], skip_bad: bool) -> tuple[list[tuple[str, int, RunRecord]], list[str]]:
+    """`load_runs`, sorted by the order the files were given, then by run id."""
+    runs, bad = load_runs(paths, skip_bad)
     # in a fixed order, not the order concurrent runs finished in: the datasets (and the seeded shuffles of the
     # trainers that read them) are then the same on a rerun (tests/demo/test_determinism.py)
     files = {f: i for i, f in reversed(list(enumerate(r[0] for r in runs)))}  # files in the order given
-    runs = sorted(runs, key=lambda r: (files[r[0]], r[2].run_id))
-    counts = _Counts()
+    return sorted(runs, key=lambda r: (files[r[0]], r[2].run_id)), bad
+
+
+def harvest_runs(runs: list[tuple[str, int, RunRecord]], opts: HarvestOptions) -> _Harvested:
+    """Every run's SFT and RL rows (`harvest_run`), each run once, with the dataset-wide dedup and task cap."""
+    got = _Harvested()
+    counts = got.counts
     seen_runs: set[str] = set()
-    sft: list[dict[str, Any]] = []
-    rl: list[dict[str, Any]] = []
     rl_seen: set[str] = set()
     sft_seen: set[str] = set()
     per_task: Counter = Counter()
     chars_cache: dict[str, int] = {}
-    all_tasks: set[str] = set()
-    val_tasks: set[str] = set()
-    train_tasks: set[str] = set()
     val_roots = [Path(p).resolve() for p in opts.validation_from]
-    kept: list[RunRecord] = []
-    # harvest run by run
     for path, lineno, rec in runs:
         if rec.run_id in seen_runs:
             counts.duplicate_runs += 1
             continue
         seen_runs.add(rec.run_id)
-        kept.append(rec)
-        all_tasks.add(rec.task_id)
+        got.kept.append(rec)
+        got.all_tasks.add(rec.task_id)
         if any(Path(path).resolve().is_relative_to(root) for root in val_roots):
-            val_tasks.add(rec.task_id)
+            got.val_tasks.add(rec.task_id)
         else:
-            train_tasks.add(rec.task_id)
+            got.train_tasks.add(rec.task_id)
         counts.runs += 1
         counts.outcomes[rec.outcome] += 1
         counts.correct_runs += int(rec.judge is not None and rec.judge.correct is True)
@@ -350,7 +385,7 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
                 counts.skipped["rl_duplicate_state"] += 1
                 continue
             rl_seen.add(key)
-            rl.append(row)
+            got.rl.append(row)
         for row in run_sft:
             key = _user(row["messages"])
             if opts.dedup and key in sft_seen:
@@ -361,70 +396,89 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
                 continue
             sft_seen.add(key)
             per_task[row["task_id"]] += 1
-            sft.append(row)
-    if not runs:
-        raise HarvestError(f"no runs found in {', '.join(paths)}")
-    if val_roots:
-        both = sorted(val_tasks & train_tasks)
+            got.sft.append(row)
+    return got
+
+
+def assign_splits(got: _Harvested, opts: HarvestOptions) -> dict[str, str]:
+    """task id → split: by where the runs were read (`validation_from`; a task on both sides is an error), else
+    by the task-id hash (`split_of`)."""
+    if opts.validation_from:
+        both = sorted(got.val_tasks & got.train_tasks)
         if both:
             raise HarvestError(f"--validation-from: {len(both)} task id(s) have runs on both sides, e.g. {both[:3]}: "
                                "the dev suite must be collected on tasks the training runs do not hold")
-        split = {t: "validation" if t in val_tasks else "train" for t in all_tasks}
-    else:
-        split = split_of(sorted(all_tasks), opts.val_fraction)
-    switches = Counter(split[r["task_id"]] for r in sft if r.get(SWITCH))
-    sft = [{k: v for k, v in row.items() if k != SWITCH}
-           for row in sft
-           for _ in range(opts.switch_copies if row.get(SWITCH) and split[row["task_id"]] == "train" else 1)]
-    # write into a temp folder, then rename
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        sft_sizes = write_splits(sft, "sft", tmp / "sft", split)
-        rl_sizes = write_splits(rl, "rl", tmp / "rl", split)
-        manifests = read_manifests(path for path, _, _ in runs)
-        tok_name, tok_from = ((opts.tokenizer, "--tokenizer") if opts.tokenizer else
-                              (recipe_tokenizer(manifests), "the planner the collection served"))
-        tokenizer = None
-        if tok_name:
-            from transformers import AutoTokenizer
+        return {t: "validation" if t in got.val_tasks else "train" for t in got.all_tasks}
+    return split_of(sorted(got.all_tasks), opts.val_fraction)
 
-            tokenizer = AutoTokenizer.from_pretrained(tok_name)
-        unit = "tokens" if tokenizer is not None else "chars"
-        lengths = {"sft": _lengths(sft, "messages", tokenizer), "rl": _lengths(rl, "prompt", tokenizer)}
-        length_stats = {kind: _length_stats(v) for kind, v in lengths.items()}
-        stats = {
-            "sources": [str(p) for p in paths], "runs": counts.runs, "duplicate_runs": counts.duplicate_runs,
-            "correct_runs": counts.correct_runs, "outcomes": dict(counts.outcomes), "tasks": len(all_tasks),
-            "skipped_bad_lines": len(bad), "bad_lines": bad[:20], "skipped": dict(counts.skipped),
-            "options": {k: v for k, v in vars(opts).items()},
-            "sft": {**sft_sizes, "tasks": {s: len({r["task_id"] for r in sft if split[r["task_id"]] == s})
-                                           for s in SPLITS},
-                    f"{unit}_per_row": length_stats["sft"]},
-            "rl": {**rl_sizes, "tasks": {s: len({r["task_id"] for r in rl if split[r["task_id"]] == s})
-                                         for s in SPLITS},
-                   f"{unit}_per_row": length_stats["rl"]},
-            "split_tasks": {s: sum(v == s for v in split.values()) for s in SPLITS},
-        }
-        if opts.label == "rule":  # rows counted before the copies (the split sizes above count them)
-            stats["sft"]["switch_rows"] = {s: switches[s] for s in SPLITS}
-        # the tasks this harvest drew from (every run's, either split): a planner trained on it must not be
-        # evaluated on them (`eval` reads them back through the exported checkpoint's provenance.json)
-        stats["task_ids_file"] = TASK_IDS
-        task_ids = {"sources": [str(p) for p in paths], "ids": sorted(all_tasks),
-                    "splits": {s: sorted(t for t, v in split.items() if v == s) for s in SPLITS}}
-        (tmp / TASK_IDS).write_text(json.dumps(task_ids, indent=1) + "\n", encoding="utf-8")
-        (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-        write_card(tmp, build_card(stats=stats, records=kept, manifests=manifests, sft=sft, rl=rl, lengths=lengths,
-                                   length_stats=length_stats, tokenizer=tok_name if tokenizer is not None else None,
-                                   tokenizer_from=tok_from, split=split, task_ids_file=TASK_IDS))
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        if out.exists():
-            os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    logger.info("harvest → %s: sft %s, rl %s", out, sft_sizes, rl_sizes)
+
+def with_switch_copies(sft: list[dict[str, Any]], split: dict[str, str], copies: int) -> list[dict[str, Any]]:
+    """The SFT rows without their private switch flag, each train row that switches sources `copies` times."""
+    return [{k: v for k, v in row.items() if k != SWITCH}
+            for row in sft
+            for _ in range(copies if row.get(SWITCH) and split[row["task_id"]] == "train" else 1)]
+
+
+def _load_tokenizer(opts: HarvestOptions, manifests: Any) -> tuple[Any, str | None, str]:
+    """(tokenizer or None, its name, where the name came from): `--tokenizer`, else the collection's planner."""
+    tok_name, tok_from = ((opts.tokenizer, "--tokenizer") if opts.tokenizer else
+                          (recipe_tokenizer(manifests), "the planner the collection served"))
+    tokenizer = None
+    if tok_name:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(tok_name)
+    return tokenizer, tok_name, tok_from
+
+
+def write_dataset(tmp: Path, paths: list[str], runs: list[tuple[str, int, RunRecord]], bad: list[str],
+                  got: _Harvested, split: dict[str, str], switches: Counter, opts: HarvestOptions) -> dict[str, Any]:
+    """Write both datasets' splits, stats.json, task_ids.json and the data card into `tmp`; returns the stats."""
+    sft, rl, counts = got.sft, got.rl, got.counts
+    sft_sizes = write_splits(sft, "sft", tmp / "sft", split)
+    rl_sizes = write_splits(rl, "rl", tmp / "rl", split)
+    manifests = read_manifests(path for path, _, _ in runs)
+    tokenizer, tok_name, tok_from = _load_tokenizer(opts, manifests)
+    unit = "tokens" if tokenizer is not None else "chars"
+    lengths = {"sft": _lengths(sft, "messages", tokenizer), "rl": _lengths(rl, "prompt", tokenizer)}
+    length_stats = {kind: _length_stats(v) for kind, v in lengths.items()}
+    stats = {
+        "sources": [str(p) for p in paths], "runs": counts.runs, "duplicate_runs": counts.duplicate_runs,
+        "correct_runs": counts.correct_runs, "outcomes": dict(counts.outcomes), "tasks": len(got.all_tasks),
+        "skipped_bad_lines": len(bad), "bad_lines": bad[:20], "skipped": dict(counts.skipped),
+        "options": {k: v for k, v in vars(opts).items()},
+        "sft": {**sft_sizes, "tasks": {s: len({r["task_id"] for r in sft if split[r["task_id"]] == s})
+                                       for s in SPLITS},
+                f"{unit}_per_row": length_stats["sft"]},
+        "rl": {**rl_sizes, "tasks": {s: len({r["task_id"] for r in rl if split[r["task_id"]] == s})
+                                     for s in SPLITS},
+               f"{unit}_per_row": length_stats["rl"]},
+        "split_tasks": {s: sum(v == s for v in split.values()) for s in SPLITS},
+    }
+    if opts.label == "rule":  # rows counted before the copies (the split sizes above count them)
+        stats["sft"]["switch_rows"] = {s: switches[s] for s in SPLITS}
+    # the tasks this harvest drew from (every run's, either split): a planner trained on it must not be
+    # evaluated on them (`eval` reads them back through the exported checkpoint's provenance.json)
+    stats["task_ids_file"] = TASK_IDS
+    task_ids = {"sources": [str(p) for p in paths], "ids": sorted(got.all_tasks),
+                "splits": {s: sorted(t for t, v in split.items() if v == s) for s in SPLITS}}
+    (tmp / TASK_IDS).write_text(json.dumps(task_ids, indent=1) + "\n", encoding="utf-8")
+    (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    write_card(tmp, build_card(stats=stats, records=got.kept, manifests=manifests, sft=sft, rl=rl, lengths=lengths,
+                               length_stats=length_stats, tokenizer=tok_name if tokenizer is not None else None,
+                               tokenizer_from=tok_from, split=split, task_ids_file=TASK_IDS))
     return stats
+
+
+def _replace(tmp: Path, out: Path) -> None:
+    """Put the finished folder `tmp` at `out`, replacing what was there (the old copy moved aside, then removed)."""
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    if out.exists():
+        os.replace(out, old)
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _sizes(kind_stats: dict[str, Any]) -> dict[str, int]:
+    """The split sizes `write_splits` returned, read back from one kind's stats."""
+    return {k: v for k, v in kind_stats.items() if k in SPLITS}

@@ -158,7 +158,7 @@ def eval_cmd(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="eval recipe (configs/eval/*.yaml)"),
     out: Optional[Path] = typer.Option(None, help="output folder (overrides the recipe's out)"),  # noqa: UP045
-    no_progress: bool = typer.Option(False, help="no progress bar"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe, print it and the vLLM "
                                                           "command of its serve: block; start nothing"),
     allow_offline: bool = typer.Option(False, "--allow-offline", help="run a benchmark that needs tools (OmniGAIA, "
@@ -230,7 +230,7 @@ def ablate(
     max_tool_calls: Optional[int] = typer.Option(None, help="equal tool-call cap (default: recipe, else T)"),  # noqa: UP045
     modes: Optional[str] = typer.Option(None, help="comma-separated modes (default: ledger,react,memory; not "  # noqa: UP045
                                                    "with --grid)"),
-    no_progress: bool = typer.Option(False, help="no progress bar"),
+    no_progress: bool = typer.Option(False, "--no-progress", help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve and check the recipe (every grid cell), print "
                                                           "it; start nothing"),
 ) -> None:

@@ -40,9 +40,10 @@ def serve_report(report: DryRunReport, server) -> None:
         report.add("lora base", "error" if base_problem else "ok",
                    base_problem or f"every adapter's recorded base is the served model {server.model}")
     cmd = server.command()
+    shown = server.display_command()  # `--api-key X` shows as `--api-key ***`
     env = server.environment_overrides(Path("<private-temp-dir>"))
-    report.would_run.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(cmd)]))
-    report.extra.update({"vllm_command": cmd, "served_names": [server.served_name, *server.lora_modules],
+    report.would_run.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(shown)]))
+    report.extra.update({"vllm_command": shown, "served_names": [server.served_name, *server.lora_modules],
                          "base_url": server.base_url})
     server_args = cmd[cmd.index(API_SERVER) + 1:]
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.protocol.records import RunRecord
+from omnidecision.protocol.redaction import redact_text
 
 
 def load_runs(source: str | Path) -> list[RunRecord]:
@@ -91,5 +92,6 @@ def write_audit(out_dir: str | Path, res: dict[str, Any], title: str = "Progress
     """progress.json and progress.md under `out_dir`."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "progress.json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "progress.md").write_text(render_markdown(res, title), encoding="utf-8")
+    text = json.dumps(res, indent=2, ensure_ascii=False)
+    (out / "progress.json").write_text(redact_text(text) + "\n", encoding="utf-8")  # protocol/redaction.py
+    (out / "progress.md").write_text(redact_text(render_markdown(res, title)), encoding="utf-8")

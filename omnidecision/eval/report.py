@@ -49,6 +49,7 @@ from omnidecision.eval.prices import cost_lines, cost_table, load_prices
 from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
+from omnidecision.protocol.redaction import redact_text
 from omnidecision.stats import mean, rate, task_accuracy_ci
 
 logger = logging.getLogger(__name__)
@@ -109,51 +110,27 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
     `prices` is a price table (`eval.prices`) for the `cost` table."""
     rs = list(records)
     meta = dict(meta or {})
+    # judge failures and error runs are not wrong answers: attribution and `wrong` leave them out
+    wrong = [r for r in rs if not is_correct(r) and not judge_failed(r) and r.outcome != "error"]
+    report: dict[str, Any] = {
+        **accuracy_section(rs, len(wrong)),  # accuracy with its CI, errors, judge failures, drafts
+        **breakdown_section(rs, prices, judge_llm=(meta.get("judge") or {}).get("llm") or ""),  # by level, ...
+        **usage_section(rs),  # need closure, tool calls, tokens, invalid actions
+        **attribution_section(wrong),  # why the wrong runs went wrong
+        **run_section(rs, meta),  # cost, wall time, errors, mode, planner (pops planner and wall_s from meta)
+    }
+    report.update(meta)
+    return report
+
+
+def accuracy_section(rs: list[RunRecord], wrong: int) -> dict[str, Any]:
+    """accuracy, its task-clustered CI, the run counts (judge failures, error runs, `wrong` judged wrong answers) and
+    the accuracies beside it: without error runs, over judged runs, with drafts; unanswerable tasks and drafts."""
     n = len(rs)
     overall = _acc(rs, detail=True)
-    outcomes = Counter(r.outcome for r in rs)
-    by_outcome = outcome_table(rs)
-    judge_llm = (meta.get("judge") or {}).get("llm") or ""
-    levels: dict[str, list[RunRecord]] = defaultdict(list)
-    cats: dict[str, list[RunRecord]] = defaultdict(list)
-    for r in rs:
-        levels[r.level or "?"].append(r)
-        cats[r.category or "?"].append(r)
-
-    # -- need closure: all runs, correct runs, incorrect runs
-    def closure_of(group: list[RunRecord]) -> float | None:
-        return mean(closure(r) for r in group)
-
-    correct = [r for r in rs if is_correct(r)]
-    incorrect = [r for r in rs if not is_correct(r)]
-
-    # -- tools, tokens, cost
-    tools = sorted({t for r in rs for t in r.totals.tool_calls})
-    tool_calls = {t: (sum(r.totals.tool_calls.get(t, 0) for r in rs) / n if n else None) for t in tools}
-    tool_calls["total"] = mean(sum(r.totals.tool_calls.values()) for r in rs)
-    planner_steps = sum(len(r.steps) for r in rs)
-    invalid_steps = sum(1 for r in rs for s in r.steps if s.invalid)
-    costs = [r.totals.cost for r in rs if r.totals.cost is not None]
-
-    # -- attribution of incorrect runs (judge failures and error runs excluded: neither is a wrong answer)
-    wrong = [r for r in rs if not is_correct(r) and not judge_failed(r) and r.outcome != "error"]
     answered = [r for r in rs if r.outcome != "error"]
-    attribution = dict.fromkeys(CATEGORIES, 0)
-    diagnoses = []
-    for r in wrong:
-        d = attribute_run(r)
-        attribution[d.category] += 1
-        diagnoses.append({"run_id": r.run_id, "task_id": r.task_id, "outcome": r.outcome, **d.model_dump()})
-
-    modes = sorted({r.mode for r in rs})
-    planner_models = sorted({r.planner_model for r in rs if r.planner_model})
-    planner = dict(meta.pop("planner", {}) or {})
-    planner.setdefault("endpoint", None)
-    planner.setdefault("model", planner_models[0] if len(planner_models) == 1 else (planner_models or None))
-    errors = Counter((r.error or "unknown")[:160] for r in rs if r.outcome == "error")
     judge_methods = Counter(r.judge.method if r.judge else "missing" for r in rs)
-
-    report: dict[str, Any] = {
+    return {
         "accuracy": overall["accuracy"],
         "ci95": overall["ci95"],
         "ci_method": overall["ci_method"],
@@ -164,7 +141,7 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "correct": overall["correct"],
         "judge_failures": sum(judge_failed(r) for r in rs),
         "error_runs": n - len(answered),
-        "wrong": len(wrong),
+        "wrong": wrong,
         "accuracy_without_errors": rate(sum(is_correct(r) for r in answered), len(answered)),
         "judge_methods": dict(judge_methods),
         "unanswerable": {"n": sum(unanswerable(r) for r in rs),
@@ -174,6 +151,20 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "drafts": {"abstained_with_draft": sum(r.outcome == "insufficient" and r.draft_answer is not None
                                                for r in rs),
                    "draft_correct": sum(r.draft_judge is not None and r.draft_judge.correct is True for r in rs)},
+    }
+
+
+def breakdown_section(rs: list[RunRecord], prices: str | Path | None, judge_llm: str) -> dict[str, Any]:
+    """Accuracy by level and by category, the outcome counts and table, and the tables of their own modules:
+    stuck needs, decision diagnostics and cost (priced with `prices`, the judge priced as `judge_llm`)."""
+    levels: dict[str, list[RunRecord]] = defaultdict(list)
+    cats: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in rs:
+        levels[r.level or "?"].append(r)
+        cats[r.category or "?"].append(r)
+    outcomes = Counter(r.outcome for r in rs)
+    by_outcome = outcome_table(rs)
+    return {
         "by_level": {k: _acc(v) for k, v in sorted(levels.items())},
         "by_category": {k: _acc(v) for k, v in sorted(cats.items())},
         "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
@@ -183,8 +174,25 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "decisions": decision_diagnostics(rs),  # repeat-after-empty and finish-while-advanceable rates
         "cost": cost_table(rs, load_prices(prices) if prices else None, judge_model=judge_llm,
                            table_path=str(prices) if prices else None),
-        "need_closure_rate": {"all": closure_of(rs), "correct": closure_of(correct),
-                              "incorrect": closure_of(incorrect)},
+    }
+
+
+def _closure_mean(group: list[RunRecord]) -> float | None:
+    return mean(closure(r) for r in group)
+
+
+def usage_section(rs: list[RunRecord]) -> dict[str, Any]:
+    """Need closure (all, correct, incorrect runs), tool calls per question (per tool and in total), tokens per
+    step and per question, invalid actions, planner steps."""
+    n = len(rs)
+    tools = sorted({t for r in rs for t in r.totals.tool_calls})
+    tool_calls = {t: (sum(r.totals.tool_calls.get(t, 0) for r in rs) / n if n else None) for t in tools}
+    tool_calls["total"] = mean(sum(r.totals.tool_calls.values()) for r in rs)
+    planner_steps = sum(len(r.steps) for r in rs)
+    invalid_steps = sum(1 for r in rs for s in r.steps if s.invalid)
+    return {
+        "need_closure_rate": {"all": _closure_mean(rs), "correct": _closure_mean([r for r in rs if is_correct(r)]),
+                              "incorrect": _closure_mean([r for r in rs if not is_correct(r)])},
         "tool_calls_per_question": tool_calls,
         "prompt_tokens_per_step": _prompt_tokens_per_step(rs),
         "tokens_per_question": {
@@ -196,9 +204,37 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "invalid_action_rate": rate(invalid_steps, planner_steps),
         "invalid_events_per_question": mean(r.totals.invalid_actions for r in rs),
         "planner_steps_per_question": mean(len(r.steps) for r in rs),
+    }
+
+
+def attribution_section(wrong: list[RunRecord]) -> dict[str, Any]:
+    """The failure attribution of the wrong runs (`eval.attribution`): counts and shares per category, and per run
+    the category, the need it is about and the reason in words."""
+    attribution = dict.fromkeys(CATEGORIES, 0)
+    diagnoses = []
+    for r in wrong:
+        d = attribute_run(r)
+        attribution[d.category] += 1
+        diagnoses.append({"run_id": r.run_id, "task_id": r.task_id, "outcome": r.outcome, **d.model_dump()})
+    return {
         "attribution": attribution,
         "attribution_share": {k: rate(v, len(wrong)) for k, v in attribution.items()},
-        "attribution_runs": diagnoses,  # per wrong run: category, the need it is about, the reason in words
+        "attribution_runs": diagnoses,
+    }
+
+
+def run_section(rs: list[RunRecord], meta: dict[str, Any]) -> dict[str, Any]:
+    """Cost per question, wall time, the commonest errors, mode, replay and the planner; takes `planner` and
+    `wall_s` out of `meta` (the rest of `meta` joins the report as is)."""
+    n = len(rs)
+    costs = [r.totals.cost for r in rs if r.totals.cost is not None]
+    modes = sorted({r.mode for r in rs})
+    planner_models = sorted({r.planner_model for r in rs if r.planner_model})
+    planner = dict(meta.pop("planner", {}) or {})
+    planner.setdefault("endpoint", None)
+    planner.setdefault("model", planner_models[0] if len(planner_models) == 1 else (planner_models or None))
+    errors = Counter((r.error or "unknown")[:160] for r in rs if r.outcome == "error")
+    return {
         "cost_per_question": (sum(costs) / n) if costs and n else None,
         "wall_time": {"per_question_mean_s": mean(r.totals.wall_s for r in rs),
                       "per_question_max_s": max((r.totals.wall_s for r in rs), default=None),
@@ -208,8 +244,6 @@ def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = Non
         "replay": any(r.replay for r in rs),
         "planner": planner,
     }
-    report.update(meta)
-    return report
 
 
 # ---------------------------------------------------------------- markdown
@@ -389,8 +423,9 @@ def write_report(out_dir: str | Path, records: list[RunRecord], meta: dict[str, 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rep = build_report(records, meta, prices)
-    (out / "report.json").write_text(json.dumps(rep, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "report.md").write_text(render_markdown(rep), encoding="utf-8")
+    # no key in a report (a failure attribution may quote a server's error body): protocol/redaction.py
+    (out / "report.json").write_text(redact_text(json.dumps(rep, indent=2, ensure_ascii=False)) + "\n", "utf-8")
+    (out / "report.md").write_text(redact_text(render_markdown(rep)), encoding="utf-8")
     if plots:
         from omnidecision.eval.plots import report_plots
 

@@ -27,6 +27,7 @@ import yaml
 
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
+from omnidecision.protocol.redaction import redact_text
 from omnidecision.rollout.parity import system_prompt_mismatch
 from omnidecision.rollout.recipe import (  # the eval recipe is collect's, so rounds can type theirs with it
     EvalRecipe,
@@ -281,7 +282,8 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     i, n = recipe.shard_index
     out = Path(recipe.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False), "utf-8")
+    recipe_text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
+    (out / "recipe.yaml").write_text(redact_text(recipe_text), "utf-8")  # a header value, a key: protocol/redaction.py
     # -- runs (the server, if any, lives only for this phase)
     t0 = time.perf_counter()
     serving = contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe)

@@ -63,8 +63,8 @@ def refresh_judge(recipe: RoundsRecipe, r: int, model: str, out: Path, log: Path
         rows += _load_rows(Path(recipe.out) / f"round-{k}" / "data" / "own" / "rl", "train")
     data = out / "data" / "judge"
     write_splits(rows, "rl", data, {row["task_id"]: "train" for row in rows})
-    _run(_cli("judge", "train", "--data", str(data), "--model", model, "--out", str(out / "judge"),
-              "--max-steps", str(recipe.judge_steps)), log)
+    _run(_cli("judge", "train", "--dataset_name", str(data), "--model_name_or_path", model, "--output_dir",
+              str(out / "judge"), "--max_steps", str(recipe.judge_steps)), log)
     return str(out / "judge")
 
 

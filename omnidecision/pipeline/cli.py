@@ -81,7 +81,7 @@ def experiment(
     config: Path = typer.Option(Path(__file__).resolve().parents[2] / "configs" / "experiment" / "default.yaml",
                                 help="the experiment recipe (starts, replicates, sizes, planned contrasts)"),
     out: Path = typer.Option(Path("runs/experiment"), help="one folder per start goes under it"),
-    seeds: str | None = typer.Option(None, "--seeds", "--starts", help="comma-separated starts (overrides the "
+    starts: str | None = typer.Option(None, "--starts", help="comma-separated starts (overrides the "
                                                                       "recipe's)"),
     replicates: int | None = typer.Option(None, min=1, help="RL replicates per start (overrides the recipe's)"),
     test_tasks: int | None = typer.Option(None, help="test suite size per start (overrides the recipe's)"),
@@ -98,17 +98,15 @@ def experiment(
     """The protocol over several starts with RL replicates, pooled; the recipe's planned contrasts first."""
     import hashlib
 
-    from omnidecision.pipeline.curve import cell_folder
+    from omnidecision.pipeline.curve import run_cells, write_curve
     from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
     from omnidecision.pipeline.merge import MergeError, merge_results, read_result
-    from omnidecision.pipeline.scheduler import run_plan
-    from omnidecision.pipeline.summary import _read, summarise
     from omnidecision.provenance import git_revision
 
     overrides = [f"{k}={v}" for k, v in (("replicates", replicates), ("test_tasks", test_tasks),
                                          ("sft_steps", sft_steps), ("judge_steps", judge_steps)) if v is not None]
-    if seeds is not None:
-        overrides.append(f"starts=[{seeds}]")
+    if starts is not None:
+        overrides.append(f"starts=[{starts}]")
     try:
         recipe = load_experiment(config, overrides)
     except ValueError as exc:
@@ -122,32 +120,12 @@ def experiment(
                    for p, res in ((p, read_result(p)) for p in pool_with)]
     except MergeError as exc:
         raise typer.BadParameter(str(exc), param_hint="--pool-with") from exc
-    arms = recipe.arm_table()
-    cells: dict[int | None, list[tuple[dict, Path]]] = {}
-    for n, start in recipe.cells():
-        folder = cell_folder(out, n, start).resolve()
-        cfg = recipe.start_config(start, n)
-        if dry_run:
-            print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}")
-            print(script(build_plan(cfg, folder, arms), folder))
-            continue
-        if (folder / "summary.json").exists():  # a restarted experiment keeps the cells it finished (and summarises
-            # them again from their files, so the figures follow the current report and statistics code)
-            summary = summarise(folder, cfg, _read(folder / "stage_wall_s.json"), arms)
-        else:
-            summary = summarise(folder, cfg, run_plan(build_plan(cfg, folder, arms), folder, jobs, recipe.threads),
-                                arms)
-        cells.setdefault(n, []).append((summary, folder))
+    cells = run_cells(recipe, out, jobs, dry_run)  # one demo folder per (N, start); finished ones are kept
     if dry_run:
         return
     out.mkdir(parents=True, exist_ok=True)
     if recipe.teacher_tasks:  # the curve: each N pooled apart, the teacher priced, the declared headline read
-        from omnidecision.pipeline.curve import curve_page, pool_curve
-
-        curve = pool_curve(recipe, {n: done for n, done in cells.items() if n is not None})
-        curve["git_revision"] = git_revision()
-        write_result(curve, out, results)
-        print(curve_page(curve, str(results or out / "experiment.json")))
+        print(write_curve(recipe, cells, out, results))
         return
     summaries, folders = [s for s, _ in cells[None]], [f for _, f in cells[None]]
     pooled = pool(summaries, folders, recipe, plot=None if earlier else out / "contrasts.png")

@@ -31,6 +31,42 @@ def cell_folder(out: Path, n: int | None, start: int) -> Path:
     return (out / f"n-{n}" / f"seed-{start}") if n is not None else out / f"seed-{start}"
 
 
+def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool) -> dict[int | None, list[tuple[dict, Path]]]:
+    """Run (or, with `dry_run`, print) every (N, start) cell's plan; a cell with a `summary.json` is kept and
+    summarised again from its files, so its figures follow the current report and statistics code. N -> the cells'
+    (summary, folder); N is None outside a curve."""
+    from omnidecision.pipeline.plan import build_plan, script
+    from omnidecision.pipeline.scheduler import run_plan
+    from omnidecision.pipeline.summary import _read, summarise
+
+    arms = recipe.arm_table()
+    cells: dict[int | None, list[tuple[dict, Path]]] = {}
+    for n, start in recipe.cells():
+        folder = cell_folder(out, n, start).resolve()
+        cfg = recipe.start_config(start, n)
+        plan = build_plan(cfg, folder, arms)
+        if dry_run:
+            print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}")
+            print(script(plan, folder))
+            continue
+        times = _read(folder / "stage_wall_s.json") if (folder / "summary.json").exists() else \
+            run_plan(plan, folder, jobs, recipe.threads)
+        cells.setdefault(n, []).append((summarise(folder, cfg, times, arms), folder))
+    return cells
+
+
+def write_curve(recipe: Any, cells: dict[int | None, list[tuple[dict, Path]]], out: Path, results: Path | None
+                ) -> str:
+    """Pool the curve's cells, write OUT/experiment.json (and `results`), return its page."""
+    from omnidecision.pipeline.experiment import write_result
+    from omnidecision.provenance import git_revision
+
+    curve = pool_curve(recipe, {n: done for n, done in cells.items() if n is not None})
+    curve["git_revision"] = git_revision()
+    write_result(curve, out, results)
+    return curve_page(curve, str(results or out / "experiment.json"))
+
+
 def teacher_cost(folder: Path, price_per_call: float) -> dict[str, Any]:
     """The teacher's collected runs of one cell (train and dev), counted from their trajectory files and priced at
     `price_per_call` per tool call. Dev runs are the same at every N (checkpoint choice reads them): kept apart."""

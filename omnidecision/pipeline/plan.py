@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,17 +129,37 @@ def recipe_path(recipe: str) -> str:
 def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list[Step]:
     """One start of the protocol as a list of commands (no state, no closures): what --dry-run prints and
     `scheduler.run_plan` executes."""
-    table = by_name(arms)
     o, m = str(out), f"{out}/models"
-    seeds = {"train": cfg.seed, "dev": cfg.seed + 1000, "test": cfg.seed + 2000}
-    sizes = {"train": cfg.train_tasks, "dev": cfg.dev_tasks, "test": cfg.test_tasks}
-    s = str(cfg.seed)
     plan: list[Step] = []
+    add = _adder(plan)
+    # 1. suites, the teacher's collections, the harvests (emitted labels; rule labels only for oracle_sft)
+    data_steps(add, cfg, o, m, arms)
+    # 2-5. the trained arms, group by group; every trained planner is exported for serving
+    trained = trained_arm_steps(plan, add, cfg, o, m, arms)
+    # 6. in the loop on the test suite: every trained planner, the serving-parity check and the references
+    reports = eval_steps(add, cfg, o, m, arms, trained)
+    # 7. the comparison of every test report, and their HTML view
+    add("compare", ["compare", *reports, "--out", f"{o}/compare", "--title", "Test suite: planners in the loop"],
+        reports, [f"{o}/compare"], group="report")
+    if cfg.checks:
+        add("view", ["view", *reports, "--out", f"{o}/view"], reports, [f"{o}/view"], group="report")
+    return plan
 
+
+def _adder(plan: list[Step]) -> Callable[..., None]:
+    """`add(name, argv, reads, writes, **Step fields)`: append one Step to `plan` (what the step builders call)."""
     def add(name: str, argv: list[str], reads: list[str], writes: list[str], **kw: Any) -> None:
         plan.append(Step(name, argv, reads, writes, **kw))
 
-    # 1. suites, the teacher's collections, the harvests (emitted labels; rule labels only for oracle_sft)
+    return add
+
+
+def data_steps(add: Callable[..., None], cfg: DemoConfig, o: str, m: str, arms: tuple[Arm, ...]) -> None:
+    """The three synthetic suites, the teacher's train and dev collections, the harvests (emitted labels; rule
+    labels for an oracle arm) and the untrained tiny planner."""
+    seeds = {"train": cfg.seed, "dev": cfg.seed + 1000, "test": cfg.seed + 2000}
+    sizes = {"train": cfg.train_tasks, "dev": cfg.dev_tasks, "test": cfg.test_tasks}
+    s = str(cfg.seed)
     for split in ("train", "dev", "test"):
         add(f"synth-{split}", ["tasks", "synth", "--n", str(sizes[split]), "--seed", str(seeds[split]),
                                "--out", f"{o}/tasks-{split}"], [], [f"{o}/tasks-{split}"], group="data")
@@ -151,7 +172,6 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
     runs = [f"{o}/collect-train", f"{o}/collect-dev"]
     add("harvest", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "emitted",
                     "--out", f"{o}/data"], runs, [f"{o}/data"], group="harvest")
-    own = any(OWN_STATES in (a.data, a.states) for a in arms)
     if any(a.data.startswith("data-oracle") for a in arms):
         add("harvest-oracle", ["harvest", *runs, "--validation-from", f"{o}/collect-dev", "--label", "rule",
                                "--dedup", "--switch-copies", str(cfg.oracle_switch_copies),
@@ -161,15 +181,23 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
     add("tiny-planner", ["tiny-planner", "--out", f"{m}/untrained", "--data", f"{o}/data/sft", "--heads", "4"],
         [f"{o}/data/sft"], [f"{m}/untrained"])
 
-    # 2-5. the trained arms, group by group; every trained planner is exported for serving
+
+def trained_arm_steps(plan: list[Step], add: Callable[..., None], cfg: DemoConfig, o: str, m: str,
+                      arms: tuple[Arm, ...]) -> list[tuple[Arm, int | None]]:
+    """Group by group (GROUP_ORDER, then any other served group): the learned judge, the own-states collection and
+    harvest, the selection steps, every served arm's training and its export. Returns the trained (arm, replicate)
+    pairs in plan order."""
+    table = by_name(arms)
+    own = any(OWN_STATES in (a.data, a.states) for a in arms)
     trained: list[tuple[Arm, int | None]] = []
     groups = list(GROUP_ORDER) + sorted({a.group for a in arms if a.group not in GROUP_ORDER and a.served})
     for group in groups:
         start = len(plan)
         if group == "judge+grpo" and any(a.judge for a in arms):
             # the learned judge, on the teacher's (state, decision, what followed) rows: once per start
-            add("judge-train", ["judge", "train", "--data", f"{o}/data/rl", "--model", f"{m}/sft", "--out",
-                                f"{m}/judge", "--max-steps", str(cfg.judge_steps), "--seed", s],
+            add("judge-train", ["judge", "train", "--dataset_name", f"{o}/data/rl", "--model_name_or_path",
+                                f"{m}/sft", "--output_dir", f"{m}/judge", "--max_steps", str(cfg.judge_steps),
+                                "--seed", str(cfg.seed)],
                 [f"{o}/data/rl", f"{m}/sft"], [f"{m}/judge"], group=group, seeds={"judge": cfg.seed})
         if group == OWN_COLLECT_GROUP and own:
             _own_collect_step(add, cfg, o, m)
@@ -195,10 +223,15 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
     for arm, rep in trained:
         if arm.group != "sft":
             _export(add, unit(arm, rep), m, "export")
+    return trained
 
-    # 6. in the loop on the test suite: every trained planner (in-process: arms.PLANNER_EVAL), the SFT planner once
-    # more served by vLLM (the serving-parity check), the teacher and the rule planner as references
-    test = f"{o}/tasks-test"
+
+def eval_steps(add: Callable[..., None], cfg: DemoConfig, o: str, m: str, arms: tuple[Arm, ...],
+               trained: list[tuple[Arm, int | None]]) -> list[str]:
+    """In the loop on the test suite: every trained planner (in-process: arms.PLANNER_EVAL), the SFT planner once
+    more served by vLLM (the serving-parity check), the teacher and the rule planner as references. Returns the
+    report folders of the arms (the check's is not one)."""
+    test, s = f"{o}/tasks-test", str(cfg.seed)
     reports = []
     for arm, rep in trained:
         name = unit(arm, rep)
@@ -219,11 +252,7 @@ def build_plan(cfg: DemoConfig, out: Path, arms: tuple[Arm, ...] = ARMS) -> list
                                  "--no-progress"], [test], [f"{o}/eval/{arm.name}/test"], group="eval",
             arm=arm.name, seeds={"teacher": cfg.seed})
         reports.append(f"{o}/eval/{arm.name}/test")
-    add("compare", ["compare", *reports, "--out", f"{o}/compare", "--title", "Test suite: planners in the loop"],
-        reports, [f"{o}/compare"], group="report")
-    if cfg.checks:
-        add("view", ["view", *reports, "--out", f"{o}/view"], reports, [f"{o}/view"], group="report")
-    return plan
+    return reports
 
 
 def _export(add: Any, name: str, m: str, group: str) -> None:
@@ -269,9 +298,10 @@ def _select_step(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m
     judge = [f"{m}/judge"] if arm.judge else []
     flags = ["--judge_path", judge[0]] if judge else []
     states = f"{o}/{arm.states}"
-    add(f"{unit(arm, rep)}-select", ["rft-select", "--config", recipe_path(arm.select_recipe), "--model", f"{m}/sft",
-                                     "--data", states, "--val", f"{o}/data/sft", "--out", data, "--seed",
-                                     str(seed), *flags, "--match-steps", str(cfg.grpo_steps)],
+    add(f"{unit(arm, rep)}-select", ["rft-select", "--config", recipe_path(arm.select_recipe),
+                                     "--model_name_or_path", f"{m}/sft", "--dataset_name", states, "--val",
+                                     f"{o}/data/sft", "--out", data, "--seed", str(seed), *flags, "--max_steps",
+                                     str(cfg.grpo_steps)],
         [f"{m}/sft", states, *judge], [data], arm=arm.name, replicate=rep, seeds={"train": seed})
 
 

@@ -73,7 +73,10 @@ class BackendSpec(EndpointSecrets):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     kind: str = "openai"
-    base_url: str | None = None
+    base_url: str | None = Field(
+        None, description="the endpoint, e.g. http://node-a:8000/v1 (None: the client's default). No credential in "
+        "it: user:password@ and a query or fragment parameter named like one (?api_key=, ?token=, ?sig=, ...) are "
+        "refused, naming the parameter, never its value; the key goes in the variable api_key_env names")
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
@@ -90,5 +93,9 @@ class BackendSpec(EndpointSecrets):
     price_per_1k_prompt: float | None = None
     price_per_1k_completion: float | None = None
     max_concurrency: int = 64
-    options: dict[str, Any] = Field(default_factory=dict)  # kind-specific (e.g. teacher noise knobs)
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="kind-specific (e.g. teacher noise knobs); openai: `extra_body` (request "
+        "fields beyond OpenAI's) and `default_headers` (HTTP headers sent with every request, e.g. a gateway's "
+        "session Cookie). An option named like a credential (Authorization, X-Api-Key, token) is refused; every "
+        "header value is shown and written as *** (protocol/redaction.py)")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from omnidecision.ledger.events import LedgerEvent
 from omnidecision.ledger.schema import Ledger
@@ -33,6 +33,18 @@ Mode = Literal["ledger", "react", "memory"]
 # What an `insufficient` stop answers by default: the agent abstains (its best-effort draft is kept apart, in
 # `RunRecord.draft_answer`, and judged apart, so reports can show accuracy with and without drafted answers).
 ABSTAIN_ANSWER = "insufficient evidence"
+# the fields that make a record a branch of another (None on an ordinary run)
+BRANCH_FIELDS: tuple[str, ...] = ("parent_run_id", "parent_step", "branch_decision", "branch_policy", "branch_seed")
+
+
+def _omit_none(out: Any, keys: tuple[str, ...]) -> Any:
+    """Leave optional fields out of a dump while unset: a record without them stays byte-identical to one written
+    before they existed (ordinary runs carry no branch fields, unpriced calls no cost)."""
+    if isinstance(out, dict):
+        for key in keys:
+            if out.get(key, 0) is None:
+                out.pop(key)
+    return out
 
 
 class RoleCall(BaseModel):
@@ -44,6 +56,12 @@ class RoleCall(BaseModel):
     latency_s: float = 0.0
     error: str | None = None
     model: str = ""  # the model name the endpoint reported in its reply (the run manifest lists them per role)
+    cost: float | None = Field(None, description="the call's cost from its backend's prices (None: no prices); "
+                                                 "a resumed run's cost so far is the sum of its calls'")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _omit_none(handler(self), ("cost",))
 
 
 class StepRecord(BaseModel):
@@ -61,6 +79,11 @@ class StepRecord(BaseModel):
     calls: list[RoleCall] = Field(default_factory=list)
     usage: Usage = Usage()  # planner usage
     latency_s: float = 0.0
+    cost: float | None = Field(None, description="the planner call's cost from its backend's prices (None: none)")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _omit_none(handler(self), ("cost",))
 
 
 class JudgeResult(BaseModel):
@@ -111,6 +134,32 @@ class RunRecord(BaseModel):
     judge: JudgeResult | None = None
     draft_judge: JudgeResult | None = None  # the judge on `draft_answer` (reports: accuracy with drafted answers)
     totals: Totals = Totals()
+    # a branch (omnidecision/rollout/branch.py, docs/rollout.md): a run resumed from step `parent_step` of another
+    # record with a decision there; its steps before `parent_step` are the parent's, copied
+    parent_run_id: str | None = Field(None, description="the run this one was branched from (None: not a branch)")
+    parent_step: int | None = Field(None, description="the parent's step where the branch's decision was applied; "
+                                                      "steps before it are the parent's")
+    branch_decision: str | None = Field(None, description="the planner output applied at `parent_step` (the "
+                                                          "parent's own raw output when the recorded one was kept)")
+    branch_policy: str | None = Field(None, description="what made every later decision and role output: "
+                                                        "recorded, teacher, recipe, or a backends file")
+    branch_seed: int | None = Field(None, description="the branch's seed (0: the backends draw as in the parent)")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _omit_none(handler(self), BRANCH_FIELDS)
+
+
+def run_key(record: RunRecord) -> tuple[str, int]:
+    """What identifies a run among the records of one collection: its (task id, sample), which a resumed shard may
+    repeat (the first record counts); a branch shares both with its parent and its sibling branches, so it is keyed
+    by its own run id.
+
+    >>> run = RunRecord(run_id="t1-s0-x", task_id="t1", outcome="accepted")
+    >>> run_key(run), run_key(run.model_copy(update={"run_id": "t1-s0-x~b2-1", "parent_run_id": "t1-s0-x"}))
+    (('t1', 0), ('t1-s0-x~b2-1', 0))
+    """
+    return (record.run_id if record.parent_run_id is not None else record.task_id, record.sample)
 
 
 def endpoint_models(records: Iterable[RunRecord]) -> dict[str, list[str]]:

@@ -144,7 +144,7 @@ def train(
     """Fit the judge with TRL's RewardTrainer; writes OUTPUT_DIR (model + tokenizer), judge_train.json, consumed.json.
 
     Extra `--field value` options override the recipe (omnidecision.rl.judge_config: TRL's RewardConfig fields and
-    dataset_name, max_pairs, model_name_or_path). The former flags are aliases: --data (dataset_name), --model
+    dataset_name, max_pairs, model_name_or_path). Deprecated (a warning; CHANGELOG.md): --data (dataset_name), --model
     (model_name_or_path), --out (output_dir), --max-steps, --batch-size (per_device_train_batch_size),
     --learning-rate, --max-length, --use-cpu/--no-use-cpu."""
     from omnidecision.launch import launch_stage, stage_args

@@ -20,8 +20,8 @@ decisions' scores differed, the ones selection informs). The kept (prompt, decis
 sft` (configs/sft/tiny-cpu-continue.yaml, whose checkpoint policy scores on the RL states this file names).
 
 Flags: recipe fields as `--snake_case` (GRPO's); this command's own `--out`, `--val`, `--max-states`. The old
-spellings `--model`, `--data`, `--samples`, `--match-steps` are aliases of `--model_name_or_path`, `--dataset_name`,
-`--num_generations`, `--max_steps` (omnidecision/launch.py).
+spellings `--model`, `--data`, `--samples`, `--match-steps` still work, with a deprecation warning, as
+`--model_name_or_path`, `--dataset_name`, `--num_generations`, `--max_steps` (launch.RFT_ALIASES; CHANGELOG.md).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def rft_select(
 ) -> None:
     """Sample K decisions on the states GRPO's steps consume, keep the best well-formed one by the GRPO recipe's
     reward, write an SFT dataset. Extra `--field value` options override the GRPO recipe as for `omnidecision grpo`
-    (`--max_steps N`: the GRPO steps to match; aliases --model, --data, --samples, --match-steps)."""
+    (`--max_steps N`: the GRPO steps to match; deprecated: --model, --data, --samples, --match-steps)."""
     from omnidecision.launch import launch_stage, stage_args
     from omnidecision.rl.config import RFT_STAGE
 

@@ -50,6 +50,7 @@ import json
 import logging
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,20 @@ from omnidecision.checkpoints import (
     write_consumed,
     write_selection,
 )
-from omnidecision.modeling import compact_lm_head
+from omnidecision.modeling import compact_lm_head, is_adapter, load_planner
+from omnidecision.preflight import require_attention, sharded_parameters, wandb_offline_fallback
 from omnidecision.provenance import record_training
-from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig, parse_args
+from omnidecision.rewards import get_reward_funcs
+from omnidecision.rl.config import (
+    GRPOScriptArguments,
+    PlannerGRPOConfig,
+    PlannerModelConfig,
+    environment_class,
+    parse_args,
+)
+from omnidecision.rl.evaluate import dev_closure_scorer, heldout_closure_reward, paired_comparison
+from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
+from omnidecision.rl.sources import source_counts
 from omnidecision.rl.states import StateRecorder, decoding_options, load_states, select
 
 logger = logging.getLogger(__name__)
@@ -73,8 +85,6 @@ def load_policy(model_args: PlannerModelConfig) -> tuple[Any, Any, Any]:
     """(model, tokenizer, peft_config): an adapter folder is continued trainable; else the checkpoint, with a new
     LoRA when `use_peft`."""
     from trl import get_peft_config
-
-    from omnidecision.modeling import is_adapter, load_planner
 
     adapter = is_adapter(model_args.model_name_or_path)
     if adapter and model_args.use_peft:
@@ -98,8 +108,6 @@ def _check_backend(training_args: PlannerGRPOConfig) -> None:
 def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig) -> bool:
     """Put the policy on this process's training device; returns whether the in-run closure evaluation can run
     (False, with a warning, when the launch shards the parameters)."""
-    from omnidecision.preflight import sharded_parameters
-
     sharded = sharded_parameters(training_args)
     if sharded is None:
         # DDP / ZeRO-2 / one process: the trainer would move it there anyway; doing it now makes the evaluation and
@@ -119,25 +127,34 @@ def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: P
     return False
 
 
+@dataclass
+class TrainedRun:
+    """What the training phase hands to the phases after it."""
+
+    trainer: Any
+    result: Any  # transformers' TrainOutput
+    seconds: float
+    recorder: StateRecorder  # the states this run scored, for consumed.json
+    chooser: CheckpointSelection | None  # the dev_closure checkpoint policy, when the recipe asks for it
+    averager: Any | None  # rl/averaging.TailWeightAverage, when the recipe averages
+
+
+@dataclass
+class FinalWeights:
+    """The trained planner's held-out figures and how its final weights were chosen."""
+
+    after: dict[str, Any] | None  # held-out closure reward of the saved weights (None: no in-run evaluation)
+    last: dict[str, Any] | None  # ... of the last weights before averaging replaced them
+    averaged: Any  # what TailWeightAverage.apply() returned (None without averaging)
+    chosen: dict[str, Any]  # the checkpoint policy's record (checkpoint_selection.json)
+
+
 def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
          model_args: PlannerModelConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget."""
-    from trl import GRPOTrainer
-
-    from omnidecision.preflight import require_attention, wandb_offline_fallback
-    from omnidecision.rewards import get_reward_funcs
-    from omnidecision.rl.averaging import TailWeightAverage, check_supported
-    from omnidecision.rl.evaluate import dev_closure_scorer, heldout_closure_reward, paired_comparison
-    from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
-    from omnidecision.rl.sources import source_counts
-
     if script_args.environment is not None:  # trajectory-level GRPO through TRL's environment API
         return environment_main(script_args, training_args, model_args, callbacks)
-    _check_backend(training_args)
-    require_attention(model_args.attn_implementation, "GRPO recipe")
-    wandb_offline_fallback(training_args.report_to)
-    out = Path(training_args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_run(training_args, model_args)
 
     # --- data: RL states (train) and the held-out split (rl/states.py: the same states rft-select samples on;
     # `dataset_name`, or the recipe's `state_sources` mixed by weight: rl/sources.py)
@@ -147,12 +164,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     logger.info("RL states: %d train, %d held-out", len(train), len(heldout))
 
     # --- rewards from the recipe
-    # (each process gets its share of the judge's concurrency and its own judge-cache file)
-    reward_funcs = with_judge_logging(get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
-        training_args.process_index, training_args.world_size, training_args.output_dir, seed=training_args.seed)))
-    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
-        raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
-                         f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
+    reward_funcs = build_rewards(script_args, training_args)
 
     # --- policy: SFT checkpoint or adapter
     model, tokenizer, peft_config = load_policy(model_args)
@@ -160,20 +172,73 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
 
     # --- the training states: all, or balanced by the start planner's own greedy decisions (rl/select.py)
     train, selection = select(model, tokenizer, train, script_args, training_args)
-    decoding = decoding_options(script_args, training_args)
     if mix is not None:
         selection["by_source"] = source_counts(train)
 
     # --- held-out closure reward of the starting planner (same run, same rows, same decoding)
-    eval_kwargs = dict(n=script_args.eval_closure_n, tokenizer=tokenizer, mode=script_args.eval_closure_mode,
-                       samples=script_args.eval_closure_samples, temperature=training_args.temperature,
-                       seed=training_args.seed, **decoding)
+    eval_kwargs = closure_eval_kwargs(script_args, training_args, tokenizer)
     run_eval = can_eval and training_args.process_index == 0
     before = heldout_closure_reward(model, heldout, **eval_kwargs) if run_eval else None
 
     # --- train (with tail weight averaging when asked: rl/averaging.py)
+    run = train_policy(model, tokenizer, peft_config, train, reward_funcs, script_args, training_args, callbacks)
+
+    # --- held-out closure reward of the trained planner, and the checkpoint policy's choice of its weights
+    final = finish_weights(run, heldout, eval_kwargs if run_eval else None)
+
+    # --- save: the model, what the ecosystem reads, then this project's report and records
+    main_process = save_model(run, tokenizer, script_args, training_args)
+    report = closure_report(run, final, before, selection, mix, script_args, training_args, model_args)
+    add_judge_stats(report, reward_funcs)
+    data = {"selection": selection, "train_states": len(train), "heldout_states": len(heldout)}
+    write_records(out, run, final, report, splits, data, main_process, script_args, training_args, model_args)
+    if run_eval:
+        log_closure(report)
+    return report
+
+
+def prepare_run(training_args: PlannerGRPOConfig, model_args: PlannerModelConfig) -> Path:
+    """Refuse a launch that cannot work (vLLM without CUDA, a missing attention kernel), fall back to offline
+    wandb without a key, and create the output folder (returned)."""
+    _check_backend(training_args)
+    require_attention(model_args.attn_implementation, "GRPO recipe")
+    wandb_offline_fallback(training_args.report_to)
+    out = Path(training_args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def build_rewards(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig) -> list[Any]:
+    """The recipe's reward functions, with their judges' logging; `reward_weights` must give one weight each."""
+    # each process gets its share of the judge's concurrency and its own judge-cache file
+    reward_funcs = with_judge_logging(get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
+        training_args.process_index, training_args.world_size, training_args.output_dir, seed=training_args.seed)))
+    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
+        raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
+                         f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
+    return reward_funcs
+
+
+def closure_eval_kwargs(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+                        tokenizer: Any) -> dict[str, Any]:
+    """The arguments of every held-out closure evaluation of this run (the same rows and decoding each time)."""
+    return dict(n=script_args.eval_closure_n, tokenizer=tokenizer, mode=script_args.eval_closure_mode,
+                samples=script_args.eval_closure_samples, temperature=training_args.temperature,
+                seed=training_args.seed, **decoding_options(script_args, training_args))
+
+
+def train_policy(model: Any, tokenizer: Any, peft_config: Any, train: Any, reward_funcs: list[Any],
+                 script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+                 callbacks: list[Any] | None) -> TrainedRun:
+    """Build TRL's GRPOTrainer with the recipe's checkpoint policy and weight averaging as callbacks, and train
+    (resuming from a checkpoint when the recipe asks)."""
+    from trl import GRPOTrainer
+
+    # TailWeightAverage is a transformers TrainerCallback: importing it loads transformers
+    from omnidecision.rl.averaging import TailWeightAverage, check_supported
+
     compact_lm_head()  # on the CPU, the policy's log-probs only at completion positions (modeling.py)
-    recorder = StateRecorder(training_args.num_generations)  # the states this run scored, for consumed.json
+    recorder = StateRecorder(training_args.num_generations)
     trainer = GRPOTrainer(model=model, reward_funcs=[recorder.wrap(reward_funcs[0]), *reward_funcs[1:]],
                           args=training_args, train_dataset=train, processing_class=tokenizer,
                           peft_config=peft_config, callbacks=callbacks)
@@ -192,76 +257,111 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
                                      script_args.weight_average_every, resume_from=resume)
         trainer.add_callback(averager)
     start = time.perf_counter()
-    train_result = trainer.train(resume_from_checkpoint=resume)
-    train_s = time.perf_counter() - start
+    result = trainer.train(resume_from_checkpoint=resume)
+    return TrainedRun(trainer, result, time.perf_counter() - start, recorder, chooser, averager)
 
-    # --- held-out closure reward of the trained planner (and of the last weights, before averaging replaces them)
-    last = None
-    if averager is not None:
-        if run_eval:
-            last = heldout_closure_reward(trainer.model, heldout, **eval_kwargs)
-        averaged = averager.apply()
-    # the checkpoint policy: the final weights (averaged, where the recipe averages) are the last candidate
-    if chooser is not None:
-        chosen = chooser.finish(trainer.state.global_step, "final (weight average)" if averager else "final")
+
+def finish_weights(run: TrainedRun, heldout: Any, eval_kwargs: dict[str, Any] | None) -> FinalWeights:
+    """Evaluate the last weights (when averaging will replace them), apply the average, let the checkpoint policy
+    choose among the candidates (the final weights are the last one), and evaluate what was chosen.
+    `eval_kwargs` None: no in-run evaluation (not rank 0, or sharded parameters)."""
+    step = run.trainer.state.global_step
+    last = averaged = None
+    if run.averager is not None:
+        if eval_kwargs is not None:
+            last = heldout_closure_reward(run.trainer.model, heldout, **eval_kwargs)
+        averaged = run.averager.apply()
+    if run.chooser is not None:
+        chosen = run.chooser.finish(step, "final (weight average)" if run.averager else "final")
     else:
-        chosen = final_selection(trainer.state.global_step, "weight average" if averager else "")
-    after = heldout_closure_reward(trainer.model, heldout, **eval_kwargs) if run_eval else None
+        chosen = final_selection(step, "weight average" if run.averager else "")
+    after = heldout_closure_reward(run.trainer.model, heldout, **eval_kwargs) if eval_kwargs is not None else None
+    return FinalWeights(after, last, averaged, chosen)
+
+
+def save_model(run: TrainedRun, tokenizer: Any, script_args: GRPOScriptArguments,
+               training_args: PlannerGRPOConfig) -> bool:
+    """Save the planner, its tokenizer and what the ecosystem reads (metrics, trainer_state.json, model card);
+    returns whether this is the main process (the one writer of the shared output folder)."""
+    trainer = run.trainer
     trainer.save_model(training_args.output_dir)  # TRL saves on the main process only, the tokenizer with it
     main_process = trainer.accelerator.is_main_process
     if main_process:  # one writer into the shared folder (concurrent writers can truncate tokenizer.json)
         tokenizer.save_pretrained(training_args.output_dir)
-    # what the ecosystem reads (metrics, trainer_state.json, model card) before this project's files below
-    save_ecosystem_outputs(trainer, {"train": dict(train_result.metrics)}, script_args.dataset_name,
+    # what the ecosystem reads (metrics, trainer_state.json, model card) before this project's files
+    save_ecosystem_outputs(trainer, {"train": dict(run.result.metrics)}, script_args.dataset_name,
                            tags=["omnidecision", "planner", "grpo"])
-    report = {
+    return main_process
+
+
+def closure_report(run: TrainedRun, final: FinalWeights, before: dict[str, Any] | None, selection: dict[str, Any],
+                   mix: Any, script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+                   model_args: PlannerModelConfig) -> dict[str, Any]:
+    """closure_eval.json: the start and trained planners' held-out closure reward and their paired comparison, with
+    what produced them (model, data, rewards, selection, checkpoint choice, weight averaging, steps, time)."""
+    run_eval = before is not None
+    after, last, seed = final.after, final.last, training_args.seed
+    return {
         "start": before, "trained": after,
         "delta_mean": round(after["closure"]["mean"] - before["closure"]["mean"], 4) if run_eval else None,
         # the same states before and after: the per-state difference is the sharp comparison
-        "paired": paired_comparison(before["per_state"], after["per_state"], seed=training_args.seed)
-        if run_eval else None,
+        "paired": paired_comparison(before["per_state"], after["per_state"], seed=seed) if run_eval else None,
         "model": model_args.model_name_or_path, "dataset": script_args.dataset_name if mix is None else None,
         "state_sources": mix,
         "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
         "selection": selection,
-        "checkpoint_selection": {k: v for k, v in chosen.items() if k != "candidates"},
-        "weight_average": None if averager is None else {
-            "snapshots": averaged, "start_step": averager.start_step, "every": averager.every,
-            "last": last, "paired_last": paired_comparison(before["per_state"], last["per_state"],
-                                                           seed=training_args.seed) if run_eval else None},
-        "steps": trainer.state.global_step, "train_seconds": round(train_s, 2),
-        "train_metrics": train_result.metrics,
+        "checkpoint_selection": {k: v for k, v in final.chosen.items() if k != "candidates"},
+        "weight_average": None if run.averager is None else {
+            "snapshots": final.averaged, "start_step": run.averager.start_step, "every": run.averager.every,
+            "last": last, "paired_last": paired_comparison(before["per_state"], last["per_state"], seed=seed)
+            if run_eval else None},
+        "steps": run.trainer.state.global_step, "train_seconds": round(run.seconds, 2),
+        "train_metrics": run.result.metrics,
     }
+
+
+def add_judge_stats(report: dict[str, Any], reward_funcs: list[Any]) -> None:
+    """Add every rank's judge statistics, summed, to `report` (a collective call: every rank runs it), and close
+    the judges."""
     judges = judges_of(reward_funcs)
-    if (judge_stats := gather_judge_stats(judges)) is not None:  # every rank's judge, summed (collective call)
+    if (judge_stats := gather_judge_stats(judges)) is not None:
         report["judge"] = judge_stats
     for judge in judges:
         judge.close()
+
+
+def write_records(out: Path, run: TrainedRun, final: FinalWeights, report: dict[str, Any], splits: dict[str, Any],
+                  data: dict[str, Any], main_process: bool, script_args: GRPOScriptArguments,
+                  training_args: PlannerGRPOConfig, model_args: PlannerModelConfig) -> None:
+    """This project's files in the output folder: provenance, closure_eval.json, log_history.json,
+    checkpoint_selection.json, states_seen.json and consumed.json (the main process writes the shared ones)."""
+    trainer = run.trainer
     record_training(out, stage="grpo", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
-                    splits=splits, recipe=_recipe(script_args, training_args, model_args),
-                    data={"selection": selection, "train_states": len(train), "heldout_states": len(heldout)},
-                    metrics=dict(train_result.metrics), global_step=trainer.state.global_step, write=main_process)
+                    splits=splits, recipe=_recipe(script_args, training_args, model_args), data=data,
+                    metrics=dict(run.result.metrics), global_step=trainer.state.global_step, write=main_process)
     if main_process:
         (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
-        write_selection(out, chosen)
+        write_selection(out, final.chosen)
         if training_args.world_size == 1:  # with N processes a group's K completions are spread over the ranks
-            (out / "states_seen.json").write_text(json.dumps(recorder.ids), "utf-8")
+            (out / "states_seen.json").write_text(json.dumps(run.recorder.ids), "utf-8")
     # rank 0's count: with N processes each scores its equal share of the completions
-    completions = recorder.completions * training_args.world_size
+    completions = run.recorder.completions * training_args.world_size
     write_consumed(out, "grpo", seed=training_args.seed, trainer=trainer, row_unit="completions",
                    completions=completions, extra={"states": completions // training_args.num_generations,
                                                    "num_generations": training_args.num_generations})
-    if run_eval:
-        paired = report["paired"]
-        logger.info("held-out closure reward: start %.4f -> trained %.4f (per-state delta %+.4f, 95%% CI "
-                    "[%+.4f, %+.4f]; %d better, %d worse, %d same; sign test p=%.3g)", before["closure"]["mean"],
-                    after["closure"]["mean"], paired["delta_mean"], paired["ci95_low"], paired["ci95_high"],
-                    paired["wins"], paired["losses"], paired["ties"], paired["sign_test_p"])
-        if last is not None:
-            logger.info("the last weights, before averaging: %.4f (per-state delta %+.4f vs the start)",
-                        last["closure"]["mean"], report["weight_average"]["paired_last"]["delta_mean"])
-    return report
+
+
+def log_closure(report: dict[str, Any]) -> None:
+    """Log the held-out closure reward before and after training (and of the last weights before averaging)."""
+    paired = report["paired"]
+    logger.info("held-out closure reward: start %.4f -> trained %.4f (per-state delta %+.4f, 95%% CI "
+                "[%+.4f, %+.4f]; %d better, %d worse, %d same; sign test p=%.3g)", report["start"]["closure"]["mean"],
+                report["trained"]["closure"]["mean"], paired["delta_mean"], paired["ci95_low"], paired["ci95_high"],
+                paired["wins"], paired["losses"], paired["ties"], paired["sign_test_p"])
+    if (average := report["weight_average"]) is not None and average["last"] is not None:
+        logger.info("the last weights, before averaging: %.4f (per-state delta %+.4f vs the start)",
+                    average["last"]["closure"]["mean"], average["paired_last"]["delta_mean"])
 
 
 def _recipe(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
@@ -280,8 +380,6 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     `output_dir/environment_rollouts.jsonl` (every finished rollout: task, outcome, answer, judged, reward)."""
     from trl import GRPOTrainer
 
-    from omnidecision.preflight import require_attention, wandb_offline_fallback
-    from omnidecision.rl.config import environment_class
 
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest, ChatResponse
+from omnidecision.protocol.secrets import endpoint_url
 
 logger = logging.getLogger(__name__)
 
@@ -208,7 +209,7 @@ async def probe(endpoint: str, timeout_s: float) -> None:
     connection error or timeout raises `httpx.TransportError`. No API key is sent (an answer is all it needs); proxy
     settings from the environment apply, as they do to the OpenAI client."""
     async with httpx.AsyncClient(timeout=timeout_s) as client:
-        response = await client.get(endpoint.rstrip("/") + "/models")
+        response = await client.get(endpoint_url(endpoint, "models"))  # joined on the path, never onto a query
     if response.status_code in UNREACHABLE_STATUS:
         raise httpx.RemoteProtocolError(f"HTTP {response.status_code} from {endpoint}/models")
 

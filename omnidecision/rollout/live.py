@@ -26,6 +26,7 @@ import httpx
 from omnidecision.backends.perception import PerceptionRouter
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, WEB_TOOLS
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.protocol.secrets import endpoint_url
 from omnidecision.rollout.recipe import CollectRecipe, Environment
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.web_live import LiveWeb
@@ -84,7 +85,7 @@ def _missing_media(tasks: list[Task], media_root: str | None) -> list[str]:
 def _probe_openai(base_url: str, key_env: str, what: str, timeout_s: float) -> str | None:
     """None when `GET {base_url}/models` answers 200, else why not."""
     key = os.environ.get(key_env) or "EMPTY"
-    url = base_url.rstrip("/") + "/models"
+    url = endpoint_url(base_url, "models")  # joined on the path: a query string stays a query string
     try:
         r = httpx.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout_s)
     except httpx.HTTPError as exc:
@@ -162,7 +163,7 @@ def _probe_search(env: Environment, timeout_s: float) -> list[str]:
     if url is None or env.search is None or env.search.kind != "searxng":
         return []  # keyed APIs are not called in a dry run: that spends the key's quota
     try:
-        r = httpx.get(f"{url}/search", params={"q": "test", "format": "json"}, timeout=timeout_s)
+        r = httpx.get(endpoint_url(url, "search"), params={"q": "test", "format": "json"}, timeout=timeout_s)
     except httpx.HTTPError as exc:
         return [f"environment.search: {url} does not answer ({type(exc).__name__}: {exc})"]
     if r.status_code != 200:

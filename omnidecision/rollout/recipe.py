@@ -25,6 +25,7 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import BACKEND_KINDS
 from omnidecision.backends.perception import PerceptionSpec
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.protocol.redaction import register_in
 from omnidecision.rollout.breaker import BreakerSettings
 from omnidecision.tasks.formats import TASK_FORMATS
 from omnidecision.tools.page_fetch import PageReaderSpec
@@ -314,6 +315,7 @@ def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: 
         set_path(data, ov)
     builtins = {"RECIPE_DIR": str(Path(recipe_dir).resolve())} if recipe_dir is not None else {}
     data = _expand(data, "", source, builtins)
+    register_in(data)  # every credential it holds is hidden by value wherever the project prints or writes
     try:
         return model.model_validate(data)
     except ValidationError as exc:

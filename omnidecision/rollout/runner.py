@@ -342,10 +342,12 @@ def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
     import json
 
     from omnidecision.agent.runtime import config_digest
+    from omnidecision.protocol.redaction import redact_tree
     from omnidecision.provenance import git_revision
 
     path = out_dir / "manifest.json"
-    backends = {k: v.model_dump(mode="json") for k, v in sorted(recipe.backends.items())}
+    # as written (a header value, a key: ***), so that a restart compares like with like
+    backends = redact_tree({k: v.model_dump(mode="json") for k, v in sorted(recipe.backends.items())})
     manifest = {"recipe": recipe.model_dump(mode="json", exclude={"shard", "concurrency", "progress"}),
                 "config_digest": config_digest(recipe.agent), "backends": backends,
                 "git_revision": git_revision(), "tasks": n_tasks}

@@ -4,7 +4,8 @@
 - `repair_tail(path)`: a file killed mid-write ends without a newline; the torn bytes are cut away before
   appending (a complete line, i.e. one ending in a newline, is never touched).
 - `RecordWriter`: ONE writer task fed by a queue; each record is written as a single line, flushed and fsynced
-  before the next, so lines never interleave and a finished run survives a SIGKILL.
+  before the next, so lines never interleave and a finished run survives a SIGKILL. Every secret is hidden in what
+  it writes, as in `merge` and `write_json_atomic` (protocol/redaction.py: a server's error body may echo a key).
 - `read_records` / `finished_keys` / `trajectory_files` / `merge`: reading for resume, harvest and merge.
   A malformed line raises `TrajectoryFileError` naming file:line and the field.
 - `supersede_errors(path)`: before a restart retries the runs that ended with outcome `error`, their records move to
@@ -26,7 +27,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from omnidecision.protocol.records import RunRecord
+from omnidecision.protocol.records import RunRecord, run_key
+from omnidecision.protocol.redaction import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -120,19 +122,21 @@ def read_records(path: str | Path, *, skip_bad: bool = False, bad: list[str] | N
 
 
 def finished_keys(path: str | Path) -> set[tuple[str, int]]:
-    """(task_id, sample) of every complete record in `path` (empty when the file does not exist)."""
+    """`run_key` of every complete record in `path`: (task_id, sample), a branch's own run id for its task id (empty
+    when the file does not exist)."""
     p = Path(path)
     if not p.is_file():
         return set()
-    return {(r.task_id, r.sample) for _, r in read_records(p)}
+    return {run_key(r) for _, r in read_records(p)}
 
 
 def load_records(out: str | Path) -> list[RunRecord]:
-    """Every complete record under OUT/trajectories*.jsonl, first one per (task_id, sample)."""
+    """Every complete record under OUT/trajectories*.jsonl, first one per `run_key` ((task_id, sample); a branch of a
+    run is its own)."""
     seen: dict[tuple[str, int], RunRecord] = {}
     for f in sorted(Path(out).glob("trajectories*.jsonl")):
         for _, r in read_records(f):
-            seen.setdefault((r.task_id, r.sample), r)
+            seen.setdefault(run_key(r), r)
     return list(seen.values())
 
 
@@ -215,12 +219,12 @@ def merge(paths: Iterable[str | Path], out_file: str | Path) -> tuple[int, int]:
             if f.resolve() == out.resolve():
                 continue
             for _, rec in read_records(f):
-                key = (rec.task_id, rec.sample)
+                key = run_key(rec)
                 if key in seen:
                     dup += 1
                     continue
                 seen.add(key)
-                fh.write(rec.model_dump_json() + "\n")
+                fh.write(redact_text(rec.model_dump_json()) + "\n")
                 written += 1
         fh.flush()
         os.fsync(fh.fileno())
@@ -265,7 +269,7 @@ class RecordWriter:
             record = await self.queue.get()
             if record is None:
                 return
-            data = (record.model_dump_json() + "\n").encode("utf-8")
+            data = (redact_text(record.model_dump_json()) + "\n").encode("utf-8")  # no key in a record
             await asyncio.to_thread(self._write, data)
             self.written += 1
 
@@ -280,8 +284,10 @@ class RecordWriter:
 
 
 def write_json_atomic(path: str | Path, data: object) -> None:
-    """Write JSON to `path` via a temp file + rename (never half-written)."""
+    """Write JSON to `path` via a temp file + rename (never half-written), every secret hidden
+    (protocol/redaction.py)."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")  # unique: shards on other nodes may write the same file
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    tmp.write_text(redact_text(text) + "\n", encoding="utf-8")  # no key in a manifest
     os.replace(tmp, p)

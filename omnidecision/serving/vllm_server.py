@@ -178,6 +178,9 @@ class VLLMServer:
         self.host = host
         self.lora_modules = dict(lora_modules or {})
         self.extra_args = list(extra_args)
+        from omnidecision.protocol.redaction import credential_args, register
+
+        register(credential_args(self.extra_args))  # `--api-key X`: X hidden in every error and log line
         self.served_name = served_name or self.model_dir.name
         self.max_model_len = max_model_len
         self.max_lora_rank = max_lora_rank
@@ -253,6 +256,13 @@ class VLLMServer:
                     *(f"{name}={path}" for name, path in self.lora_modules.items())]
         return cmd + self.extra_args
 
+    def display_command(self) -> list[str]:
+        """`command()` as it may be shown or logged: the value of a credential flag (`--api-key X`, vLLM's own
+        server key) and every registered secret hidden (protocol/redaction.py)."""
+        from omnidecision.protocol.redaction import redact_args
+
+        return redact_args(self.command())
+
     @property
     def is_local(self) -> bool:
         """True when the model is a local folder (False: a hub id, resolved by vLLM from the cache or the hub)."""
@@ -318,7 +328,9 @@ class VLLMServer:
     def log_tail(self, n: int = LOG_TAIL_CHARS) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""
-        return self.log_path.read_text("utf-8", errors="replace")[-n:]
+        from omnidecision.protocol.redaction import redact_text
+
+        return redact_text(self.log_path.read_text("utf-8", errors="replace")[-n:])  # vLLM logs its arguments
 
     def start(self) -> VLLMServer:
         self.check()
@@ -329,7 +341,7 @@ class VLLMServer:
             default_cache_root().mkdir(parents=True, exist_ok=True)
         self.log_path = self.workdir / "server.log"
         cmd = self.command()
-        logger.info("starting vLLM: %s", " ".join(cmd))
+        logger.info("starting vLLM: %s", " ".join(self.display_command()))
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.environment(self.workdir),
                                          start_new_session=True)

@@ -2,7 +2,7 @@
 window. With a "media" service present (an audio-capable model, or the replay environment), the request goes to it
 first; when it declines (returns None) the text surrogates answer.
 
-    omnidecision tool audio_scouting --args '{"query": "siren", "start": 10}' --task tasks.jsonl --task-id t1
+    omnidecision tool audio_scouting --args '{"query": "siren", "start": 10}' --tasks tasks.jsonl --task-id t1
 """
 
 from __future__ import annotations

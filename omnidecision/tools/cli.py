@@ -1,8 +1,8 @@
-"""`omnidecision tool NAME --args JSON [--task FILE --task-id ID]`: run one tool outside the agent loop and print
+"""`omnidecision tool NAME --args JSON [--tasks FILE --task-id ID]`: run one tool outside the agent loop and print
 its observation as JSON (for debugging tools, corpora and endpoints).
 
     omnidecision tool code_executor --args '{"code": "print(2**10)"}'
-    omnidecision tool web_search --args '{"query": "bridge opened"}' --task runs/synth/tasks.jsonl --task-id t0001
+    omnidecision tool web_search --args '{"query": "bridge opened"}' --tasks runs/synth/tasks.jsonl --task-id t0001
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _load_tasks(path: Path) -> list:
 def tool(
     name: str = typer.Argument(..., help="tool name, e.g. web_search, code_executor"),
     args: str = typer.Option("{}", "--args", help="the tool's arguments as a JSON object"),
-    task: Path | None = typer.Option(None, "--task", help="task file (any format `load_tasks` reads)"),
+    task: Path | None = typer.Option(None, "--tasks", help="task file (any format `load_tasks` reads)"),
     task_id: str | None = typer.Option(None, "--task-id", help="which task of the file (default: the first)"),
     timeout: float = typer.Option(30.0, "--timeout", help="tool timeout in seconds"),
 ) -> None:
@@ -54,7 +54,7 @@ def tool(
     else:
         tasks = _load_tasks(task)
         if not tasks:
-            raise typer.BadParameter(f"{task}: no tasks", param_hint="--task")
+            raise typer.BadParameter(f"{task}: no tasks", param_hint="--tasks")
         the_task = next((t for t in tasks if t.id == task_id), None) if task_id else tasks[0]
         if the_task is None:
             raise typer.BadParameter(f"{task}: no task with id {task_id!r}", param_hint="--task-id")

@@ -4,7 +4,7 @@ With a real video and a "media" service, frames are decoded with `av` at evenly 
 window and sent as images to the service; offline, the asset's frame captions are ranked against the description
 and adjacent matching captions merge into moments.
 
-    omnidecision tool clip_grounding --args '{"query": "a red car turns left"}' --task tasks.jsonl --task-id t1
+    omnidecision tool clip_grounding --args '{"query": "a red car turns left"}' --tasks tasks.jsonl --task-id t1
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 With a real video and a "media" service, the frame(s) at the asked time are decoded with `av` and sent as images;
 offline, the frame caption nearest the timestamp is compared with the description (token overlap).
 
-    omnidecision tool frame_confirmation --args '{"query": "scoreboard shows 3-1", "t": 42}' --task tasks.jsonl
+    omnidecision tool frame_confirmation --args '{"query": "scoreboard shows 3-1", "t": 42}' --tasks tasks.jsonl
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """page_reader: read a page by URL from the "search" service; if the argument is not a known URL, read the best
 search hit for it instead (so a planner that passes keywords still gets a page).
 
-    omnidecision tool page_reader --args '{"url": "https://example.org/bridge"}' --task tasks.jsonl --task-id t1
+    omnidecision tool page_reader --args '{"url": "https://example.org/bridge"}' --tasks tasks.jsonl --task-id t1
 """
 
 from __future__ import annotations

@@ -290,6 +290,7 @@ async def run_python(
     bubblewrap executable (default: on PATH; "" for none). A sandbox that cannot be set up returns `error` and the
     code does not run."""
     limits = limits or SandboxLimits()
+    # the confinement this host allows, and the interpreter to confine
     try:
         method, bwrap_path = resolve_method(method, bwrap)
         interpreter = sandbox_python(python, site)
@@ -299,76 +300,100 @@ async def run_python(
     uid = _pick_uid() if root else None
     scratch = Path(tempfile.mkdtemp(prefix="od-sandbox-"))
     try:
-        (scratch / "main.py").write_text(code, encoding="utf-8")
-        if uid is not None:
-            for p in (scratch, scratch / "main.py"):
-                os.chown(p, uid, uid)
+        # the program in its scratch folder, the launcher's configuration
+        _write_program(scratch, code, uid)
         try:
             cfg = _launch_config(scratch, uid, limits, interpreter, site, method, bwrap_path)
         except SandboxUnavailable as exc:
             return SandboxResult(error=f"sandbox unavailable: {exc}", limits=asdict(limits))
+        # run it under the wall-time limit and the output cap, then kill every process of the run
         proc = await asyncio.create_subprocess_exec(
             interpreter, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(cfg),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd=str(scratch),
         )  # fmt: skip
-        out, err, over = bytearray(), bytearray(), asyncio.Event()
-        readers = [
-            asyncio.ensure_future(_read_capped(proc.stdout, limits.output_bytes, out, over)),  # type: ignore[arg-type]
-            asyncio.ensure_future(_read_capped(proc.stderr, limits.output_bytes, err, over)),  # type: ignore[arg-type]
-        ]
-        over_wait = asyncio.ensure_future(over.wait())
-        limit_hit: LimitHit | None = None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + limits.wall_s
-        try:
-            while not over.is_set() and not all(r.done() for r in readers) and loop.time() < deadline:
-                pending = {over_wait, *(r for r in readers if not r.done())}
-                await asyncio.wait(pending, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED)
-            if over.is_set():
-                limit_hit = "output"
-            elif not all(r.done() for r in readers):
-                limit_hit = "timeout"
-        except BaseException:  # cancelled (registry timeout): nothing of the run survives, no task is left pending
-            _kill_run(proc.pid, uid)
-            for task in (over_wait, *readers):
-                task.cancel()
-            raise
-        _kill_run(proc.pid, uid)
-        over_wait.cancel()
-        # every process of the run is dead: the pipes reach EOF; the readers drain them, then the transport closes
-        _, stuck = await asyncio.wait(readers, timeout=5)
-        for task in stuck:
-            task.cancel()
-        await asyncio.gather(over_wait, *readers, return_exceptions=True)
-        try:
-            rc = await asyncio.wait_for(proc.wait(), timeout=5)
-        except asyncio.TimeoutError:
-            rc = None
-        isolation: dict[str, str] = {}
-        if err.startswith(MARKER):
-            line, _, rest = bytes(err).partition(b"\n")
-            isolation = json.loads(line[len(MARKER) :].decode())
-            err = bytearray(rest)
-        stderr = err.decode("utf-8", "replace")
-        setup_error = None
-        if not isolation:  # the marker comes from inside the sandbox: without it the code never ran
-            setup_error = stderr.strip() or f"sandbox setup failed (exit status {rc})"
-            limit_hit = None
-        elif limit_hit is None:
-            limit_hit = _classify(rc, stderr, limits)
-        return SandboxResult(
-            stdout=out.decode("utf-8", "replace"),
-            stderr=stderr,
-            exit_status=None if limit_hit in ("timeout", "output") or setup_error else rc,
-            limit_hit=limit_hit,
-            truncated=limit_hit == "output",
-            isolation=isolation,
-            limits=asdict(limits),
-            error=setup_error,
-        )
+        out, err, rc, limit_hit = await _supervise(proc, uid, limits)
+        # what it printed, how it ended, and what confined it
+        return _result(out, err, rc, limit_hit, limits)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _write_program(scratch: Path, code: str, uid: int | None) -> None:
+    """Write `code` as scratch/main.py, both owned by the throwaway `uid` when there is one (running as root)."""
+    (scratch / "main.py").write_text(code, encoding="utf-8")
+    if uid is not None:
+        for p in (scratch, scratch / "main.py"):
+            os.chown(p, uid, uid)
+
+
+async def _supervise(proc: asyncio.subprocess.Process, uid: int | None,
+                     limits: SandboxLimits) -> tuple[bytearray, bytearray, int | None, LimitHit | None]:
+    """Read the run's capped stdout and stderr until it ends, its output passes the cap or the wall time is up; then
+    kill every process of the run and reap it. Returns (stdout, stderr, exit status or None, "output" | "timeout" |
+    None). Cancelled (a registry timeout), it kills the run and leaves no task pending."""
+    out, err, over = bytearray(), bytearray(), asyncio.Event()
+    readers = [
+        asyncio.ensure_future(_read_capped(proc.stdout, limits.output_bytes, out, over)),  # type: ignore[arg-type]
+        asyncio.ensure_future(_read_capped(proc.stderr, limits.output_bytes, err, over)),  # type: ignore[arg-type]
+    ]
+    over_wait = asyncio.ensure_future(over.wait())
+    limit_hit: LimitHit | None = None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limits.wall_s
+    try:
+        while not over.is_set() and not all(r.done() for r in readers) and loop.time() < deadline:
+            pending = {over_wait, *(r for r in readers if not r.done())}
+            await asyncio.wait(pending, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED)
+        if over.is_set():
+            limit_hit = "output"
+        elif not all(r.done() for r in readers):
+            limit_hit = "timeout"
+    except BaseException:  # cancelled (registry timeout): nothing of the run survives, no task is left pending
+        _kill_run(proc.pid, uid)
+        for task in (over_wait, *readers):
+            task.cancel()
+        raise
+    _kill_run(proc.pid, uid)
+    over_wait.cancel()
+    # every process of the run is dead: the pipes reach EOF; the readers drain them, then the transport closes
+    _, stuck = await asyncio.wait(readers, timeout=5)
+    for task in stuck:
+        task.cancel()
+    await asyncio.gather(over_wait, *readers, return_exceptions=True)
+    try:
+        rc = await asyncio.wait_for(proc.wait(), timeout=5)
+    except asyncio.TimeoutError:
+        rc = None
+    return out, err, rc, limit_hit
+
+
+def _result(out: bytearray, err: bytearray, rc: int | None, limit_hit: LimitHit | None,
+            limits: SandboxLimits) -> SandboxResult:
+    """The SandboxResult of a finished run: the isolation report the launcher put first on stderr (without it the
+    code never ran: a setup error), the limit hit (from the exit status and stderr when the host did not stop it)."""
+    isolation: dict[str, str] = {}
+    if err.startswith(MARKER):
+        line, _, rest = bytes(err).partition(b"\n")
+        isolation = json.loads(line[len(MARKER) :].decode())
+        err = bytearray(rest)
+    stderr = err.decode("utf-8", "replace")
+    setup_error = None
+    if not isolation:  # the marker comes from inside the sandbox: without it the code never ran
+        setup_error = stderr.strip() or f"sandbox setup failed (exit status {rc})"
+        limit_hit = None
+    elif limit_hit is None:
+        limit_hit = _classify(rc, stderr, limits)
+    return SandboxResult(
+        stdout=out.decode("utf-8", "replace"),
+        stderr=stderr,
+        exit_status=None if limit_hit in ("timeout", "output") or setup_error else rc,
+        limit_hit=limit_hit,
+        truncated=limit_hit == "output",
+        isolation=isolation,
+        limits=asdict(limits),
+        error=setup_error,
+    )
 
 
 def describe(limits: SandboxLimits) -> dict[str, Any]:

@@ -55,7 +55,9 @@ class SearchSpec(EndpointSecrets):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # a refused key is never echoed
 
     kind: SearchKind = Field(..., description="searxng | tavily | brave | serper")
-    base_url: str | None = Field(None, description="API root (searxng: the instance's URL; others: their default)")
+    base_url: str | None = Field(None, description="API root (searxng: the instance's URL; others: their "
+                                 "default); no credential in it (userinfo, ?api_key=, ?token=, ...: refused; the "
+                                 "key goes in api_key_env)")
     api_key_env: str | None = Field(None, description="env var holding the key (default per kind; searxng: none)")
     timeout_s: float = Field(20.0, gt=0, description="per request")
     max_retries: int = Field(3, ge=0, description="retries on connection errors, timeouts, 429 and 5xx")

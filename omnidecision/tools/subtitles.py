@@ -3,7 +3,7 @@
 Parses .srt/.vtt with pysubs2; an asset without a subtitle file goes to the "media" service, if any (a live
 perception endpoint that hears the asset's sound track).
 
-    omnidecision tool subtitle_grounding --args '{"query": "bridge"}' --task tasks.jsonl --task-id t1
+    omnidecision tool subtitle_grounding --args '{"query": "bridge"}' --tasks tasks.jsonl --task-id t1
 """
 
 from __future__ import annotations

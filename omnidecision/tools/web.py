@@ -3,7 +3,7 @@
 Offline the service is BM25 over the task's pages and its JSONL corpus (tools/search.py); a real search API plugs in
 as any object with `async search(query, k)` and `async read(url)`.
 
-    omnidecision tool web_search --args '{"query": "year the bridge opened"}' --task tasks.jsonl --task-id t1
+    omnidecision tool web_search --args '{"query": "year the bridge opened"}' --tasks tasks.jsonl --task-id t1
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 # The run records: the one place the view imports them (they move to omnidecision.protocol.records).
-from omnidecision.protocol.records import RunRecord, StepRecord  # noqa: F401  (StepRecord: re-exported)
+from omnidecision.protocol.records import RunRecord, StepRecord, run_key  # noqa: F401  (StepRecord: re-exported)
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def _source(path: Path, files: list[Path], problems: list[str]) -> Source:
     seen: set[tuple[str, int]] = set()
     for f in files:
         for rec in read_jsonl(f, problems):
-            key = (rec.task_id, rec.sample)
+            key = run_key(rec)
             if key in seen:  # a resumed shard may repeat a run: the first one counts (as in the eval report)
                 continue
             seen.add(key)

@@ -26,6 +26,7 @@ from typing import Any
 import jinja2
 
 from omnidecision.ledger.events import LedgerEvent
+from omnidecision.protocol.records import run_key
 from omnidecision.view.load import Collection, RunRecord, Source
 from omnidecision.view.timeline import build, correct_label, digest_of, time_window
 
@@ -136,7 +137,7 @@ class _Page:
 def _pairs(sources: list[Source], pages: dict[tuple[int, str, int], _Page]) -> dict[tuple[int, int, str, int], str]:
     """(a, b, task_id, sample) → pair page path, for every two sources that ran the same task and sample."""
     out: dict[tuple[int, int, str, int], str] = {}
-    keys = [{(r.task_id, r.sample) for r in s.records} for s in sources]
+    keys = [{run_key(r) for r in s.records} for s in sources]
     for a, b in combinations(range(len(sources)), 2):
         for task, sample in sorted(keys[a] & keys[b]):
             out[(a, b, task, sample)] = f"pairs/{slug(task)}-s{sample}-{a}-{b}.html"
@@ -180,7 +181,7 @@ def write_site(collection: Collection, out: str | Path, *, title: str = "omnidec
         cards.append({"label": s.label, "path_label": str(s.path), "n": len(s.records), "mode": s.mode,
                       "model": s.model, "headline": headline(s.report) if s.report else [], "plots": plots})
     # -- page paths, then the side-by-side pages
-    run_pages = {(i, r.task_id, r.sample): _Page(i, r, f"run/{i}/{slug(r.task_id)}-s{r.sample}.html")
+    run_pages = {(i, *run_key(r)): _Page(i, r, f"run/{i}/{slug(run_key(r)[0])}-s{r.sample}.html")
                  for i, s in enumerate(sources) for r in s.records}
     pairs = _pairs(sources, run_pages)
     partners: dict[tuple[int, str, int], list[tuple[int, str]]] = {}

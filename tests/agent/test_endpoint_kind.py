@@ -110,7 +110,7 @@ def test_default_collect_recipe_every_role_and_the_judge(strict, tmp_path, monke
     monkeypatch.setenv("OD_MODEL", "gpt-4.1-mini")
     monkeypatch.delenv("OD_OMNIGAIA", raising=False)
     res = CliRunner().invoke(app, ["collect", "--config", str(ROOT / "configs/collect/omnigaia-replay-api.yaml"),
-                                   "--out", str(tmp_path), "--limit", "1", "--samples", "1", "--no-progress"])
+                                   "--out", str(tmp_path), "--tasks.limit", "1", "--samples", "1", "--no-progress"])
     assert res.exit_code == 0, res.output
     records = [json.loads(line) for f in tmp_path.rglob("*.jsonl") for line in f.read_text().splitlines()]
     assert len(records) == 1, records

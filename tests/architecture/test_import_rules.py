@@ -85,6 +85,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "post-SFT arm's checkpoint (one label-free dev score for all arms)",
     ("omnidecision.onpolicy.rounds", "omnidecision.rl.sources"):
         "an RL round reads its GRPO recipe's state_sources with GRPO's own parser, only when the round runs GRPO",
+    ("omnidecision.preflight", "omnidecision.protocol.redaction"):
+        "the dry-run printer hides every registered key by value (redaction loads protocol.secrets only, no ledger)",
+    ("omnidecision.serving.vllm_server", "omnidecision.protocol.redaction"):
+        "vLLM's command line and log tail are printed with `--api-key` values hidden (the one redactor)",
 }
 # Top-level modules without a row: the command line (it mounts every stage, so it may load everything) and the demo
 # (the pipeline's command lists, above every stage).

@@ -107,13 +107,13 @@ def test_cli_collect_takes_a_suites_tasks_file_as_its_folder(tmp_path: Path) -> 
 
     write_suite(3, 1, tmp_path / "synth")
     recipe = str(Path(CONFIGS[0]).with_name("synthetic-teacher.yaml"))
-    run = [*CLI, "collect", "--config", recipe, "--no-progress", "--limit", "2"]
-    proc = subprocess.run([*run, "--tasks", str(tmp_path / "synth" / "tasks.jsonl"), "--out", str(tmp_path / "a")],
-                          capture_output=True, text=True, timeout=300)
+    run = [*CLI, "collect", "--config", recipe, "--no-progress", "--tasks.limit", "2"]
+    proc = subprocess.run([*run, "--tasks.path", str(tmp_path / "synth" / "tasks.jsonl"), "--out",
+                           str(tmp_path / "a")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "4 new runs" in proc.stdout  # 2 tasks x the recipe's 2 samples
-    proc = subprocess.run([*run, "--tasks", str(tmp_path / "synth" / "corpus.jsonl"), "--out", str(tmp_path / "b")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*run, "--tasks.path", str(tmp_path / "synth" / "corpus.jsonl"), "--out",
+                           str(tmp_path / "b")], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert f"{tmp_path / 'synth' / 'corpus.jsonl'}: a synthetic suite is a folder holding tasks.jsonl" in proc.stderr
     assert "pass that folder" in proc.stderr and "Traceback" not in proc.stderr

@@ -18,10 +18,10 @@ PROVENANCE = provenance()
 SERVED = served()
 
 # option -> why the demo may set it: a path, a size, a seed, or the switch that defines an arm
-PATHS = {"--out", "--tasks.path", "--model_name_or_path", "--dataset_name", "--output_dir", "--data", "--model",
-         "--val", "--judge_path", "--judge", "--serve.model", "--backends.planner.model",
+PATHS = {"--out", "--tasks.path", "--model_name_or_path", "--dataset_name", "--output_dir", "--data", "--val",
+         "--judge_path", "--judge", "--serve.model", "--backends.planner.model",
          "--validation-from"}
-SIZES = {"--n", "--match-steps", "--tasks.limit", "--samples", "--max_steps", "--max-steps", "--eval_steps",
+SIZES = {"--n", "--tasks.limit", "--samples", "--max_steps", "--eval_steps",
          "--save_steps", "--max_train_seconds"}
 SEEDS = {"--seed", "--backends.default.options.seed", "--backends.planner.options.seed"}
 ARM_SWITCHES = {"--label", "--dedup", "--switch-copies", "--name", "--split", "--heads", "--title", "--no-progress"}
@@ -180,10 +180,10 @@ def test_each_rft_control_selects_on_the_states_its_grpo_arm_trains_on(tmp_path,
     for k in range(cfg.replicates):
         select, train = by[f"{control}.r{k}-select"], by[f"{grpo}.r{k}"]
         assert _arg(select, "--config") == _arg(train, "--config")
-        assert _arg(select, "--data") == _arg(train, "--dataset_name") == str(tmp_path / states)
+        assert _arg(select, "--dataset_name") == _arg(train, "--dataset_name") == str(tmp_path / states)
         assert _arg(select, "--seed") == _arg(train, "--seed") == str(cfg.rl_seed(k))
         assert _arg(select, "--judge_path") == _arg(train, "--judge_path")
-        assert _arg(select, "--match-steps") == _arg(train, "--max_steps")
+        assert _arg(select, "--max_steps") == _arg(train, "--max_steps")
         # the control fine-tunes on what its selection wrote, for what judge-train + its GRPO arm consumed
         assert _arg(by[f"{control}.r{k}"], "--dataset_name") == select.writes[0]
         assert by[f"{control}.r{k}"].budget_of == ("judge-train", f"{grpo}.r{k}")

@@ -108,6 +108,6 @@ def test_harvest_and_the_judge_give_the_same_outputs_on_a_rerun(tmp_path):
 
     model = build_tiny_planner(tmp_path / "planner", hidden=32, layers=1, heads=2, vocab_size=1024, seed=0)
     for k in ("1", "2"):
-        cli("judge", "train", "--data", str(tmp_path / "data-a" / "rl"), "--model", str(model), "--out",
-            str(tmp_path / f"judge{k}"), "--max-steps", "2", "--seed", "0")
+        cli("judge", "train", "--dataset_name", str(tmp_path / "data-a" / "rl"), "--model_name_or_path", str(model),
+            "--output_dir", str(tmp_path / f"judge{k}"), "--max_steps", "2", "--seed", "0")
     assert _sha(tmp_path / "judge1") == _sha(tmp_path / "judge2")

@@ -74,9 +74,9 @@ def test_labels_come_from_what_followed_each_decision(harvest: Path):
 
 def test_the_judge_trains_on_harvested_rows_and_scores_decisions(harvest: Path, planner: Path, tmp_path: Path):
     out = tmp_path / "judge"
-    proc = subprocess.run([*CLI, "judge", "train", "--data", str(harvest / "rl"), "--model", str(planner), "--out",
-                           str(out), "--max-steps", "8", "--batch-size", "8"], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run([*CLI, "judge", "train", "--dataset_name", str(harvest / "rl"), "--model_name_or_path",
+                           str(planner), "--output_dir", str(out), "--max_steps", "8",
+                           "--per_device_train_batch_size", "8"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     summary = json.loads((out / "judge_train.json").read_text())
     assert summary["pairs"] > 0 and summary["train_loss"] is not None
@@ -112,7 +112,8 @@ def test_rft_select_refuses_a_planner_that_writes_no_action(harvest: Path, plann
     """An untrained planner writes no well-formed action: rft-select says so instead of writing an empty dataset."""
     proc = subprocess.run([*CLI, "rft-select", "--config", str(Path(__file__).resolve().parents[2] / "configs" /
                                                                "grpo" / "tiny-cpu.yaml"),
-                           "--model", str(planner), "--data", str(harvest / "rl"), "--out", str(tmp_path / "rft"),
-                           "--samples", "2", "--max-states", "4"], capture_output=True, text=True, timeout=600)
+                           "--model_name_or_path", str(planner), "--dataset_name", str(harvest / "rl"), "--out",
+                           str(tmp_path / "rft"), "--num_generations", "2", "--max-states", "4"], capture_output=True,
+                          text=True, timeout=600)
     assert proc.returncode != 0
     assert "no decision" in (proc.stdout + proc.stderr) and not (tmp_path / "rft").exists()

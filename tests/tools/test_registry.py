@@ -98,7 +98,7 @@ def test_cli_tool_command(tmp_path: Path, media_task):
     tasks.write_text(TASK.model_dump_json() + "\n" + media_task.model_dump_json() + "\n", encoding="utf-8")
     runner = CliRunner()
     res = runner.invoke(
-        app, ["subtitle_grounding", "--args", '{"query": "guide"}', "--task", str(tasks), "--task-id", "t1"]
+        app, ["subtitle_grounding", "--args", '{"query": "guide"}', "--tasks", str(tasks), "--task-id", "t1"]
     )
     assert res.exit_code == 0, res.output
     assert "Maria Lopez" in json.loads(res.stdout)["text"]

@@ -73,7 +73,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     base = tmp_path_factory.mktemp("view-runs")
     synth, coll, ev_a, ev_b = base / "synth", base / "collect", base / "eval-ledger", base / "eval-react"
     cli("tasks", "synth", "--n", "16", "--seed", "5", "--out", str(synth))
-    cli("collect", "--config", str(ROOT / "configs/collect/synthetic-teacher.yaml"), "--tasks", str(synth),
+    cli("collect", "--config", str(ROOT / "configs/collect/synthetic-teacher.yaml"), "--tasks.path", str(synth),
         "--out", str(coll), "--backends.default.options.noise", "0.3", "--no-progress")
     eval_cfg = str(ROOT / "configs/eval/synthetic-teacher.yaml")
     cli("eval", "--config", eval_cfg, "--tasks.path", str(synth), "--backends.default.options.noise", "0.3",

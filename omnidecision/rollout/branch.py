@@ -1,0 +1,139 @@
+"""Branch a recorded run at a step: restore its state there (`rollout.resume`), apply a decision, continue with a
+continuation policy, and return the branch as an ordinary `RunRecord` that names its parent.
+
+- the branch's steps before t are the parent's (copied), so harvest, the eval report, the viewer and the replay
+  check read it as any record; `parent_run_id`, `parent_step`, `branch_decision`, `branch_policy`, `branch_seed` say
+  where it came from;
+- its run id is distinct and deterministic: `<parent>~b<t>-<hash of (decision, policy, seed)>` (`branch_id`);
+- the policy (`build_policy`): `recorded` (the parent's role outputs while on its path, then the recipe's backends),
+  `teacher` (the recipe's scripted teacher, else the default one), `recipe` (the backends the parent was collected
+  with), or a YAML file of backends (`backends:` of a recipe, or role -> BackendSpec): any served planner, the local
+  one, the teacher, built with `backends.factory`;
+- tools (`tools=`): `recorded` answers a call the parent made with the parent's observation and runs the real tool
+  for any other (`rollout.recorded.RecordedTools`); `live` runs every call again;
+- `seed` 0: the backends draw as in the parent (same run id and sample in their request context), so a deterministic
+  policy reproduces the parent after the recorded decision; seed k > 0: another draw of the same policy.
+
+    omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id RUN --step 2 \
+        --decision '{"action": "finish"}' --policy teacher --out runs/branches.jsonl
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.loop import why_rejected
+from omnidecision.agent.runtime import ToolRunner
+from omnidecision.backends.factory import build_backends, load_backend_specs
+from omnidecision.ledger import Ledger
+from omnidecision.protocol.actions import CallAction, parse_planner_output
+from omnidecision.protocol.chat import BackendSpec, ChatBackend, ChatResponse
+from omnidecision.protocol.records import RunRecord
+from omnidecision.rollout.recorded import RecordedPolicy, RecordedTools
+from omnidecision.rollout.resume import ResumeError, given_decision, recorded_decision, restore, resume
+from omnidecision.tasks.schema import Task
+
+logger = logging.getLogger(__name__)
+
+POLICY_NAMES: tuple[str, ...] = ("recorded", "teacher", "recipe")
+ToolsMode = Literal["recorded", "live"]
+
+
+@dataclass
+class Policy:
+    """A continuation policy: `name` is what the branch records (`branch_policy`) and hashes into its id;
+    `backends` answer every role after the branch's decision."""
+
+    name: str
+    backends: dict[str, ChatBackend]
+
+
+def _all_teacher(specs: dict[str, BackendSpec] | None) -> bool:
+    return bool(specs) and all(s.kind == "teacher" for s in specs.values())  # type: ignore[union-attr]
+
+
+def build_policy(policy: str, parent: RunRecord, recipe_backends: dict[str, BackendSpec] | None = None) -> Policy:
+    """The continuation policy named `policy` (module docstring); `recipe_backends` are the backends the parent was
+    collected with (its manifest's). A YAML path is read with `backends.factory.load_backend_specs`. Raises
+    ValueError naming what is missing."""
+    if policy == "recorded":
+        fallback = build_backends(recipe_backends) if recipe_backends else None
+        return Policy("recorded", {"default": RecordedPolicy(parent, fallback)})
+    if policy == "teacher":
+        specs = recipe_backends if _all_teacher(recipe_backends) else {"default": BackendSpec(kind="teacher")}
+        return Policy("teacher", build_backends(specs))  # type: ignore[arg-type]
+    if policy == "recipe":
+        if not recipe_backends:
+            raise ValueError("policy recipe: no recipe backends (the trajectory folder has no manifest.json; "
+                             "give --recipe)")
+        return Policy("recipe", build_backends(recipe_backends))
+    path = Path(policy)
+    if not path.is_file():
+        raise ValueError(f"policy {policy!r}: not one of {', '.join(POLICY_NAMES)} and no such backends file")
+    return policy_from_specs(load_backend_specs(path), path.name)
+
+
+def policy_from_specs(specs: dict[str, BackendSpec], label: str = "backends") -> Policy:
+    """A policy of role -> `BackendSpec` (a served planner, the local one, the teacher), named `label#<hash of the
+    specs>` so that two policies with different backends never share a branch id. Built anew on each call: a backend
+    that counts its calls per run (the local one) then draws a branch as it would draw a fresh run."""
+    digest = hashlib.sha256(json.dumps({k: v.model_dump(mode="json") for k, v in sorted(specs.items())},
+                                       sort_keys=True).encode()).hexdigest()[:8]
+    return Policy(f"{label}#{digest}", build_backends(specs))
+
+
+def branch_id(parent_run_id: str, step: int, decision: str, policy: str, seed: int) -> str:
+    """The branch's run id: the parent's, the step, and a hash of (decision text, policy name, seed).
+
+    >>> branch_id("t1-s0-abc", 2, '{"action":"finish"}', "teacher", 0)
+    't1-s0-abc~b2-842c1793'
+    """
+    key = json.dumps([decision, policy, seed], ensure_ascii=False)
+    return f"{parent_run_id}~b{step}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def draw_run_id(parent: RunRecord, seed: int) -> str:
+    """The run id the backends see in their request context: the parent's at seed 0, a derived one otherwise."""
+    return parent.run_id if seed == 0 else f"{parent.run_id}#seed{seed}"
+
+
+def decision_reply(parent: RunRecord, step: int, decision: dict[str, Any] | str | None) -> ChatResponse:
+    """The planner reply the branch applies at `step`: the recorded one (None), else the caller's decision."""
+    return recorded_decision(parent, step) if decision is None else given_decision(decision)
+
+
+def decision_problem(state: Ledger, task: Task, config: AgentConfig, reply: ChatResponse) -> str | None:
+    """Why the loop would not execute this decision at `state` (None: it would): an output that does not parse, or a
+    call the loop rejects (`agent.loop.why_rejected`). Such a decision can still be applied: the loop records it as
+    the planner's invalid action, as it would the planner's own."""
+    action, err = parse_planner_output(reply.text)
+    if action is None:
+        return f"the output does not parse as a planner action: {err}"
+    if isinstance(action, CallAction):
+        return why_rejected(state, task, action, config)
+    return None
+
+
+async def branch_run(parent: RunRecord, step: int, task: Task, config: AgentConfig, policy: Policy, *,
+                     decision: dict[str, Any] | str | None = None, seed: int = 0, services: dict | None = None,
+                     tools: ToolsMode = "recorded", tool_runner: ToolRunner | None = None) -> RunRecord:
+    """Branch `parent` at `step` with `decision` (None: the recorded one) and continue with `policy` to the end.
+    `tool_runner` runs the calls the recorded tools do not answer (default: the tools registry). Not judged: the
+    caller grades it as it grades any run. Raises `ResumeError` on a record or decision it cannot use."""
+    if seed < 0:
+        raise ResumeError(f"seed {seed} is negative")
+    reply = decision_reply(parent, step, decision)
+    run_id = branch_id(parent.run_id, step, reply.text, policy.name, seed)
+    runner = RecordedTools(parent, tool_runner) if tools == "recorded" else tool_runner
+    point = restore(parent, step, task, config, policy.backends, services=services, tool_runner=runner,
+                    run_id=run_id, draw_run_id=draw_run_id(parent, seed))
+    record = await resume(point, reply)
+    record.parent_run_id, record.parent_step, record.branch_decision = parent.run_id, step, reply.text
+    record.branch_policy, record.branch_seed = policy.name, seed
+    return record

@@ -1,0 +1,118 @@
+"""`omnidecision branch`: branch a recorded run at a step with a decision (mounted by `omnidecision/cli.py`).
+
+The parent's task, agent config, environment and backends come from the collection's recipe: `manifest.json` next to
+the trajectory file (what `omnidecision collect` and `omnidecision eval` write), or `--recipe`. Bad input (an unknown
+run id, a step out of range, a decision that is not JSON or not an action, an edited record, a missing recipe) exits
+2 with one line naming what was wrong. docs/rollout.md has the walk-through.
+
+    omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id syn-0-00003-s0-2c1bffea \
+        --step 1 --decision '{"action": "finish"}' --policy teacher --out runs/branches.jsonl
+    omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id syn-0-00003-s0-2c1bffea \
+        --step 1 --recorded --policy recorded --dry-run
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+logger = logging.getLogger(__name__)
+
+
+def _dry_run_report(parent: Any, step: int, task: Any, recipe: Any, policy: Any, reply: Any, seed: int, tools: str,
+                    out: Path | None) -> dict[str, Any]:
+    from omnidecision.ledger import actionable_need_indices, finish_available
+    from omnidecision.rollout.branch import branch_id, decision_problem
+    from omnidecision.rollout.resume import restore
+
+    point = restore(parent, step, task, recipe.agent, policy.backends)
+    state = point.ledger
+    problem = decision_problem(state, task, recipe.agent, reply)
+    return {"parent_run_id": parent.run_id, "task_id": task.id, "step": step, "parent_steps": len(parent.steps),
+            "parent_outcome": parent.outcome,
+            "state": {"step": state.step, "actionable_needs": actionable_need_indices(state),
+                      "finish_available": finish_available(state), "tool_calls": dict(state.tool_call_counts),
+                      "last_rejected": state.last_rejected.model_dump() if state.last_rejected else None,
+                      "usage_so_far": point.run.usage.model_dump(), "invalid_so_far": point.run.invalid},
+            "decision": reply.text, "recorded_decision": parent.steps[step].raw_output,
+            "loop_accepts": problem is None, "rejection": problem,
+            "policy": policy.name, "tools": tools, "seed": seed,
+            "branch_run_id": branch_id(parent.run_id, step, reply.text, policy.name, seed),
+            "out": str(out) if out is not None else None,
+            "digest": parent.steps[step].planner_messages[-1]["content"]}
+
+
+def branch(
+    trajectories: Path = typer.Option(..., help="trajectory JSONL holding the parent run (a collect or eval shard)"),
+    run_id: str = typer.Option(..., help="the parent run's run_id"),
+    step: int = typer.Option(..., help="the step t to branch at (0-based): the planner's decision there is replaced"),
+    decision: Optional[str] = typer.Option(  # noqa: UP045
+        None, help='the decision applied at step t, as JSON: \'{"action": "call", "need": 1}\' or '
+                   '\'{"action": "finish"}\' (exclusive with --recorded)'),
+    recorded: bool = typer.Option(False, "--recorded", help="apply the parent's own decision at step t (a resume)"),
+    policy: str = typer.Option("recorded", help="what decides after step t: recorded (the parent's role outputs "
+                               "while on its path, then the recipe's backends), teacher, recipe (the parent's "
+                               "backends), or a backends YAML file (a served or local planner, the teacher)"),
+    tools: str = typer.Option("recorded", help="recorded: a call the parent made gets the parent's observation, "
+                              "any other runs the real tool; live: every call runs again"),
+    recipe: Optional[Path] = typer.Option(  # noqa: UP045
+        None, help="the parent's collect recipe (default: manifest.json next to --trajectories)"),
+    tasks: Optional[Path] = typer.Option(None, help="task file or folder (default: the recipe's tasks.path)"),  # noqa: UP045
+    seed: int = typer.Option(0, min=0, help="0: the backends draw as in the parent; k > 0: another draw of the "
+                             "same policy (recorded in the branch and its run id)"),
+    out: Optional[Path] = typer.Option(  # noqa: UP045
+        None, help="append the branch record to this JSONL file (required unless --dry-run)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="restore the state, check the decision against the state's "
+                                 "action space and print what would run (JSON); run nothing"),
+) -> None:
+    """Branch a recorded run at step t: restore its exact state, apply a decision, continue with a policy, and
+    append the branch (an ordinary run record naming its parent and step) to --out."""
+    from omnidecision.rollout.branch import branch_run, build_policy, decision_reply
+    from omnidecision.rollout.parent import BadInput, load_parent
+    from omnidecision.rollout.resume import ResumeError
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if (decision is None) == (not recorded):
+            raise BadInput("give exactly one of --decision JSON or --recorded")
+        if tools not in ("recorded", "live"):
+            raise BadInput(f"--tools {tools!r}: expected recorded or live")
+        if out is None and not dry_run:
+            raise BadInput("--out FILE is required (or --dry-run)")
+        if out is not None and out.resolve() == trajectories.resolve():
+            raise BadInput(f"--out {out} is the parent's trajectory file: write branches to a file of their own")
+        given: Any = None
+        if decision is not None:
+            try:
+                given = json.loads(decision)
+            except json.JSONDecodeError as exc:
+                raise BadInput(f"--decision is not JSON: {exc.msg} at char {exc.pos}: {decision[:80]!r}") from exc
+            if not isinstance(given, dict):
+                raise BadInput(f"--decision must be a JSON object (an action), got {type(given).__name__}")
+        loaded = load_parent(trajectories, run_id, recipe, tasks)
+        parent, parent_recipe, task, services = loaded.record, loaded.recipe, loaded.task, loaded.services
+        reply = decision_reply(parent, step, given)
+        chosen = build_policy(policy, parent, parent_recipe.backends)
+        if dry_run:
+            report = _dry_run_report(parent, step, task, parent_recipe, chosen, reply, seed, tools, out)
+            typer.echo(json.dumps(report, indent=1, ensure_ascii=False))
+            return
+        record = asyncio.run(branch_run(parent, step, task, parent_recipe.agent, chosen, decision=given, seed=seed,
+                                        services=services, tools=tools))  # type: ignore[arg-type]
+        record = asyncio.run(loaded.judge(record))
+    except (BadInput, ResumeError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    out.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+    with out.open("a", encoding="utf-8") as fh:  # type: ignore[union-attr]
+        fh.write(record.model_dump_json() + "\n")
+    correct = record.judge.correct if record.judge is not None else None
+    typer.echo(f"{record.run_id}: branch of {parent.run_id} at step {step} ({reply.text}), policy {chosen.name}: "
+               f"outcome={record.outcome} answer={record.answer!r} correct={correct} steps={len(record.steps)} "
+               f"({len(record.steps) - step} new; parent: {parent.outcome}, {len(parent.steps)} steps) -> {out}"
+               + (f" error={record.error}" if record.error else ""))

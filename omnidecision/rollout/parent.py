@@ -1,0 +1,134 @@
+"""A recorded run with what it needs to run again: its record, task, collection recipe, tool services and judge.
+
+The parent's task, agent config, environment and backends come from the collection's recipe: `manifest.json` next to
+the trajectory file (what `omnidecision collect` and `omnidecision eval` write), or a recipe given. `branch` (the
+command) and the grounded rewards (`omnidecision.grounding`) load parents here.
+
+    python -c "from omnidecision.rollout.parent import load_parent; help(load_parent)"
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from omnidecision.protocol.records import RunRecord
+from omnidecision.rollout.recipe import CollectRecipe, RecipeError, load_recipe, recipe_from_dict
+from omnidecision.tasks.schema import Task
+
+logger = logging.getLogger(__name__)
+
+
+class BadInput(ValueError):
+    """What the command refuses, in one line."""
+
+
+def find_run(path: Path, run_id: str) -> Any:
+    """The `RunRecord` with `run_id` in a trajectory JSONL file; only its line is validated (a malformed line
+    elsewhere does not matter). Raises BadInput naming file:line and the field, or the ids the file holds."""
+    if not path.is_file():
+        raise BadInput(f"{path}: no such trajectory file")
+    seen = 0
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            seen += 1
+            if run_id not in line:
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BadInput(f"{path}:{lineno}: not JSON: {exc.msg}") from exc
+            if not isinstance(data, dict) or data.get("run_id") != run_id:
+                continue
+            try:
+                return RunRecord.model_validate(data)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                loc = ".".join(str(x) for x in first.get("loc", ()))
+                raise BadInput(f"{path}:{lineno}: field {loc or '<root>'}: {first.get('msg')}") from exc
+    raise BadInput(f"{path}: no run with run_id {run_id!r} ({seen} records)")
+
+
+def load_parent_recipe(trajectories: Path, recipe: Path | None, tasks: Path | None) -> Any:
+    """The collection recipe of the parent: `--recipe`, else the `recipe` of `manifest.json` next to the trajectory
+    file (fields a collect recipe does not have, such as eval's `serve:`, left out); `tasks` replaces tasks.path."""
+    overrides = [f"tasks.path={tasks}"] if tasks is not None else []
+    try:
+        if recipe is not None:
+            return load_recipe(recipe, overrides)
+        manifest = trajectories.parent / "manifest.json"
+        if not manifest.is_file():
+            raise BadInput(f"{manifest}: no manifest next to the trajectory file; give --recipe (the collect recipe "
+                           f"of the parent run)")
+        try:
+            data = json.loads(manifest.read_text("utf-8"))["recipe"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise BadInput(f"{manifest}: no readable recipe in it ({type(exc).__name__}: {exc})") from exc
+        data = {k: v for k, v in data.items() if k in CollectRecipe.model_fields}
+        return recipe_from_dict(data, str(manifest), overrides)
+    except RecipeError as exc:
+        raise BadInput(str(exc)) from exc
+
+
+def environment(recipe: Any, task_id: str) -> tuple[Any, Any]:
+    """(the task, its tool services) from the recipe's task source and environment."""
+    from omnidecision.rollout.runner import build_services, select_tasks
+
+    try:
+        _, selected = select_tasks(recipe.model_copy(update={"shard": "0/1"}))
+    except (RecipeError, ValueError, OSError) as exc:
+        raise BadInput(f"cannot load the recipe's tasks (tasks.path {recipe.tasks.path}): {exc}; run where the "
+                       f"collection ran, or give --tasks") from exc
+    task = next((t for t in selected if t.id == task_id), None)
+    if task is None:
+        raise BadInput(f"task {task_id!r} is not among the recipe's {len(selected)} tasks ({recipe.tasks.path})")
+    services = build_services(recipe, selected)
+    return task, services(task) if callable(services) else services
+
+
+async def judged(record: Any, task: Any, recipe: Any) -> Any:
+    """Grade the branch as its collection graded its runs (the recipe's judge settings)."""
+    from omnidecision.backends.factory import build_backend
+    from omnidecision.rollout.runner import judge_draft, judge_record
+
+    if not recipe.judge.enabled:
+        return record
+    llm = build_backend(recipe.judge.llm) if recipe.judge.llm is not None else None
+    record.judge = await judge_record(task, record, llm, recipe.judge.scorer)
+    record.draft_judge = await judge_draft(task, record, llm, recipe.judge.scorer)
+    return record
+
+
+
+
+@dataclass
+class ParentRun:
+    """A recorded run ready to be resumed: the record (verified by replay), its task, recipe and tool services."""
+
+    record: RunRecord
+    task: Task
+    recipe: CollectRecipe
+    services: Any
+
+    async def judge(self, record: RunRecord) -> RunRecord:
+        """Grade a branch of this run as its collection graded its runs."""
+        return await judged(record, self.task, self.recipe)
+
+
+def load_parent(trajectories: Path, run_id: str, recipe: Path | None = None, tasks: Path | None = None) -> ParentRun:
+    """The run `run_id` of a trajectory file with its task, recipe and services; BadInput or ResumeError (both
+    ValueError) name what is wrong."""
+    from omnidecision.rollout.resume import verify_record
+
+    record = find_run(trajectories, run_id)
+    verify_record(record)
+    parent_recipe = load_parent_recipe(trajectories, recipe, tasks)
+    task, services = environment(parent_recipe, record.task_id)
+    return ParentRun(record, task, parent_recipe, services)
