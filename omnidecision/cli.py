@@ -53,11 +53,20 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.pipeline.cli", "experiment", "experiment"),
 ]
 
+# (module, attribute, (group module, group attribute), name): a command mounted inside a group of another package
+# (the reward audit lives above eval, in grounding, but belongs with `omnidecision audit`)
+_SUBCOMMANDS: list[tuple[str, str, tuple[str, str], str]] = [
+    ("omnidecision.grounding.cli", "audit_rewards", ("omnidecision.eval.cli", "audit_app"), "rewards"),
+]
+
 # Commands that forward unknown options (TrlParser-style `--learning_rate 1e-4` overrides).
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _mount() -> None:
+    for module, attr, (group_module, group_attr), name in _SUBCOMMANDS:
+        group = getattr(importlib.import_module(group_module), group_attr)
+        group.command(name)(getattr(importlib.import_module(module), attr))
     for module, attr, name in _MOUNTS:
         # a stage that fails to import fails the whole CLI, loudly: a silently missing command hides a broken install
         obj = getattr(importlib.import_module(module), attr)

@@ -32,8 +32,8 @@ def overall_rows(metrics: dict[str, Any]) -> list[str]:
 def breakdown_rows(section: dict[str, dict[str, Any]], proxies: list[str], label: str) -> list[str]:
     rows = [f"| {label} | " + " | ".join(proxies) + " |", "|---|" + "---|" * len(proxies)]
     for key, by_proxy in section.items():
-        cells = [f"{_f(by_proxy[p].get('within_group_spearman'), '{:+.2f}')} / {_f(by_proxy[p].get('top1_agreement'), '{:.2f}')}"
-                 for p in proxies]
+        cells = [f"{_f(by_proxy[p].get('within_group_spearman'), '{:+.2f}')} / "
+                 f"{_f(by_proxy[p].get('top1_agreement'), '{:.2f}')}" for p in proxies]
         rows.append(f"| {key} | " + " | ".join(cells) + " |")
     return rows
 

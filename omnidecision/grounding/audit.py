@@ -1,0 +1,203 @@
+"""The reward audit: every reward proxy against what executing the candidates leads to, on your own states.
+
+    omnidecision audit rewards --data runs/demo/data/rl --runs runs/demo/collect-dev \
+        --planner runs/demo/models/sft --judge runs/demo/models/judge --out runs/demo/audit
+
+For a sample of ledger states (rows of a harvest's RL dataset, each naming its recorded run and step) and K candidate
+decisions per state — sampled from a planner (`--planner`, at `--temperature`) or drawn from the state's action
+space (every call on an actionable need with one of its listed tools, and finish) — the audit scores each candidate
+with every proxy (each closure check, the combined closure reward, the learned judge, the GRPO recipe's summed
+reward) and executes it from its state with a continuation policy (grounding/returns.py). grounding/metrics.py
+compares them: AUROC, within-group rank correlation (what GRPO's advantage reads), top-1 agreement, calibration;
+overall, per family and per kind of group. The report is `OUT/audit.json`, `OUT/audit.md` and `OUT/audit.png`.
+
+Candidates the planner writes identically are executed once (the cache); a state whose run is in none of `--runs`
+is skipped and counted. The rule planner is never a continuation policy here (returns.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnidecision.grounding.metrics import Candidate, audit_metrics
+from omnidecision.grounding.report import write_report
+from omnidecision.grounding.returns import Executor, ReturnCache, parent_index
+from omnidecision.ledger import Ledger, actionable_need_indices, listed_tools
+from omnidecision.protocol.actions import CallAction, FinishAction, parse_planner_output
+from omnidecision.rewards import CHECKS, get_check_reward, get_reward
+from omnidecision.rollout.parent import ParentRun, load_parent
+
+logger = logging.getLogger(__name__)
+
+ProxyFunc = Callable[..., list[float | None]]
+
+
+@dataclass
+class AuditSettings:
+    """What one audit samples, executes and scores."""
+
+    states: int = 40
+    k: int = 4
+    continuations: int = 1
+    policy: str = "teacher"
+    split: str = "validation"
+    temperature: float = 1.0
+    max_new_tokens: int = 48
+    seed: int = 0
+    extra_proxies: dict[str, ProxyFunc] = field(default_factory=dict)
+
+
+def load_rows(data: Path, split: str) -> list[dict[str, Any]]:
+    """The RL rows of one split of a harvest's RL dataset (`harvest`'s `OUT/rl`, parquet files per split)."""
+    from datasets import load_dataset
+
+    files = sorted(data.glob(f"{split}-*.parquet"))
+    if not files:
+        raise ValueError(f"{data}: no {split} split (expected {split}-*.parquet, as `omnidecision harvest` writes)")
+    return list(load_dataset("parquet", data_files={split: [str(f) for f in files]}, split=split))
+
+
+def action_label(text: str) -> str:
+    """`finish`, `call:<need>:<tool>` or `invalid`: what a candidate decides, for grouping by what differs."""
+    action, _ = parse_planner_output(text)
+    if isinstance(action, FinishAction):
+        return "finish"
+    if isinstance(action, CallAction):
+        return f"call:{action.need if action.need is not None else action.slot}:{action.tool or '-'}"
+    return "invalid"
+
+
+def action_space(state: Ledger) -> list[str]:
+    """Every call on an actionable need with one of its listed tools, and finish (as planner outputs)."""
+    calls = [json.dumps({"action": "call", "need": i, "tool": t})
+             for i in actionable_need_indices(state) for t in listed_tools(state.needs[i])]
+    return [*calls, json.dumps({"action": "finish"})]
+
+
+def sample_candidates(rows: Sequence[dict[str, Any]], k: int, planner: Path | None, s: AuditSettings
+                      ) -> list[list[str]]:
+    """K candidates per row: the planner's samples, else K draws (without replacement while they last) from the
+    state's action space."""
+    if planner is not None:
+        from omnidecision.modeling import generate_decisions, load_planner
+
+        model, tokenizer = load_planner(planner)
+        import torch
+
+        torch.manual_seed(s.seed)
+        return generate_decisions(model, tokenizer, [r["prompt"] for r in rows], do_sample=True,
+                                  num_return_sequences=k, temperature=s.temperature, max_new_tokens=s.max_new_tokens)
+    rng = random.Random(s.seed)
+    out = []
+    for r in rows:
+        space = action_space(Ledger.model_validate_json(r["ledger"]))
+        draws = rng.sample(space, min(k, len(space)))
+        out.append(draws + [rng.choice(space) for _ in range(k - len(draws))])
+    return out
+
+
+def proxy_scores(rows: Sequence[dict[str, Any]], groups: list[list[str]], judge: Path | None, recipe: Path | None,
+                 extra: dict[str, ProxyFunc]) -> dict[str, list[list[float | None]]]:
+    """proxy name -> per row, per candidate: each closure check, `closure` (the weighted rubric), `judge` (the learned
+    judge), `recipe` (the GRPO recipe's rewards summed with its weights, as TRL sums them), and `extra`."""
+    k = len(groups[0])
+    flat = [c for g in groups for c in g]
+    columns = {key: [r[key] for r in rows for _ in range(k)] for key in rows[0] if key not in ("prompt", "completion")}
+    columns["prompts"] = [r["prompt"] for r in rows for _ in range(k)]
+    funcs: dict[str, ProxyFunc] = {name: get_check_reward(name) for name in CHECKS}
+    funcs["closure"] = get_reward("closure")
+    if judge is not None:
+        funcs["judge"] = get_reward("learned_judge", path=str(judge))
+    funcs.update(extra)
+    out: dict[str, list[list[float | None]]] = {}
+    for name, func in funcs.items():
+        values = func(flat, **columns)
+        out[name] = [values[i * k:(i + 1) * k] for i in range(len(rows))]
+    if recipe is not None:
+        out["recipe"] = recipe_scores(recipe, rows, groups, judge)
+    return out
+
+
+def recipe_scores(recipe: Path, rows: Sequence[dict[str, Any]], groups: list[list[str]], judge: Path | None
+                  ) -> list[list[float | None]]:
+    """The GRPO recipe's combined reward (its reward_funcs and weights; the judge at `judge` when it names one)."""
+    import tempfile
+
+    from omnidecision.rl.config import parse_args
+    from omnidecision.rl.rft import score_groups
+
+    overrides = ["--judge_path", str(judge)] if judge is not None else []
+    script, training, _ = parse_args(["--config", str(recipe), "--num_generations", str(len(groups[0])),
+                                      "--generation_batch_size", str(len(groups[0])), *overrides])
+    with tempfile.TemporaryDirectory() as tmp:
+        return score_groups(script, training, list(rows), groups, tmp)  # type: ignore[return-value]
+
+
+def _price(cost: dict[str, Any], prices: Path | None) -> dict[str, Any]:
+    """Tool calls at the price table's per-call prices (kinds); tokens stay unpriced for the offline teacher."""
+    if prices is None:
+        return {**cost, "usd": None, "price_note": "no price table given"}
+    from omnidecision.eval.prices import load_prices
+
+    table = load_prices(prices)
+    usd = 0.0
+    for tool, n in cost["tool_calls_by_tool"].items():
+        found = table.price_for(tool, "")
+        usd += n * ((found[0].per_call or 0.0) if found else 0.0)
+    return {**cost, "usd": round(usd, 6), "price_note": f"tool calls priced with {prices}; tokens of the offline "
+                                                        "continuation policy are not billed"}
+
+
+def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None = None, judge: Path | None = None,
+              recipe: Path | None = None, cache: Path | None = None, prices: Path | None = None,
+              settings: AuditSettings | None = None) -> dict[str, Any]:
+    """Sample states and candidates, score them with every proxy, execute them, write the report; returns it."""
+    s = settings or AuditSettings()
+    index = parent_index(runs)
+    rows_all = load_rows(data, s.split)
+    known = [r for r in rows_all if r["run_id"] in index]
+    if not known:
+        raise ValueError(f"none of the {len(rows_all)} {s.split} states of {data} comes from a run in "
+                         f"{[str(r) for r in runs]}: give the collection folders the harvest read")
+    rows = random.Random(s.seed).sample(known, min(s.states, len(known)))
+    groups = sample_candidates(rows, s.k, planner, s)
+    scores = proxy_scores(rows, groups, judge, recipe, s.extra_proxies)
+    executor = Executor(s.policy, ReturnCache(cache or out / "returns.sqlite"))
+    parents: dict[str, ParentRun] = {}
+    cands: list[Candidate] = []
+    t0 = time.process_time()
+    all_runs = []
+    for i, (row, group) in enumerate(zip(rows, groups, strict=True)):
+        if row["run_id"] not in parents:
+            parents[row["run_id"]] = load_parent(index[row["run_id"]], row["run_id"])
+        parent = parents[row["run_id"]]
+        for j, text in enumerate(group):
+            value, closure, execs = asyncio.run(executor.executed_return(parent, int(row["step"]), text,
+                                                                         s.continuations))
+            all_runs += execs
+            cands.append(Candidate(state=f"{row['run_id']}:{row['step']}", family=row.get("category") or "",
+                                   decision=text, action=action_label(text), executed=value, closure=closure,
+                                   proxies={name: v[i][j] for name, v in scores.items()}))
+    by_tool: dict[str, int] = {}
+    for e in all_runs:
+        for tool, n in e.tool_calls_by_tool.items():
+            by_tool[tool] = by_tool.get(tool, 0) + n
+    cost = {"cpu_s": round(time.process_time() - t0, 3), "executions": executor.executions, "cached": executor.cached,
+            "tool_calls": sum(e.tool_calls for e in all_runs), "tokens": sum(e.tokens for e in all_runs),
+            "tool_calls_by_tool": by_tool}
+    proxies = list(scores)
+    report = {"data": str(data), "runs": [str(r) for r in runs], "split": s.split, "states": len(rows), "k": s.k,
+              "continuations": s.continuations, "policy": s.policy, "candidates_from": str(planner or "action space"),
+              "temperature": s.temperature, "seed": s.seed, "skipped_states": len(rows_all) - len(known),
+              "cost": _price(cost, prices), "metrics": audit_metrics(cands, proxies),
+              "candidates": [c.model_dump() for c in cands]}
+    write_report(report, out)
+    return report
