@@ -33,7 +33,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from omnidecision.ledger import Ledger
-from omnidecision.protocol.chat import BackendSpec
+from omnidecision.protocol.chat import BackendSpec, ChatResponse
 from omnidecision.rollout.branch import Policy, branch_run, build_policy
 from omnidecision.rollout.parent import ParentRun, load_parent
 
@@ -142,8 +142,11 @@ class Executor:
             self.cached += 1
             return hit
         t0 = time.process_time()
-        branch = await branch_run(parent.record, step, parent.task, parent.recipe.agent, policy, decision=decision,
-                                  seed=seed, services=parent.services, tools="recorded")
+        # the candidate's text as the planner's reply, parsed by the loop as any planner output (a malformed one
+        # becomes the planner's invalid action, as in collection)
+        branch = await branch_run(parent.record, step, parent.task, parent.recipe.agent, policy,
+                                  decision=ChatResponse(text=decision, model=""), seed=seed, services=parent.services,
+                                  tools="recorded")
         branch = await parent.judge(branch)
         cpu = time.process_time() - t0
         before = parent.record.steps[step].ledger if step < len(parent.record.steps) else None

@@ -53,6 +53,13 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
                           "conflict, query, no_repeat, modality), or an import path pkg.module.function (as TRL's "
                           "grpo.py). Weights: GRPOConfig.reward_weights (same order)."},
     )
+    reward_kwargs: dict | str | None = field(
+        default=None,
+        metadata={"help": "Keyword arguments of reward factories by reward name (mapping or JSON string), e.g. "
+                          "{omnidecision.grounding.reward.get_executed_reward: {policy: teacher}}: a name given by "
+                          "import path is then called as a factory with them. `${dataset_name}` and `${output_dir}` "
+                          "in a string value become the run's."},
+    )
     closure_weights: dict | str | None = field(
         default=None,
         metadata={"help": "Weights of the closure checks inside the `closure` reward (mapping or JSON string); "
@@ -137,6 +144,18 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
                 self.closure_weights = json.loads(self.closure_weights)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"closure_weights: not a JSON mapping: {exc}") from exc
+        if isinstance(self.reward_kwargs, str):
+            try:
+                self.reward_kwargs = json.loads(self.reward_kwargs)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"reward_kwargs: not a JSON mapping: {exc}") from exc
+        if self.reward_kwargs is not None:
+            if not isinstance(self.reward_kwargs, dict) or not all(isinstance(v, dict)
+                                                                   for v in self.reward_kwargs.values()):
+                raise ValueError("reward_kwargs must map reward names to mappings of keyword arguments")
+            stray = sorted(set(self.reward_kwargs) - set(self.reward_funcs))
+            if stray:
+                raise ValueError(f"reward_kwargs names {stray}, which are not in reward_funcs {self.reward_funcs}")
         if self.closure_weights is not None and not isinstance(self.closure_weights, dict):
             raise ValueError(f"closure_weights must be a mapping, got {type(self.closure_weights).__name__}")
         if not self.reward_funcs:
@@ -223,7 +242,21 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
             params["closure"] = closure
         if "judge" in self.reward_funcs:
             params["judge"] = {**self.judge_options(process_index, num_processes, output_dir), **placebo}
+        run_values = {"${dataset_name}": str(self.dataset_name or ""), "${output_dir}": str(output_dir or "")}
+        for name, kwargs in (self.reward_kwargs or {}).items():
+            params[name] = {**params.get(name, {}), **{k: _substitute(v, run_values) for k, v in kwargs.items()}}
         return params
+
+
+def _substitute(value: Any, values: dict[str, str]) -> Any:
+    """`${name}` placeholders of a reward factory's string arguments (lists too) replaced by the run's values."""
+    if isinstance(value, str):
+        for key, v in values.items():
+            value = value.replace(key, v)
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, values) for v in value]
+    return value
 
 
 # `environment:` name -> the TRL environment class ("module:attribute"). An environment runs the agent, which rl never

@@ -103,8 +103,13 @@ def draw_run_id(parent: RunRecord, seed: int) -> str:
     return parent.run_id if seed == 0 else f"{parent.run_id}#seed{seed}"
 
 
-def decision_reply(parent: RunRecord, step: int, decision: dict[str, Any] | str | None) -> ChatResponse:
-    """The planner reply the branch applies at `step`: the recorded one (None), else the caller's decision."""
+def decision_reply(parent: RunRecord, step: int, decision: dict[str, Any] | str | ChatResponse | None
+                   ) -> ChatResponse:
+    """The planner reply the branch applies at `step`: the recorded one (None), a planner reply given as is (a
+    ChatResponse: a sampled candidate, parsed by the loop as any planner output, malformed or not), else the
+    caller's decision (an action, rendered canonically)."""
+    if isinstance(decision, ChatResponse):
+        return decision
     return recorded_decision(parent, step) if decision is None else given_decision(decision)
 
 
@@ -121,7 +126,8 @@ def decision_problem(state: Ledger, task: Task, config: AgentConfig, reply: Chat
 
 
 async def branch_run(parent: RunRecord, step: int, task: Task, config: AgentConfig, policy: Policy, *,
-                     decision: dict[str, Any] | str | None = None, seed: int = 0, services: dict | None = None,
+                     decision: dict[str, Any] | str | ChatResponse | None = None, seed: int = 0,
+                     services: dict | None = None,
                      tools: ToolsMode = "recorded", tool_runner: ToolRunner | None = None) -> RunRecord:
     """Branch `parent` at `step` with `decision` (None: the recorded one) and continue with `policy` to the end.
     `tool_runner` runs the calls the recorded tools do not answer (default: the tools registry). Not judged: the
