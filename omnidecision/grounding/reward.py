@@ -56,7 +56,8 @@ class ExecutedReward:
         self.n = n
         self.cost_file = Path(cost_file) if cost_file else None
         self.parents: dict[str, ParentRun] = {}
-        self.cost = {"executions": 0, "cached": 0, "cpu_s": 0.0, "tool_calls": 0, "tokens": 0, "calls": 0}
+        self.cost = {"candidates": 0, "executions": 0, "cached": 0, "cpu_s": 0.0, "tool_calls": 0, "tokens": 0,
+                     "calls": 0}
 
     def _parent(self, run_id: str) -> ParentRun | None:
         if run_id not in self.index:
@@ -77,7 +78,11 @@ class ExecutedReward:
                 self.cost["tokens"] += r.tokens
             return value
 
-        return list(await asyncio.gather(*(one(t, r, s) for t, r, s in zip(texts, run_ids, steps, strict=True))))
+        # a group often holds the same candidate several times: each distinct (state, decision) executes once
+        keys = list(zip(texts, run_ids, [int(s) for s in steps], strict=True))
+        distinct = list(dict.fromkeys(keys))
+        values = dict(zip(distinct, await asyncio.gather(*(one(*k) for k in distinct)), strict=True))
+        return [values[k] for k in keys]
 
     def __call__(self, completions: Sequence[object], run_id: Sequence[str] | None = None,
                  step: Sequence[int] | None = None, **_: Any) -> list[float | None]:
@@ -87,6 +92,7 @@ class ExecutedReward:
         # a sync caller (TRL) in a thread without a running loop: one loop per batch
         values = asyncio.run(self._score([completion_text(c) for c in completions], list(run_id), list(step)))
         self.cost["calls"] += 1
+        self.cost["candidates"] += len(values)
         self.cost["executions"], self.cost["cached"] = self.executor.executions, self.executor.cached
         if self.cost_file is not None:
             self.cost_file.parent.mkdir(parents=True, exist_ok=True)

@@ -27,3 +27,11 @@ def habits_runs(tmp_path_factory) -> dict[str, Path]:
          str(root / "tasks"), "--out", str(root / "collect"), "--no-progress"])
     _ok(["harvest", str(root / "collect"), "--out", str(root / "data"), "--label", "emitted"])
     return {"tasks": root / "tasks", "collect": root / "collect", "data": root / "data"}
+
+
+@pytest.fixture(scope="session")
+def tiny_planner(tmp_path_factory):
+    from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
+
+    out = tmp_path_factory.mktemp("tiny-planner")
+    return build_tiny_planner(out, texts=list(default_corpus(n=200)), hidden=32, layers=1, heads=2)
