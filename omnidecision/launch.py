@@ -73,7 +73,8 @@ STAGES: dict[str, Stage] = {
                    bool_aliases={"--use-cpu": "--use_cpu"}),
     # rft-select parses the GRPO recipe through the GRPO config (the control reads what the arm it controls reads)
     "rft": Stage("rft-select", "omnidecision.rl.rft", "omnidecision.rl.config:parse_args",
-                 "omnidecision.rl.rft:main", accelerate=False, aliases=RFT_ALIASES),
+                 "omnidecision.rl.rft:main", "omnidecision.rl.dryrun:rft_dry_run", accelerate=False,
+                 aliases=RFT_ALIASES),
 }
 # kept for callers of the old name: the module each stage runs under accelerate
 STAGE_MODULES = {name: s.module for name, s in STAGES.items() if s.accelerate}
@@ -170,7 +171,7 @@ def launch_stage(stage: str, args: Sequence[str], *, accelerate_config: str | No
         from omnidecision.preflight import emit
 
         raise typer.Exit(emit(spec.resolve("dry_run")(args, accelerate_config=accelerate_config,
-                                                      num_processes=num_processes)))
+                                                      num_processes=num_processes, **options)))
     recipe = args[args.index("--config") + 1] if "--config" in args else None
     if recipe is not None and not Path(recipe).is_file():
         raise typer.BadParameter(f"recipe {recipe} does not exist", param_hint="--config")
@@ -187,7 +188,13 @@ def launch_stage(stage: str, args: Sequence[str], *, accelerate_config: str | No
         parsed = parse_stage_args(stage, args)
     except (ValueError, FileNotFoundError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    return spec.resolve("main")(*parsed, **options)
+    from omnidecision.preflight import PreflightError
+
+    try:
+        return spec.resolve("main")(*parsed, **options)
+    except PreflightError as exc:  # refused before it started: the dry run's error line, no traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
 
 
 def run(cmd: Sequence[str]) -> int:
@@ -200,14 +207,16 @@ def render(cmd: Sequence[str]) -> str:
     return shlex.join(list(cmd))
 
 
-def model_checks(report: Any, model_args: Any) -> None:
-    """The checks of the starting model every trained stage's dry run makes: the checkpoint and the attention."""
+def model_check_list(model_args: Any) -> list[Any]:
+    """The checks of the starting model every trained stage makes before it starts (its dry run and its real run):
+    the checkpoint, the tokenizer when named apart, the attention implementation."""
     from omnidecision.preflight import check_attention, check_model
 
-    report.checks.append(check_model(model_args.model_name_or_path, "model_name_or_path"))
+    checks = [check_model(model_args.model_name_or_path, "model_name_or_path")]
     if getattr(model_args, "tokenizer_name_or_path", None):
-        report.checks.append(check_model(model_args.tokenizer_name_or_path, "tokenizer_name_or_path"))
-    report.checks.append(check_attention(model_args.attn_implementation))
+        checks.append(check_model(model_args.tokenizer_name_or_path, "tokenizer_name_or_path"))
+    checks.append(check_attention(model_args.attn_implementation))
+    return checks
 
 
 def launch_checks(report: Any, stage: str, args: Sequence[str], training: Any, *,

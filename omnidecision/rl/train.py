@@ -123,9 +123,10 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget."""
     from trl import GRPOTrainer
 
-    from omnidecision.preflight import require_attention, wandb_offline_fallback
+    from omnidecision.preflight import require, require_attention, wandb_offline_fallback
     from omnidecision.rewards import get_reward_funcs
     from omnidecision.rl.averaging import TailWeightAverage, check_supported
+    from omnidecision.rl.dryrun import grpo_checks
     from omnidecision.rl.evaluate import dev_closure_scorer, heldout_closure_reward, paired_comparison
     from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
     from omnidecision.rl.sources import source_counts
@@ -135,6 +136,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(training_args.report_to)
+    require(grpo_checks(script_args, training_args, model_args))  # the dry run's checks, before anything loads
     out = Path(training_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -279,12 +281,14 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     `output_dir/environment_rollouts.jsonl` (every finished rollout: task, outcome, answer, judged, reward)."""
     from trl import GRPOTrainer
 
-    from omnidecision.preflight import require_attention, wandb_offline_fallback
+    from omnidecision.preflight import require, require_attention, wandb_offline_fallback
+    from omnidecision.rl.dryrun import grpo_checks
     from omnidecision.rl.environment import LedgerEnvironment, load_task_dataset, use_action_tool_format
 
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(training_args.report_to)
+    require(grpo_checks(script_args, training_args, model_args))  # the dry run's checks, before anything loads
     if training_args.reward_weights is not None:
         raise ValueError("environment: ledger: the environment's get_reward is the only reward; unset reward_weights")
     out = Path(training_args.output_dir)
