@@ -94,6 +94,18 @@ def require(checks: list[Check]) -> list[Check]:
     return checks
 
 
+def run_refusing(main: Any, *args: Any, **kwargs: Any) -> Any:
+    """`main(*args, **kwargs)`; a `PreflightError` (the stage's checks refused its input) exits 2 with the one error
+    line, as the CLI does, instead of a traceback (the `python -m` entries `accelerate launch` runs)."""
+    import sys
+
+    try:
+        return main(*args, **kwargs)
+    except PreflightError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 # ---------------------------------------------------------------- devices and precision
 
 

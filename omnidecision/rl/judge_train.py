@@ -213,7 +213,8 @@ def evaluate(
 if __name__ == "__main__":
     import sys
 
+    from omnidecision.preflight import run_refusing
     from omnidecision.rl.judge_config import parse_args
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*parse_args(sys.argv[1:]))
+    run_refusing(main, *parse_args(sys.argv[1:]))

@@ -351,4 +351,6 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*parse_args(sys.argv[1:]))
+    from omnidecision.preflight import run_refusing
+
+    run_refusing(main, *parse_args(sys.argv[1:]))

@@ -204,4 +204,6 @@ def wall_clock_stop(seconds: float) -> Any:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*parse_args())
+    from omnidecision.preflight import run_refusing
+
+    run_refusing(main, *parse_args())

@@ -74,6 +74,24 @@ def test_sft_refuses_a_dataset_without_messages(planner, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_the_module_accelerate_launches_refuses_in_the_same_line(planner, tmp_path):
+    """`accelerate launch -m omnidecision.sft.train ...` runs the module's entry: the same line, exit 2, no
+    traceback on every rank."""
+    import os
+    import subprocess
+    import sys
+
+    data = _jsonl(tmp_path / "sft", [{"prompt": "p", "completion": "c"}] * 4)
+    args = ["--config", str(CFG / "sft/tiny-cpu.yaml"), "--model_name_or_path", str(planner), "--dataset_name",
+            str(data), "--output_dir", str(tmp_path / "out")]
+    _, dry = _errors(["sft", *args, "--dry-run"])
+    proc = subprocess.run([sys.executable, "-m", "omnidecision.sft.train", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert [line for line in proc.stderr.splitlines() if line.startswith("error:")] == dry
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
 def test_grpo_refuses_states_without_the_ledger(planner, tmp_path):
     from omnidecision.rl.data import load_rl_splits
 
