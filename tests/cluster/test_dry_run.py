@@ -158,7 +158,9 @@ def test_grpo_falls_back_to_offline_wandb(monkeypatch, tmp_path, adapter):
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no `wandb login` on this machine either
     args = parse_args(["--config", str(CFG / "grpo/tiny-cpu.yaml"), "--report_to", "wandb", "--output_dir",
                        str(tmp_path / "out"), "--dataset_name", str(tmp_path / "missing")])
-    with pytest.raises(FileNotFoundError, match="missing"):
+    from omnidecision.preflight import PreflightError
+
+    with pytest.raises(PreflightError, match="missing"):  # refused by the dry run's checks, after the fallback
         main(*args)
     assert os.environ["WANDB_MODE"] == "offline"
 
