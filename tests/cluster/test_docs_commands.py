@@ -1,4 +1,4 @@
-"""Every command of the cluster docs resolves: docs/cluster-workflow.md and README's "Cluster workflow" section.
+"""Every command of the cluster docs resolves: docs/cluster-workflow.md and the README's cluster quick start.
 
 Each ```bash block runs in bash as written (loops, variables, `export`, `cd`), in a scratch project that holds
 small local stand-ins at the paths the docs name (a harvested SFT/RL dataset, a tiny Qwen3 and LoRA adapters over
@@ -39,14 +39,28 @@ def bash_blocks(text: str) -> list[str]:
     return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
 
 
+README_QUICK_START = "## Cluster quick start"
+README_MAX_LINES, QUICK_START_BY_LINE = 250, 120  # the front door's limits (issue 56)
+QUICK_START_STAGES = ("collect", "harvest", "sft", "grpo", "export", "serve", "eval")
+
+
 def readme_cluster_section() -> str:
     text = (ROOT / "README.md").read_text("utf-8")
-    start = text.index("## Cluster workflow")
+    start = text.index(README_QUICK_START)
     end = text.find("\n## ", start + 1)
     return text[start:end if end != -1 else None]
 
 
 SOURCES = {"docs/cluster-workflow.md": DOCS.read_text("utf-8"), "README cluster section": readme_cluster_section()}
+
+
+def test_readme_is_short_and_starts_the_cluster_quick_start_early():
+    lines = (ROOT / "README.md").read_text("utf-8").splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines (at most {README_MAX_LINES})"
+    heading = next(i for i, line in enumerate(lines, 1) if line.startswith(README_QUICK_START))
+    assert heading <= QUICK_START_BY_LINE, f"the cluster quick start begins at line {heading}"
+    blocks = bash_blocks(readme_cluster_section())
+    assert len(blocks) == 1, "the quick start is one copy-pasteable block"
 
 _RECORDER = """#!{python}
 import json, os, sys, time
@@ -205,8 +219,13 @@ def test_every_documented_command_resolves(project, tmp_path, monkeypatch):
     # the docs page is one shell session from the clone onwards; the README block runs in the project folder
     calls += record("\n".join(bash_blocks(SOURCES["docs/cluster-workflow.md"])), project.parent / "clone",
                     tmp_path / "rec-docs", project)
-    calls += record("\n".join(bash_blocks(SOURCES["README cluster section"])), project, tmp_path / "rec-readme",
-                    project)
+    readme_calls = record("\n".join(bash_blocks(SOURCES["README cluster section"])), project,
+                          tmp_path / "rec-readme", project)
+    # the quick start goes collect → harvest → sft → grpo → export → serve → eval, each stage a command of its own
+    stages = [c["args"][0] if c["prog"] == "omnidecision" else "grpo" for c in readme_calls
+              if c["prog"] == "omnidecision" or (c["prog"] == "sbatch" and "grpo.slurm" in " ".join(c["args"]))]
+    assert [s for s in stages if s in QUICK_START_STAGES] == list(QUICK_START_STAGES), stages
+    calls += readme_calls
     programs = {c["prog"] for c in calls}
     assert programs <= {"omnidecision", "sbatch"} | SETUP_PROGRAMS, programs
 
