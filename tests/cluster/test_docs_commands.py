@@ -150,18 +150,19 @@ def record(block: str, cwd: Path, record_dir: Path, project: Path) -> list[dict]
 
 
 def _parse_only(args: list[str]) -> None:
-    """The CLI parses the command line (options, arguments, types) without running the command."""
-    import click
+    """The CLI parses the command line (options, arguments, types) without running the command. Groups are told by
+    their `commands` (Typer carries its own copy of click, so `click.Group` is not their class)."""
     import typer.main
 
     from omnidecision.cli import app
 
-    cmd: click.Command = typer.main.get_command(app)
+    cmd = typer.main.get_command(app)
     rest, name = list(args), "omnidecision"
-    while isinstance(cmd, click.Group):
+    while isinstance(getattr(cmd, "commands", None), dict) and rest and rest[0] in cmd.commands:
         name, rest = rest[0], rest[1:]
-        assert name in cmd.commands, f"unknown command {name!r} in {args}"
         cmd = cmd.commands[name]
+    assert not isinstance(getattr(cmd, "commands", None), dict) or not rest or rest[0].startswith("-"), \
+        f"unknown command {rest[0]!r} in {args}"
     cmd.make_context(name, rest)  # raises on an unknown option, a missing argument or a bad value
 
 
