@@ -62,7 +62,7 @@ def param_type(param: Parameter) -> str:
     choices = getattr(getattr(param, "type", None), "choices", None)
     descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x: the annotation itself
     if choices:
-        name = " \\| ".join(str(c) for c in choices)
+        name = " | ".join(str(c) for c in choices)
     elif descriptor is not None:
         name = type_text(descriptor.annotation)
     else:

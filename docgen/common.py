@@ -41,8 +41,12 @@ def cell(text: object) -> str:
 
 
 def code(text: object) -> str:
-    """`text` as inline code inside a table cell (backticks inside it doubled up, pipes escaped)."""
-    s = " ".join(str(text).split()).replace("|", "\\|")
+    """`text` as inline code inside a table cell (Python-Markdown's tables leave a pipe inside a code span alone).
+
+    >>> code("str | None"), code("a`b")
+    ('`str | None`', '`` a`b ``')
+    """
+    s = " ".join(str(text).split())
     return f"`` {s} ``" if "`" in s else f"`{s}`"
 
 

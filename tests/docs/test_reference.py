@@ -138,3 +138,16 @@ def test_docgen_exits_1_naming_the_undocumented(monkeypatch, capsys):
                                                         ["field `y` has no doc"]))
     assert entry.main(["--check"]) == 1
     assert "field `y` has no doc" in capsys.readouterr().err
+
+
+def test_docgen_doctests():
+    import doctest
+
+    import docgen.cli_ref
+    import docgen.common
+    import docgen.recipe_ref
+
+    for module in (docgen.common, docgen.recipe_ref, docgen.cli_ref):
+        result = doctest.testmod(module)
+        assert result.failed == 0, module.__name__
+    assert doctest.testmod(docgen.common).attempted >= 4
