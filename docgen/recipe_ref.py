@@ -41,6 +41,8 @@ class Recipe:
     how: str  # how fields are set
 
 
+# the collect and eval recipes live in the rollout layer (omnidecision/rollout/recipe.py), formerly in collect/
+_ROLLOUT = "omnidecision.rollout.recipe:{0}|omnidecision.collect.recipe:{0}"
 RECIPES: tuple[Recipe, ...] = (
     Recipe("SFT", "omnidecision sft", "configs/sft/",
            ("omnidecision.sft.config:SFTScriptArguments", "omnidecision.sft.config:PlannerSFTConfig"),
@@ -54,9 +56,9 @@ RECIPES: tuple[Recipe, ...] = (
            ("omnidecision.rl.judge_config:JudgeScriptArguments", "omnidecision.rl.judge_config:JudgeRewardConfig",
             "omnidecision.rl.judge_config:JudgeModelConfig"),
            "YAML keys or `--field value`; any other field of `trl.RewardConfig` and `trl.ModelConfig` too"),
-    Recipe("Collect", "omnidecision collect", "configs/collect/", ("omnidecision.collect.recipe:CollectRecipe",),
+    Recipe("Collect", "omnidecision collect", "configs/collect/", (_ROLLOUT.format("CollectRecipe"),),
            "YAML keys or `--key.path VALUE`"),
-    Recipe("Eval", "omnidecision eval", "configs/eval/", ("omnidecision.collect.recipe:EvalRecipe",),
+    Recipe("Eval", "omnidecision eval", "configs/eval/", (_ROLLOUT.format("EvalRecipe"),),
            "YAML keys or `--key.path VALUE`; an eval recipe is a collect recipe plus these"),
     Recipe("Ablation grid", "omnidecision ablate --grid", "configs/ablate/", ("omnidecision.eval.grid:GridFile",),
            "YAML keys"),
@@ -79,10 +81,17 @@ class FieldDoc:
 
 
 def load(ref: str) -> type:
+    """`module:Class`; with `|`, the first of several places the class may live (a module being moved)."""
     import importlib
 
-    module, name = ref.split(":")
-    return getattr(importlib.import_module(module), name)
+    errors = []
+    for option in ref.split("|"):
+        module, name = option.split(":")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            errors.append(f"{option}: {exc}")
+    raise ImportError("; ".join(errors))
 
 
 @functools.cache
