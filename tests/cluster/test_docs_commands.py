@@ -1,4 +1,5 @@
-"""Every command of the cluster docs resolves: docs/cluster-workflow.md and the README's cluster quick start.
+"""Every command of the cluster docs resolves: docs/cluster-workflow.md, the README's cluster quick start and the
+CPU walk-through of docs/getting-started.md.
 
 Each ```bash block runs in bash as written (loops, variables, `export`, `cd`), in a scratch project that holds
 small local stand-ins at the paths the docs name (a harvested SFT/RL dataset, a tiny Qwen3 and LoRA adapters over
@@ -51,7 +52,8 @@ def readme_cluster_section() -> str:
     return text[start:end if end != -1 else None]
 
 
-SOURCES = {"docs/cluster-workflow.md": DOCS.read_text("utf-8"), "README cluster section": readme_cluster_section()}
+SOURCES = {"docs/cluster-workflow.md": DOCS.read_text("utf-8"), "README cluster section": readme_cluster_section(),
+           "docs/getting-started.md": (ROOT / "docs" / "getting-started.md").read_text("utf-8")}
 
 
 def test_readme_is_short_and_starts_the_cluster_quick_start_early():
@@ -120,6 +122,10 @@ def project(tmp_path_factory) -> Path:
     (project / "runs" / "collect").mkdir(parents=True)
     write_suite(6, 0, project / "runs" / "synth")  # what `omnidecision tasks synth --out runs/synth` writes
     _tiny_models(project)
+    # the getting-started page's CPU walk-through: its tiny planner at each stage, and its held-out test suite
+    for name in ("runs/tiny", "runs/tiny-sft", "runs/tiny-grpo", "runs/tiny-export"):
+        shutil.copytree(project / "runs" / "tiny-base", project / name)
+    write_suite(6, 1, project / "runs" / "synth-eval")
     return project
 
 
@@ -227,6 +233,12 @@ def test_every_documented_command_resolves(project, tmp_path, monkeypatch):
               if c["prog"] == "omnidecision" or (c["prog"] == "sbatch" and "grpo.slurm" in " ".join(c["args"]))]
     assert [s for s in stages if s in QUICK_START_STAGES] == list(QUICK_START_STAGES), stages
     calls += readme_calls
+    # the CPU walk-through of the getting-started page, in the project folder too
+    walk = [b for b in bash_blocks(SOURCES["docs/getting-started.md"]) if "omnidecision tasks synth" in b]
+    assert len(walk) == 1, "the getting-started page has one CPU walk-through block"
+    started = record(walk[0], project, tmp_path / "rec-start", project)
+    assert {"collect", "sft", "grpo", "eval"} <= {c["args"][0] for c in started if c["prog"] == "omnidecision"}
+    calls += started
     programs = {c["prog"] for c in calls}
     assert programs <= {"omnidecision", "sbatch"} | SETUP_PROGRAMS, programs
 
