@@ -336,7 +336,7 @@ def test_no_machine_path_in_recipes_docs_or_scripts():
     # the roots of home and cluster folders (spelt in parts: this file must not carry one itself)
     roots = "|".join(f"/{r}/" for r in ("home", "work", "Users", "scratch", "fsx"))
     machine = re.compile(rf"(?<![\w.])({roots}|/tmp/[\w-]|\.\./shared\b|[A-Z]:\\\\)")
-    files = [*ROOT.glob("configs/**/*.yaml"), *ROOT.glob("docs/*.md"), ROOT / "README.md",
+    files = [*ROOT.glob("configs/**/*.yaml"), *ROOT.glob("docs/**/*.md"), ROOT / "README.md",
              *ROOT.glob("scripts/**/*.sh"), *ROOT.glob("scripts/**/*.slurm")]
     hits = [f"{f.relative_to(ROOT)}:{n}: {line.strip()}" for f in files
             for n, line in enumerate(f.read_text("utf-8").splitlines(), 1) if machine.search(line)]
