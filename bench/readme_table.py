@@ -1,11 +1,10 @@
-"""The README's benchmark table, generated from bench/results/*.json (no hand-copied figure).
+"""The benchmark table, generated from bench/results/*.json (no hand-copied figure): the documentation site's
+benchmark reference (docs/reference/benchmarks.md, written by `python -m docgen` at every `make docs`).
 
-    python -m bench.readme_table            # rewrite the table between the markers in README.md
-    python -m bench.readme_table --check    # exit 1 when README.md's table differs from the JSON files
+    python -m bench.readme_table            # print the table (Markdown)
 
 One row per result file: the baseline and the candidate with the median (and min–max) of the figure the ratio is
 taken on, the ratio with its per-repeat range, the number of repeats and what "better" means.
-tests/bench/test_readme_table.py holds README.md to it.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ from bench.schema import BenchResult, Measure, load_result
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-README = ROOT / "README.md"
-START, END = "<!-- bench-table:start (python -m bench.readme_table) -->", "<!-- bench-table:end -->"
 
 
 def fmt(x: float | None) -> str:
@@ -108,33 +105,9 @@ def load_all(folder: Path = RESULTS) -> list[BenchResult]:
     return [load_result(p) for p in sorted(folder.glob("*.json"))]
 
 
-def splice(text: str, body: str) -> str:
-    """`text` with everything between the markers replaced by `body`."""
-    if START not in text or END not in text:
-        raise ValueError(f"README.md has no table markers ({START} … {END})")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{body}\n{END}{tail}"
-
-
-def current(text: str) -> str:
-    """The table now between the markers."""
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n")
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
-    a = p.parse_args(argv)
-    body = table(load_all())
-    text = README.read_text("utf-8")
-    if a.check:
-        same = current(text) == body
-        print("README table is up to date" if same else "README table differs from bench/results: run "
-              "`python -m bench.readme_table`")
-        return 0 if same else 1
-    README.write_text(splice(text, body), "utf-8")
-    print(f"wrote the table of {len(load_all())} result files into README.md")
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    print(table(load_all()))
     return 0
 
 

@@ -1,7 +1,7 @@
-"""Run every benchmark (each in its own process, so one failure does not hide the others), then regenerate the
-README's table from the result files — `make bench`, ≈ 30 minutes on 2 cores.
+"""Run every benchmark (each in its own process, so one failure does not hide the others) — `make bench`, ≈ 30
+minutes on 2 cores. The documentation site's benchmark table is generated from the result files at every `make docs`.
 
-    python -m bench.run_all [--only NAME ...] [--no-readme]
+    python -m bench.run_all [--only NAME ...]
 
 Each benchmark measures a candidate against its baseline in the same run, repeated, and writes
 bench/results/<name>.json in the one schema (bench/schema.py). Benchmarks:
@@ -44,7 +44,6 @@ BENCHMARKS: dict[str, list[str]] = {
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run only these")
-    p.add_argument("--no-readme", action="store_true", help="do not regenerate the README table")
     a = p.parse_args()
     failed = []
     for name in a.only or BENCHMARKS:
@@ -54,8 +53,6 @@ def main() -> int:
         print(f"=== bench {name}: exit {rc} in {time.perf_counter() - t0:.0f}s", flush=True)
         if rc:
             failed.append(name)
-    if not a.no_readme:
-        subprocess.run([sys.executable, "-m", "bench.readme_table"], cwd=ROOT, check=False)
     if failed:
         print(f"failed: {failed}")
     return 1 if failed else 0

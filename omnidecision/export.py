@@ -71,65 +71,97 @@ def final_metrics(history: list[dict]) -> dict[str, float]:
     return out
 
 
-def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Any:
-    """The `--dry-run` report of `export`: what the checkpoint is, the base a merge loads, what would be written."""
-    from omnidecision.preflight import DryRunReport, check_folder, check_model
+def export_checks(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None
+                  ) -> tuple[list[Any], str]:
+    """(the checks `export` makes before it writes anything, the export mode): the checkpoint is a model or adapter
+    folder, `--out` differs from it, an adapter's base, the provenance, where the tokenizer comes from. One function
+    for the dry run and the real run (`export` refuses through `preflight.require`)."""
+    from omnidecision.preflight import Check, check_folder, check_model
 
     src, dst = Path(ckpt), Path(out)
-    report = DryRunReport(command="export", resolved={"checkpoint": str(src), "out": str(dst), "merge": merge,
-                                                      "base_model": base_model})
     check = check_model(str(src), "checkpoint", local_only=True)
-    report.checks.append(check)
     if check.status != "ok":
-        return report
+        return [check], "full"
+    checks = [check]
     if dst.resolve() == src.resolve():
-        report.add("out", "error", "--out must differ from the checkpoint folder")
+        checks.append(Check(what="out", status="error", detail="--out must differ from the checkpoint folder"))
     else:
-        report.checks.append(check_folder(str(dst), "out", must_exist=False))
-    mode = "full"
+        checks.append(check_folder(str(dst), "out", must_exist=False))
+    mode, base = "full", None
     if is_adapter(src):
         base = base_model or (_read_json(src / "adapter_config.json") or {}).get("base_model_name_or_path")
-        report.checks.append(check_model(base, "base_model"))
+        checks.append(check_model(base, "base_model") if base else
+                      Check(what="base_model", status="error", detail=f"{src / 'adapter_config.json'}: no "
+                                                                      "base_model_name_or_path; pass --base-model"))
         mode = "merged" if merge else "adapter"
     try:
         trained = read_provenance(src)
     except ValueError as exc:
-        report.add("provenance", "error", str(exc))
+        checks.append(Check(what="provenance", status="error", detail=str(exc)))
     else:
         tasks = trained.training_tasks if trained else None
         if tasks is None and (run_info(src)[0].get("data") or {}).get("training_tasks"):
-            report.add("provenance", "ok", f"from {src}'s sft_run.json (a run from before provenance.json)")
+            checks.append(Check(what="provenance", status="ok",
+                                detail=f"from {src}'s sft_run.json (a run from before provenance.json)"))
         elif tasks is None:
-            report.add("provenance", "warning", f"{src}: no {PROVENANCE_FILE} with training task ids: eval will "
-                                                "not be able to check train/test separation for this planner")
+            checks.append(Check(what="provenance", status="warning",
+                                detail=f"{src}: no {PROVENANCE_FILE} with training task ids: eval will not be able "
+                                       "to check train/test separation for this planner"))
         else:
-            report.add("provenance", "ok", f"{tasks.n} training task ids ({trained.stage}"
-                                           + "".join(f" ← {u.get('stage')}" for u in trained.lineage.upstream) + ")")
-    has_tokenizer = any((src / f).exists() for f in TOKENIZER_FILES)
-    report.add("tokenizer", "ok", f"from {src}" if has_tokenizer else "from the base model")
+            checks.append(Check(what="provenance", status="ok", detail=f"{tasks.n} training task ids ({trained.stage}"
+                                + "".join(f" ← {u.get('stage')}" for u in trained.lineage.upstream) + ")"))
+    if any((src / f).exists() for f in TOKENIZER_FILES):
+        checks.append(Check(what="tokenizer", status="ok", detail=f"from {src}"))
+    elif base:
+        checks.append(Check(what="tokenizer", status="ok", detail=f"from the base model {base}"))
+    else:
+        checks.append(Check(what="tokenizer", status="error", detail=f"{src}: no tokenizer files "
+                                                                     f"({', '.join(TOKENIZER_FILES[:2])}) and no base "
+                                                                     "model to take them from"))
+    return checks, mode
+
+
+def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Any:
+    """The `--dry-run` report of `export`: what the checkpoint is, the base a merge loads, what would be written."""
+    from omnidecision.preflight import DryRunReport
+
+    src, dst = Path(ckpt), Path(out)
+    report = DryRunReport(command="export", resolved={"checkpoint": str(src), "out": str(dst), "merge": merge,
+                                                      "base_model": base_model})
+    checks, mode = export_checks(src, dst, merge=merge, base_model=base_model)
+    report.extend(checks)
     report.would_run = [f"export {mode} checkpoint {src} -> {dst} (+ tokenizer, PROVENANCE.md, provenance.json)"]
     report.extra = {"mode": mode}
     return report
 
 
 def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Path:
-    """Export `ckpt` (an SFT/GRPO output folder or one of its checkpoints) to `out`; returns `out`."""
+    """Export `ckpt` (an SFT/GRPO output folder or one of its checkpoints) to `out`; returns `out`. Refuses
+    (`preflight.PreflightError`, the dry run's words) before writing anything when `export_checks` fails; a failure
+    after that removes the `out` folder it created."""
+    from omnidecision.preflight import require
+
+    src, dst = Path(ckpt), Path(out)
+    require(export_checks(src, dst, merge=merge, base_model=base_model)[0])
+    created = not dst.exists()
+    try:
+        return _write_export(src, dst, merge=merge, base_model=base_model)
+    except BaseException:
+        if created:  # nothing half-written left behind
+            shutil.rmtree(dst, ignore_errors=True)
+        raise
+
+
+def _write_export(src: Path, dst: Path, merge: bool, base_model: str | None) -> Path:
     import torch
     from transformers import AutoTokenizer
 
-    src, dst = Path(ckpt), Path(out)
-    if not src.is_dir():
-        raise FileNotFoundError(f"checkpoint folder {src} does not exist")
-    if dst.resolve() == src.resolve():
-        raise ValueError("export: --out must differ from the checkpoint folder")
     dst.mkdir(parents=True, exist_ok=True)
     adapter = is_adapter(src)
     base = base_model
     if adapter:
         cfg = _read_json(src / "adapter_config.json")
         base = base or cfg.get("base_model_name_or_path")
-        if not base:
-            raise ValueError(f"{src / 'adapter_config.json'}: no base_model_name_or_path; pass base_model")
 
     # Weights
     if adapter and merge:
@@ -250,7 +282,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--base-model", default=None, help="base model for an adapter (default: from adapter_config)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    export(a.ckpt, a.out, merge=a.merge, base_model=a.base_model)
+    from omnidecision.preflight import PreflightError
+
+    try:
+        export(a.ckpt, a.out, merge=a.merge, base_model=a.base_model)
+    except PreflightError as exc:
+        p.exit(2, f"error: {exc}\n")
 
 
 if __name__ == "__main__":

@@ -194,7 +194,8 @@ def launch_stage(stage: Stage, args: Sequence[str], *, main: Callable[..., Any],
             raise typer.BadParameter(f"{stage.name} has no --dry-run", param_hint="--dry-run")
         from omnidecision.preflight import emit
 
-        raise typer.Exit(emit(check(args, accelerate_config=accelerate_config, num_processes=num_processes)))
+        raise typer.Exit(emit(check(args, accelerate_config=accelerate_config, num_processes=num_processes,
+                                    **options)))
     recipe = args[args.index("--config") + 1] if "--config" in args else None
     if recipe is not None and not Path(recipe).is_file():
         raise typer.BadParameter(f"recipe {recipe} does not exist", param_hint="--config")
@@ -211,7 +212,13 @@ def launch_stage(stage: Stage, args: Sequence[str], *, main: Callable[..., Any],
         parsed = parse_stage_args(stage, args)
     except (ValueError, FileNotFoundError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    return main(*parsed, **options)
+    from omnidecision.preflight import PreflightError
+
+    try:
+        return main(*parsed, **options)
+    except PreflightError as exc:  # refused before it started: the dry run's error line, no traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
 
 
 def run(cmd: Sequence[str]) -> int:
@@ -224,14 +231,16 @@ def render(cmd: Sequence[str]) -> str:
     return shlex.join(list(cmd))
 
 
-def model_checks(report: Any, model_args: Any) -> None:
-    """The checks of the starting model every trained stage's dry run makes: the checkpoint and the attention."""
+def model_check_list(model_args: Any) -> list[Any]:
+    """The checks of the starting model every trained stage makes before it starts (its dry run and its real run):
+    the checkpoint, the tokenizer when named apart, the attention implementation."""
     from omnidecision.preflight import check_attention, check_model
 
-    report.checks.append(check_model(model_args.model_name_or_path, "model_name_or_path"))
+    checks = [check_model(model_args.model_name_or_path, "model_name_or_path")]
     if getattr(model_args, "tokenizer_name_or_path", None):
-        report.checks.append(check_model(model_args.tokenizer_name_or_path, "tokenizer_name_or_path"))
-    report.checks.append(check_attention(model_args.attn_implementation))
+        checks.append(check_model(model_args.tokenizer_name_or_path, "tokenizer_name_or_path"))
+    checks.append(check_attention(model_args.attn_implementation))
+    return checks
 
 
 def launch_checks(report: Any, stage: Stage, args: Sequence[str], training: Any, *,

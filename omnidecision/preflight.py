@@ -72,6 +72,40 @@ class DryRunReport(BaseModel):
         return json.dumps(self.model_dump(exclude_defaults=False), indent=2, default=str)
 
 
+class PreflightError(ValueError):
+    """A check a stage makes before it starts failed: the message is the dry run's error line without `error: `
+    (`what: detail`), so a dry run and a real run refuse the same input in the same words."""
+
+
+def require(checks: list[Check]) -> list[Check]:
+    """Raise `PreflightError` naming every failed check (`what: detail`, joined by `; `); else return `checks`.
+
+    A stage's entry calls its checks function through this before it loads anything; its dry run reports the same
+    checks (`DryRunReport.extend`).
+
+    >>> require([Check(what="dataset_name", status="error", detail="d: no such folder")])
+    Traceback (most recent call last):
+    ...
+    omnidecision.preflight.PreflightError: dataset_name: d: no such folder
+    """
+    errors = [c for c in checks if c.status == "error"]
+    if errors:
+        raise PreflightError("; ".join(f"{c.what}: {c.detail}" for c in errors))
+    return checks
+
+
+def run_refusing(main: Any, *args: Any, **kwargs: Any) -> Any:
+    """`main(*args, **kwargs)`; a `PreflightError` (the stage's checks refused its input) exits 2 with the one error
+    line, as the CLI does, instead of a traceback (the `python -m` entries `accelerate launch` runs)."""
+    import sys
+
+    try:
+        return main(*args, **kwargs)
+    except PreflightError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 # ---------------------------------------------------------------- devices and precision
 
 
@@ -323,6 +357,60 @@ def split_files(folder: str | Path) -> dict[str, list[str]]:
         if f.is_file() and f.suffix in DATA_SUFFIXES:
             out.setdefault(f.name.split(".")[0].split("-")[0], []).append(str(f))
     return out
+
+
+def split_columns(files: list[str]) -> list[str] | None:
+    """The column names of a split, read from its first data file without loading the data (parquet schema, the
+    first JSON line, the CSV header, a `save_to_disk` split's dataset_info.json); None when they cannot be read
+    this way (then the loader is the judge)."""
+    if not files:
+        return None
+    f = Path(files[0])
+    try:
+        if f.is_dir():  # a save_to_disk split
+            info = json.loads((f / "dataset_info.json").read_text("utf-8"))
+            return list((info.get("features") or {}).keys()) or None
+        if f.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(str(f)).names)
+        if f.suffix == ".csv":
+            import csv
+
+            with f.open(encoding="utf-8", newline="") as fh:
+                return next(csv.reader(fh), None)
+        if f.suffix in (".jsonl", ".json"):
+            with f.open(encoding="utf-8") as fh:
+                first = next((line for line in fh if line.strip()), "")
+            try:
+                row = json.loads(first)
+            except ValueError:  # a .json file holding one array over several lines
+                rows = json.loads(f.read_text("utf-8"))
+                row = rows[0] if isinstance(rows, list) and rows else None
+            return list(row) if isinstance(row, dict) else None
+        if f.suffix == ".arrow":
+            import pyarrow as pa
+
+            with f.open("rb") as fh:
+                return list(pa.ipc.open_stream(fh).schema.names)
+    except (OSError, ValueError, ImportError, StopIteration):
+        return None
+    return None
+
+
+def check_split_columns(files: dict[str, list[str]], where: str, folder: str, columns: tuple[str, ...],
+                        splits: list[str] | None = None) -> Check:
+    """Every split in `splits` (default: all) has `columns`, read as `split_columns` reads them."""
+    for split in splits if splits is not None else sorted(files):
+        have = split_columns(files.get(split, []))
+        if have is None:
+            continue
+        missing = [c for c in columns if c not in have]
+        if missing:
+            return Check(what=where, status="error", detail=f"{folder} split {split!r}: no "
+                                                            f"{', '.join(f'`{c}`' for c in missing)} column "
+                                                            f"(columns: {have})")
+    return Check(what=where, status="ok", detail=f"{folder}: splits {sorted(files)}")
 
 
 def check_url(url: str | None, what: str) -> Check:

@@ -35,6 +35,14 @@ class AgentSettings(ToolSettings):
 
 
 class AgentConfig(BaseModel):
+    """`agent` of a recipe: the loop's mode, budgets and what the planner is sent.
+
+    Attributes:
+        mode: ledger (the evidence ledger), react (growing history) or memory (summarised history): the baselines
+        digest_max_chars: size bound of the digest the planner reads, in characters (it never grows with the steps)
+        tool_timeout_s: seconds before a tool call times out
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     mode: Mode = "ledger"

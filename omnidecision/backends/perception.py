@@ -52,7 +52,11 @@ TOOL_PROMPTS: dict[str, str] = {
 
 
 class PerceptionSpec(EndpointSecrets):
-    """One perception endpoint (the `environment.perception.<tool>` part of a live recipe)."""
+    """One perception endpoint (the `environment.perception.<tool>` part of a live recipe).
+
+    Attributes:
+        temperature: sampling temperature of the perception model's answers
+    """
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # a refused key is never echoed
 

@@ -61,7 +61,8 @@ def collect(
     no_retry_errors: bool = typer.Option(False, "--no-retry-errors", help=_ALIAS.format("retry_errors false") +
                                          ": keep runs recorded with outcome `error` as finished (default: a restart "
                                          "runs them again)"),
-    verbose: bool = typer.Option(False, "--verbose", "-v"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="log every run and request (INFO), not only "
+                                 "warnings"),
     dry_run: bool = typer.Option(False, "--dry-run", help="resolve the recipe, load the tasks, check the endpoints "
                                  "(a live environment: probe them, its API keys and media files); print the resolved "
                                  "recipe and what is missing; run nothing"),

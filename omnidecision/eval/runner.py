@@ -1,9 +1,9 @@
 """Eval in the loop: a recipe (configs/eval/*.yaml) → trajectories.jsonl → report.json / report.md / plots.
 
-The recipe (`rollout.recipe.EvalRecipe`) is a collect recipe (tasks, backends, agent, samples, concurrency,
+The recipe (`rollout.recipe.EvalRecipe`) is a rollout recipe (tasks, backends, agent, samples, concurrency,
 judge, environment, out) plus an optional `serve:` block: vLLM is started for the run (model dir + LoRA
 adapters) and the roles listed in `serve.roles` (default: planner) are pointed at it, then it is stopped.
-Runs go through collect's one entry (`rollout.runner.prepare` + `collect`: the same task selection, the live
+Runs go through the rollout engine's one entry (`rollout.runner.prepare` + `collect`: the same task selection, the live
 environment's pre-flight before a server starts, OUT/manifest.json that refuses a second experiment in the folder,
 concurrent workers, judge, single-writer append-only store) into OUT/trajectories.jsonl, so a killed eval restarts
 where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped. Tasks with annotated
@@ -29,7 +29,7 @@ from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
 from omnidecision.protocol.redaction import redact_text
 from omnidecision.rollout.parity import system_prompt_mismatch
-from omnidecision.rollout.recipe import (  # the eval recipe is collect's, so rounds can type theirs with it
+from omnidecision.rollout.recipe import (  # the eval recipe is the rollout layer's, so rounds can type theirs with it
     EvalRecipe,
     RecipeError,
     ServeSpec,

@@ -26,7 +26,16 @@ logger = logging.getLogger(__name__)
 
 
 class ExperimentRecipe(BaseModel):
-    """configs/experiment/*.yaml: what the experiment runs and which contrasts carry its claims."""
+    """configs/experiment/*.yaml: what the experiment runs and which contrasts carry its claims.
+
+    Attributes:
+        train_tasks: training tasks per start (the teacher collects on them)
+        dev_tasks: dev tasks per start (validation rows, the judge's AUROC, every checkpoint choice)
+        sft_steps: SFT optimizer steps per start
+        sft_eval_steps: SFT steps between dev-loss evaluations (the best dev-loss checkpoint is kept)
+        judge_steps: optimizer steps of the learned reward judge
+        grpo_steps: GRPO steps of every RL replicate
+    """
 
     model_config = ConfigDict(extra="forbid")
     starts: list[int] = Field(description="SFT starts: the seeds of suites, teacher draws and SFT", min_length=1)

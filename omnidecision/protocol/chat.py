@@ -26,6 +26,13 @@ Role = Literal["decompose", "planner", "critic", "finalizer", "judge", "percepti
 
 
 class Usage(BaseModel):
+    """Tokens of one call (or a sum of calls), as the endpoint reported them.
+
+    Attributes:
+        prompt_tokens: tokens of the prompt sent
+        completion_tokens: tokens of the completion received
+    """
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -67,7 +74,28 @@ class BackendSpec(EndpointSecrets):
     """Where one role's model lives. kind="openai": any OpenAI-compatible endpoint (vLLM, OpenAI, Gemini);
     kind="teacher": the scripted teacher (synthetic tasks); other kinds are registered by name
     (`backends.factory.BACKEND_KINDS`). The key stays in the environment: `api_key_env` names a variable, and no
-    credential may sit in `base_url` or `options` (both are written to manifest.json): protocol/secrets.py."""
+    credential may sit in `base_url` or `options` (both are written to manifest.json): protocol/secrets.py.
+
+    Attributes:
+        kind: backend kind: `openai` (any OpenAI-compatible endpoint), `teacher` (the scripted teacher), or another
+            registered kind (backends.factory.BACKEND_KINDS)
+        base_url: the endpoint's URL, e.g. http://127.0.0.1:8000/v1 (no credential in it)
+        model: the model name sent in each request (the served name on a vLLM server)
+        api_key_env: name of the environment variable that holds the API key (never the key itself)
+        temperature: sampling temperature of this role's calls
+        top_p: nucleus sampling mass
+        max_tokens: completion tokens per call
+        timeout_s: seconds before a call times out
+        max_retries: retries of a failed call (connection errors, 5xx) before it counts as failed
+        structured_output: ask for JSON output (response_format json_schema)
+        enable_thinking: Qwen3's `enable_thinking` chat-template switch; must match training (train/serve parity)
+        endpoint_kind: which request fields the endpoint takes beyond OpenAI's: `vllm`, `openai`, or `auto` (asks
+            GET /models once)
+        price_per_1k_prompt: price per 1,000 prompt tokens for cost reports (None: the price table decides)
+        price_per_1k_completion: price per 1,000 completion tokens for cost reports (None: the price table decides)
+        max_concurrency: requests in flight to this endpoint at once
+        options: kind-specific options (e.g. the teacher's noise and habits; `extra_body` for vLLM)
+    """
 
     # a refused value is never echoed back (pydantic would print `input_value=...` in the error)
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)

@@ -48,7 +48,16 @@ def _omit_none(out: Any, keys: tuple[str, ...]) -> Any:
 
 
 class RoleCall(BaseModel):
-    """One LLM call of a role other than the planner (decompose, critic, finalizer, summarizer)."""
+    """One LLM call of a role other than the planner (decompose, critic, finalizer, summarizer).
+
+    Attributes:
+        role: the role that made the call
+        raw: the model's raw output
+        usage: the call's tokens
+        latency_s: seconds the call took
+        error: why the call failed (None: it did not)
+        model: the model name the endpoint reported in its reply
+    """
 
     role: str
     raw: str = ""
@@ -65,6 +74,23 @@ class RoleCall(BaseModel):
 
 
 class StepRecord(BaseModel):
+    """One planner step: what the planner saw and said, what the tool returned, what the ledger committed.
+
+    Attributes:
+        step: the step's index (0 first)
+        ledger: the ledger snapshot the planner saw (None in react and memory modes)
+        planner_messages: the exact messages sent to the planner (the SFT row's prompt)
+        raw_output: the planner's raw output
+        action: the parsed action (None: the output did not parse)
+        invalid: the parse error when the planner's output was malformed
+        observation: what the tool returned (text and structured fields)
+        verdict: the critic's verdict on the observation
+        events: the typed events committed to the ledger at this step, in order
+        calls: the other roles' calls made at this step (critic, ...)
+        usage: the planner call's tokens
+        latency_s: seconds the planner call took
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     step: int
@@ -87,6 +113,17 @@ class StepRecord(BaseModel):
 
 
 class JudgeResult(BaseModel):
+    """The judge's verdict on an answer.
+
+    Attributes:
+        correct: whether the answer matches the gold answer (None: the judge failed; never counted as correct)
+        method: what decided it (exact match, the string scorer, the LLM judge)
+        prediction: the answer as the judge read it
+        detail: the judge's reason or error
+        usage: an LLM judge's tokens (None: no LLM call)
+        model: the model name the LLM judge's endpoint reported
+    """
+
     correct: bool | None = None  # None: the judge failed (counted separately, never as correct)
     method: str = ""
     prediction: str | None = None
@@ -96,6 +133,18 @@ class JudgeResult(BaseModel):
 
 
 class Totals(BaseModel):
+    """What a run consumed.
+
+    Attributes:
+        tool_calls: calls per tool
+        prompt_tokens: prompt tokens of every call of the run
+        completion_tokens: completion tokens of every call of the run
+        planner_prompt_tokens: prompt tokens of the planner's calls
+        cost: the run's cost from the backends' prices (None: unpriced)
+        wall_s: seconds the run took
+        invalid_actions: planner outputs that did not parse or that the loop rejected
+    """
+
     tool_calls: dict[str, int] = Field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -106,6 +155,37 @@ class Totals(BaseModel):
 
 
 class RunRecord(BaseModel):
+    """One run of the agent on one task: one JSON line of a trajectory file.
+
+    Attributes:
+        run_id: this run's id (unique in its file)
+        task_id: the task's id
+        sample: which sample of the task (several runs per task: 0, 1, ...)
+        mode: ledger, react or memory (the agent or a baseline)
+        config_digest: digest of the agent settings the run used
+        question: the task's question
+        level: the task's difficulty level (benchmark-specific)
+        category: the task's category (the synthetic family, the benchmark's category)
+        source: where the task came from (the task file)
+        replay: whether the observations were replayed from the benchmark's records
+        planner_model: the model name the planner's endpoint reported
+        initial_events: the events that built the ledger before the first step (decompose's needs and slots)
+        decompose: the decompose call
+        steps: every planner step, in order
+        final_events: the events committed after the last step (the finalizer's checks, the stop)
+        final_calls: the calls after the last step (finalizer, summarizer)
+        final_ledger: the ledger when the run stopped
+        outcome: how the run stopped: accepted, insufficient, forced, budget, stuck or error
+        stop_reason: why a run stopped without an accepted answer, in words
+        error: the error that ended an `error` run
+        answer: the submitted answer (the abstention text for an `insufficient` run)
+        draft_answer: the finalizer's best-effort draft of a run that abstained
+        gold_answer: the task's gold answer
+        judge: the judge's verdict on `answer`
+        draft_judge: the judge's verdict on `draft_answer`
+        totals: what the run consumed
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     run_id: str

@@ -33,6 +33,13 @@ from omnidecision.protocol.prompts import render_planner_messages
 
 
 class Message(BaseModel):
+    """One chat message.
+
+    Attributes:
+        role: system, user or assistant
+        content: the message text
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["system", "user", "assistant"]
@@ -40,6 +47,16 @@ class Message(BaseModel):
 
 
 class _Meta(BaseModel):
+    """Where a row came from.
+
+    Attributes:
+        task_id: the task of the run the row comes from
+        run_id: the run the row comes from
+        step: the planner step of that run
+        level: the task's difficulty level
+        category: the task's category (the synthetic family)
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     task_id: str
@@ -50,12 +67,38 @@ class _Meta(BaseModel):
 
 
 class SFTRow(_Meta):
+    """A state-SFT row.
+
+    Attributes:
+        messages: the planner messages exactly as sent (system, user digest), then the decision as the assistant turn
+        sample: which sample of the task the run was
+        source: where the row came from (the collection, a relabelling)
+    """
+
     messages: list[Message]
     sample: int = 0
     source: str = ""
 
 
 class RLRow(_Meta):
+    """An RL state row: one ledger state with the columns the rewards read.
+
+    Attributes:
+        prompt: the planner messages of the state (system, user digest): what GRPO samples decisions for
+        ledger: the ledger the planner saw, as JSON (what the closure checks read)
+        question: the task's question
+        actionable: indices of the open needs whose dependencies are filled
+        blocked: indices of the open needs still waiting on others
+        finish_available: whether `finish` is a valid action in this state
+        tool_call_counts: calls per tool so far, as JSON
+        failed_calls: the (need, tool) calls that came back without the value, as JSON
+        outcome: how the run this state comes from ended
+        correct: whether that run was judged correct (None: not judged)
+        label: the rule planner's decision here, when the producer labels the state ("" otherwise)
+        decision: what the collected planner emitted in this state ("": invalid output)
+        advanced: whether that decision's step moved the ledger (collect.harvest.advanced)
+    """
+
     prompt: list[Message]
     ledger: str
     question: str

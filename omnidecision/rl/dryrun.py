@@ -1,14 +1,34 @@
-"""`omnidecision grpo ... --dry-run`: resolve the GRPO recipe and its overrides, check what can be checked here,
-print the resolved configuration and the command a real run starts; load no model, start nothing.
+"""`omnidecision grpo | judge train | rft-select ... --dry-run`: resolve the recipe and its overrides, check what can
+be checked here, print the resolved configuration and the command a real run starts; load no model, start nothing.
+
+The model, data and output checks of each stage are one function (`grpo_checks`, `judge_checks`, `rft_checks`)
+that the stage's real run calls through `preflight.require` before it loads anything, so a dry run that passes
+means the run does not refuse the same input.
 
     omnidecision grpo --config configs/grpo/qwen3-8b-lora-vllm-server.yaml --dataset_name data/harvest/rl --dry-run
+    omnidecision judge train --config configs/judge/tiny-cpu.yaml --dataset_name data/harvest/rl --dry-run
+    omnidecision rft-select --config configs/grpo/tiny-cpu-judge.yaml --out runs/rft --dry-run
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from omnidecision.preflight import DryRunReport, check_folder, check_url, cuda_available, parse_stage
+from omnidecision.preflight import (
+    Check,
+    DryRunReport,
+    check_folder,
+    check_split_columns,
+    check_url,
+    cuda_available,
+    parse_stage,
+    split_files,
+)
+
+# the columns GRPO's loader (rl/data.py:load_rl_splits) and the judge's labels (rl/judge_train.py:judge_label) need
+RL_COLUMNS = ("prompt", "ledger")
+JUDGE_COLUMNS = ("prompt", "decision", "advanced")
 
 
 def _accelerate_sharding(config_file: str | None) -> str | None:
@@ -39,13 +59,115 @@ def generation_model(model_name_or_path: str) -> str:
     return model_name_or_path
 
 
+def rl_data_checks(script: Any) -> list[Check]:
+    """The RL state folders of a GRPO recipe (`dataset_name`, or each of `state_sources`): the train split and the
+    columns the loader needs in every split it reads; a missing held-out split is a warning (carved out of train)."""
+    from omnidecision.rl.data import rl_folder
+
+    if script.environment is not None:  # a task set, read by the task loaders
+        return [check_folder(script.dataset_name, "dataset_name", must_exist=True)]
+    folders = ([(f"state_sources[{i}]", s["path"]) for i, s in enumerate(script.state_sources)]
+               if script.state_sources else [("dataset_name", script.dataset_name)])
+    checks: list[Check] = []
+    for where, folder in folders:
+        if not folder:
+            checks.append(Check(what=where, status="error", detail="not set (a harvest folder holding rl/)"))
+            continue
+        try:
+            files = split_files(rl_folder(folder))
+        except (FileNotFoundError, OSError, ValueError) as exc:
+            checks.append(Check(what=where, status="error", detail=str(exc).removeprefix("dataset_name: ")))
+            continue
+        train, test = script.dataset_train_split, script.dataset_test_split
+        if train not in files:
+            checks.append(Check(what=where, status="error", detail=f"{folder}: no `{train}` split "
+                                                                   f"(found {sorted(files)})"))
+            continue
+        checks.append(check_split_columns(files, where, str(folder), RL_COLUMNS,
+                                          [s for s in (train, test) if s in files]))
+        if test not in files and script.eval_closure_n != 0:
+            checks.append(Check(what="dataset_test_split", status="warning",
+                                detail=f"{folder}: no `{test}` split: 5% of `{train}` is held out"))
+    return checks
+
+
+def reward_checks(script: Any) -> list[Check]:
+    """The recipe's reward functions are registered; the judge they name is a folder or an endpoint URL."""
+    from omnidecision.rewards.registry import reward_problems
+
+    if script.environment is not None:  # the environment's own reward
+        return []
+    problems = reward_problems(script.reward_funcs)
+    checks = [Check(what="reward_funcs", status="error", detail="; ".join(problems)) if problems else
+              Check(what="reward_funcs", status="ok", detail=", ".join(script.reward_funcs) + (
+                  f" (judge inside closure, share {script.judge_weight})" if script.judge_weight else ""))]
+    if ("judge" in script.reward_funcs or script.judge_weight is not None) and script.judge_path:
+        checks.append(check_folder(script.judge_path, "judge_path", must_exist=True))
+    elif "judge" in script.reward_funcs or script.judge_weight is not None:
+        checks.append(check_url(script.judge_base_url, "judge_base_url"))
+    return checks
+
+
+def grpo_checks(script: Any, training: Any, model: Any) -> list[Check]:
+    """The checks `omnidecision grpo` makes before it starts, in its dry run and in its real run
+    (`rl/train.py:main`): the start model, the attention implementation, the state folders, the rewards."""
+    from omnidecision.launch import model_check_list
+
+    return [*model_check_list(model), *rl_data_checks(script), *reward_checks(script)]
+
+
+def judge_checks(script: Any, training: Any, model: Any) -> list[Check]:
+    """The checks `judge train` makes before it starts, in its dry run and its real run (`rl/judge_train.py:main`):
+    the start model and the rows' folder with its train split and the columns the labels read."""
+    from omnidecision.launch import model_check_list
+
+    checks = model_check_list(model)
+    folder = str(script.dataset_name)
+    try:
+        files = split_files(folder) if Path(folder).is_dir() else None
+    except (OSError, ValueError) as exc:
+        return [*checks, Check(what="dataset_name", status="error", detail=f"{folder}: {exc}")]
+    if files is None:
+        detail = "no such folder" if not Path(folder).exists() else "not a folder"
+        return [*checks, Check(what="dataset_name", status="error", detail=f"{folder}: {detail} (a harvest's rl/ "
+                                                                           "folder)")]
+    if script.dataset_train_split not in files:
+        return [*checks, Check(what="dataset_name", status="error", detail=f"{folder}: no "
+                                                                           f"`{script.dataset_train_split}` split "
+                                                                           f"(found {sorted(files)})")]
+    return [*checks, check_split_columns(files, "dataset_name", folder, JUDGE_COLUMNS, [script.dataset_train_split])]
+
+
+def rft_checks(script: Any, training: Any, model: Any, *, out: Path, val: Path | None = None) -> list[Check]:
+    """The checks `rft-select` makes before it starts, in its dry run and its real run (`rl/rft.py:main`): GRPO's
+    (the states, the model, the reward it shares), the SFT folder `--val` copies its validation split from, and
+    `--out`."""
+    checks = grpo_checks(script, training, model)
+    if val is not None:
+        try:
+            files = split_files(val)
+        except (FileNotFoundError, OSError, ValueError) as exc:
+            checks.append(Check(what="val", status="error", detail=str(exc)))
+        else:
+            have = [f for f in files.get("validation", []) if Path(f).suffix == ".parquet"]
+            # a small harvest can have no validation rows (no file): the rows are then written without one
+            checks.append(Check(what="val", status="ok", detail=f"{val}: {len(have)} validation file(s)") if have
+                          else Check(what="val", status="warning", detail=f"{val}: no validation-*.parquet file "
+                                                                          f"(found {sorted(files)}): none copied"))
+    sources = [Path(s["path"]) for s in script.state_sources or []] + (
+        [Path(script.dataset_name)] if script.dataset_name else [])
+    if any(Path(out).resolve() == s.resolve() for s in sources):
+        checks.append(Check(what="out", status="error", detail=f"{out} is the state folder it reads"))
+    else:
+        checks.append(check_folder(str(out), "out", must_exist=False))
+    return checks
+
+
 def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             num_processes: int | None = None) -> DryRunReport:
     """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides)."""
-    from omnidecision.launch import launch_checks, model_checks
-    from omnidecision.rewards.registry import reward_problems
+    from omnidecision.launch import launch_checks
     from omnidecision.rl.config import GRPO_STAGE, parse_args
-    from omnidecision.rl.data import rl_split_files
 
     report, parsed = parse_stage("grpo", stage_args, parse_args)
     if parsed is None:
@@ -63,35 +185,8 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
                        f"{url} (`trl vllm-serve --model {generation_model(model.model_name_or_path)}`; "
                        "not contacted)")
 
-    # --- model, data, rewards
-    model_checks(report, model)
-    # the data: `dataset_name`, or each of `state_sources` (which replace it: rl/sources.py)
-    folders = ([(f"state_sources[{i}]", s["path"]) for i, s in enumerate(script.state_sources)]
-               if script.state_sources else [("dataset_name", script.dataset_name)])
-    for where, folder in folders:
-        try:
-            files = rl_split_files(folder)
-        except (FileNotFoundError, OSError, ValueError) as exc:
-            report.add(where, "error", str(exc))
-            continue
-        train, test = script.dataset_train_split, script.dataset_test_split
-        if train not in files:
-            report.add(where, "error", f"{folder}: no `{train}` split (found {sorted(files)})")
-        else:
-            report.add(where, "ok", f"{folder}: splits {sorted(files)}")
-            if test not in files and script.eval_closure_n != 0:
-                report.add("dataset_test_split", "warning", f"{folder}: no `{test}` split: 5% of `{train}` is "
-                                                            "held out")
-    problems = reward_problems(script.reward_funcs)
-    if problems:
-        report.add("reward_funcs", "error", "; ".join(problems))
-    else:
-        report.add("reward_funcs", "ok", ", ".join(script.reward_funcs) +
-                   (f" (judge inside closure, share {script.judge_weight})" if script.judge_weight else ""))
-    if ("judge" in script.reward_funcs or script.judge_weight is not None) and script.judge_path:
-        report.checks.append(check_folder(script.judge_path, "judge_path", must_exist=True))
-    elif "judge" in script.reward_funcs or script.judge_weight is not None:
-        report.checks.append(check_url(script.judge_base_url, "judge_base_url"))
+    # --- model, data, rewards (the checks the real run makes: grpo_checks)
+    report.extend(grpo_checks(script, training, model))
     # --- the launch (the checks every trained stage ends with, and the command a real run starts)
     launch_checks(report, GRPO_STAGE, stage_args, training, accelerate_config=accelerate_config,
                   num_processes=num_processes)
@@ -110,3 +205,21 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
                     "output_dir": training.output_dir}
     return report
 
+
+def rft_dry_run(stage_args: list[str], *, accelerate_config: str | None = None, num_processes: int | None = None,
+                out: Path, val: Path | None = None, max_states: int | None = None) -> DryRunReport:
+    """The dry-run report of `rft-select` (`--config GRPO_RECIPE` + overrides, `--out`, `--val`)."""
+    from omnidecision.launch import render
+    from omnidecision.rl.config import parse_args
+
+    report, parsed = parse_stage("rft-select", stage_args, parse_args)
+    if parsed is None:
+        return report
+    script, training, model = parsed
+    report.extend(rft_checks(script, training, model, out=out, val=val))
+    report.would_run = [render(["omnidecision", "rft-select", *stage_args, "--out", str(out)]
+                               + (["--val", str(val)] if val is not None else [])
+                               + (["--max-states", str(max_states)] if max_states is not None else []))]
+    report.extra = {"dataset": script.dataset_name, "state_sources": script.state_sources, "out": str(out),
+                    "samples_per_state": training.num_generations, "matched_grpo_steps": training.max_steps}
+    return report

@@ -83,8 +83,11 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
     from trl import RewardTrainer
 
     from omnidecision.checkpoints import write_consumed
+    from omnidecision.preflight import require
     from omnidecision.rewards.learned_judge import judge_text
+    from omnidecision.rl.dryrun import judge_checks
 
+    require(judge_checks(script, training, model_args))  # what the dry run checks, before anything loads
     t0 = time.perf_counter()
     out = Path(training.output_dir)
     # data: pairs of (prompt + decision) texts, tokenized here so scoring tokenizes the same way
@@ -158,16 +161,16 @@ def judge_dry_run(args: list[str], *, accelerate_config: str | None = None,
                   num_processes: int | None = None) -> Any:
     """The dry-run report of `judge train` (`--config RECIPE` + overrides): the recipe parsed as the run parses it,
     the start model, the rows' folder, and the command a run starts."""
-    from omnidecision.launch import launch_checks, model_checks
-    from omnidecision.preflight import check_folder, parse_stage
+    from omnidecision.launch import launch_checks
+    from omnidecision.preflight import parse_stage
+    from omnidecision.rl.dryrun import judge_checks
     from omnidecision.rl.judge_config import JUDGE_STAGE, parse_args
 
     report, parsed = parse_stage("judge train", args, parse_args)
     if parsed is None:
         return report
     script, training, model = parsed
-    model_checks(report, model)
-    report.checks.append(check_folder(str(script.dataset_name), "dataset_name", must_exist=True))
+    report.extend(judge_checks(script, training, model))  # the checks the real run makes (main)
     launch_checks(report, JUDGE_STAGE, args, training, accelerate_config=accelerate_config,
                   num_processes=num_processes)
     report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}
@@ -214,7 +217,8 @@ def evaluate(
 if __name__ == "__main__":
     import sys
 
+    from omnidecision.preflight import run_refusing
     from omnidecision.rl.judge_config import parse_args
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*parse_args(sys.argv[1:]))
+    run_refusing(main, *parse_args(sys.argv[1:]))

@@ -2,7 +2,7 @@
 
     omnidecision rft-select --config configs/grpo/tiny-cpu-judge.yaml --out runs/demo/data/rft \\
         --val runs/demo/data/sft --model_name_or_path runs/demo/models/sft --dataset_name runs/demo/data/rl \\
-        --judge_path runs/demo/models/judge --max_steps 30 --seed 0
+        --judge_path runs/demo/models/judge --max_steps 30 --seed 0 [--dry-run]
     omnidecision sft --config configs/sft/tiny-cpu-continue.yaml --model_name_or_path runs/demo/models/sft \\
         --dataset_name runs/demo/data/rft ...
 
@@ -101,10 +101,13 @@ def main(script: Any, training: Any, model_args: Any, *, out: Path, val: Path | 
 
     from omnidecision.checkpoints import write_consumed
     from omnidecision.modeling import generate_decisions
+    from omnidecision.preflight import require
     from omnidecision.rewards.checks import CHECKS, Decision
+    from omnidecision.rl.dryrun import rft_checks
     from omnidecision.rl.states import state_id
     from omnidecision.rl.train import load_policy
 
+    require(rft_checks(script, training, model_args, out=out, val=val))  # the dry run's checks, before any load
     t0 = time.perf_counter()
     out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
@@ -164,14 +167,17 @@ def rft_select(
         None, "--val", help="an SFT dataset folder whose validation split is copied next to the rows"),
     max_states: Optional[int] = typer.Option(  # noqa: UP045
         None, "--max-states", help="at most this many of the consumed states (a smoke run; default: all)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """Sample K decisions on the states GRPO's steps consume, keep the best well-formed one by the GRPO recipe's
     reward, write an SFT dataset. Extra `--field value` options override the GRPO recipe as for `omnidecision grpo`
     (`--max_steps N`: the GRPO steps to match; deprecated: --model, --data, --samples, --match-steps)."""
     from omnidecision.launch import launch_stage, stage_args
     from omnidecision.rl.config import RFT_STAGE
+    from omnidecision.rl.dryrun import rft_dry_run
 
-    launch_stage(RFT_STAGE, stage_args(RFT_STAGE, config, ctx.args), main=main, out=out, val=val,
+    launch_stage(RFT_STAGE, stage_args(RFT_STAGE, config, ctx.args), main=main, check=rft_dry_run, dry_run=dry_run,
+                 out=out, val=val,
                  max_states=max_states)
 
 

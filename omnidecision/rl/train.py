@@ -63,7 +63,7 @@ from omnidecision.checkpoints import (
     write_selection,
 )
 from omnidecision.modeling import compact_lm_head, is_adapter, load_planner
-from omnidecision.preflight import require_attention, sharded_parameters, wandb_offline_fallback
+from omnidecision.preflight import require, require_attention, sharded_parameters, wandb_offline_fallback
 from omnidecision.provenance import record_training
 from omnidecision.rewards import get_reward_funcs
 from omnidecision.rl.config import (
@@ -73,6 +73,7 @@ from omnidecision.rl.config import (
     environment_class,
     parse_args,
 )
+from omnidecision.rl.dryrun import grpo_checks
 from omnidecision.rl.evaluate import dev_closure_scorer, heldout_closure_reward, paired_comparison
 from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
 from omnidecision.rl.sources import source_counts
@@ -154,7 +155,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget."""
     if script_args.environment is not None:  # trajectory-level GRPO through TRL's environment API
         return environment_main(script_args, training_args, model_args, callbacks)
-    out = prepare_run(training_args, model_args)
+    out = prepare_run(script_args, training_args, model_args)
 
     # --- data: RL states (train) and the held-out split (rl/states.py: the same states rft-select samples on;
     # `dataset_name`, or the recipe's `state_sources` mixed by weight: rl/sources.py)
@@ -197,12 +198,14 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     return report
 
 
-def prepare_run(training_args: PlannerGRPOConfig, model_args: PlannerModelConfig) -> Path:
-    """Refuse a launch that cannot work (vLLM without CUDA, a missing attention kernel), fall back to offline
-    wandb without a key, and create the output folder (returned)."""
+def prepare_run(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+                model_args: PlannerModelConfig) -> Path:
+    """Refuse a launch that cannot work (vLLM without CUDA, a missing attention kernel, what the dry run refuses:
+    `rl/dryrun.py:grpo_checks`), fall back to offline wandb without a key, and create the output folder (returned)."""
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(training_args.report_to)
+    require(grpo_checks(script_args, training_args, model_args))  # the dry run's checks, before anything loads
     out = Path(training_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     return out
@@ -384,6 +387,7 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(training_args.report_to)
+    require(grpo_checks(script_args, training_args, model_args))  # the dry run's checks, before anything loads
     if training_args.reward_weights is not None:
         raise ValueError("environment: ledger: the environment's get_reward is the only reward; unset reward_weights")
     environment = environment_class(script_args.environment)
@@ -447,4 +451,6 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*parse_args(sys.argv[1:]))
+    from omnidecision.preflight import run_refusing
+
+    run_refusing(main, *parse_args(sys.argv[1:]))

@@ -71,7 +71,7 @@ def build_policy(policy: str, parent: RunRecord, recipe_backends: dict[str, Back
     if policy == "recipe":
         if not recipe_backends:
             raise ValueError("policy recipe: no recipe backends (the trajectory folder has no manifest.json; "
-                             "give --recipe)")
+                             "give --config)")
         return Policy("recipe", build_backends(recipe_backends))
     path = Path(policy)
     if not path.is_file():

@@ -1,7 +1,7 @@
 """`omnidecision branch`: branch a recorded run at a step with a decision (mounted by `omnidecision/cli.py`).
 
 The parent's task, agent config, environment and backends come from the collection's recipe: `manifest.json` next to
-the trajectory file (what `omnidecision collect` and `omnidecision eval` write), or `--recipe`. Bad input (an unknown
+the trajectory file (what `omnidecision collect` and `omnidecision eval` write), or `--config`. Bad input (an unknown
 run id, a step out of range, a decision that is not JSON or not an action, an edited record, a missing recipe) exits
 2 with one line naming what was wrong. docs/rollout.md has the walk-through.
 
@@ -61,7 +61,7 @@ def branch(
     tools: str = typer.Option("recorded", help="recorded: a call the parent made gets the parent's observation, "
                               "any other runs the real tool; live: every call runs again"),
     recipe: Optional[Path] = typer.Option(  # noqa: UP045
-        None, help="the parent's collect recipe (default: manifest.json next to --trajectories)"),
+        None, "--config", help="the parent's collect recipe (default: manifest.json next to --trajectories)"),
     tasks: Optional[Path] = typer.Option(None, help="task file or folder (default: the recipe's tasks.path)"),  # noqa: UP045
     seed: int = typer.Option(0, min=0, help="0: the backends draw as in the parent; k > 0: another draw of the "
                              "same policy (recorded in the branch and its run id)"),

@@ -158,9 +158,15 @@ class LedgerEnvironment:
     agent_config: ClassVar[Any] = None
     closure_weight: ClassVar[float] = 0.0
     finished: ClassVar[list[dict[str, Any]]] = []
-    # what GRPO needs besides the class itself, reached through it (rl imports no agent code)
-    load_dataset = staticmethod(load_task_dataset)
-    use_tool_format = staticmethod(use_action_tool_format)
+    # What GRPO needs besides the class, reached through it (rl imports no agent code). Class methods, not plain
+    # functions: TRL offers every public plain function of the class to the model as a tool.
+    @classmethod
+    def load_dataset(cls, path: str, fmt: str = "auto") -> Any:
+        return load_task_dataset(path, fmt)
+
+    @classmethod
+    def use_tool_format(cls, tokenizer: Any) -> Any:
+        return use_action_tool_format(tokenizer)
 
     @classmethod
     def configure(cls, *, digest_max_chars: int = 1000, step_budget: int = 15, closure_weight: float = 0.0) -> None:

@@ -57,7 +57,7 @@ def find_run(path: Path, run_id: str) -> Any:
 
 
 def load_parent_recipe(trajectories: Path, recipe: Path | None, tasks: Path | None) -> Any:
-    """The collection recipe of the parent: `--recipe`, else the `recipe` of `manifest.json` next to the trajectory
+    """The collection recipe of the parent: `--config`, else the `recipe` of `manifest.json` next to the trajectory
     file (fields a collect recipe does not have, such as eval's `serve:`, left out); `tasks` replaces tasks.path."""
     overrides = [f"tasks.path={tasks}"] if tasks is not None else []
     try:
@@ -65,7 +65,7 @@ def load_parent_recipe(trajectories: Path, recipe: Path | None, tasks: Path | No
             return load_recipe(recipe, overrides)
         manifest = trajectories.parent / "manifest.json"
         if not manifest.is_file():
-            raise BadInput(f"{manifest}: no manifest next to the trajectory file; give --recipe (the collect recipe "
+            raise BadInput(f"{manifest}: no manifest next to the trajectory file; give --config (the collect recipe "
                            f"of the parent run)")
         try:
             data = json.loads(manifest.read_text("utf-8"))["recipe"]

@@ -66,6 +66,8 @@ class _Model(BaseModel):
 
 
 class TaskSource(_Model):
+    """`tasks` of a recipe: which task file or folder, in which format, which task ids."""
+
     path: str = Field(..., description="task file or folder (jsonl, omnigaia, worldsense, synthetic dir)")
     format: str = Field("auto", description="auto, or a registered task format (tasks.formats.TASK_FORMATS: jsonl, "
                         "synthetic, omnigaia, worldsense)")
@@ -88,6 +90,8 @@ class TaskSource(_Model):
 
 
 class JudgeSettings(_Model):
+    """`judge` of a recipe: how each run's answer is judged against the gold answer."""
+
     enabled: bool = Field(True, description="judge each run against the task's gold answer")
     llm: BackendSpec | None = Field(None, description="LLM judge endpoint (OmniGAIA protocol); None: offline judges")
     scorer: Literal["gaia", "lenient"] = Field(
@@ -96,6 +100,8 @@ class JudgeSettings(_Model):
 
 
 class Environment(_Model):
+    """`environment` of a recipe: which tools exist and what serves them (offline, replay or live)."""
+
     kind: Literal["offline", "replay", "live"] = Field(
         "offline", description="offline: text surrogates + BM25 over local pages; replay: OmniGAIA replay services; "
         "live: real tools (perception endpoints over the media files, a search API, the page reader)")

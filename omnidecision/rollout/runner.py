@@ -15,7 +15,7 @@ unreachable is not written (`Collection.requeue_after_endpoint_failure`); it run
 and when the endpoint stays down the collection stops with `CollectionStopped` naming it (a restart of the same
 command continues).
 
-`collect(recipe)` is collect's one entry (the collect command, eval and the on-policy rounds go through it): it
+`collect(recipe)` is the engine's one entry (the collect command, eval and the on-policy rounds go through it): it
 calls `prepare(recipe)` (load + filter tasks, keep this shard's tasks (`shard_of(task.id, n) == i`), the live
 environment's pre-flight, `manifest.json`, the tool services), builds the backends and runs.
 

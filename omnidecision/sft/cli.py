@@ -118,4 +118,10 @@ def export(
         from omnidecision.preflight import emit
 
         raise typer.Exit(emit(export_dry_run(ckpt, out, merge=merge, base_model=base_model)))
-    print(run_export(ckpt, out, merge=merge, base_model=base_model))
+    from omnidecision.preflight import PreflightError
+
+    try:
+        print(run_export(ckpt, out, merge=merge, base_model=base_model))
+    except PreflightError as exc:  # refused before writing: the dry run's error line, no traceback, no --out
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc

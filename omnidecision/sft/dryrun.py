@@ -2,6 +2,9 @@
 the attention implementation and the accelerate config, print the resolved configuration and the command a real
 run starts; load no model, start nothing.
 
+The model and data checks are one function, `sft_checks`, that the real run (`sft/train.py:build_trainer`) calls
+through `preflight.require` before it loads anything: what the dry run passes, the run does not refuse.
+
     omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml \
         --dataset_name data/harvest/sft --dry-run
 """
@@ -9,8 +12,9 @@ run starts; load no model, start nothing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from omnidecision.preflight import DryRunReport, parse_stage, split_files
+from omnidecision.preflight import Check, DryRunReport, check_split_columns, parse_stage, split_files
 
 
 def sft_split_files(path: str) -> dict[str, list[str]]:
@@ -20,10 +24,47 @@ def sft_split_files(path: str) -> dict[str, list[str]]:
     return split_files(path)
 
 
+def _hub_dataset(name: str) -> bool:
+    """An `org/name` the loader would fetch from the hub (`sft/data.py:load_sft_splits`), not a local path."""
+    return not Path(name).exists() and not name.startswith((".", "/", "~")) and name.count("/") == 1
+
+
+def sft_data_check(script: Any, training: Any) -> Check:
+    """`dataset_name`: a folder with the train split, the eval split when the recipe evaluates, and a `messages`
+    column in every split (what `load_sft_splits` and `build_trainer` require), read without loading the data."""
+    name = script.dataset_name
+    if not name:
+        return Check(what="dataset_name", status="error", detail="not set (a harvested sft/ folder)")
+    if _hub_dataset(str(name)):
+        return Check(what="dataset_name", status="warning",
+                     detail=f"not a local folder: treated as the hub dataset {name!r} (not checked offline)")
+    try:
+        files = sft_split_files(str(name))
+    except FileNotFoundError as exc:
+        return Check(what="dataset_name", status="error", detail=str(exc).removeprefix("dataset_name: "))
+    if script.dataset_train_split not in files:
+        return Check(what="dataset_name", status="error",
+                     detail=f"{name}: no `{script.dataset_train_split}` split (found {sorted(files)})")
+    evaluates = not str(training.eval_strategy).lower().endswith("no")
+    if evaluates and script.dataset_test_split not in files:
+        return Check(what="dataset_name", status="error", detail=f"{name}: eval_strategy={training.eval_strategy} "
+                                                                 f"but no `{script.dataset_test_split}` split "
+                                                                 f"(found {sorted(files)})")
+    return check_split_columns(files, "dataset_name", str(name), ("messages",))
+
+
+def sft_checks(script: Any, training: Any, model: Any) -> list[Check]:
+    """The checks `omnidecision sft` makes before it starts, in its dry run and in its real run: the start model
+    (and tokenizer), the attention implementation, the data."""
+    from omnidecision.launch import model_check_list
+
+    return [*model_check_list(model), sft_data_check(script, training)]
+
+
 def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             num_processes: int | None = None) -> DryRunReport:
     """The dry-run report of `omnidecision sft` with `stage_args` (`--config RECIPE` + overrides)."""
-    from omnidecision.launch import launch_checks, model_checks
+    from omnidecision.launch import launch_checks
     from omnidecision.sft.config import SFT_STAGE, parse_args
 
     report, parsed = parse_stage("sft", stage_args, parse_args)
@@ -31,22 +72,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
         return report
     script, training, model = parsed
 
-    model_checks(report, model)
-    try:
-        files = sft_split_files(script.dataset_name) if script.dataset_name else None
-    except FileNotFoundError as exc:
-        report.add("dataset_name", "error", str(exc))
-    else:
-        if files is None:
-            report.add("dataset_name", "error", "not set (a harvested sft/ folder)")
-        elif script.dataset_train_split not in files:
-            report.add("dataset_name", "error", f"{script.dataset_name}: no `{script.dataset_train_split}` split "
-                                                f"(found {sorted(files)})")
-        elif str(training.eval_strategy).lower().endswith("no") or script.dataset_test_split in files:
-            report.add("dataset_name", "ok", f"{script.dataset_name}: splits {sorted(files)}")
-        else:
-            report.add("dataset_name", "error", f"{script.dataset_name}: eval_strategy={training.eval_strategy} but "
-                                                f"no `{script.dataset_test_split}` split (found {sorted(files)})")
+    report.extend(sft_checks(script, training, model))
     launch_checks(report, SFT_STAGE, stage_args, training, accelerate_config=accelerate_config,
                   num_processes=num_processes)
     report.extra = {"dataset": script.dataset_name, "output_dir": training.output_dir}

@@ -45,15 +45,13 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
-    from omnidecision.preflight import require_attention, wandb_offline_fallback
+    from omnidecision.preflight import require, wandb_offline_fallback
     from omnidecision.sft.data import data_stats, load_sft_splits, prepare
+    from omnidecision.sft.dryrun import sft_checks
 
-    if not model_args.model_name_or_path:
-        raise ValueError("model_name_or_path is required (a local checkpoint folder, e.g. from `tiny-planner`)")
-    if not script_args.dataset_name:
-        raise ValueError("dataset_name is required (a harvested SFT folder with train/validation files)")
-    require_attention(model_args.attn_implementation, "SFT recipe")
     wandb_offline_fallback(training_args.report_to)
+    # the model, attention and data checks of the dry run, before anything loads (one function: sft/dryrun.py)
+    require(sft_checks(script_args, training_args, model_args))
 
     # Model loading options (SFTTrainer loads the model from its name with these)
     quantization_config = get_quantization_config(model_args)
@@ -206,4 +204,6 @@ def wall_clock_stop(seconds: float) -> Any:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*parse_args())
+    from omnidecision.preflight import run_refusing
+
+    run_refusing(main, *parse_args())

@@ -1,4 +1,5 @@
-"""Every command of the cluster docs resolves: docs/cluster-workflow.md and README's "Cluster workflow" section.
+"""Every command of the cluster docs resolves: docs/cluster-workflow.md, the README's cluster quick start and the
+CPU walk-through of docs/getting-started.md.
 
 Each ```bash block runs in bash as written (loops, variables, `export`, `cd`), in a scratch project that holds
 small local stand-ins at the paths the docs name (a harvested SFT/RL dataset, a tiny Qwen3 and LoRA adapters over
@@ -39,14 +40,29 @@ def bash_blocks(text: str) -> list[str]:
     return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
 
 
+README_QUICK_START = "## Cluster quick start"
+README_MAX_LINES, QUICK_START_BY_LINE = 250, 120  # the front door's limits (issue 56)
+QUICK_START_STAGES = ("collect", "harvest", "sft", "grpo", "export", "serve", "eval")
+
+
 def readme_cluster_section() -> str:
     text = (ROOT / "README.md").read_text("utf-8")
-    start = text.index("## Cluster workflow")
+    start = text.index(README_QUICK_START)
     end = text.find("\n## ", start + 1)
     return text[start:end if end != -1 else None]
 
 
-SOURCES = {"docs/cluster-workflow.md": DOCS.read_text("utf-8"), "README cluster section": readme_cluster_section()}
+SOURCES = {"docs/cluster-workflow.md": DOCS.read_text("utf-8"), "README cluster section": readme_cluster_section(),
+           "docs/getting-started.md": (ROOT / "docs" / "getting-started.md").read_text("utf-8")}
+
+
+def test_readme_is_short_and_starts_the_cluster_quick_start_early():
+    lines = (ROOT / "README.md").read_text("utf-8").splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines (at most {README_MAX_LINES})"
+    heading = next(i for i, line in enumerate(lines, 1) if line.startswith(README_QUICK_START))
+    assert heading <= QUICK_START_BY_LINE, f"the cluster quick start begins at line {heading}"
+    blocks = bash_blocks(readme_cluster_section())
+    assert len(blocks) == 1, "the quick start is one copy-pasteable block"
 
 _RECORDER = """#!{python}
 import json, os, sys, time
@@ -106,6 +122,10 @@ def project(tmp_path_factory) -> Path:
     (project / "runs" / "collect").mkdir(parents=True)
     write_suite(6, 0, project / "runs" / "synth")  # what `omnidecision tasks synth --out runs/synth` writes
     _tiny_models(project)
+    # the getting-started page's CPU walk-through: its tiny planner at each stage, and its held-out test suite
+    for name in ("runs/tiny", "runs/tiny-sft", "runs/tiny-grpo", "runs/tiny-export"):
+        shutil.copytree(project / "runs" / "tiny-base", project / name)
+    write_suite(6, 1, project / "runs" / "synth-eval")
     return project
 
 
@@ -136,18 +156,19 @@ def record(block: str, cwd: Path, record_dir: Path, project: Path) -> list[dict]
 
 
 def _parse_only(args: list[str]) -> None:
-    """The CLI parses the command line (options, arguments, types) without running the command."""
-    import click
+    """The CLI parses the command line (options, arguments, types) without running the command. Groups are told by
+    their `commands` (Typer carries its own copy of click, so `click.Group` is not their class)."""
     import typer.main
 
     from omnidecision.cli import app
 
-    cmd: click.Command = typer.main.get_command(app)
+    cmd = typer.main.get_command(app)
     rest, name = list(args), "omnidecision"
-    while isinstance(cmd, click.Group):
+    while isinstance(getattr(cmd, "commands", None), dict) and rest and rest[0] in cmd.commands:
         name, rest = rest[0], rest[1:]
-        assert name in cmd.commands, f"unknown command {name!r} in {args}"
         cmd = cmd.commands[name]
+    assert not isinstance(getattr(cmd, "commands", None), dict) or not rest or rest[0].startswith("-"), \
+        f"unknown command {rest[0]!r} in {args}"
     cmd.make_context(name, rest)  # raises on an unknown option, a missing argument or a bad value
 
 
@@ -205,8 +226,19 @@ def test_every_documented_command_resolves(project, tmp_path, monkeypatch):
     # the docs page is one shell session from the clone onwards; the README block runs in the project folder
     calls += record("\n".join(bash_blocks(SOURCES["docs/cluster-workflow.md"])), project.parent / "clone",
                     tmp_path / "rec-docs", project)
-    calls += record("\n".join(bash_blocks(SOURCES["README cluster section"])), project, tmp_path / "rec-readme",
-                    project)
+    readme_calls = record("\n".join(bash_blocks(SOURCES["README cluster section"])), project,
+                          tmp_path / "rec-readme", project)
+    # the quick start goes collect → harvest → sft → grpo → export → serve → eval, each stage a command of its own
+    stages = [c["args"][0] if c["prog"] == "omnidecision" else "grpo" for c in readme_calls
+              if c["prog"] == "omnidecision" or (c["prog"] == "sbatch" and "grpo.slurm" in " ".join(c["args"]))]
+    assert [s for s in stages if s in QUICK_START_STAGES] == list(QUICK_START_STAGES), stages
+    calls += readme_calls
+    # the CPU walk-through of the getting-started page, in the project folder too
+    walk = [b for b in bash_blocks(SOURCES["docs/getting-started.md"]) if "omnidecision tasks synth" in b]
+    assert len(walk) == 1, "the getting-started page has one CPU walk-through block"
+    started = record(walk[0], project, tmp_path / "rec-start", project)
+    assert {"collect", "sft", "grpo", "eval"} <= {c["args"][0] for c in started if c["prog"] == "omnidecision"}
+    calls += started
     programs = {c["prog"] for c in calls}
     assert programs <= {"omnidecision", "sbatch"} | SETUP_PROGRAMS, programs
 

@@ -255,6 +255,41 @@ def test_advancing_only_keeps_exactly_the_steps_known_to_advance(tmp_path: Path)
     assert stats["skipped"]["sft_not_advancing"] == 4
 
 
+def test_rl_labels_are_the_values_of_what_followed_each_decision(tmp_path: Path) -> None:
+    """The RL rows' labels, value by value, on runs whose truth is known by construction: `advanced` is what the
+    step's events did (HAND_STEPS), `decision` the planner's raw output ("" for a malformed one), `correct` and
+    `outcome` the run's judged result (None when unjudged), `ledger` the state the planner saw at that step."""
+    runs = _hand_run(tmp_path / "runs")
+    rec = next(r for _, r in read_records(shard_path(runs, 0, 1)))
+    bad_step = rec.steps[1].model_copy(update={"raw_output": "call need one", "action": None,
+                                               "invalid": "no JSON object"})
+    variants = {
+        "hand-s0": rec,
+        "wrong-s0": rec.model_copy(update={"run_id": "wrong-s0", "task_id": "wrong", "outcome": "forced",
+                                           "judge": JudgeResult(correct=False, method="hand")}),
+        "unjudged-s0": rec.model_copy(update={"run_id": "unjudged-s0", "task_id": "unjudged", "judge": None,
+                                              "steps": [rec.steps[0], bad_step, *rec.steps[2:]]}),
+    }
+    rows = []
+    for name, run in variants.items():  # one harvest each: a harvest keeps a (state, decision) pair once
+        folder = tmp_path / name
+        folder.mkdir()
+        shard_path(folder, 0, 1).write_text(run.model_dump_json() + "\n", "utf-8")
+        run_harvest([str(folder)], tmp_path / f"h-{name}", HarvestOptions(val_fraction=0.0))
+        rows += list(datasets.load_dataset(str(tmp_path / f"h-{name}" / "rl"), split="train"))
+    assert len(rows) == 3 * len(HAND_STEPS)
+    want_correct = {"hand-s0": True, "wrong-s0": False, "unjudged-s0": None}
+    for row in rows:
+        run = variants[row["run_id"]]
+        step = run.steps[row["step"]]
+        action, _, advances = HAND_STEPS[row["step"]]
+        assert row["advanced"] is advances, (row["run_id"], row["step"])
+        assert row["decision"] == ("" if step.invalid else json.dumps(action)), (row["run_id"], row["step"])
+        assert row["correct"] is want_correct[row["run_id"]] and row["outcome"] == run.outcome
+        assert Ledger.model_validate_json(row["ledger"]) == step.ledger  # the state before the step
+        assert row["task_id"] == run.task_id
+
+
 def test_bad_trajectory_line_names_file_and_line(teacher_runs: Path, tmp_path: Path) -> None:
     lines = shard_path(teacher_runs, 0, 1).read_text(encoding="utf-8").splitlines(keepends=True)[:5]
     rec = json.loads(lines[2])

@@ -1,5 +1,5 @@
 """The whole pipeline end to end (`omnidecision demo --quick`): every stage runs as its own command and the
-summary has, for each planner, the fields the README promises. Slow (seven vLLM start-ups): `make slow-test`."""
+summary has, for each planner, the fields docs/guide/demo.md lists. Slow (seven vLLM start-ups): `make slow-test`."""
 
 from __future__ import annotations
 

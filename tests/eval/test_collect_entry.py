@@ -1,4 +1,4 @@
-"""Eval goes through collect's one entry (`rollout.runner.prepare` + `collect`): it writes collect's manifest and
+"""Eval goes through the engine's one entry (`rollout.runner.prepare` + `collect`): it writes collect's manifest and
 refuses a second experiment in the same folder, and a live eval passes collect's pre-flight before any server
 starts (the served roles are checked by the server, not by the pre-flight).
 

@@ -167,6 +167,33 @@ def test_environment_recipe_checks(tmp_path):
         parse_args([*base, "--environment_closure_weight", "-1"])
 
 
+def test_grpo_reaches_the_environment_by_its_recipe_path(tiny_planner, tmp_path):
+    """rl imports no agent code: `environment: ledger` names the class by path (rl.config.ENVIRONMENTS), and what
+    environment_main needs besides the class comes through it."""
+    import inspect
+
+    from transformers import AutoTokenizer
+
+    from omnidecision.rl.config import ENVIRONMENTS, environment_class
+    from omnidecision.rollout.environment import TOOL_CHAT_TEMPLATE, LedgerEnvironment
+
+    assert ENVIRONMENTS["ledger"] == "omnidecision.rollout.environment:LedgerEnvironment"
+    env = environment_class("ledger")
+    assert env is LedgerEnvironment
+    assert env.use_tool_format(AutoTokenizer.from_pretrained(tiny_planner)).chat_template == TOOL_CHAT_TEMPLATE
+    empty = tmp_path / "tasks.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="tasks"):
+        env.load_dataset(str(empty), "jsonl")
+    # the tools TRL offers the model (its rule: the public plain functions, reset and get_reward aside) stay the
+    # planner's two actions: the helpers above are not tools
+    tools = {name for name, _ in inspect.getmembers(env, predicate=inspect.isfunction)
+             if name not in ("reset", "get_reward") and not name.startswith("_")}
+    assert tools == {"call", "finish"}
+    with pytest.raises(ValueError, match="unknown environment 'gym'.*ledger"):
+        environment_class("gym")
+
+
 def test_a_task_set_without_tasks_is_a_clear_error(tmp_path):
     from omnidecision.rollout.environment import LedgerEnvironment, load_task_dataset
 

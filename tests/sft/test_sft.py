@@ -167,5 +167,8 @@ def test_export_full_restores_use_cache(full_run, tmp_path):
     a = transformers.AutoModelForCausalLM.from_pretrained(out)
     b = transformers.AutoModelForCausalLM.from_pretrained(dst)
     assert all(torch.equal(a.state_dict()[k], v) for k, v in b.state_dict().items())
-    with pytest.raises(FileNotFoundError):
+    from omnidecision.preflight import PreflightError
+
+    with pytest.raises(PreflightError, match="missing: no such folder"):
         export(tmp_path / "missing", tmp_path / "x")
+    assert not (tmp_path / "x").exists()

@@ -207,7 +207,14 @@ def test_vllm_serves_base_plus_adapter_as_peft_applies_it(base: Path, harvest: P
     assert [b["usage"]["prompt_tokens"] for b in bodies] == counts
     assert [b["usage"]["prompt_tokens"] for b in plain] == counts
     assert served == expected
-    assert any(ids[-1] == tok.eos_token_id for ids in served)  # at least one decision ended by itself
+    # and each decision ends the same way on both sides: vLLM reports "stop" exactly where the decision ends with
+    # <|im_end|> (listed in its logprobs, as transformers keeps it), "length" where the 24 tokens ran out. Whether
+    # a planner trained for a few steps already ends its decisions by itself is learned behaviour, which varies
+    # with the CPU's float rounding (it did not on an AMD EPYC): not what this parity test is about
+    for body, ids in zip(bodies, served, strict=True):
+        reason = body["choices"][0]["finish_reason"]
+        assert reason == ("stop" if ids[-1] == tok.eos_token_id else "length"), (reason, ids[-3:])
+        assert reason == "stop" or len(ids) == 24
 
 
 def test_the_trained_planner_runs_in_the_loop_merged_and_as_adapter(base: Path, work: Path,
