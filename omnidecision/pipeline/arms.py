@@ -97,6 +97,10 @@ ARMS: tuple[Arm, ...] = (
         provenance="emitted+reward", group="rl", judge=True),
     Arm(name="grpo_shuffled", kind="grpo", recipe="grpo/tiny-cpu-judge-shuffled.yaml", data="data/rl",
         provenance="emitted+reward", group="rl", judge=True),
+    # GRPO on executed returns: each candidate applied at its recorded state and the run continued by the teacher
+    # (omnidecision/grounding/reward.py); grpo_judge's recipe otherwise, without the judge
+    Arm(name="grpo_exec", kind="grpo", recipe="grpo/tiny-cpu-exec.yaml", data="data/rl",
+        provenance="emitted+executed", group="rl"),
     # grpo_judge's recipe on the SFT planner's own states: the training states are the one difference (the same
     # judge, selection, checkpoint policy and held-out dev states: harvest-own keeps the teacher's dev runs as its
     # validation split)
@@ -118,7 +122,9 @@ GROUP_ORDER = ("sft", "judge+grpo", "rl", "controls")
 EXTRA_PAIRS = (("grpo_shuffled", "grpo_judge"), ("grpo", "grpo_judge"), ("sft", "grpo"), ("sft", "grpo_judge"),
                ("sft", "rft"), ("sft", "oracle_sft"),
                # the own-states arm against the teacher-states arm, its start and its control
-               ("grpo_judge", "grpo_own"), ("sft", "grpo_own"), ("rft_own", "grpo_own"), ("sft", "rft_own"))
+               ("grpo_judge", "grpo_own"), ("sft", "grpo_own"), ("rft_own", "grpo_own"), ("sft", "rft_own"),
+               # executed returns against the proxy reward, best-of-K by it, and the start (issue 54)
+               ("grpo_judge", "grpo_exec"), ("rft", "grpo_exec"), ("sft", "grpo_exec"))
 
 
 def served(arms: tuple[Arm, ...] = ARMS) -> tuple[str, ...]:

@@ -75,6 +75,9 @@ def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
         "attribution": attribution,
         "replicates": {key: r["accuracy"] for key, _, r in reps},
         "decisions": decision_rates({key: r.get("decisions") for key, _, r in reps}),  # pipeline/decisions.py
+        # what an executed reward's executions cost (grounding/reward.py writes it into the GRPO run's folder)
+        "executed_cost": {key: c for key, name, _ in reps
+                          if (c := _optional(out / "models" / f"{name}-run" / "executed_cost.json")) is not None},
     }
 
 
@@ -235,6 +238,13 @@ def table(summary: dict[str, Any]) -> str:
         rows += ["", f"Learned judge on dev decisions (n {j['n']}, {j['positive']} moved the ledger): AUROC judge "
                      f"{j.get('auroc_judge')}, closure checks alone {j.get('auroc_closure')}, both "
                      f"{j.get('auroc_closure_plus_judge')}."]
+    executed = {f"{n}.{k}": c for n in names for k, c in (summary["planners"][n].get("executed_cost") or {}).items()}
+    if executed:
+        rows += ["", "Executed rewards (grounding/reward.py): what executing the GRPO candidates cost:", "",
+                 "| planner | candidates scored | executions | from the cache | CPU s | tool calls |",
+                 "|---|---|---|---|---|---|"]
+        rows += [f"| {k} | {c.get('candidates', '–')} | {c['executions']} | {c['cached']} | {c['cpu_s']:.1f} | "
+                 f"{c['tool_calls']} |" for k, c in executed.items()]
     controls = {k: v for k, v in summary.get("budget", {}).items() if "reference" in v}
     if controls:
         rows += ["", "Budgets matched on consumed optimizer rows (steps × batch × grad_accum, trainer_state.json):",

@@ -94,7 +94,8 @@ def test_no_training_stage_reads_a_rule_label_but_oracle_sft(tmp_path):
     readers = [s.name for s in plan if any(r.startswith(oracle) for r in s.reads)]
     assert readers == ["oracle_sft"]
     assert PROVENANCE["oracle_sft"] == "rule"
-    assert all(PROVENANCE[a] in ("emitted", "emitted+reward", "own+reward") for a in SERVED if a != "oracle_sft")
+    assert all(PROVENANCE[a] in ("emitted", "emitted+reward", "emitted+executed", "own+reward") for a in SERVED
+               if a != "oracle_sft")
     # the models the other arms start from never descend from oracle_sft
     for step in plan:
         if step.arm and step.arm != "oracle_sft":

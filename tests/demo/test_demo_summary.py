@@ -65,11 +65,15 @@ CORRECT = {"teacher": [True, False, False, True], "sft": [True, False, False, Tr
            "grpo": [True, True, True, False], "grpo_judge": [True, True, True, True],
            "grpo_shuffled": [True, False, True, True], "oracle_sft": [True, True, True, True],
            "grpo_own": [True, True, True, False], "rft_own": [False, True, False, True],
+           "grpo_exec": [True, True, False, True],
            "rule": [True, True, True, True]}
 
 
 def test_summary_has_every_planner_the_pairs_and_the_judge(tmp_path):
     _demo_folder(tmp_path, CORRECT)
+    cost = {"candidates": 80, "executions": 31, "cached": 49, "cpu_s": 1.5, "tool_calls": 90, "tokens": 0}
+    (tmp_path / "models" / "grpo_exec.r0-run").mkdir(parents=True)
+    (tmp_path / "models" / "grpo_exec.r0-run" / "executed_cost.json").write_text(json.dumps(cost))
     summary = summarise(tmp_path, DemoConfig.quick(), {"sft": 12.0, "judge-train": 5.0, "grpo_judge.r0": 20.0})
     saved = json.loads((tmp_path / "summary.json").read_text())
     assert saved == summary
@@ -77,6 +81,10 @@ def test_summary_has_every_planner_the_pairs_and_the_judge(tmp_path):
     for name in PLANNERS:
         assert set(saved["planners"][name]) >= {"accuracy", "ci95", "n", "outcomes", "invalid_action_rate", "data"}
     assert saved["planners"]["oracle_sft"]["data"] == "rule" and saved["planners"]["grpo_judge"]["data"] != "rule"
+    # the executed reward's cost lands in the summary, per replicate; arms without one have none
+    assert saved["planners"]["grpo_exec"]["executed_cost"] == {"r0": cost}
+    assert saved["planners"]["grpo_judge"]["executed_cost"] == {}
+    assert "| grpo_exec.r0 | 80 | 31 | 49 | 1.5 | 90 |" in table(summary)
     got = {(p["a"], p["b"]): p for p in saved["paired_in_loop"]}
     assert set(got) == set(pairs())
     p = got[("sft_plus", "grpo_judge")]  # sft_plus misses t2, grpo_judge solves all four
@@ -96,7 +104,7 @@ def test_total_wall_counts_steps_side_by_side_once(tmp_path):
     plan = build_plan(DemoConfig.quick(), tmp_path)
     times = {s.name: 10.0 for s in plan}
     evals = [s.name for s in plan if s.group == "eval"]
-    assert len(evals) == 12 and "eval-sft.vllm" in evals  # one per planner (one replicate), sft served by vLLM
+    assert len(evals) == 13 and "eval-sft.vllm" in evals  # one per planner (one replicate), sft served by vLLM
     alone = total_wall(plan, times)  # --jobs 1: no group recorded, every step counts
     assert alone == 10.0 * len(plan)
     times["group:eval"] = 25.0  # the twelve evaluations took 25 s side by side
