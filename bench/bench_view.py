@@ -6,6 +6,7 @@ Runs are real: `omnidecision tasks synth` + `omnidecision collect` (scripted tea
 depend on whether two runs' contents are equal). Chromium is the distribution's (`make browser`).
 
     python -m bench.bench_view --runs 10000 --base-runs 1000
+    python -m bench.bench_view --smoke     # smoke size: runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import Run
+from bench.common import Run, parse_args
 from bench.schema import Arm, measure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,8 +90,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--runs", type=int, default=10_000)
     p.add_argument("--base-runs", type=int, default=1_000, help="runs collected for real (and the baseline site)")
     p.add_argument("--repeats", type=int, default=3, help="fresh browser pages per site, alternating the sites")
-    a = p.parse_args(argv)
-    run = Run("view")
+    a = parse_args(p, argv, smoke={"runs": 40, "base_runs": 20})
+    run = Run("view", a.smoke)
 
     from playwright.sync_api import sync_playwright
 
