@@ -10,6 +10,7 @@ with no agent around them. Efficiency = the collection's planner calls/s ÷ the 
 `ratio` = runs/s at the highest level ÷ runs/s at the first, per repeat.
 
     python -m bench.bench_collect --tasks 32 --levels 1 4 16 --repeats 3
+    python -m bench.bench_collect --smoke     # smoke size: runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import SERVER_NOTE, Run, server_threading
+from bench.common import SERVER_NOTE, Run, parse_args, server_threading
 from bench.pipeline import synth_suite
 from bench.schema import Arm, measure
 
@@ -77,9 +78,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--step-budget", type=int, default=4)
     p.add_argument("--max-tokens", type=int, default=48)
-    a = p.parse_args(argv)
+    a = parse_args(p, argv, smoke={"tasks": 2, "levels": [1, 2], "step_budget": 2, "max_tokens": 16})
     logging.basicConfig(level=logging.WARNING)
-    run = Run("collect")
+    run = Run("collect", a.smoke)
 
     from omnidecision.agent.config import AgentConfig
     from omnidecision.backends.factory import build_backends

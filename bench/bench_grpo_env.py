@@ -23,6 +23,7 @@ the accuracy gains per CPU-s is reported too, and is null (with the reason) when
 is not above 0: an arm that never gains has no finite ratio, while d stays defined.
 
     python -m bench.bench_grpo_env --budget-cpu-s 30 --seeds 0 1 2 --train-tasks 8 --dev-tasks 8 --dev-states 32
+    python -m bench.bench_grpo_env --smoke     # runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_grpo_signal import cpu_budget_callback, decision_arm, score
-from bench.common import RESULTS, ROOT, Run
+from bench.common import ROOT, Run, parse_args
 from bench.pipeline import DIGEST_MAX_CHARS, sft_planner, synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 from bench.trajectory_grpo import CpuTailAverage, cpu_seconds
@@ -95,11 +96,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--env-batch", type=int, default=8, help="environment arm: rollouts per optimizer step (a "
                    "multiple of K; 8 = one task's K=8 runs: a step of the recipe's 32 runs overruns a small budget)")
     p.add_argument("--name", default="grpo_env")
-    a = p.parse_args(argv)
+    a = parse_args(p, argv, smoke={"train_tasks": 2, "dev_tasks": 2, "sft_steps": 2, "budget_cpu_s": 0.5,
+                                   "dev_states": 4})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     for noisy in ("httpx", "datasets", "transformers", "trl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    run = Run(a.name)
+    run = Run(a.name, a.smoke)
 
     import datasets
 
@@ -197,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                  "start": {"dev_accuracy": base["accuracy"], "dev_closure": base["closure"],
                            "dev_outcomes": base["outcomes"]},
                  "setup_cpu_s": round(setup_cpu, 1), "repeats": repeats})
-    path = run.write(result, RESULTS / f"{a.name}.json")
+    path = run.write(result)
     print(f"accuracy gain per CPU-s, decision - environment: mean {mean} (95% CI {low} to {high}); "
           f"ratio of medians {result.ratio}")
     print(f"wrote {path}")

@@ -1,15 +1,19 @@
 """Measure (not assert) what each part of the GRPO recipe adds, on a finished `make demo` folder.
 
-From the demo's SFT checkpoint, on its harvest, with its GRPO recipe, for each seed: plain GRPO (every training
-state, last weights) is the baseline; then difficulty-balanced states (omnidecision/rl/select.py); then balanced
-states + tail weight averaging (omnidecision/rl/averaging.py; the demo's recipe). Each run scores its start and
-its result greedily on every validation state; reported per run: the paired per-state delta with its bootstrap
-95% CI, and per variant: the mean delta over seeds, its gain over the baseline, and how many seeds had a CI
+From the demo's SFT checkpoint (`models/sft`), on its harvest (`data`, holding rl/), with the demo's GRPO recipe
+(configs/grpo/tiny-cpu.yaml, the `grpo` arm of omnidecision/pipeline/arms.py), for each seed: plain GRPO (every
+training state, last weights) is the baseline; then difficulty-balanced states (omnidecision/rl/select.py); then
+balanced states + tail weight averaging (omnidecision/rl/averaging.py; the demo's recipe). Each run scores its
+start and its result greedily on every validation state; reported per run: the paired per-state delta with its
+bootstrap 95% CI, and per variant: the mean delta over seeds, its gain over the baseline, and how many seeds had a CI
 above zero.
 
     python -m bench.bench_grpo_recipe [--demo runs/demo] [--seeds 0 1 2] [--steps 150]
+    python -m bench.bench_grpo_recipe --smoke     # minutes: a stand-in demo folder, runs, measures nothing
 
-≈ 2.5 minutes per run on 2 cores (9 runs with the defaults). Writes bench/results/grpo_recipe.json.
+≈ 2.5 minutes per run on 2 cores (9 runs with the defaults). Writes bench/results/grpo_recipe.json. At smoke size
+(bench/common.py) the demo folder is a stand-in built here: a few synthetic tasks, the scripted teacher's harvest
+and a planner after 2 SFT steps (bench/pipeline.py), laid out as the demo lays out its own.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import Run, portable
+from bench.common import ROOT, Run, parse_args, portable
 from bench.schema import Arm, BenchResult, measure
 
 VARIANTS: dict[str, list[str]] = {
@@ -33,11 +37,37 @@ VARIANTS: dict[str, list[str]] = {
 }
 
 
-def run_one(demo: Path, variant: str, seed: int, steps: int, work: Path) -> dict:
+RECIPE = ROOT / "configs" / "grpo" / "tiny-cpu.yaml"  # the demo's `grpo` arm (omnidecision/pipeline/arms.py)
+
+
+def demo_parts(demo: Path) -> tuple[Path, Path]:
+    """(SFT planner, harvest folder) of a finished demo folder (omnidecision/pipeline/plan.py lays them out)."""
+    model, data = demo / "models" / "sft", demo / "data"
+    missing = [str(p) for p in (model / "config.json", data / "rl") if not p.exists()]
+    if missing:
+        raise SystemExit(f"{demo}: not a finished demo folder (missing {', '.join(missing)}); run `make demo` first")
+    return model, data
+
+
+def stand_in_demo(work: Path, tasks: int = 4, sft_steps: int = 2) -> Path:
+    """A folder laid out as a finished demo (models/sft, data/{sft,rl}) at smoke size."""
+    import shutil
+
+    from bench.pipeline import sft_planner, synth_suite, teacher_harvest
+
+    demo = work / "demo"
+    data = teacher_harvest(synth_suite(tasks, 5, work / "synth"), demo, val_fraction=0.25)
+    model = sft_planner(data, work / "sft-work", steps=sft_steps)
+    shutil.copytree(model, demo / "models" / "sft")
+    return demo
+
+
+def run_one(demo: Path, variant: str, seed: int, steps: int, work: Path, eval_n: int = -1) -> dict:
     out = work / f"{variant}-{seed}"
-    cmd = [sys.executable, "-m", "omnidecision.cli", "grpo", "--config", str(demo / "recipes" / "grpo.yaml"),
-           "--model_name_or_path", str(demo / "models" / "sft-run"), "--dataset_name", str(demo / "data"),
-           "--output_dir", str(out), "--seed", str(seed), "--max_steps", str(steps), "--eval_closure_n", "-1",
+    model, data = demo_parts(demo)
+    cmd = [sys.executable, "-m", "omnidecision.cli", "grpo", "--config", str(RECIPE),
+           "--model_name_or_path", str(model), "--dataset_name", str(data),
+           "--output_dir", str(out), "--seed", str(seed), "--max_steps", str(steps), "--eval_closure_n", str(eval_n),
            "--log_completions", "false", *VARIANTS[variant]]
     with (work / f"{variant}-{seed}.log").open("w") as log:
         subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT)
@@ -88,29 +118,33 @@ def to_result(run: Run, runs: list[dict], seeds: list[int], variants: list[str],
         details={"demo": demo, "steps": steps, "seeds": seeds, "summary": summarise(runs, variants), "runs": runs})
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--demo", type=Path, default=Path("runs/demo"), help="a finished `omnidecision demo` folder")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=150)
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    a = p.parse_args()
+    p.add_argument("--eval-n", type=int, default=-1, help="validation states each run scores (-1: every one)")
+    a = parse_args(p, argv, smoke={"steps": 1, "variants": ["plain"], "eval_n": 2})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    if not (a.demo / "recipes" / "grpo.yaml").exists():
-        raise SystemExit(f"{a.demo}: not a finished demo folder (no recipes/grpo.yaml); run `make demo` first")
     if "plain" not in a.variants:
         raise SystemExit("the baseline variant `plain` must be among --variants")
-    run = Run("grpo_recipe")
+    if not a.smoke:
+        demo_parts(a.demo)
+    run = Run("grpo_recipe", a.smoke)
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-grpo-") as tmp:
+        if a.smoke:
+            a.demo = stand_in_demo(Path(tmp))
         for seed in a.seeds:
             for variant in a.variants:
-                runs.append(run_one(a.demo, variant, seed, a.steps, Path(tmp)))
+                runs.append(run_one(a.demo, variant, seed, a.steps, Path(tmp), a.eval_n))
                 r = runs[-1]
                 logging.info("%-17s seed %d: %.4f -> %.4f, per-state delta %+.4f [%+.4f, %+.4f]", variant, seed,
                              r["start"], r["trained"], r["paired"]["delta_mean"], r["paired"]["ci95_low"],
                              r["paired"]["ci95_high"])
-    result = to_result(run, runs, a.seeds, a.variants, a.steps, portable(str(a.demo)))
+    demo = "stand-in (smoke)" if a.smoke else portable(str(a.demo))
+    result = to_result(run, runs, a.seeds, a.variants, a.steps, demo)
     path = run.write(result)
     print(json.dumps(result.details["summary"], indent=2))
     print(f"{result.candidate} / plain (mean per-state delta): {result.ratio} → {path}")

@@ -26,6 +26,7 @@ improvement per CPU-second (ratio of the medians over repeats: a single repeat's
     python -m bench.bench_grpo_signal --budget-cpu-s 90 --seeds 0 1 2      # ≈ 15 min on 2 idle cores
     python -m bench.bench_grpo_signal --name grpo_signal_long --sft-steps 400 --budget-cpu-s 240 --train-tasks 48 \
         --dev-tasks 40 --dev-states 200                                    # ≈ 45 min: not in `make bench`
+    python -m bench.bench_grpo_signal --smoke                              # runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, ROOT, Run
+from bench.common import ROOT, Run, parse_args
 from bench.pipeline import DIGEST_MAX_CHARS, sft_planner, synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 from bench.trajectory_grpo import CpuTailAverage, cpu_seconds, in_loop_accuracy, train_trajectory_grpo
@@ -151,11 +152,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--name", default="grpo_signal", help="result name: bench/results/NAME.json (a longer variant "
                                                              "keeps its own file, e.g. grpo_signal_long)")
     p.add_argument("--out", type=Path, default=None, help="default: bench/results/NAME.json")
-    a = p.parse_args(argv)
+    a = parse_args(p, argv, smoke={"train_tasks": 2, "dev_tasks": 2, "sft_steps": 2, "budget_cpu_s": 0.5,
+                                   "tasks_per_step": 1, "dev_states": 4})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     for noisy in ("httpx", "datasets", "transformers", "trl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    run = Run(a.name)
+    run = Run(a.name, a.smoke)
 
     import datasets
 
@@ -258,7 +260,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                  "setup_cpu_s": round(setup_cpu, 1),
                  "accuracy_ratio_of_medians": round(acc_a / acc_b, 4) if acc_b > 0 else None,
                  "repeats": repeats})
-    path = run.write(result, a.out or RESULTS / f"{a.name}.json")
+    path = run.write(result, a.out)
     f = {k: arms[k].figures for k in arms}
     for k in arms:
         print(f"{k:>10}: closure gain {f[k]['closure_gain'].values} over {f[k]['cpu_s'].values} CPU-s; accuracy "

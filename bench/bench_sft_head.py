@@ -8,6 +8,7 @@ rotating order. `ratio` = optimizer steps/s compact over every-position; the fin
 kept to show the two compute the same objective (equal up to float rounding, tests/sft/test_compact_head.py).
 
     python -m bench.bench_sft_head --steps 60 --seeds 0 1 2
+    python -m bench.bench_sft_head --smoke     # smoke size: runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Run
+from bench.common import ROOT, Run, parse_args
 from bench.pipeline import synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 
@@ -29,14 +30,14 @@ ARMS = {"compact": ("LM head on the supervised positions (compact_lm_head: true,
 
 
 def train(model: Path, data: Path, out: Path, compact: str, steps: int, seed: int) -> dict[str, Any]:
-    from omnidecision.sft.config import parse_args
+    from omnidecision.sft.config import parse_args as sft_args
     from omnidecision.sft.train import main as sft_main
 
-    args = parse_args(["--config", str(ROOT / "configs/sft/tiny-cpu.yaml"), "--model_name_or_path", str(model),
+    args = sft_args(["--config", str(ROOT / "configs/sft/tiny-cpu.yaml"), "--model_name_or_path", str(model),
                        "--dataset_name", str(data / "sft"), "--output_dir", str(out), "--max_steps", str(steps),
                        "--eval_strategy", "no", "--save_strategy", "no", "--load_best_model_at_end", "false",
-                       "--lr_scheduler_type", "constant", "--logging_steps", "5", "--seed", str(seed),
-                       "--compact_lm_head", compact])
+                       "--lr_scheduler_type", "constant", "--logging_steps", str(min(5, steps)),
+                       "--seed", str(seed), "--compact_lm_head", compact])
     run = sft_main(*args)
     history = json.loads((out / "log_history.json").read_text())
     final = next(h for h in reversed(history) if "train_runtime" in h)
@@ -49,9 +50,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--tasks", type=int, default=60)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one repeat per seed (>= 3)")
-    a = p.parse_args(argv)
+    a = parse_args(p, argv, smoke={"steps": 2, "tasks": 6})
     logging.basicConfig(level=logging.WARNING)
-    run = Run("sft_head")
+    run = Run("sft_head", a.smoke)
     from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 
     figs: dict[str, dict[str, list[float]]] = {k: {"sps": [], "loss": []} for k in ARMS}

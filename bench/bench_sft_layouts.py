@@ -9,6 +9,7 @@ by the SAME function on the same validation rows: the mean cross-entropy over th
 seed) the three layouts run in a rotating order. `ratio` = tokens/s grouped-by-length over plain padded.
 
     python -m bench.bench_sft_layouts --tokens 40000 --seeds 0 1 2
+    python -m bench.bench_sft_layouts --smoke     # smoke size: runs, measures nothing (bench/common.py)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Run
+from bench.common import ROOT, Run, parse_args
 from bench.pipeline import synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 
@@ -48,14 +49,15 @@ def token_budget_callback(tokens: int) -> Any:
     return TokenBudget()
 
 
-def train(model: Path, data: Path, out: Path, layout: str, tokens: int, seed: int) -> dict[str, Any]:
-    from omnidecision.sft.config import parse_args
+def train(model: Path, data: Path, out: Path, layout: str, tokens: int, seed: int, logging_steps: int = 5
+          ) -> dict[str, Any]:
+    from omnidecision.sft.config import parse_args as sft_args
     from omnidecision.sft.train import main as sft_main
 
-    args = parse_args(["--config", str(ROOT / "configs/sft/tiny-cpu.yaml"), "--model_name_or_path", str(model),
+    args = sft_args(["--config", str(ROOT / "configs/sft/tiny-cpu.yaml"), "--model_name_or_path", str(model),
                        "--dataset_name", str(data / "sft"), "--output_dir", str(out), "--max_steps", "100000",
                        "--per_device_train_batch_size", "16", "--eval_strategy", "no", "--save_strategy", "no",
-                       "--lr_scheduler_type", "constant", "--logging_steps", "5", "--seed", str(seed),
+                       "--lr_scheduler_type", "constant", "--logging_steps", str(logging_steps), "--seed", str(seed),
                        *LAYOUTS[layout][1]])
     args[1].include_num_input_tokens_seen = "non_padding"  # the CLI parser takes this field as a bool only
     run = sft_main(*args, callbacks=[token_budget_callback(tokens)])
@@ -94,9 +96,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--tasks", type=int, default=60)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one repeat per seed (>= 3)")
     p.add_argument("--heldout-rows", type=int, default=64)
-    a = p.parse_args(argv)
+    p.add_argument("--logging-steps", type=int, default=5, help="the token count is read from these logs")
+    a = parse_args(p, argv, smoke={"tokens": 500, "tasks": 6, "heldout_rows": 4, "logging_steps": 1})
     logging.basicConfig(level=logging.WARNING)
-    run = Run("sft_layouts")
+    run = Run("sft_layouts", a.smoke)
     import datasets
 
     from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for r, seed in enumerate(a.seeds):
             for layout in names[r % 3:] + names[:r % 3]:  # rotate which layout goes first
                 out = work / f"{layout}-{seed}"
-                res = train(model, data, out, layout, a.tokens, seed)
+                res = train(model, data, out, layout, a.tokens, seed, a.logging_steps)
                 loss = heldout_loss(out, rows)
                 for key, v in (("tps", res["tokens_per_s"]), ("loss", loss), ("tokens", res["tokens_seen"]),
                                ("steps", res["steps"])):

@@ -1,11 +1,19 @@
-"""Shared bench helpers: the machine description, the commit, the command line (relative paths only) and writing a
-schema-checked result file under bench/results/ (bench/schema.py).
+"""Shared bench helpers: the machine description, the commit, the command line (relative paths only), writing a
+schema-checked result file under bench/results/ (bench/schema.py), and the smoke size every benchmark has.
+
+Smoke size (`--smoke`, or BENCH_SMOKE=1): each benchmark's sizes shrink to the least work that still runs every
+part of it (`parse_args(..., smoke={...})`), so a test can run every benchmark and check the result it writes
+(tests/benchmarks/test_smoke.py): a refactor cannot break one silently. A smoke result measures nothing; it is
+written under BENCH_SMOKE_OUT (default bench/results/smoke/, not tracked), never over a real result, and says so in
+its notes and `details.smoke`. `python -m bench.run_all --smoke` runs them all.
 
     python -c "from bench.common import machine; print(machine())"
+    python -m bench.bench_rewards --smoke
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -27,6 +35,35 @@ ROOT = RESULTS.parent.parent
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ENV_RECORDED = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 SERVER_NOTE = "the vLLM server starts with its own default OpenMP waiting (OMP_WAIT_POLICY unset; bench.common)"
+SMOKE_ENV = "BENCH_SMOKE"
+SMOKE_OUT_ENV = "BENCH_SMOKE_OUT"
+SMOKE_NOTE = ("smoke size (--smoke): shows that the benchmark runs and writes a valid result; its figures measure "
+              "nothing")
+
+
+def smoke_requested() -> bool:
+    return os.environ.get(SMOKE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def smoke_dir() -> Path:
+    """Where smoke results go: BENCH_SMOKE_OUT, else bench/results/smoke/ (ignored by git and by the README table)."""
+    return Path(os.environ.get(SMOKE_OUT_ENV) or RESULTS / "smoke")
+
+
+def parse_args(p: argparse.ArgumentParser, argv: list[str] | None, smoke: dict[str, Any]) -> argparse.Namespace:
+    """`p.parse_args(argv)` with a `--smoke` flag: given (or BENCH_SMOKE=1), the `smoke` sizes replace the parsed
+    ones (keys: the namespace's attribute names) and `a.smoke` is True."""
+    p.add_argument("--smoke", action="store_true", default=smoke_requested(),
+                   help=f"tiny sizes: checks that the benchmark runs, measures nothing "
+                        f"({SMOKE_ENV}=1 does the same); the result goes to {SMOKE_OUT_ENV} or bench/results/smoke/")
+    a = p.parse_args(argv)
+    unknown = sorted(k for k in smoke if not hasattr(a, k))
+    if unknown:
+        raise ValueError(f"smoke sizes for options this benchmark does not have: {unknown}")
+    if a.smoke:
+        for key, value in smoke.items():
+            setattr(a, key, value)
+    return a
 
 
 @contextlib.contextmanager
@@ -124,8 +161,9 @@ def command_line() -> str:
 class Run:
     """Collects what a benchmark needs for its result file: start time and load, then `write(...)`."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, smoke: bool = False) -> None:
         self.name = name
+        self.smoke = smoke
         self.load_start = load_avg()
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.commit = commit()
@@ -134,6 +172,9 @@ class Run:
                repeats: int, ratio_method: str = "median_of_repeat_ratios", notes: list[str] | None = None,
                details: dict[str, Any] | None = None, ratio_note: str | None = None) -> BenchResult:
         ratio, per = ratios(arms[candidate].figures[metric], arms[baseline].figures[metric], ratio_method)
+        if self.smoke:
+            notes = [SMOKE_NOTE, *(notes or [])]
+            details = {"smoke": True, **(details or {})}
         return BenchResult(benchmark=self.name, title=title, command=command_line(), commit=self.commit,
                            time=self.started, machine=machine(self.load_start), repeats=repeats, arms=arms,
                            candidate=candidate, baseline=baseline, metric=metric, ratio_method=ratio_method,  # type: ignore[arg-type]
@@ -142,12 +183,12 @@ class Run:
                            details=details or {})
 
     def write(self, result: BenchResult, out: Path | None = None) -> Path:
-        """bench/results/<name>.json (or `out`), validated on the way."""
-        path = out or RESULTS / f"{self.name}.json"
+        """bench/results/<name>.json (or `out`; a smoke run: `smoke_dir()`/<name>.json), validated on the way."""
+        path = out or (smoke_dir() if self.smoke else RESULTS) / f"{self.name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         BenchResult.model_validate(result.model_dump())
         path.write_text(result.model_dump_json(indent=2) + "\n", "utf-8")
         return path
 
 
-__all__ = ["Arm", "Measure", "Run", "command_line", "commit", "machine"]
+__all__ = ["Arm", "Measure", "Run", "command_line", "commit", "machine", "parse_args", "smoke_dir"]

@@ -2,6 +2,7 @@
 minutes on 2 cores. The documentation site's benchmark table is generated from the result files at every `make docs`.
 
     python -m bench.run_all [--only NAME ...]
+    python -m bench.run_all --smoke     # every benchmark at its smoke size (bench/common.py): runs, measures nothing
 
 Each benchmark measures a candidate against its baseline in the same run, repeated, and writes
 bench/results/<name>.json in the one schema (bench/schema.py). Benchmarks:
@@ -21,6 +22,7 @@ Not here (long ablation, ≈ 27 minutes on a finished demo folder): `python -m b
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -44,12 +46,15 @@ BENCHMARKS: dict[str, list[str]] = {
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run only these")
+    p.add_argument("--smoke", action="store_true", help="every benchmark at its smoke size (BENCH_SMOKE=1; results "
+                   "under BENCH_SMOKE_OUT or bench/results/smoke/)")
     a = p.parse_args()
+    env = {**os.environ, "BENCH_SMOKE": "1"} if a.smoke else None
     failed = []
     for name in a.only or BENCHMARKS:
         print(f"\n=== bench {name}", flush=True)
         t0 = time.perf_counter()
-        rc = subprocess.run([sys.executable, *BENCHMARKS[name]], cwd=ROOT).returncode
+        rc = subprocess.run([sys.executable, *BENCHMARKS[name]], cwd=ROOT, env=env).returncode
         print(f"=== bench {name}: exit {rc} in {time.perf_counter() - t0:.0f}s", flush=True)
         if rc:
             failed.append(name)

@@ -119,7 +119,8 @@ class _Counts:
 
 # -- reading ----------------------------------------------------------------------------------------------
 def load_runs(paths: list[str], skip_bad: bool = False) -> tuple[list[tuple[str, int, RunRecord]], list[str]]:
-    """(file, line, record) of every run in the given files/folders (first copy of each run_id), bad lines."""
+    """(file, line, record) of every run in the given files/folders (first copy of each run_id), and the lines
+    skipped: malformed ones (with `skip_bad`) and a torn last line (always skipped; counted in skipped_bad_lines)."""
     bad: list[str] = []
     runs: list[tuple[str, int, RunRecord]] = []
     try:

@@ -71,6 +71,12 @@ def _ledger_from_json(text: str) -> Ledger:
     return Ledger.model_validate_json(text)
 
 
+def clear_ledger_cache() -> None:
+    """Forget every ledger `ledgers_column` has parsed (the K candidates of one state share one parse; a benchmark
+    measures from a cold cache: bench/bench_rewards.py)."""
+    _ledger_from_json.cache_clear()
+
+
 def ledgers_column(kwargs: dict[str, Any], n: int) -> list[Ledger]:
     """The `ledger` column TRL passes a reward function (one Ledger JSON string per completion), parsed."""
     column = kwargs.get("ledger")

@@ -103,7 +103,8 @@ def parse_line(line: str | bytes, path: str | Path, lineno: int) -> RunRecord:
 def read_records(path: str | Path, *, skip_bad: bool = False, bad: list[str] | None = None
                  ) -> Iterator[tuple[int, RunRecord]]:
     """(line number, record) for each non-empty line. A malformed line raises TrajectoryFileError, or with
-    `skip_bad` is skipped (its message appended to `bad`). A torn last line (no newline) is always skipped."""
+    `skip_bad` is skipped (its message appended to `bad`). A torn last line (no newline: a write cut short) is
+    always skipped, and its message appended to `bad` as well (a reader that counts what it skipped counts it)."""
     p = Path(path)
     with p.open("rb") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -111,6 +112,8 @@ def read_records(path: str | Path, *, skip_bad: bool = False, bad: list[str] | N
                 continue
             if not raw.endswith(b"\n"):
                 logger.warning("%s:%d: torn last line ignored (%d bytes)", p, lineno, len(raw))
+                if bad is not None:
+                    bad.append(f"{p}:{lineno}: torn last line skipped ({len(raw)} bytes, no newline)")
                 continue
             try:
                 yield lineno, parse_line(raw, p, lineno)

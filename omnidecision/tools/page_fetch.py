@@ -2,18 +2,26 @@
 with trafilatura; answers are cached per URL (in memory, and on disk when a cache folder is given).
 
 Limits: `max_bytes` (the body is streamed and cut there), `timeout_s` (connect + read), content types (HTML/XHTML and
-plain text; anything else is refused with its type), at most `max_redirects` redirects, http(s) only. A blocked
-URL (the environment's block list, checked again after redirects) is never fetched. The cache is read only after
-the guard below has admitted the URL, and its entries are keyed by the allow list they were fetched under.
+plain text; anything else is refused with its type), at most `max_redirects` redirects, http(s) only. Every URL, the
+first and each redirect target, is normalised once (`tools/urls.py`: IDNA host, no trailing dot, dot segments and
+repeated slashes removed, unreserved escapes decoded) and that normal form is both what the block list judges and
+what is requested: a blocked page cannot be reached by another spelling of it. A blocked URL (the environment's
+block list, checked again on every redirect) is never fetched. The cache is read only after the guard below has
+admitted the URL, and its entries are keyed by the normal URL and the allow list they were fetched under.
 
 Request forgery: a model chooses the URL, so before each request (the first and every redirect) the host is resolved
 once (`resolve_host`) and refused when any address is loopback, private, link-local (169.254.169.254: a cloud node's
 metadata service), multicast, reserved, unspecified, in one of the IANA special-purpose ranges (`SPECIAL_PURPOSE`),
-or an IPv6 address wrapping such an IPv4 address (6to4, Teredo, NAT64, IPv4-mapped). The request then goes to the exact
-address that was checked (the URL's host replaced by it, the Host header and TLS SNI/certificate check kept on the
-name), so a second DNS answer cannot swap in an internal address (DNS rebinding). Hosts or networks that may be
-fetched anyway are listed in `environment.pages.allow` or `OMNIDECISION_PAGE_READER_ALLOW` (comma-separated: exact
-host names, addresses or CIDR networks; e.g. a local mirror, or a test's server on 127.0.0.1).
+or an IPv6 address wrapping such an IPv4 address (6to4, Teredo). An IPv4-mapped or NAT64 (64:ff9b::/96) address is
+judged by the IPv4 address it wraps alone: translated, the packets go there (so `[::ffff:8.8.8.8]` is read and
+`[::ffff:127.0.0.1]` refused, and an IPv6-only cluster behind DNS64 reads IPv4-only sites). The request then goes to
+the exact address that was checked (the URL's host replaced by it, the Host header and TLS SNI/certificate check kept
+on the name), so a second DNS answer cannot swap in an internal address (DNS rebinding). Hosts or networks that may
+be fetched anyway are listed in `environment.pages.allow` or `OMNIDECISION_PAGE_READER_ALLOW` (comma-separated: exact
+host names, addresses or CIDR networks, each with an optional port: `mirror.internal:8080`, `127.0.0.1:8000`,
+`10.0.0.0/8:443`, `[fd00::/8]:8080`; e.g. a local mirror, or a test's server on 127.0.0.1). An entry opens the port
+it names, or the default port of the URL's scheme (80 for http, 443 for https) when it names none; never every port
+of its host.
 
     python -m omnidecision.tools.page_fetch https://example.org/
 """
@@ -26,6 +34,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import socket
 import sys
 from collections import OrderedDict
@@ -35,6 +44,8 @@ from urllib.parse import urlparse
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
+
+from omnidecision.tools.urls import DEFAULT_PORTS, UrlError, normalize, normalize_host
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +72,14 @@ class PageReaderSpec(BaseModel):
     user_agent: str = Field("Mozilla/5.0 (compatible; omnidecision page_reader)", description="User-Agent header")
     allow: list[str] = Field(
         default_factory=list, description="hosts (exact names), addresses or CIDR networks the reader may fetch "
-        f"although they are not public (loopback, private, link-local, …); {ALLOW_ENV} adds comma-separated ones")
+        "although they are not public (loopback, private, link-local, …), each on the port it names (host:port, "
+        f"[v6]:port, net/len:port) or else on the scheme's default port; {ALLOW_ENV} adds comma-separated ones")
 
 
 # IANA special-purpose ranges (iana-ipv4/ipv6-special-registry) refused whatever the running Python's tables say:
 # `ipaddress` calls several of them global (3.11: 192.0.0.8-10, AS112, AMT, the 6to4 relay anycast, 3fff::/20,
 # fec0::/10) and its tables change between patch releases. Addresses wrapping an IPv4 address (6to4, Teredo, NAT64,
-# IPv4-mapped) are judged by the address they wrap as well.
+# IPv4-mapped) are judged by the address they wrap; a translated one (IPv4-mapped, NAT64) by that address alone.
 SPECIAL_PURPOSE: dict[str, tuple[str, ...]] = {
     "this network": ("0.0.0.0/8",),
     "shared address space (carrier-grade NAT)": ("100.64.0.0/10",),
@@ -118,13 +130,18 @@ def address_problem(ip: IPAddress) -> str | None:
     ('private', None)
     >>> address_problem(ipaddress.ip_address("2002:7f00:1::"))
     '6to4 address wrapping 127.0.0.1, a loopback'
+    >>> [address_problem(ipaddress.ip_address(a)) for a in ("::ffff:8.8.8.8", "64:ff9b::808:808")]
+    [None, None]
     >>> address_problem(ipaddress.ip_address("192.0.0.9")), address_problem(ipaddress.ip_address("fec0::1"))
     ('special-purpose (IETF protocol assignments)', 'special-purpose (site-local (deprecated))')
     """
     for how, inner in wrapped_ipv4(ip):
-        if (problem := address_problem(inner)) is not None:
-            if how == "IPv4-mapped":
-                return problem
+        problem = address_problem(inner)
+        if how == "IPv4-mapped":  # the socket speaks IPv4 to `inner`: it alone decides
+            return problem
+        if how == "NAT64":  # the translator forwards to `inner`: it alone decides (64:ff9b::/96 is global)
+            return None if problem is None else f"{how} address wrapping {inner}, a {problem}"
+        if problem is not None:
             return f"{how} address wrapping {inner}, a {problem}"
     for name in ("unspecified", "loopback", "link_local", "multicast", "reserved", "private"):
         if getattr(ip, f"is_{name}"):
@@ -141,23 +158,63 @@ async def resolve_host(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+_BRACKETED = re.compile(r"\[([^\]]+)\](?::(.*))?")
+
+
+def parse_allow_entry(entry: str) -> tuple[str | Network, int | None]:
+    """(normalised host name or network, port or None for the scheme's default) of an allow-list entry.
+
+    >>> parse_allow_entry("Mirror.Internal.:8080"), parse_allow_entry("127.0.0.1")
+    (('mirror.internal', 8080), (IPv4Network('127.0.0.1/32'), None))
+    >>> parse_allow_entry("10.0.0.0/8:443"), parse_allow_entry("[fd00::/8]:8080"), parse_allow_entry("::1")
+    ((IPv4Network('10.0.0.0/8'), 443), (IPv6Network('fd00::/8'), 8080), (IPv6Network('::1/128'), None))
+    """
+    text = entry.strip()
+    port_text: str | None = None
+    if m := _BRACKETED.fullmatch(text):
+        text, port_text = m.group(1), m.group(2)
+    elif text.count(":") == 1:  # host:port or net/len:port (two or more colons: a bare IPv6 address)
+        text, _, port_text = text.partition(":")
+    port = None
+    if port_text is not None:
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"page reader allow list: {entry!r}: {port_text!r} is not a port (1-65535)")
+        port = int(port_text)
+    try:
+        return ipaddress.ip_network(text, strict=False), port
+    except ValueError:
+        pass
+    if "/" in text or ":" in text:
+        raise ValueError(f"page reader allow list: {entry!r} is neither a host name nor an address or CIDR network")
+    try:
+        return normalize_host(text), port
+    except UrlError as exc:
+        raise ValueError(f"page reader allow list: {entry!r}: {exc}") from None
+
+
+def _show(target: str | Network, port: int | None) -> str:
+    if port is None:
+        return str(target)
+    v6 = isinstance(target, ipaddress.IPv6Network | ipaddress.IPv6Address)
+    return f"[{target}]:{port}" if v6 else f"{target}:{port}"
+
+
 class UrlGuard:
     """Checks where a URL's host resolves and returns the address to connect to (see the module docstring)."""
 
     def __init__(self, allow: Iterable[str] = (), timeout_s: float = 15.0) -> None:
-        self.names: set[str] = set()
-        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        self.names: list[tuple[str, int | None]] = []
+        self.networks: list[tuple[Network, int | None]] = []
         self.timeout_s = timeout_s
         for entry in (e.strip() for e in allow):
             if not entry:
                 continue
-            try:
-                self.networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
-            except ValueError:
-                if "/" in entry or ":" in entry:
-                    raise ValueError(f"page reader allow list: {entry!r} is neither a host name nor an address "
-                                     "or CIDR network") from None
-                self.names.add(entry.lower().rstrip("."))
+            target, port = parse_allow_entry(entry)
+            if isinstance(target, str):
+                self.names.append((target, port))
+            else:
+                self.networks.append((target, port))
 
     @classmethod
     def from_spec(cls, spec: PageReaderSpec) -> UrlGuard:
@@ -166,23 +223,30 @@ class UrlGuard:
 
     def policy(self) -> str:
         """The allow list as one canonical string ("" when none: public addresses only)."""
-        return ",".join(sorted(self.names) + sorted(str(n) for n in self.networks))
+        return ",".join(sorted({_show(n, p) for n, p in self.names} | {_show(n, p) for n, p in self.networks}))
 
-    def allowed(self, host: str, ip: IPAddress) -> bool:
-        return host in self.names or any(ip in net for net in self.networks)
+    def allowed(self, host: str, ip: IPAddress, port: int, scheme: str = "http") -> bool:
+        """Whether an entry admits `host` (normalised) at `ip` on `port`: an entry without a port admits the
+        scheme's default port only."""
+        def port_ok(entry_port: int | None) -> bool:
+            return port == (entry_port if entry_port is not None else DEFAULT_PORTS.get(scheme))
+
+        return (any(host == name and port_ok(p) for name, p in self.names)
+                or any(ip in net and port_ok(p) for net, p in self.networks))
+
+    def _listed(self, host: str, ip: IPAddress) -> list[str]:
+        """The entries naming `host` or `ip` on any port (to say which port to add when the port is refused)."""
+        return [_show(n, p) for n, p in self.names if n == host] + [_show(n, p) for n, p in self.networks if ip in n]
 
     async def pin(self, url: str) -> str:
         """The address `url` must be fetched from; FetchError saying why when its host is not public."""
-        parsed = urlparse(url)
-        host = (parsed.hostname or "").lower().rstrip(".")
-        if not host:
-            raise FetchError(f"{url}: refused: no host in the URL")
         try:
-            port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        except ValueError as exc:
+            norm = normalize(url)
+        except UrlError as exc:
             raise FetchError(f"{url}: refused: {exc}") from None
+        host, port = norm.host.strip("[]"), norm.effective_port
         try:
-            literal: IPAddress | None = ipaddress.ip_address(host.split("%")[0])
+            literal: IPAddress | None = ipaddress.ip_address(host)
         except ValueError:
             literal = None
         if literal is not None:
@@ -197,10 +261,14 @@ class UrlGuard:
         for text in addresses:  # every answer must pass: one internal address among public ones is refused too
             ip = ipaddress.ip_address(text.split("%")[0])
             problem = address_problem(ip)
-            if problem is not None and not self.allowed(host, ip):
+            if problem is not None and not self.allowed(host, ip, port, norm.scheme):
                 where = f"{host} is" if literal is not None else f"{host} resolves to {ip}, which is"
-                raise FetchError(f"{url}: refused (request forgery guard): {where} a {problem} address; the page "
-                                 f"reader fetches public addresses only (allow a host or network explicitly with "
+                listed = self._listed(host, ip)
+                how = (f"the allow list names it only as {', '.join(listed)}: an entry opens the port it names, or "
+                       f"the scheme's default port; add {_show(host, port) if literal is None else _show(ip, port)}"
+                       if listed else "allow a host or network explicitly")
+                raise FetchError(f"{url}: refused (request forgery guard): {where} a {problem} address on port "
+                                 f"{port}; the page reader fetches public addresses only ({how} with "
                                  f"environment.pages.allow or {ALLOW_ENV})")
         return addresses[0].split("%")[0]
 
@@ -291,9 +359,14 @@ class PageFetcher:
 
     # -- fetching ---------------------------------------------------------------------------------------------
     async def fetch(self, url: str) -> str:
-        """The text of `url`, from the cache or fetched and extracted now."""
-        if urlparse(url).scheme not in ("http", "https"):
+        """The text of `url` (read as its normal form, `tools/urls.py`), from the cache or fetched and extracted
+        now."""
+        if urlparse(url.strip()).scheme.lower() not in ("http", "https"):
             raise FetchError(f"url: {url!r} is not an http(s) URL")
+        try:
+            url = normalize(url).url  # what the block list judges is what is requested
+        except UrlError as exc:
+            raise FetchError(f"url: {exc}") from None
         if self.is_blocked(url):
             raise FetchError(f"url: {url} is blocked in this environment")
         # the guard first, under the current policy: a cached page is no way around it (the checked address is the
@@ -314,6 +387,24 @@ class PageFetcher:
             raise FetchError(f"{url}: no readable text on the page")
         self._store(url, text)
         return text
+
+    def _redirect_target(self, url: str, current: str, location: str) -> str:
+        """The normal form of where `current` redirects to; FetchError when it is not http(s), not a URL, or
+        blocked (the block list is checked on every hop, on the form that is then requested)."""
+        # WHATWG: "\" is "/" in an http(s) reference too (a location "\\host/x" names another host)
+        try:
+            target = str(httpx.URL(current).join(location.strip().replace("\\", "/")))
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise FetchError(f"{url}: redirects to {location!r}, which is not a URL ({exc})") from None
+        if urlparse(target).scheme not in ("http", "https"):
+            raise FetchError(f"{url}: redirects to {target}, which is not an http(s) URL")
+        try:
+            target = normalize(target).url
+        except UrlError as exc:
+            raise FetchError(f"{url}: redirects to {exc}") from None
+        if self.is_blocked(target):
+            raise FetchError(f"{url}: redirects to {target}, which is blocked in this environment")
+        return target
 
     async def _pinned(self, url: str, ip: str | None = None) -> tuple[httpx.URL, dict[str, str], dict[str, str]]:
         """(URL with the checked address as host, Host header, request extensions): what `_get` sends; `ip`: the
@@ -337,12 +428,7 @@ class PageFetcher:
                     raise FetchError(f"{url}: redirects to {exc}") from None
                 async with self.client.stream("GET", target_url, headers=headers, extensions=extensions) as response:
                     if response.is_redirect:
-                        target = str(httpx.URL(current).join(response.headers.get("location", "")))
-                        if urlparse(target).scheme not in ("http", "https"):
-                            raise FetchError(f"{url}: redirects to {target}, which is not an http(s) URL")
-                        if self.is_blocked(target):
-                            raise FetchError(f"{url}: redirects to {target}, which is blocked in this environment")
-                        current = target
+                        current = self._redirect_target(url, current, response.headers.get("location", ""))
                         continue
                     if response.status_code >= 400:
                         raise FetchError(f"{current}: HTTP {response.status_code}")

@@ -11,19 +11,20 @@ text='The bridge opened in 1932.')])]); print(asyncio.run(s.search('bridge opene
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from urllib.parse import urlparse
 
 from rank_bm25 import BM25Plus
 
 from omnidecision.tasks.schema import Page
 from omnidecision.tools.base import SearchHit
 from omnidecision.tools.text import tokens
+from omnidecision.tools.urls import UrlError, normalize
 
 logger = logging.getLogger(__name__)
 
@@ -35,28 +36,40 @@ class CorpusError(ValueError):
 
 
 def normalize_url(url: str) -> str:
-    """Compare URLs without scheme, `www.`, fragment or trailing slash."""
-    p = urlparse(url.strip() if "://" in url else "https://" + url.strip())
-    host = (p.hostname or "").lower().removeprefix("www.")
-    path = p.path.rstrip("/")
-    return f"{host}{path}" + (f"?{p.query}" if p.query else "")
+    """Compare URLs without scheme, `www.`, port of the scheme, fragment or trailing slash (the normal form of
+    `tools/urls.py`; a string that is no URL is compared as written)."""
+    try:
+        n = normalize(url)
+    except UrlError:
+        return url.strip()
+    return f"{n.host_key}{n.path.rstrip('/')}" + (f"?{n.query}" if n.query else "")
 
 
 def host_of(url: str) -> str:
-    p = urlparse(url if "://" in url else "https://" + url)
-    return (p.hostname or "").lower().removeprefix("www.")
+    try:
+        return normalize(url).host_key
+    except UrlError:
+        return ""
 
 
+@functools.lru_cache(maxsize=1024)
 def _block_rule(entry: str) -> tuple[str, str]:
-    """(host, path prefix) of a block-list entry: "hf.co", "github.com/RUC-NLPIR/OmniGAIA" or a full URL."""
-    text = entry.strip()
-    p = urlparse(text if "://" in text else "https://" + text)
-    return (p.hostname or "").lower().removeprefix("www."), p.path.rstrip("/").lower()
+    """(host, path prefix) of a block-list entry: "hf.co", "github.com/RUC-NLPIR/OmniGAIA" or a full URL, in the
+    compared form of `tools/urls.py`."""
+    try:
+        n = normalize(entry)
+    except UrlError as exc:
+        raise ValueError(f"block list entry {entry!r}: {exc}") from None
+    return n.host_key, n.path_keys[-1].rstrip("/")
 
 
 def is_blocked(url: str, blocked: Iterable[str]) -> bool:
-    """True when the URL falls under a block-list entry, applied as written: a bare host blocks that host and its
-    subdomains; a host with a path blocks only that path prefix (whole segments; case-insensitive).
+    """True when the URL falls under a block-list entry: a bare host blocks that host and its subdomains; a host
+    with a path blocks only that path prefix (whole segments; case-insensitive). Both sides are compared in the
+    normal form the page reader requests (`tools/urls.py`: IDNA host without trailing dot or `www.`; the path as sent
+    and with every escape decoded, dot segments and repeated slashes removed: blocked when any reading falls under
+    the entry), so no other spelling of a blocked page passes.
+    A string that is no URL (keywords) is not blocked: nothing can be requested by it.
 
     >>> rules = ["huggingface.co", "github.com/RUC-NLPIR/OmniGAIA"]
     >>> is_blocked("https://hf-mirror.huggingface.co/x", rules), is_blocked("https://nothuggingface.co", rules)
@@ -65,14 +78,19 @@ def is_blocked(url: str, blocked: Iterable[str]) -> bool:
     (True, False)
     >>> is_blocked("https://github.com/RUC-NLPIR/OmniGAIA-extra", rules)
     False
+    >>> [is_blocked(u, rules) for u in ("https://huggingface。co./x", "https://github.com.//RUC-NLPIR%2F%4FmniGAIA")]
+    [True, True]
     """
-    p = urlparse(url.strip() if "://" in url else "https://" + url.strip())
-    host, path = (p.hostname or "").lower().removeprefix("www."), p.path.lower()
+    try:
+        n = normalize(url)
+    except UrlError:
+        return False
+    host, paths = n.host_key, n.path_keys
     for entry in blocked:
         d, prefix = _block_rule(entry)
         if not d or not (host == d or host.endswith("." + d)):
             continue
-        if not prefix or path == prefix or path.startswith(prefix + "/"):
+        if not prefix or any(path == prefix or path.startswith(prefix + "/") for path in paths):
             return True
     return False
 

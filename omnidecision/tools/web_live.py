@@ -4,7 +4,7 @@ behind the `SearchService` interface the web_search and page_reader tools alread
 `read(url)` fetches http(s) URLs (None for anything else, so page_reader falls back to searching the words it was
 given); a page that cannot be read raises `ToolError` with the reason (status, content type, block list), which
 the critic sees as a failed observation. The environment's block list hides hits and refuses reads, per host and
-path prefix as written (`tools.search.is_blocked`).
+path prefix, in the normal form the reader requests (`tools.search.is_blocked`, `tools/urls.py`).
 
     python -c "import asyncio; from omnidecision.tools.web_live import LiveWeb; \
 from omnidecision.tools.search_apis import SearchSpec; \

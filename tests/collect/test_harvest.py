@@ -308,6 +308,24 @@ def test_bad_trajectory_line_names_file_and_line(teacher_runs: Path, tmp_path: P
     assert stats["skipped_bad_lines"] == 1 and stats["runs"] == 4
 
 
+def test_a_torn_last_line_is_counted_in_skipped_bad_lines(teacher_runs: Path, tmp_path: Path) -> None:
+    """A collection killed mid-write leaves a last line without its newline: harvest skips it (with or without
+    --skip-bad) and says so in skipped_bad_lines, next to the malformed lines --skip-bad skipped."""
+    lines = shard_path(teacher_runs, 0, 1).read_text(encoding="utf-8").splitlines(keepends=True)[:4]
+    torn = tmp_path / "torn" / "trajectories.jsonl"
+    torn.parent.mkdir()
+    torn.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2], encoding="utf-8")
+    stats = run_harvest([str(torn)], tmp_path / "h", HarvestOptions(val_fraction=0.0))
+    assert stats["runs"] == 3 and stats["skipped_bad_lines"] == 1
+    assert stats["bad_lines"] == [f"{torn}:4: torn last line skipped ({len(lines[3]) // 2} bytes, no newline)"]
+    rec = json.loads(lines[1])
+    rec["outcome"] = "exploded"  # and one malformed line as well, skipped with skip_bad
+    torn.write_text(lines[0] + json.dumps(rec) + "\n" + lines[2] + lines[3][:40], encoding="utf-8")
+    stats = run_harvest([str(torn)], tmp_path / "h2", HarvestOptions(val_fraction=0.0, skip_bad=True))
+    assert stats["runs"] == 2 and stats["skipped_bad_lines"] == 2
+    assert [b.split(": ")[0] for b in stats["bad_lines"]] == [f"{torn}:2", f"{torn}:4"]
+
+
 def test_a_snapshot_that_does_not_replay_is_an_error_and_keeps_the_old_output(teacher_runs: Path,
                                                                              tmp_path: Path) -> None:
     lines = shard_path(teacher_runs, 0, 1).read_text(encoding="utf-8").splitlines(keepends=True)

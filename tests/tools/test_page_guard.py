@@ -135,16 +135,16 @@ def test_the_connection_goes_to_the_checked_address_with_the_name_kept(dns):
 def test_an_allowed_local_host_is_fetched_and_its_redirect_to_loopback_refused(port, dns):
     table, _ = dns
     table["site.test"] = ["127.0.0.1"]
-    fetcher = PageFetcher(PageReaderSpec(allow=["site.test"]))
+    fetcher = PageFetcher(PageReaderSpec(allow=[f"site.test:{port}"]))
     assert "1932" in fetch(f"http://site.test:{port}/page", fetcher)
     assert Local.hits == [("/page", f"site.test:{port}")]  # reached through the pinned address, Host kept
     with pytest.raises(FetchError, match=rf"redirects to http://127\.0\.0\.1:{port}/page: refused.*loopback"):
-        fetch(f"http://site.test:{port}/to-loopback", PageFetcher(PageReaderSpec(allow=["site.test"])))
+        fetch(f"http://site.test:{port}/to-loopback", PageFetcher(PageReaderSpec(allow=[f"site.test:{port}"])))
     assert [p for p, _ in Local.hits] == ["/page", "/to-loopback"]  # the redirect target was never requested
 
 
 def test_networks_allowed_through_the_environment(port, monkeypatch):
-    monkeypatch.setenv(ALLOW_ENV, "192.0.2.0/24, 127.0.0.0/8")
+    monkeypatch.setenv(ALLOW_ENV, f"192.0.2.0/24, 127.0.0.0/8:{port}")
     assert "1932" in fetch(f"http://127.0.0.1:{port}/page", PageFetcher())
     with pytest.raises(FetchError, match="loopback"):  # ::1 is not in the allowed networks
         fetch(f"http://[::1]:{port}/page", PageFetcher())
@@ -205,13 +205,71 @@ def test_the_cache_is_read_only_after_the_guard_admits_the_url(port, dns, tmp_pa
     table["intranet.test"] = ["127.0.0.1"]
     url = f"http://intranet.test:{port}/page"
     cache = str(tmp_path / "cache")
-    assert "1932" in fetch(url, PageFetcher(PageReaderSpec(allow=["intranet.test"], cache_dir=cache)))
+    assert "1932" in fetch(url, PageFetcher(PageReaderSpec(allow=[f"intranet.test:{port}"], cache_dir=cache)))
     assert len(Local.hits) == 1 and len(list((tmp_path / "cache").glob("*.json"))) == 1
     with pytest.raises(FetchError, match="refused.*loopback"):  # no allow entry: refused, cache or not
         fetch(url, PageFetcher(PageReaderSpec(cache_dir=cache)))
-    assert "1932" in fetch(url, PageFetcher(PageReaderSpec(allow=["intranet.test"], cache_dir=cache)))
+    assert "1932" in fetch(url, PageFetcher(PageReaderSpec(allow=[f"intranet.test:{port}"], cache_dir=cache)))
     assert len(Local.hits) == 1  # the same policy: the cache answered, nothing fetched again
     # an entry written under one allow list is not found under another that also admits the URL
-    other = PageFetcher(PageReaderSpec(allow=["intranet.test", "127.0.0.0/8"], cache_dir=cache))
+    other = PageFetcher(PageReaderSpec(allow=[f"intranet.test:{port}", f"127.0.0.0/8:{port}"], cache_dir=cache))
     assert other.cached(url) is None
     assert "1932" in fetch(url, other) and len(Local.hits) == 2
+
+
+# ---------------------------------------------------------------- translated addresses, allow-list ports
+
+
+@pytest.mark.parametrize(("host", "address"), [
+    ("[::ffff:8.8.8.8]", "::ffff:808:808"),  # IPv4-mapped: the socket speaks IPv4 to 8.8.8.8
+    ("[64:ff9b::808:808]", "64:ff9b::808:808"),  # NAT64: an IPv6-only cluster reaching 8.8.8.8 through DNS64
+])
+def test_translated_forms_of_a_public_address_are_admitted(host, address):
+    sent: list[httpx.Request] = []
+    assert "1932" in fetch(f"http://{host}/page", PageFetcher(client=recording_client(sent)))
+    (req,) = sent
+    assert req.url.host == address and req.url.path == "/page"
+
+
+@pytest.mark.parametrize(("host", "why"), [
+    ("[::ffff:127.0.0.1]", "loopback"), ("[::ffff:169.254.169.254]", "link-local"),
+    ("[64:ff9b::7f00:1]", "NAT64 address wrapping 127.0.0.1, a loopback"), ("[64:ff9b::a00:1]", "private"),
+])
+def test_translated_forms_of_an_internal_address_are_refused(host, why):
+    sent: list[httpx.Request] = []
+    with pytest.raises(FetchError, match=f"refused.*{why}"):
+        fetch(f"http://{host}/page", PageFetcher(client=recording_client(sent)))
+    assert sent == []
+
+
+def test_an_allow_entry_opens_only_the_port_it_names(port, dns):
+    table, _ = dns
+    table["site.test"] = ["127.0.0.1"]
+    # no port named: the scheme's default port only, never the server's port
+    with pytest.raises(FetchError, match=rf"loopback address on port {port}.*names it only as site\.test: .*add "
+                                         rf"site\.test:{port}"):
+        fetch(f"http://site.test:{port}/page", PageFetcher(PageReaderSpec(allow=["site.test"])))
+    with pytest.raises(FetchError, match=f"refused.*port {port}"):  # the same for an address or a network
+        fetch(f"http://127.0.0.1:{port}/page", PageFetcher(PageReaderSpec(allow=["127.0.0.0/8"])))
+    with pytest.raises(FetchError, match=f"refused.*port {port}"):  # another port named
+        fetch(f"http://site.test:{port}/page", PageFetcher(PageReaderSpec(allow=[f"site.test:{port + 1}"])))
+    assert Local.hits == []
+    # the named port is open, under either form of entry
+    assert "1932" in fetch(f"http://site.test:{port}/page", PageFetcher(PageReaderSpec(allow=[f"site.test:{port}"])))
+    assert "1932" in fetch(f"http://127.0.0.1:{port}/page", PageFetcher(PageReaderSpec(allow=[f"127.0.0.0/8:{port}"])))
+    assert len(Local.hits) == 2
+    # an entry without a port opens the default port of the URL's scheme: 80 for http, 443 for https, not 80 for https
+    guard = UrlGuard(["site.test"])
+    assert asyncio.run(guard.pin("http://site.test/x")) == "127.0.0.1"
+    assert asyncio.run(guard.pin("https://site.test/x")) == "127.0.0.1"
+    with pytest.raises(FetchError, match="port 80"):
+        asyncio.run(guard.pin("https://site.test:80/x"))
+
+
+@pytest.mark.parametrize(("entry", "why"), [
+    ("site.test:0", "not a port"), ("site.test:http", "not a port"), ("[::1]:99999", "not a port"),
+    ("10.0.0.0/33", "neither a host name nor an address"), ("bad_host!:80", "not a valid host name"),
+])
+def test_bad_allow_entries_are_refused_naming_the_entry(entry, why):
+    with pytest.raises(ValueError, match=f"page reader allow list: {entry!r}.*{why}".replace("[", r"\[")):
+        UrlGuard([entry])

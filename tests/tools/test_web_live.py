@@ -93,7 +93,7 @@ def site():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     with pytest.MonkeyPatch.context() as mp:  # the reader refuses loopback unless allowed explicitly
-        mp.setenv(ALLOW_ENV, "127.0.0.1")
+        mp.setenv(ALLOW_ENV, f"127.0.0.1:{server.server_address[1]}")
         yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()

@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 
 ASSET_TYPES = ("video", "audio", "image")
 # Where the benchmark's answers live: the Hugging Face domains (as the seed blocks them) and the benchmark's own
-# repository. Entries apply as written (tools/search.py `is_blocked`): github.com as a whole stays reachable.
+# repository. Entries apply per host and path prefix, to every spelling of them (tools/search.py `is_blocked`, which
+# compares the normal form the page reader requests): github.com as a whole stays reachable.
 BLOCKED_DOMAINS = ["huggingface.co", "hf.co", "github.com/RUC-NLPIR/OmniGAIA"]
 
 _NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?%?$")
