@@ -10,8 +10,6 @@ The benchmark's hosts are mapped onto the local server by patching the reader's 
 from __future__ import annotations
 
 import asyncio
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -22,6 +20,8 @@ from omnidecision.tools.page_fetch import ALLOW_ENV, FetchError, PageFetcher, Pa
 from omnidecision.tools.registry import build_tool_context, run_tool
 from omnidecision.tools.search import is_blocked
 from omnidecision.tools.web_live import LiveWeb
+
+from .local_pages import PageHandler, serving
 
 PAGE = b"<html><head><title>Page</title></head><body><article><p>The bridge opened in 1932.</p></article></body>"
 HOSTS = ("huggingface.co", "hf.co", "github.com", "www.github.com", "raw.example.org")
@@ -69,37 +69,20 @@ ALLOWED = [
 ]
 
 
-class Counting(BaseHTTPRequestHandler):
-    hits: list[tuple[str, str]] = []  # (Host header, path) of every request that reached the server
+class Counting(PageHandler):
+    page = PAGE
+    hits: list[tuple[str, str]] = []  # (path, Host header) of every request that reached the server
 
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        Counting.hits.append((self.headers.get("Host", ""), self.path))
+    def redirects(self) -> dict[str, str]:
         port = self.server.server_address[1]
-        moves = {"/to-hf": f"http://huggingface.co:{port}/datasets/RUC-NLPIR/OmniGAIA",
-                 "/to-repo-dotted": "/RUC-NLPIR/x/../OmniGAIA", "/to-repo-backslash": "\\RUC-NLPIR\\OmniGAIA"}
-        if self.path in moves:
-            self.send_response(302)
-            self.send_header("Location", moves[self.path])
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
+        return {"/to-hf": f"http://huggingface.co:{port}/datasets/RUC-NLPIR/OmniGAIA",
+                "/to-repo-dotted": "/RUC-NLPIR/x/../OmniGAIA", "/to-repo-backslash": "\\RUC-NLPIR\\OmniGAIA"}
 
 
 @pytest.fixture(scope="module")
 def port():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(Counting) as p:
+        yield p
 
 
 @pytest.fixture(autouse=True)
@@ -164,7 +147,7 @@ def test_no_spelling_of_a_blocked_page_reaches_the_server(port, spelling):
 def test_a_redirect_onto_a_blocked_page_is_refused_before_it_is_followed(port, path):
     error = refused_twice(f"http://github.com:{port}{path}", port)
     assert "redirects to" in error
-    assert Counting.hits == [(f"github.com:{port}", path)] * 2  # the allowed page only, once per reader
+    assert Counting.hits == [(path, f"github.com:{port}")] * 2  # the allowed page only, once per reader
 
 
 @pytest.mark.parametrize(("spelling", "path"), ALLOWED)
@@ -174,7 +157,7 @@ def test_allowed_pages_still_reach_the_server_in_their_normal_form(port, spellin
     assert obs.ok and "1932" in obs.text, obs.error
     assert "1932" in read_with_fetcher(url, port)
     host = url.split("//")[1].split(":")[0].rstrip(".")
-    assert Counting.hits == [(f"{host}:{port}", path)] * 2  # the server saw exactly the form that was judged
+    assert Counting.hits == [(path, f"{host}:{port}")] * 2  # the server saw exactly the form that was judged
 
 
 def test_every_blocked_spelling_is_judged_blocked_and_its_canonical_neighbours_are_not():

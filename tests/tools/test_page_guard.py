@@ -8,8 +8,6 @@ the reader uses (`page_fetch.resolve_host`) is patched for host names: no DNS, n
 from __future__ import annotations
 
 import asyncio
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -20,37 +18,23 @@ from omnidecision.tools.page_fetch import ALLOW_ENV, FetchError, PageFetcher, Pa
 from omnidecision.tools.registry import build_tool_context, run_tool
 from omnidecision.tools.web_live import LiveWeb
 
+from .local_pages import PageHandler, serving
+
 PAGE = b"<html><head><title>Harbour</title></head><body><article><p>The bridge opened in 1932.</p></article></body>"
 
 
-class Local(BaseHTTPRequestHandler):
+class Local(PageHandler):
+    page = PAGE
     hits: list[tuple[str, str]] = []  # (path, Host header)
 
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        Local.hits.append((self.path, self.headers.get("Host", "")))
-        if self.path == "/to-loopback":  # an allowed host redirecting onto an internal address
-            self.send_response(302)
-            self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/page")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
+    def redirects(self) -> dict[str, str]:  # an allowed host redirecting onto an internal address
+        return {"/to-loopback": f"http://127.0.0.1:{self.server.server_address[1]}/page"}
 
 
 @pytest.fixture(scope="module")
 def port():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Local)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(Local) as p:
+        yield p
 
 
 @pytest.fixture(autouse=True)
