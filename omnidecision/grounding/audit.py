@@ -135,8 +135,9 @@ def recipe_scores(recipe: Path, rows: Sequence[dict[str, Any]], groups: list[lis
     from omnidecision.rl.rft import score_groups
 
     overrides = ["--judge_path", str(judge)] if judge is not None else []
-    script, training, _ = parse_args(["--config", str(recipe), "--num_generations", str(len(groups[0])),
-                                      "--generation_batch_size", str(len(groups[0])), *overrides])
+    k = str(len(groups[0]))  # one group per batch: only the recipe's rewards and weights matter here
+    script, training, _ = parse_args(["--config", str(recipe), "--num_generations", k, "--generation_batch_size", k,
+                                      "--per_device_train_batch_size", k, *overrides])
     with tempfile.TemporaryDirectory() as tmp:
         return score_groups(script, training, list(rows), groups, tmp)  # type: ignore[return-value]
 
