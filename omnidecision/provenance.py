@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,18 @@ Stage = Literal["sft", "grpo", "rft", "rounds", "judge", "unknown"]
 
 class ProvenanceError(ValueError):
     """A provenance file (or a harvest's task ids) that cannot be read; the message names the file."""
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), which result files record (pipeline/scheduler.py, the reward audit):
+    stage times and round-off depend on it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text("utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def git_revision(path: str | Path | None = None) -> str | None:

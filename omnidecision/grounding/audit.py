@@ -195,7 +195,10 @@ def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None =
             "tool_calls": sum(e.tool_calls for e in all_runs), "tokens": sum(e.tokens for e in all_runs),
             "tool_calls_by_tool": by_tool}
     proxies = list(scores)
-    report = {"data": str(data), "runs": [str(r) for r in runs], "split": s.split, "states": len(rows), "k": s.k,
+    from omnidecision.provenance import cpu_model, git_revision
+
+    report = {"git_revision": git_revision(), "cpu": cpu_model(),
+              "data": str(data), "runs": [str(r) for r in runs], "split": s.split, "states": len(rows), "k": s.k,
               "continuations": s.continuations, "policy": s.policy, "candidates_from": str(planner or "action space"),
               "temperature": s.temperature, "seed": s.seed, "skipped_states": len(rows_all) - len(known),
               "cost": _price(cost, prices), "metrics": audit_metrics(cands, proxies),

@@ -47,14 +47,11 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), which result files record: stage times and round-off depend on it."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text("utf-8", errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The CPU's model name, which result files record (`provenance.cpu_model`)."""
+    from omnidecision.provenance import cpu_model as read
+
+    return read()
+
 
 
 def library_versions() -> dict[str, str | None]:

@@ -58,3 +58,17 @@ def test_metrics_read_groups_not_states():
     m = proxy_metrics(cands, "p")
     assert m["within_group_spearman"] == 1.0 and m["top1_agreement"] == 1.0 and m["auroc"] == 0.75
     assert audit_metrics(cands, ["p"])["group_kinds"]["finish"] == 2
+
+
+def test_the_docs_audit_table_is_the_result_files():
+    """docs/grounding.md shows the audit of the demo's SFT planner as its result file holds it."""
+    from pathlib import Path
+
+    from omnidecision.grounding.report import overall_rows
+
+    root = Path(__file__).resolve().parents[2]
+    report = json.loads((root / "docs" / "results" / "audit-demo-sft.json").read_text())
+    page = (root / "docs" / "grounding.md").read_text()
+    assert "\n".join(overall_rows(report["metrics"]["overall"])) in page
+    varying = report["metrics"]["overall"]["closure"]["varying_states"]
+    assert f"In only {varying} of the {report['states']} states" in page
