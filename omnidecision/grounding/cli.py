@@ -25,7 +25,7 @@ def audit_rewards(
                    "from each state's action space"),
     judge: Optional[Path] = typer.Option(None, help="the learned reward judge to audit (a `judge train` folder)"),  # noqa: UP045
     recipe: Optional[Path] = typer.Option(  # noqa: UP045
-        None, help="a GRPO recipe whose reward_funcs and weights are audited as one proxy (`recipe`)"),
+        None, "--config", help="a GRPO recipe whose reward_funcs and weights are audited as one proxy (`recipe`)"),
     prices: Optional[Path] = typer.Option(None, help="price table for the executions' tool calls"),  # noqa: UP045
     split: str = typer.Option("validation", help="which split's states to sample (dev states by default)"),
     states: int = typer.Option(40, min=1, help="states to sample"),
