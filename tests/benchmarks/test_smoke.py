@@ -6,9 +6,11 @@ editing this test.
 
 A smoke run writes under BENCH_SMOKE_OUT (here the test's tmp folder), never over bench/results/. The serving and
 collection benchmarks start a vLLM server (marked `vllm`); the view benchmark renders in chromium (`make browser`):
-without it that case skips locally and fails under CI=true (tests/conftest.py).
+without it that case skips locally and fails under CI=true (tests/conftest.py). The five heaviest smoke runs
+(`HEAVY`, 50-75 s each) are `slow`: the fast suite runs the other five and imports every benchmark (`--help`).
 
-    pytest -q tests/benchmarks/test_smoke.py
+    pytest -q tests/benchmarks/test_smoke.py                 # the fast cases
+    pytest -q -m slow tests/benchmarks/test_smoke.py         # the heavy smoke runs
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ NAMES = sorted(p.stem.removeprefix("bench_") for p in BENCH.glob("bench_*.py"))
 MARKS = {"collect": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "serving": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "view": [pytest.mark.requires("playwright")]}
+# The five whose smoke run takes 50-75 s here (a vLLM server start, GRPO runs): `make slow-test` runs them; the fast
+# suite imports them (test_every_benchmark_imports_and_parses_its_options), which is what a refactor breaks first.
+HEAVY = {"collect", "serving", "grpo_env", "grpo_recipe", "grpo_signal"}
+for _name in HEAVY:
+    MARKS[_name] = [*MARKS.get(_name, []), pytest.mark.slow]
 NOT_IN_MAKE_BENCH = {"grpo_recipe"}  # a long ablation on a finished demo folder (bench/run_all.py says so)
 
 
@@ -62,6 +69,15 @@ def test_every_benchmark_runs_at_its_smoke_size(name: str, tmp_path: Path) -> No
         for figure in arm.figures.values():
             assert len(figure.values) == result.repeats and all(v == v for v in figure.values)  # no NaN
     assert _digest(BENCH / "results") == real_results  # no real result was touched
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_benchmark_imports_and_parses_its_options(name: str) -> None:
+    """Every benchmark module imports (a name it imports from the project still exists) and answers --help."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-m", f"bench.bench_{name}", "--help"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "--smoke" in proc.stdout, (proc.stdout + proc.stderr)[-3000:]
 
 
 def test_make_bench_runs_every_benchmark_but_the_named_long_one() -> None:
