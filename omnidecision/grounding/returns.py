@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 
 from omnidecision.ledger import Ledger
 from omnidecision.protocol.chat import BackendSpec, ChatResponse
-from omnidecision.rollout.branch import Policy, branch_run, build_policy
+from omnidecision.rollout.branch import Policy, branch_run, build_policy, policy_specs
 from omnidecision.rollout.parent import ParentRun, load_parent
 
 logger = logging.getLogger(__name__)
@@ -118,18 +118,18 @@ class Executor:
     reference: bool = False  # admit the rule planner as a (labelled) continuation policy
     executions: int = 0
     cached: int = 0
-    _parents: dict[str, ParentRun] = field(default_factory=dict)
     _policies: dict[str, Policy] = field(default_factory=dict)
 
     def policy_for(self, parent: ParentRun) -> Policy:
         key = parent.record.run_id
         if key not in self._policies:
             specs = parent.recipe.backends
-            if self.policy_name == "teacher" and is_rule_policy(specs) or \
-                    self.policy_name not in ("teacher", "recipe") and _file_is_rule(self.policy_name):
-                if not self.reference:
-                    raise ValueError(f"continuation policy {self.policy_name!r} decides as the rule planner: it is "
-                                     "never a reward source (reference=True for a labelled reference)")
+            # checked on the backends the policy is built from: a `teacher` policy over a collection whose backends
+            # are not all the teacher is the default teacher, which decides as the rule planner does
+            if self.policy_name != "recorded" and is_rule_policy(policy_specs(self.policy_name, specs)) \
+                    and not self.reference:
+                raise ValueError(f"continuation policy {self.policy_name!r} decides as the rule planner: it is "
+                                 "never a reward source (reference=True for a labelled reference)")
             self._policies[key] = build_policy(self.policy_name, parent.record, specs)
         return self._policies[key]
 
@@ -169,13 +169,6 @@ class Executor:
         """(mean judged outcome, mean closure at the end, the executions) over `n` continuations."""
         runs = [await self.execute(parent, step, decision, seed) for seed in range(n)]
         return (sum(r.value for r in runs) / n, sum(r.closure for r in runs) / n, runs)
-
-
-def _file_is_rule(path: str) -> bool:
-    from omnidecision.backends.factory import load_backend_specs
-
-    p = Path(path)
-    return p.is_file() and is_rule_policy(load_backend_specs(p))
 
 
 def parent_index(runs: list[Path]) -> dict[str, Path]:

@@ -65,18 +65,30 @@ def build_policy(policy: str, parent: RunRecord, recipe_backends: dict[str, Back
     if policy == "recorded":
         fallback = build_backends(recipe_backends) if recipe_backends else None
         return Policy("recorded", {"default": RecordedPolicy(parent, fallback)})
+    specs = policy_specs(policy, recipe_backends)
+    if policy in ("teacher", "recipe"):
+        return Policy(policy, build_backends(specs))
+    return policy_from_specs(specs, Path(policy).name)
+
+
+def policy_specs(policy: str, recipe_backends: dict[str, BackendSpec] | None = None) -> dict[str, BackendSpec]:
+    """The backends a named continuation policy other than `recorded` is built from: `teacher` (the recipe's when
+    every one is the scripted teacher, else a default teacher), `recipe`, or a backends YAML file.
+
+    >>> policy_specs("teacher", {"planner": BackendSpec(kind="local", model="m")})["default"].kind
+    'teacher'
+    """
     if policy == "teacher":
-        specs = recipe_backends if _all_teacher(recipe_backends) else {"default": BackendSpec(kind="teacher")}
-        return Policy("teacher", build_backends(specs))  # type: ignore[arg-type]
+        return recipe_backends if _all_teacher(recipe_backends) else {"default": BackendSpec(kind="teacher")}  # type: ignore[return-value]
     if policy == "recipe":
         if not recipe_backends:
             raise ValueError("policy recipe: no recipe backends (the trajectory folder has no manifest.json; "
                              "give --config)")
-        return Policy("recipe", build_backends(recipe_backends))
+        return recipe_backends
     path = Path(policy)
     if not path.is_file():
         raise ValueError(f"policy {policy!r}: not one of {', '.join(POLICY_NAMES)} and no such backends file")
-    return policy_from_specs(load_backend_specs(path), path.name)
+    return load_backend_specs(path)
 
 
 def policy_from_specs(specs: dict[str, BackendSpec], label: str = "backends") -> Policy:

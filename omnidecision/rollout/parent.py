@@ -77,19 +77,27 @@ def load_parent_recipe(trajectories: Path, recipe: Path | None, tasks: Path | No
         raise BadInput(str(exc)) from exc
 
 
+# recipe JSON -> (its tasks by id, its services): the parents of one collection share them (an audit or an executed
+# reward loads many parents of the same collection; each would otherwise read the whole task suite again)
+_ENVIRONMENTS: dict[str, tuple[dict[str, Task], Any]] = {}
+
+
 def environment(recipe: Any, task_id: str) -> tuple[Any, Any]:
     """(the task, its tool services) from the recipe's task source and environment."""
     from omnidecision.rollout.runner import build_services, select_tasks
 
-    try:
-        _, selected = select_tasks(recipe.model_copy(update={"shard": "0/1"}))
-    except (RecipeError, ValueError, OSError) as exc:
-        raise BadInput(f"cannot load the recipe's tasks (tasks.path {recipe.tasks.path}): {exc}; run where the "
-                       f"collection ran, or give --tasks") from exc
-    task = next((t for t in selected if t.id == task_id), None)
+    key = recipe.model_dump_json()
+    if key not in _ENVIRONMENTS:
+        try:
+            _, selected = select_tasks(recipe.model_copy(update={"shard": "0/1"}))
+        except (RecipeError, ValueError, OSError) as exc:
+            raise BadInput(f"cannot load the recipe's tasks (tasks.path {recipe.tasks.path}): {exc}; run where the "
+                           f"collection ran, or give --tasks") from exc
+        _ENVIRONMENTS[key] = ({t.id: t for t in selected}, build_services(recipe, selected))
+    by_id, services = _ENVIRONMENTS[key]
+    task = by_id.get(task_id)
     if task is None:
-        raise BadInput(f"task {task_id!r} is not among the recipe's {len(selected)} tasks ({recipe.tasks.path})")
-    services = build_services(recipe, selected)
+        raise BadInput(f"task {task_id!r} is not among the recipe's {len(by_id)} tasks ({recipe.tasks.path})")
     return task, services(task) if callable(services) else services
 
 

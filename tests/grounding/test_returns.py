@@ -77,3 +77,16 @@ def test_the_rule_planner_is_never_a_reward_source(habits_runs, tmp_path):
         asyncio.run(Executor(str(rule)).execute(parent, 0, '{"action": "finish"}', 0))
     labelled = asyncio.run(Executor(str(rule), reference=True).execute(parent, 0, '{"action": "finish"}', 0))
     assert labelled.policy.startswith("rule.yaml#")
+
+
+def test_a_teacher_policy_over_a_served_planners_collection_is_the_rule_planner_and_refused():
+    """`teacher` over a collection whose planner is not the teacher builds the default teacher (no habits, no noise):
+    the rule planner, so it is refused as a reward source."""
+    from omnidecision.protocol.chat import BackendSpec
+    from omnidecision.rollout.branch import policy_specs
+
+    served = {"default": BackendSpec(kind="teacher", options={"noise": 0.0}),
+              "planner": BackendSpec(kind="local", model="runs/demo/models/sft")}
+    assert returns_module.is_rule_policy(policy_specs("teacher", served))
+    habits = {"default": BackendSpec(kind="teacher", options={"habits": 0.5, "noise": 0.02})}
+    assert not returns_module.is_rule_policy(policy_specs("teacher", habits))
