@@ -57,14 +57,37 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool) -> dict[int | No
 
 def write_curve(recipe: Any, cells: dict[int | None, list[tuple[dict, Path]]], out: Path, results: Path | None
                 ) -> str:
-    """Pool the curve's cells, write OUT/experiment.json (and `results`), return its page."""
+    """Pool the curve's cells, write OUT/experiment.json (and `results`), the plot OUT/curve.png and the viewer
+    OUT/view (every cell's test runs, the plot on its index); return the result's page."""
     from omnidecision.pipeline.experiment import write_result
     from omnidecision.provenance import git_revision
 
-    curve = pool_curve(recipe, {n: done for n, done in cells.items() if n is not None})
+    done = {n: d for n, d in cells.items() if n is not None}
+    curve = pool_curve(recipe, done)
     curve["git_revision"] = git_revision()
     write_result(curve, out, results)
+    plot_curve(curve, out / "curve.png")
+    index = write_curve_view(done, out / "view", out / "curve.png")
+    logger.info("the curve's runs and its plot: %s", index)
     return curve_page(curve, str(results or out / "experiment.json"))
+
+
+def write_curve_view(cells: dict[int, list[tuple[dict, Path]]], out: Path, plot: Path) -> Path:
+    """One viewer site over every cell's test evaluations, the curve plot at the top of its index; each source is
+    labelled with its cell (`N=30 start 1: grpo_judge.r2`). Returns index.html."""
+    from omnidecision.view.load import load
+    from omnidecision.view.render import write_site
+
+    # eval/<planner>/test: the planner's folder name is the label (a report's own name may be missing)
+    prefix = {d: f"N={n} start {folder.name.removeprefix('seed-')}: {d.parent.name}"
+              for n, done in sorted(cells.items()) for _, folder in done
+              for d in sorted((folder / "eval").glob("*/test"))}
+    collection = load(list(prefix))
+    for problem in collection.problems:
+        logger.warning("curve view: %s", problem)
+    for src in collection.sources:
+        src.label = prefix.get(src.path, src.label)
+    return write_site(collection, out, title="The teacher-data curve: every cell's test runs", figures=[plot])
 
 
 def teacher_cost(folder: Path, price_per_call: float) -> dict[str, Any]:
@@ -113,6 +136,47 @@ def headline(by_n: dict[int, dict[str, Any]], outcomes: dict[int, dict[str, Any]
             "teacher_runs_saved_fraction": None if smallest is None else round(1 - smallest / top, 4)}
 
 
+def arm_cost(recipe: Any, n: int, summaries: list[dict[str, Any]], means: dict[str, dict[str, float]]
+             ) -> dict[str, Any]:
+    """What each post-SFT arm's training cost at one N, and per point of gain over sft.
+
+    An arm's cost is its own steps' wall time at one thread (its training step and, for a control, its selection
+    step; one thread pinned to one core, so wall ≈ CPU seconds), averaged over the cells' replicates. Steps that
+    several arms share (the judge's training, the SFT planner's own runs) are reported apart, not charged to an arm.
+    For an executed-reward arm the share its executions took (`executed_cost.json`) is reported beside: executions
+    run inside the GRPO process, so they are already in the step's time. CPU seconds per point = cost / (100 × gain),
+    None when the gain over sft is not above 0 (no finite price of a gain that did not happen)."""
+    from omnidecision.pipeline.summary import units
+
+    shared_steps = ("judge-train", "collect-own", "harvest-own")
+    rows: dict[str, Any] = {}
+    sft = (means.get("sft") or {}).get("estimate")
+    for arm in recipe.arm_table():
+        if not arm.served or arm.group == "sft":
+            continue
+        per_rep, executed = [], []
+        for s in summaries:
+            times = s.get("stage_wall_s") or {}
+            cfg = recipe.start_config(int(s.get("seed", 0)), n)
+            for key, name in units(arm, cfg):
+                if name in times:
+                    per_rep.append(times[name] + times.get(f"{name}-select", 0.0))
+                cost = ((s.get("planners") or {}).get(arm.name) or {}).get("executed_cost") or {}
+                if key in cost and cost[key].get("cpu_s") is not None:
+                    executed.append(cost[key]["cpu_s"])
+        if not per_rep:
+            continue
+        cpu = sum(per_rep) / len(per_rep)
+        gain = None if sft is None or arm.name not in means else means[arm.name]["estimate"] - sft
+        rows[arm.name] = {"cpu_s": round(cpu, 1), "replicates": len(per_rep),
+                          "gain_over_sft": None if gain is None else round(gain, 4),
+                          "cpu_s_per_point": round(cpu / (100 * gain), 1) if gain is not None and gain > 0 else None,
+                          "execution_cpu_s": round(sum(executed) / len(executed), 1) if executed else None}
+    shared = {k: round(sum((s.get("stage_wall_s") or {}).get(k, 0.0) for s in summaries) / len(summaries), 1)
+              for k in shared_steps if any(k in (s.get("stage_wall_s") or {}) for s in summaries)}
+    return {"arms": rows, "shared_steps_cpu_s": shared}
+
+
 def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]]) -> dict[str, Any]:
     """The curve's result: each N pooled as the experiment pools its starts, the teacher's cost per N (mean over the
     starts' cells), and the declared headline."""
@@ -123,6 +187,7 @@ def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]])
         summaries, folders = [s for s, _ in done], [f for _, f in done]
         by_n[n] = pool(summaries, folders, recipe)
         outcomes[n] = by_n[n]["outcomes"]
+        by_n[n]["arm_cost"] = arm_cost(recipe, n, summaries, (by_n[n].get("contrasts") or {}).get("means", {}))
         per_cell = [teacher_cost(f, recipe.teacher_price_per_call) for f in folders]
         cost[n] = {split: {k: round(sum(c[split][k] for c in per_cell) / len(per_cell), 4)
                            for k in per_cell[0][split]} for split in ("train", "dev")}
@@ -160,6 +225,19 @@ def cost_table(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def arm_cost_table(result: dict[str, Any]) -> list[str]:
+    """Per N and post-SFT arm: CPU seconds per replicate, the gain over sft, CPU seconds per point of gain."""
+    rows = ["| N | arm | CPU s per replicate | gain over sft | CPU s per point of gain | of which executions |",
+            "|---|---|---|---|---|---|"]
+    for n in (str(n) for n in result["teacher_tasks"]):
+        for arm, c in ((result["by_n"][n].get("arm_cost") or {}).get("arms") or {}).items():
+            gain = "–" if c["gain_over_sft"] is None else f"{c['gain_over_sft']:+.3f}"
+            per = "– (no gain)" if c["cpu_s_per_point"] is None else f"{c['cpu_s_per_point']:g}"
+            ex = "–" if c["execution_cpu_s"] is None else f"{c['execution_cpu_s']:g}"
+            rows.append(f"| {n} | {arm} | {c['cpu_s']:g} | {gain} | {per} | {ex} |")
+    return rows
+
+
 def contrast_table(result: dict[str, Any]) -> list[str]:
     rows = ["| N | contrast | estimate | 95% interval | p |", "|---|---|---|---|---|"]
     for n in (str(n) for n in result["teacher_tasks"]):
@@ -192,6 +270,10 @@ def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None
              "## Headline (declared before the run)", "", *headline_rows(result), "",
              "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
              *curve_table(result), "", "## Planned contrasts at each N", "", *contrast_table(result), "",
+             "## What each arm's training cost", "",
+             "One thread per step (wall ≈ CPU seconds), mean over replicates; steps several arms share (the judge, "
+             "the SFT planner's own runs) are not charged to an arm. Executions of an executed reward run inside its "
+             "GRPO step and are part of its time.", "", *arm_cost_table(result), "",
              "## The teacher's cost", "",
              f"Price: {result['price']['per_tool_call_usd']} USD per teacher tool call "
              f"({result['price']['source']}).", "", *cost_table(result), ""]

@@ -93,8 +93,12 @@ def _cell(folder: Path, cfg: DemoConfig, arms, correct: dict[str, list[bool]], t
                                 totals=Totals(tool_calls={"web_search": 2, "subtitle_grounding": 1},
                                               prompt_tokens=100, completion_tokens=10))
                 f.write(rec.model_dump_json() + "\n")
-    (folder / "stage_wall_s.json").write_text("{}")
-    summarise(folder, cfg, {}, arms)  # summary.json: the cell is finished
+    # every replicate of an arm trains in 100 s (r0) or 200 s (r1); rft's selection adds 50 s; the judge 30 s
+    times = {name: 100.0 * (1 + (key == "r1")) for arm in arms for key, name in units(arm, cfg)} | \
+        {f"{name}-select": 50.0 for key, name in units(next(a for a in arms if a.name == "rft"), cfg)} | \
+        {"judge-train": 30.0}
+    (folder / "stage_wall_s.json").write_text(json.dumps(times))
+    summarise(folder, cfg, times, arms)  # summary.json: the cell is finished
 
 
 def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path, monkeypatch):
@@ -131,6 +135,12 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
     assert result["by_n"]["8"]["contrasts"]["planned"]["grpo_own-sft"]["estimate"] == pytest.approx(1 / 3)
     assert result["by_n"]["16"]["contrasts"]["planned"]["grpo_own-sft"]["estimate"] == pytest.approx(0.0)
     assert result["headline"]["smallest_n"] == 8  # RL at N=8 solves what SFT at N=16 solves, task for task
+    # what each arm cost: 150 s per replicate, 200 s for rft (its selection too); per point of gain over sft
+    cost8 = result["by_n"]["8"]["arm_cost"]
+    assert cost8["arms"]["grpo_own"]["cpu_s"] == 150.0 and cost8["arms"]["rft"]["cpu_s"] == 200.0
+    assert cost8["arms"]["grpo_own"]["cpu_s_per_point"] == pytest.approx(150 / (100 / 3), abs=0.1)
+    assert cost8["arms"]["rft"]["cpu_s_per_point"] is None  # rft is as weak as sft at N=8: no gain to price
+    assert cost8["shared_steps_cpu_s"] == {"judge-train": 30.0} and "sft" not in cost8["arms"]
 
     page = curve_page(result, "docs/results/teacher-curve.json")
     accuracy = page.split("## Accuracy per arm")[1].split("##")[0]
@@ -143,7 +153,13 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
             assert f"| {n} | {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] |" in page
         c = result["teacher_cost"][n]["train"]
         assert f"| {n} | {c['runs']:g} | {c['tool_calls']:g} | {c['tokens']:g} | {c['usd']:.2f} |" in page
+        for arm, a in result["by_n"][n]["arm_cost"]["arms"].items():
+            assert f"| {n} | {arm} | {a['cpu_s']:g} |" in page
     assert "Smallest N that matches: 8" in page
+    # the viewer's index shows the curve plot and labels each source with its cell
+    index = (tmp_path / "out" / "view" / "index.html").read_text("utf-8")
+    assert (tmp_path / "out" / "curve.png").stat().st_size > 1000 and "assets/figures/curve.png" in index
+    assert "N=8 start 0: sft" in index and "N=16 start 1: grpo_own.r1" in index
 
 
 def test_the_headline_needs_the_rl_arm_within_the_margin_of_sft_at_the_largest_n():
