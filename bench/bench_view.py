@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--runs", type=int, default=10_000)
     p.add_argument("--base-runs", type=int, default=1_000, help="runs collected for real (and the baseline site)")
     p.add_argument("--repeats", type=int, default=3, help="fresh browser pages per site, alternating the sites")
-    a = parse_args(p, argv, smoke={"runs": 240, "base_runs": 120})
+    a = parse_args(p, argv, smoke={"runs": 130, "base_runs": 110})
     run = Run("view", a.smoke)
 
     from playwright.sync_api import sync_playwright
