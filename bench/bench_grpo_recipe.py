@@ -9,7 +9,7 @@ bootstrap 95% CI, and per variant: the mean delta over seeds, its gain over the 
 above zero.
 
     python -m bench.bench_grpo_recipe [--demo runs/demo] [--seeds 0 1 2] [--steps 150]
-    python -m bench.bench_grpo_recipe --smoke     # minutes: a stand-in demo folder, runs, measures nothing
+    python -m bench.bench_grpo_recipe --smoke     # ≈ 20 s: a stand-in demo folder, runs, measures nothing
 
 ≈ 2.5 minutes per run on 2 cores (9 runs with the defaults). Writes bench/results/grpo_recipe.json. At smoke size
 (bench/common.py) the demo folder is a stand-in built here: a few synthetic tasks, the scripted teacher's harvest
