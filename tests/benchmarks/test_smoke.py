@@ -14,7 +14,7 @@ Two runs of each benchmark:
   take the session's server (`vllm_server`, tests/conftest.py, which marks them `vllm`) with `--base-url` instead
   of starting their own; a new benchmark is in the first list, found by its file name;
 - slow: `python -m bench.bench_NAME --smoke`, each in its own process, as `make bench` runs them: the command-line
-  entry, and the benchmarks' own vLLM server start (6.6 min for the ten on a 2-core Xeon).
+  entry, and the benchmarks' own vLLM server start (6.5 min for the ten on a 2-core Xeon at load 5-7).
 
     pytest -q tests/benchmarks/test_smoke.py                 # every benchmark at its smoke size, in this process
     pytest -q -m slow tests/benchmarks/test_smoke.py         # the same from the command line, a process each
@@ -44,8 +44,9 @@ NAMES = sorted(p.stem.removeprefix("bench_") for p in BENCH.glob("bench_*.py"))
 MARKS = {"collect": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "serving": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "view": [pytest.mark.requires("playwright")]}
-# A process per benchmark takes 15-75 s each (torch and TRL imported again, a vLLM server start): `make slow-test`
-# runs them; the fast suite runs the same smoke sizes in its own process.
+# A process per benchmark takes 6-105 s (torch and TRL imported again, a vLLM server start): `make slow-test` runs
+# them; the fast suite runs the same smoke sizes in its own process (≈ 85 s for the ten at load 7, with torch and
+# TRL already imported and without the server's start).
 SLOW_MARKS = {name: [*MARKS.get(name, []), pytest.mark.slow] for name in NAMES}
 # The vLLM benchmarks' options for an already running server: the session's, serving the tiny planner as `planner`.
 SERVER_OPTIONS = {"collect": lambda server, model: ["--base-url", server.base_url,
