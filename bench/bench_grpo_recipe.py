@@ -15,8 +15,8 @@ above zero.
 (bench/common.py) the demo folder is a stand-in built here: a few synthetic tasks, the scripted teacher's harvest
 and a planner after 2 SFT steps (bench/pipeline.py), laid out as the demo lays out its own; each GRPO run is one
 step of the smoke generation size (bench.common.SMOKE_GRPO_ARGS) and runs in this process, with the options the
-command gets (`omnidecision.rl.train.main`: a process start and torch import per run were most of the smoke time;
-the slow smoke test, tests/benchmarks/test_smoke.py, still runs `python -m bench.bench_grpo_recipe --smoke`).
+`omnidecision grpo` command gets (`omnidecision.rl.train.main`: a process start and torch import per run were most
+of the smoke time). The command itself is run by the tests of the grpo stage (tests/rl/), not by this smoke size.
 """
 
 from __future__ import annotations

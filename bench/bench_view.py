@@ -3,7 +3,8 @@ takes to load, filter and page in headless Chromium, against the same site with 
 
 Runs are real: `omnidecision tasks synth` + `omnidecision collect` (scripted teacher with noise, 2 samples) make
 `--base-runs` runs (or `--real-runs`, fewer, repeated under distinct task ids up to `--base-runs`); the 10,000-run
-collection repeats them the same way (the viewer's work does not depend on whether two runs' contents are equal). Chromium is the distribution's (`make browser`).
+collection repeats them the same way (the viewer's work does not depend on whether two runs' contents are
+equal). Chromium is the distribution's (`make browser`).
 
     python -m bench.bench_view --runs 10000 --base-runs 1000
     python -m bench.bench_view --smoke     # smoke size: runs, measures nothing (bench/common.py)
