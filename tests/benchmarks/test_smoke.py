@@ -45,8 +45,8 @@ MARKS = {"collect": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "serving": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "view": [pytest.mark.requires("playwright")]}
 # A process per benchmark takes 6-105 s (torch and TRL imported again, a vLLM server start): `make slow-test` runs
-# them; the fast suite runs the same smoke sizes in its own process (≈ 85 s for the ten at load 7, with torch and
-# TRL already imported and without the server's start).
+# them; the fast suite runs the same smoke sizes in its own process: 85-115 s for the ten at load 6-7 with torch and
+# TRL already imported, not counting the server's start (the more with that server idling beside them).
 SLOW_MARKS = {name: [*MARKS.get(name, []), pytest.mark.slow] for name in NAMES}
 # The vLLM benchmarks' options for an already running server: the session's, serving the tiny planner as `planner`.
 SERVER_OPTIONS = {"collect": lambda server, model: ["--base-url", server.base_url,
