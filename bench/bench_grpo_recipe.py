@@ -9,11 +9,14 @@ bootstrap 95% CI, and per variant: the mean delta over seeds, its gain over the 
 above zero.
 
     python -m bench.bench_grpo_recipe [--demo runs/demo] [--seeds 0 1 2] [--steps 150]
-    python -m bench.bench_grpo_recipe --smoke     # minutes: a stand-in demo folder, runs, measures nothing
+    python -m bench.bench_grpo_recipe --smoke     # ≈ 20 s: a stand-in demo folder, runs, measures nothing
 
 ≈ 2.5 minutes per run on 2 cores (9 runs with the defaults). Writes bench/results/grpo_recipe.json. At smoke size
 (bench/common.py) the demo folder is a stand-in built here: a few synthetic tasks, the scripted teacher's harvest
-and a planner after 2 SFT steps (bench/pipeline.py), laid out as the demo lays out its own.
+and a planner after 2 SFT steps (bench/pipeline.py), laid out as the demo lays out its own; each GRPO run is one
+step of the smoke generation size (bench.common.SMOKE_GRPO_ARGS) and runs in this process, with the options the
+`omnidecision grpo` command gets (`omnidecision.rl.train.main`: a process start and torch import per run were most
+of the smoke time). The command itself is run by the tests of the grpo stage (tests/rl/), not by this smoke size.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import ROOT, Run, parse_args, portable
+from bench.common import ROOT, Run, grpo_smoke_args, parse_args, portable
 from bench.schema import Arm, BenchResult, measure
 
 VARIANTS: dict[str, list[str]] = {
@@ -62,15 +65,24 @@ def stand_in_demo(work: Path, tasks: int = 4, sft_steps: int = 2) -> Path:
     return demo
 
 
-def run_one(demo: Path, variant: str, seed: int, steps: int, work: Path, eval_n: int = -1) -> dict:
+def run_one(demo: Path, variant: str, seed: int, steps: int, work: Path, eval_n: int = -1,
+            extra: list[str] | None = None, in_process: bool = False) -> dict:
+    """One GRPO run (`omnidecision grpo`, its own process; `in_process`: `omnidecision.rl.train.main` here, with
+    the same options); `extra`: recipe options appended."""
     out = work / f"{variant}-{seed}"
     model, data = demo_parts(demo)
-    cmd = [sys.executable, "-m", "omnidecision.cli", "grpo", "--config", str(RECIPE),
-           "--model_name_or_path", str(model), "--dataset_name", str(data),
-           "--output_dir", str(out), "--seed", str(seed), "--max_steps", str(steps), "--eval_closure_n", str(eval_n),
-           "--log_completions", "false", *VARIANTS[variant]]
-    with (work / f"{variant}-{seed}.log").open("w") as log:
-        subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT)
+    args = ["--config", str(RECIPE), "--model_name_or_path", str(model), "--dataset_name", str(data),
+            "--output_dir", str(out), "--seed", str(seed), "--max_steps", str(steps), "--eval_closure_n", str(eval_n),
+            "--log_completions", "false", *VARIANTS[variant], *(extra or [])]
+    if in_process:
+        from omnidecision.rl import train as rl_train
+        from omnidecision.rl.config import parse_args as grpo_args
+
+        rl_train.main(*grpo_args(args))
+    else:
+        with (work / f"{variant}-{seed}.log").open("w") as log:
+            subprocess.run([sys.executable, "-m", "omnidecision.cli", "grpo", *args], check=True, stdout=log,
+                           stderr=subprocess.STDOUT)
     report = json.loads((out / "closure_eval.json").read_text())
     return {"variant": variant, "seed": seed, "start": report["start"]["closure"]["mean"],
             "trained": report["trained"]["closure"]["mean"], "paired": report["paired"],
@@ -138,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
             a.demo = stand_in_demo(Path(tmp))
         for seed in a.seeds:
             for variant in a.variants:
-                runs.append(run_one(a.demo, variant, seed, a.steps, Path(tmp), a.eval_n))
+                runs.append(run_one(a.demo, variant, seed, a.steps, Path(tmp), a.eval_n,
+                                    extra=grpo_smoke_args(a.smoke), in_process=a.smoke))
                 r = runs[-1]
                 logging.info("%-17s seed %d: %.4f -> %.4f, per-state delta %+.4f [%+.4f, %+.4f]", variant, seed,
                              r["start"], r["trained"], r["paired"]["delta_mean"], r["paired"]["ci95_low"],

@@ -38,10 +38,11 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Run, parse_args
+from bench.common import ROOT, Run, grpo_smoke_args, parse_args
 from bench.pipeline import DIGEST_MAX_CHARS, sft_planner, synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 from bench.trajectory_grpo import CpuTailAverage, cpu_seconds, in_loop_accuracy, train_trajectory_grpo
@@ -86,12 +87,15 @@ def recipe_args(overrides: list[str]) -> tuple[Any, Any, Any]:
                        "--max_steps", "100000", "--logging_steps", "1", *overrides])
 
 
-def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float) -> tuple[Path, dict[str, Any]]:
+def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float,
+                 extra: Sequence[str] = ()) -> tuple[Path, dict[str, Any]]:
+    """GRPO on the ledger states of `rl_dir` for `budget` CPU-seconds; `extra`: recipe options appended (the
+    smoke size's, bench.common.grpo_smoke_args)."""
     from omnidecision.rl import train as rl_train
 
     callback = cpu_budget_callback(budget)
     args = recipe_args(["--model_name_or_path", str(start), "--dataset_name", str(rl_dir), "--output_dir", str(out),
-                        "--seed", str(seed)])
+                        "--seed", str(seed), *extra])
     averager = CpuTailAverage(lambda: cpu_seconds() - callback.start if callback.start is not None else 0.0,
                               budget, args[0].weight_average_start)
     report = rl_train.main(*args, callbacks=[callback, averager.callback])
@@ -106,11 +110,12 @@ def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float)
 
 
 def trajectory_arm(start: Path, train_tasks: list[Any], seed: int, budget: float, tasks_per_step: int,
-                   teacher: Any, agent_config: Any) -> tuple[Any, dict[str, Any]]:
+                   teacher: Any, agent_config: Any, extra: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
     from omnidecision.modeling import load_planner
 
     script_args, training_args, _ = recipe_args(["--model_name_or_path", str(start), "--dataset_name", str(start),
-                                                 "--output_dir", str(start / "unused"), "--seed", str(seed)])
+                                                 "--output_dir", str(start / "unused"), "--seed", str(seed),
+                                                 *extra])
     model, tokenizer = load_planner(start, trainable=True)
     report = train_trajectory_grpo(model, tokenizer, train_tasks, training_args, budget_cpu_s=budget,
                                    tasks_per_step=tasks_per_step, teacher=teacher, agent_config=agent_config,
@@ -127,13 +132,15 @@ def trajectory_arm(start: Path, train_tasks: list[Any], seed: int, budget: float
 
 
 def score(model: Any, tokenizer: Any, dev_states: Any, dev_tasks: list[Any], teacher: Any,
-          agent_config: Any) -> dict[str, Any]:
-    """Dev closure reward (greedy, per state) and in-loop dev accuracy (greedy, per task)."""
+          agent_config: Any, max_new_tokens: int = 32) -> dict[str, Any]:
+    """Dev closure reward (greedy, per state) and in-loop dev accuracy (greedy, per task), each decision at most
+    `max_new_tokens` tokens (the recipe's completion length)."""
     from omnidecision.rl.evaluate import heldout_closure_reward
 
     closure = heldout_closure_reward(model, dev_states, n=-1, tokenizer=tokenizer, mode="greedy",
-                                     max_new_tokens=32, batch_size=32)
-    correct, outcomes = in_loop_accuracy(model, tokenizer, dev_tasks, teacher=teacher, agent_config=agent_config)
+                                     max_new_tokens=max_new_tokens, batch_size=32)
+    correct, outcomes = in_loop_accuracy(model, tokenizer, dev_tasks, teacher=teacher, agent_config=agent_config,
+                                         max_new_tokens=max_new_tokens)
     return {"closure": closure["closure"]["mean"], "per_state": closure["per_state"],
             "components": closure["components"], "valid_rate": closure["valid_rate"],
             "accuracy": sum(correct) / len(correct), "correct": correct, "outcomes": outcomes}
@@ -149,11 +156,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--tasks-per-step", type=int, default=2, help="trajectory arm: tasks per optimizer step")
     p.add_argument("--dev-states", type=int, default=128, help="dev ledger states for the closure reward")
     p.add_argument("--suite-seed", type=int, default=100, help="training suite seed (dev: +1000)")
+    p.add_argument("--step-budget", type=int, default=15, help="agent steps per run (training and dev runs)")
+    p.add_argument("--max-new-tokens", type=int, default=32, help="tokens per scored dev decision")
     p.add_argument("--name", default="grpo_signal", help="result name: bench/results/NAME.json (a longer variant "
                                                              "keeps its own file, e.g. grpo_signal_long)")
     p.add_argument("--out", type=Path, default=None, help="default: bench/results/NAME.json")
     a = parse_args(p, argv, smoke={"train_tasks": 2, "dev_tasks": 2, "sft_steps": 2, "budget_cpu_s": 0.5,
-                                   "tasks_per_step": 1, "dev_states": 4})
+                                   "tasks_per_step": 1, "dev_states": 4, "step_budget": 2, "max_new_tokens": 8})
+    extra = grpo_smoke_args(a.smoke)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     for noisy in ("httpx", "datasets", "transformers", "trl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -167,7 +177,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from omnidecision.rl.evaluate import paired_comparison
 
     teacher = TeacherBackend(noise=0.0)  # the other roles, as in the demo's evaluations
-    agent_config = AgentConfig(mode="ledger", step_budget=15, digest_max_chars=DIGEST_MAX_CHARS)
+    agent_config = AgentConfig(mode="ledger", step_budget=a.step_budget, digest_max_chars=DIGEST_MAX_CHARS)
     with tempfile.TemporaryDirectory(prefix="bench-grpo-signal-") as tmp:
         work = Path(tmp)
         # -- setup: suites, teacher harvests, the START planner (shared by both arms; not in either budget)
@@ -185,7 +195,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         start = sft_planner(train_data, work / "start", steps=a.sft_steps)
         setup_cpu = cpu_seconds() - t_setup
         model, tokenizer = load_planner(start)
-        base = score(model, tokenizer, dev_states, dev_tasks, teacher, agent_config)
+        base = score(model, tokenizer, dev_states, dev_tasks, teacher, agent_config, a.max_new_tokens)
         logger.info("START: dev closure %.4f, in-loop dev accuracy %.3f", base["closure"], base["accuracy"])
 
         # -- the arms, per repeat, alternating which goes first
@@ -195,12 +205,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             row: dict[str, Any] = {"seed": seed, "order": list(order)}
             for arm in order:
                 if arm == "decision":
-                    out, info = decision_arm(start, rl_dir, work / f"decision-{seed}", seed, a.budget_cpu_s)
+                    out, info = decision_arm(start, rl_dir, work / f"decision-{seed}", seed, a.budget_cpu_s, extra)
                     trained, tok = load_planner(out)
                 else:
                     (trained, tok), info = trajectory_arm(start, train_tasks, seed, a.budget_cpu_s,
-                                                          a.tasks_per_step, teacher, agent_config)
-                s = score(trained, tok, dev_states, dev_tasks, teacher, agent_config)
+                                                          a.tasks_per_step, teacher, agent_config, extra)
+                s = score(trained, tok, dev_states, dev_tasks, teacher, agent_config, a.max_new_tokens)
                 paired = paired_comparison(base["per_state"], s["per_state"], seed=seed)
                 info.update(dev_closure=s["closure"], dev_accuracy=s["accuracy"], valid_rate=s["valid_rate"],
                             dev_outcomes=s["outcomes"], dev_closure_components=s["components"],
@@ -251,6 +261,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "the budget is CPU time (process + children), checked between optimizer steps: the last step may "
                "run over, and each arm's gain is divided by the CPU-seconds it actually used"],
         details={"budget_cpu_s": a.budget_cpu_s, "train_tasks": a.train_tasks, "dev_tasks": a.dev_tasks,
+                 "step_budget": a.step_budget, "max_new_tokens": a.max_new_tokens,
                  "dev_states": len(dev_states), "sft_steps": a.sft_steps, "tasks_per_step": a.tasks_per_step,
                  "recipe": "configs/grpo/tiny-cpu.yaml; select_states all; weight averaging over the last "
                            "(1 - weight_average_start) of the CPU budget in both arms",

@@ -21,7 +21,7 @@ import time
 from functools import wraps
 from pathlib import Path
 
-from bench.common import ROOT, Run, parse_args
+from bench.common import ROOT, Run, grpo_smoke_args, parse_args
 from bench.schema import Arm, measure
 
 
@@ -54,7 +54,7 @@ def throughput(states: int, k: int, seed: int) -> dict:
     return {"decisions": len(completions), "seconds": seconds, "decisions_per_s": len(completions) / seconds}
 
 
-def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int) -> dict:
+def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int, extra: list[str] | None = None) -> dict:
     """A short GRPO run with the recipe's reward functions wrapped in timers (cold ledger cache): seconds per step
     and reward seconds per step."""
     from omnidecision.rewards import get_reward_funcs
@@ -81,7 +81,7 @@ def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int) -> di
                        "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", str(steps + 1),
                        "--eval_closure_n", "0", "--save_strategy", "no", "--log_completions", "false",
                        "--select_states", "all", "--weight_average", "false", "--logging_steps", "1",
-                       "--seed", str(seed)])
+                       "--seed", str(seed), *(extra or [])])
     import omnidecision.rewards as rewards_pkg
 
     original = get_reward_funcs
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
         data = write_rl_dataset(work / "harvest", n_train=256, n_validation=8, seed=5)
         for r in range(a.repeats):
             tp.append(throughput(a.states, a.k, seed=r))
-            grpo.append(grpo_share(model, data, work, a.grpo_steps, seed=r))
+            grpo.append(grpo_share(model, data, work, a.grpo_steps, seed=r, extra=grpo_smoke_args(a.smoke)))
             print(f"repeat {r}: {tp[-1]['decisions_per_s']:.0f} decisions/s; GRPO {grpo[-1]['seconds_per_step']:.3f} "
                   f"s/step, rewards {grpo[-1]['reward_seconds_per_step']:.5f} s/step", flush=True)
     arms = {

@@ -11,8 +11,15 @@ Warm-up is excluded: each side first decodes a warm-up prompt set that is never 
 sides, alternating which goes first, on a FRESH prompt set (its own seed): no timed prompt was seen before, so
 vLLM's prefix cache holds at most the shared system prompt, as it would in use.
 
+By default the benchmark builds the tiny planner and starts its own server. `--base-url` with `--model-dir` uses a
+server that is already running instead, serving that checkpoint (transformers loads the same one); it is not
+paused while transformers runs (the benchmark does not own its processes) and its start-up is not known: the result
+says so. The fast test of every benchmark's smoke size (tests/benchmarks/test_smoke.py) passes the test session's
+server.
+
     python -m bench.bench_serving --n 64 --repeats 5
     python -m bench.bench_serving --smoke     # smoke size: runs, measures nothing (bench/common.py)
+    python -m bench.bench_serving --smoke --base-url http://127.0.0.1:8000/v1 --model-dir CHECKPOINT
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import SERVER_NOTE, Run, parse_args, server_threading
+from bench.common import SERVER_NOTE, Run, parse_args, portable, server_threading
 from bench.schema import Arm, measure
 
 logger = logging.getLogger(__name__)
@@ -70,7 +77,8 @@ class HFSide:
         return time.perf_counter() - t0, generated
 
 
-async def vllm_run(base_url: str, msgs: list[list[dict]], concurrency: int, new_tokens: int) -> tuple[float, int]:
+async def vllm_run(base_url: str, msgs: list[list[dict]], concurrency: int, new_tokens: int,
+                   model: str = "planner") -> tuple[float, int]:
     import openai
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="EMPTY", max_retries=0, timeout=300)
@@ -79,7 +87,7 @@ async def vllm_run(base_url: str, msgs: list[list[dict]], concurrency: int, new_
     async def one(m: list[dict]) -> int:
         async with sem:
             r = await client.chat.completions.create(
-                model="planner", messages=m, max_tokens=new_tokens, temperature=0.0,
+                model=model, messages=m, max_tokens=new_tokens, temperature=0.0,
                 extra_body={"ignore_eos": True, "chat_template_kwargs": {"enable_thinking": False}})
             return r.usage.completion_tokens
 
@@ -91,11 +99,11 @@ async def vllm_run(base_url: str, msgs: list[list[dict]], concurrency: int, new_
 
 
 @contextlib.contextmanager
-def paused(server: Any, pause: bool = True):
+def paused(server: Any | None, pause: bool = True):
     """The server's whole process group stopped (SIGSTOP) for the block: an idle vLLM-CPU engine still takes CPU
     (measured: transformers ran ~25x slower beside it on 2 cores), which would charge the baseline for the
     candidate's presence."""
-    if not pause:
+    if not pause or server is None:
         yield
         return
     os.killpg(server.proc.pid, signal.SIGSTOP)
@@ -115,8 +123,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--heads", type=int, default=2, help="hidden/heads = head_dim: vLLM-CPU needs 32, 64…")
     p.add_argument("--pause-server", action=argparse.BooleanOptionalAction, default=True,
-                   help="SIGSTOP the server while transformers runs")
+                   help="SIGSTOP the server while transformers runs (the benchmark's own server only)")
+    p.add_argument("--base-url", default=None, help="a running vLLM server serving --model-dir (default: build the "
+                   "tiny planner and start a server for it)")
+    p.add_argument("--model-dir", type=Path, default=None, help="with --base-url: the checkpoint it serves")
+    p.add_argument("--served-model", default="planner", help="the model's name on the server")
     a = parse_args(p, argv, smoke={"n": 2, "repeats": 3, "concurrency": 2, "new_tokens": 4})
+    if (a.base_url is None) != (a.model_dir is None):
+        p.error("--base-url and --model-dir go together: the server's checkpoint is what transformers loads")
+    own_server = a.base_url is None
+    pause = a.pause_server and own_server
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     run = Run("serving", a.smoke)
@@ -125,26 +141,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     rates: dict[str, dict[str, list[float]]] = {s: {"dps": [], "tps": []} for s in ("transformers", "vllm")}
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as work:
-        model_dir = build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers, heads=a.heads)
+        model_dir = a.model_dir or build_tiny_planner(Path(work) / "tiny", hidden=a.hidden, layers=a.layers,
+                                                      heads=a.heads)
         hf = HFSide(model_dir, a.concurrency, a.new_tokens)
         t0 = time.perf_counter()
         with contextlib.ExitStack() as stack:
-            with server_threading():
-                server = stack.enter_context(VLLMServer(model_dir, max_model_len=4096, served_name="planner"))
-            startup = time.perf_counter() - t0
+            server, base_url, startup = None, a.base_url, None
+            if own_server:
+                with server_threading():
+                    server = stack.enter_context(VLLMServer(model_dir, max_model_len=4096,
+                                                            served_name=a.served_model))
+                base_url, startup = server.base_url, time.perf_counter() - t0
             warm = prompts(a.concurrency * 2, seed=10_000)  # never timed
-            with paused(server, a.pause_server):
+            with paused(server, pause):
                 hf.run(warm)
-            asyncio.run(vllm_run(server.base_url, warm, a.concurrency, a.new_tokens))
+            asyncio.run(vllm_run(base_url, warm, a.concurrency, a.new_tokens, a.served_model))
             for r in range(a.repeats):
                 msgs = prompts(a.n, seed=r)
                 sides = ("transformers", "vllm") if r % 2 == 0 else ("vllm", "transformers")
                 for side in sides:
                     if side == "transformers":
-                        with paused(server, a.pause_server):
+                        with paused(server, pause):
                             wall, gen = hf.run(msgs)
                     else:
-                        wall, gen = asyncio.run(vllm_run(server.base_url, msgs, a.concurrency, a.new_tokens))
+                        wall, gen = asyncio.run(vllm_run(base_url, msgs, a.concurrency, a.new_tokens,
+                                                         a.served_model))
                     rates[side]["dps"].append(len(msgs) / wall)
                     rates[side]["tps"].append(gen / wall)
                 print(f"repeat {r}: transformers {rates['transformers']['dps'][-1]:.1f}, vLLM "
@@ -159,11 +180,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         better="higher: vLLM serves that many times the decisions per second of transformers generate",
         notes=["warm-up prompts are never timed; each repeat has its own fresh prompt set and alternates which side "
                "goes first", "the server's start-up is not in the rate (details.vllm_startup_s)",
-               "the server is paused (SIGSTOP) while transformers runs" if a.pause_server else
-               "the server keeps running (idle) while transformers runs", SERVER_NOTE],
+               "the server is paused (SIGSTOP) while transformers runs" if pause else
+               "the server keeps running (idle) while transformers runs",
+               SERVER_NOTE if own_server else "an already running server (--base-url): its settings are its own"],
         details={"decisions_per_repeat": a.n, "concurrency": a.concurrency, "new_tokens": a.new_tokens,
-                 "model": f"tiny Qwen3 {a.hidden}x{a.layers}, {a.heads} heads",
-                 "vllm_startup_s": round(startup, 1)})
+                 "model": f"tiny Qwen3 {a.hidden}x{a.layers}, {a.heads} heads" if own_server else
+                 f"the checkpoint served at --base-url ({portable(str(a.model_dir))})",
+                 "vllm_startup_s": round(startup, 1) if startup is not None else None})
     path = run.write(result)
     print(f"vLLM / transformers decisions/s: {result.ratio} (per repeat {result.ratio_repeats}) → {path}")
     return result.model_dump()

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Run, parse_args
+from bench.common import ROOT, Run, parse_args, sft_smoke_args
 from bench.pipeline import synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 
@@ -29,7 +29,8 @@ ARMS = {"compact": ("LM head on the supervised positions (compact_lm_head: true,
         "every": ("LM head on every position (TRL's CPU path, compact_lm_head: false)", "false")}
 
 
-def train(model: Path, data: Path, out: Path, compact: str, steps: int, seed: int) -> dict[str, Any]:
+def train(model: Path, data: Path, out: Path, compact: str, steps: int, seed: int,
+          extra: list[str] | None = None) -> dict[str, Any]:
     from omnidecision.sft.config import parse_args as sft_args
     from omnidecision.sft.train import main as sft_main
 
@@ -37,7 +38,7 @@ def train(model: Path, data: Path, out: Path, compact: str, steps: int, seed: in
                        "--dataset_name", str(data / "sft"), "--output_dir", str(out), "--max_steps", str(steps),
                        "--eval_strategy", "no", "--save_strategy", "no", "--load_best_model_at_end", "false",
                        "--lr_scheduler_type", "constant", "--logging_steps", str(min(5, steps)),
-                       "--seed", str(seed), "--compact_lm_head", compact])
+                       "--seed", str(seed), "--compact_lm_head", compact, *(extra or [])])
     run = sft_main(*args)
     history = json.loads((out / "log_history.json").read_text())
     final = next(h for h in reversed(history) if "train_runtime" in h)
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for r, seed in enumerate(a.seeds):
             for arm in names[r % 2:] + names[:r % 2]:  # rotate which arm goes first
                 out = work / f"{arm}-{seed}"
-                res = train(model, data, out, ARMS[arm][1], a.steps, seed)
+                res = train(model, data, out, ARMS[arm][1], a.steps, seed, sft_smoke_args(a.smoke))
                 figs[arm]["sps"].append(res["steps_per_s"])
                 figs[arm]["loss"].append(res["loss"])
                 print(f"seed {seed} {arm:>7}: {res['steps_per_s']:.2f} steps/s, loss {res['loss']:.4f}", flush=True)

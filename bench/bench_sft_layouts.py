@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Run, parse_args
+from bench.common import ROOT, Run, parse_args, sft_smoke_args
 from bench.pipeline import synth_suite, teacher_harvest
 from bench.schema import Arm, measure
 
@@ -49,8 +49,8 @@ def token_budget_callback(tokens: int) -> Any:
     return TokenBudget()
 
 
-def train(model: Path, data: Path, out: Path, layout: str, tokens: int, seed: int, logging_steps: int = 5
-          ) -> dict[str, Any]:
+def train(model: Path, data: Path, out: Path, layout: str, tokens: int, seed: int, logging_steps: int = 5,
+          extra: list[str] | None = None) -> dict[str, Any]:
     from omnidecision.sft.config import parse_args as sft_args
     from omnidecision.sft.train import main as sft_main
 
@@ -58,7 +58,7 @@ def train(model: Path, data: Path, out: Path, layout: str, tokens: int, seed: in
                        "--dataset_name", str(data / "sft"), "--output_dir", str(out), "--max_steps", "100000",
                        "--per_device_train_batch_size", "16", "--eval_strategy", "no", "--save_strategy", "no",
                        "--lr_scheduler_type", "constant", "--logging_steps", str(logging_steps), "--seed", str(seed),
-                       *LAYOUTS[layout][1]])
+                       *LAYOUTS[layout][1], *(extra or [])])
     args[1].include_num_input_tokens_seen = "non_padding"  # the CLI parser takes this field as a bool only
     run = sft_main(*args, callbacks=[token_budget_callback(tokens)])
     history = json.loads((out / "log_history.json").read_text())
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one repeat per seed (>= 3)")
     p.add_argument("--heldout-rows", type=int, default=64)
     p.add_argument("--logging-steps", type=int, default=5, help="the token count is read from these logs")
-    a = parse_args(p, argv, smoke={"tokens": 500, "tasks": 6, "heldout_rows": 4, "logging_steps": 1})
+    a = parse_args(p, argv, smoke={"tokens": 500, "tasks": 6, "heldout_rows": 2, "logging_steps": 1})
     logging.basicConfig(level=logging.WARNING)
     run = Run("sft_layouts", a.smoke)
     import datasets
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for r, seed in enumerate(a.seeds):
             for layout in names[r % 3:] + names[:r % 3]:  # rotate which layout goes first
                 out = work / f"{layout}-{seed}"
-                res = train(model, data, out, layout, a.tokens, seed, a.logging_steps)
+                res = train(model, data, out, layout, a.tokens, seed, a.logging_steps, sft_smoke_args(a.smoke))
                 loss = heldout_loss(out, rows)
                 for key, v in (("tps", res["tokens_per_s"]), ("loss", loss), ("tokens", res["tokens_seen"]),
                                ("steps", res["steps"])):

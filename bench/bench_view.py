@@ -2,8 +2,9 @@
 takes to load, filter and page in headless Chromium, against the same site with 1,000 runs (the baseline).
 
 Runs are real: `omnidecision tasks synth` + `omnidecision collect` (scripted teacher with noise, 2 samples) make
-`--base-runs` runs; the 10,000-run collection repeats them under distinct task ids (the viewer's work does not
-depend on whether two runs' contents are equal). Chromium is the distribution's (`make browser`).
+`--base-runs` runs (or `--real-runs`, fewer, repeated under distinct task ids up to `--base-runs`); the 10,000-run
+collection repeats them the same way (the viewer's work does not depend on whether two runs' contents are
+equal). Chromium is the distribution's (`make browser`).
 
     python -m bench.bench_view --runs 10000 --base-runs 1000
     python -m bench.bench_view --smoke     # smoke size: runs, measures nothing (bench/common.py)
@@ -94,7 +95,11 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--runs", type=int, default=10_000)
     p.add_argument("--base-runs", type=int, default=1_000, help="runs collected for real (and the baseline site)")
     p.add_argument("--repeats", type=int, default=3, help="fresh browser pages per site, alternating the sites")
-    a = parse_args(p, argv, smoke={"runs": 240, "base_runs": 120})
+    p.add_argument("--real-runs", type=int, default=None, help="runs collected for real (default: --base-runs); "
+                   "both sites repeat them under distinct task ids")
+    # smoke: each site keeps more runs than one page of 100, so that "next" has a page 2 (measure_index)
+    a = parse_args(p, argv, smoke={"runs": 130, "base_runs": 110, "real_runs": 8})
+    real_runs = a.real_runs or a.base_runs
     run = Run("view", a.smoke)
 
     from playwright.sync_api import sync_playwright
@@ -106,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
         tmp_path = Path(tmp)
         # -- real runs
         t0 = time.perf_counter()
-        cli("tasks", "synth", "--n", str(max(1, a.base_runs // 2)), "--seed", "11", "--out", str(tmp_path / "synth"))
+        cli("tasks", "synth", "--n", str(max(1, real_runs // 2)), "--seed", "11", "--out", str(tmp_path / "synth"))
         cli("collect", "--config", str(ROOT / "configs/collect/synthetic-teacher.yaml"), "--tasks.path",
             str(tmp_path / "synth"), "--out", str(tmp_path / "collect"), "--samples", "2", "--no-progress")
         collect_s = time.perf_counter() - t0
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
         better=f"lower: the {a.runs:,}-run index takes that many times the {a.base_runs:,}-run index's time to show "
                "its rows (1 = size does not matter)",
         notes=["each site is written once (details.sites: write time, pages, sizes): not a repeated figure"],
-        details={"collect_real_runs_s": round(collect_s, 1), "sites": sites})
+        details={"real_runs": real_runs, "collect_real_runs_s": round(collect_s, 1), "sites": sites})
     path = run.write(result)
     big, base = result.arms["big"].figures, result.arms["base"].figures
     print(f"{a.runs} runs: site written in {sites['big']['write_s']} s; index ready in "

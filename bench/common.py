@@ -39,6 +39,16 @@ SMOKE_ENV = "BENCH_SMOKE"
 SMOKE_OUT_ENV = "BENCH_SMOKE_OUT"
 SMOKE_NOTE = ("smoke size (--smoke): shows that the benchmark runs and writes a valid result; its figures measure "
               "nothing")
+# At smoke size a GRPO run generates 2 completions of 8 tokens per step (the recipes: 32 of 32, or of 4096 with the
+# environment) and its checkpoint policy scores 2 dev states (the recipe: 64): every part of a step still runs
+# (generation, rewards, the group advantage, the update, the checkpoint choice), at a fraction of its time.
+# Appended to the recipe's options by the GRPO benchmarks (`grpo_smoke_args`); SFT: batches of 2 rows (recipe: 16).
+SMOKE_GRPO_ARGS = ("--num_generations", "2", "--per_device_train_batch_size", "2", "--generation_batch_size", "2",
+                   "--checkpoint_dev_n", "2", "--checkpoint_dev_max_new_tokens", "8", "--max_completion_length", "8")
+# the environment recipe's runs at smoke size: 2 agent steps, a completion of 128 tokens (a decision and a digest)
+SMOKE_ENV_ARGS = (*SMOKE_GRPO_ARGS[:-2], "--max_completion_length", "128", "--max_tool_calling_iterations", "2",
+                  "--environment_step_budget", "2")
+SMOKE_SFT_ARGS = ("--per_device_train_batch_size", "2")
 
 
 def smoke_requested() -> bool:
@@ -48,6 +58,17 @@ def smoke_requested() -> bool:
 def smoke_dir() -> Path:
     """Where smoke results go: BENCH_SMOKE_OUT, else bench/results/smoke/ (ignored by git and by the README table)."""
     return Path(os.environ.get(SMOKE_OUT_ENV) or RESULTS / "smoke")
+
+
+def grpo_smoke_args(smoke: bool, environment: bool = False) -> list[str]:
+    """The GRPO recipe options a smoke run appends (SMOKE_GRPO_ARGS, or SMOKE_ENV_ARGS for the environment
+    recipe); none at full size."""
+    return list(SMOKE_ENV_ARGS if environment else SMOKE_GRPO_ARGS) if smoke else []
+
+
+def sft_smoke_args(smoke: bool) -> list[str]:
+    """The SFT recipe options a smoke run appends (SMOKE_SFT_ARGS); none at full size."""
+    return list(SMOKE_SFT_ARGS) if smoke else []
 
 
 def parse_args(p: argparse.ArgumentParser, argv: list[str] | None, smoke: dict[str, Any]) -> argparse.Namespace:

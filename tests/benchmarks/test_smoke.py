@@ -4,19 +4,27 @@ function the reward refactor removed, and nothing noticed). Benchmarks use the p
 (read from their imports). The benchmarks are found by file name (bench/bench_*.py): a new one is covered without
 editing this test.
 
-A smoke run writes under BENCH_SMOKE_OUT (here the test's tmp folder), never over bench/results/. The serving and
-collection benchmarks start a vLLM server (marked `vllm`); the view benchmark renders in chromium (`make browser`):
-without it that case skips locally and fails under CI=true (tests/conftest.py). The smoke runs are `slow` (6.6 min
-for the ten): the fast suite imports every benchmark, parses its options and checks its imports are public.
+A smoke run writes under BENCH_SMOKE_OUT (here the test's tmp folder), never over bench/results/. The view
+benchmark renders in chromium (`make browser`): without it that case skips locally and fails under CI=true
+(tests/conftest.py).
 
-    pytest -q tests/benchmarks/test_smoke.py                 # the fast checks
-    pytest -q -m slow tests/benchmarks/test_smoke.py         # every benchmark at its smoke size
+Two runs of each benchmark:
+- fast: `main(["--smoke", ...])` in the test process, so torch, transformers and TRL load once for all of them
+  (a process per benchmark spent most of its smoke time importing them); the two vLLM benchmarks (SERVER_OPTIONS)
+  take the session's server (`vllm_server`, tests/conftest.py, which marks them `vllm`) with `--base-url` instead
+  of starting their own; a new benchmark is in the first list, found by its file name;
+- slow: `python -m bench.bench_NAME --smoke`, each in its own process, as `make bench` runs them: the command-line
+  entry, and the benchmarks' own vLLM server start (6.5 min for the ten on a 2-core Xeon at load 5-7).
+
+    pytest -q tests/benchmarks/test_smoke.py                 # every benchmark at its smoke size, in this process
+    pytest -q -m slow tests/benchmarks/test_smoke.py         # the same from the command line, a process each
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import os
 import shutil
 import subprocess
@@ -36,11 +44,15 @@ NAMES = sorted(p.stem.removeprefix("bench_") for p in BENCH.glob("bench_*.py"))
 MARKS = {"collect": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "serving": [pytest.mark.vllm, pytest.mark.requires("vllm")],
          "view": [pytest.mark.requires("playwright")]}
-# A smoke run takes 15-75 s each (a vLLM server start, GRPO and SFT runs; 6.6 min for the ten on a 2-core Xeon), over
-# the fast suite's time bound: `make slow-test` runs them; the fast suite imports every benchmark and parses its
-# options (test_every_benchmark_imports_and_parses_its_options), which is what a refactor breaks first.
-for _name in NAMES:
-    MARKS[_name] = [*MARKS.get(_name, []), pytest.mark.slow]
+# A process per benchmark takes 6-105 s (torch and TRL imported again, a vLLM server start): `make slow-test` runs
+# them; the fast suite runs the same smoke sizes in its own process: 85-115 s for the ten at load 6-7 with torch and
+# TRL already imported, not counting the server's start (the more with that server idling beside them).
+SLOW_MARKS = {name: [*MARKS.get(name, []), pytest.mark.slow] for name in NAMES}
+# The vLLM benchmarks' options for an already running server: the session's, serving the tiny planner as `planner`.
+SERVER_OPTIONS = {"collect": lambda server, model: ["--base-url", server.base_url,
+                                                    "--served-model", server.served_name],
+                  "serving": lambda server, model: ["--base-url", server.base_url,
+                                                    "--served-model", server.served_name, "--model-dir", str(model)]}
 NOT_IN_MAKE_BENCH = {"grpo_recipe"}  # a long ablation on a finished demo folder (bench/run_all.py says so)
 
 
@@ -48,18 +60,14 @@ def _digest(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.json"))}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=MARKS.get(n, [])) for n in NAMES])
-def test_every_benchmark_runs_at_its_smoke_size(name: str, tmp_path: Path) -> None:
+def _needs_chromium(name: str) -> None:
     if name == "view" and not (shutil.which("chromium") or shutil.which("chromium-browser")):
         pytest.skip("no chromium on PATH (make browser)")
-    real_results = _digest(BENCH / "results")
-    env = {**os.environ, SMOKE_OUT_ENV: str(tmp_path / "results"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-m", f"bench.bench_{name}", "--smoke"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1200)
-    output = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, f"bench_{name} --smoke exited {proc.returncode}:\n{output}"
-    written = sorted((tmp_path / "results").glob("*.json"))
+
+
+def _check_result(folder: Path, name: str) -> BenchResult:
+    """The one result file a smoke run writes: the schema's checks, marked as a smoke result, no NaN."""
+    written = sorted(folder.glob("*.json"))
     assert [p.name for p in written] == [f"{name}.json"], written
     result = BenchResult.model_validate_json(written[0].read_text("utf-8"))  # the schema's own checks
     assert result.benchmark == name and result.repeats >= 3
@@ -68,16 +76,62 @@ def test_every_benchmark_runs_at_its_smoke_size(name: str, tmp_path: Path) -> No
     for arm in result.arms.values():
         for figure in arm.figures.values():
             assert len(figure.values) == result.repeats and all(v == v for v in figure.values)  # no NaN
+    return result
+
+
+def _run_in_process(name: str, argv: list[str], out: Path, monkeypatch: pytest.MonkeyPatch) -> BenchResult:
+    """`bench.bench_NAME.main(argv)` here, as `python -m bench.bench_NAME ARGV` from the repository root would run
+    it, its result under `out`; then its checks, and no real result touched."""
+    real_results = _digest(BENCH / "results")
+    monkeypatch.setenv(SMOKE_OUT_ENV, str(out))
+    monkeypatch.setattr(sys, "argv", [str(BENCH / f"bench_{name}.py"), *argv])  # the result's `command` reads it
+    monkeypatch.chdir(ROOT)
+    environ = dict(os.environ)
+    try:
+        importlib.import_module(f"bench.bench_{name}").main(argv)
+    finally:  # what a benchmark sets for its own process (HF_HUB_OFFLINE...) does not reach the next test
+        os.environ.clear()
+        os.environ.update(environ)
+    result = _check_result(out, name)
+    assert result.command.startswith(f"python -m bench.bench_{name} --smoke"), result.command
+    assert _digest(BENCH / "results") == real_results  # no real result was touched
+    return result
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=MARKS.get(n, [])) for n in NAMES if n not in SERVER_OPTIONS])
+def test_every_benchmark_runs_at_its_smoke_size(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs_chromium(name)
+    _run_in_process(name, ["--smoke"], tmp_path / "results", monkeypatch)
+
+
+@pytest.mark.parametrize("name", sorted(SERVER_OPTIONS))
+def test_the_vllm_benchmarks_run_at_their_smoke_size_on_the_session_server(
+        name: str, vllm_server, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _run_in_process(name, ["--smoke", *SERVER_OPTIONS[name](vllm_server, tiny_model_dir)],
+                             tmp_path / "results", monkeypatch)
+    assert any("already running server (--base-url)" in note for note in result.notes)  # the result says whose
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=SLOW_MARKS[n]) for n in NAMES])
+def test_every_benchmark_command_runs_at_its_smoke_size(name: str, tmp_path: Path) -> None:
+    _needs_chromium(name)
+    real_results = _digest(BENCH / "results")
+    env = {**os.environ, SMOKE_OUT_ENV: str(tmp_path / "results"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-m", f"bench.bench_{name}", "--smoke"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    output = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, f"bench_{name} --smoke exited {proc.returncode}:\n{output}"
+    _check_result(tmp_path / "results", name)
     assert _digest(BENCH / "results") == real_results  # no real result was touched
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_benchmark_imports_and_parses_its_options(name: str) -> None:
-    """Every benchmark module imports (a name it imports from the project still exists) and answers --help."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-m", f"bench.bench_{name}", "--help"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 and "--smoke" in proc.stdout, (proc.stdout + proc.stderr)[-3000:]
+def test_every_benchmark_answers_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every benchmark's options print (a stray `%` in a help text breaks --help only) and offer --smoke."""
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(f"bench.bench_{name}").main(["--help"])
+    assert stop.value.code == 0 and "--smoke" in capsys.readouterr().out
 
 
 def test_make_bench_runs_every_benchmark_but_the_named_long_one() -> None:
