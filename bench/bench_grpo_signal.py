@@ -86,12 +86,15 @@ def recipe_args(overrides: list[str]) -> tuple[Any, Any, Any]:
                        "--max_steps", "100000", "--logging_steps", "1", *overrides])
 
 
-def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float) -> tuple[Path, dict[str, Any]]:
+def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float,
+                 extra: list[str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """The recipe's GRPO on the ledger states of `rl_dir` from `start` for `budget` CPU-seconds; `extra`: recipe
+    overrides (bench_grpo_env's executed-return arm swaps the reward this way, nothing else)."""
     from omnidecision.rl import train as rl_train
 
     callback = cpu_budget_callback(budget)
     args = recipe_args(["--model_name_or_path", str(start), "--dataset_name", str(rl_dir), "--output_dir", str(out),
-                        "--seed", str(seed)])
+                        "--seed", str(seed), *(extra or [])])
     averager = CpuTailAverage(lambda: cpu_seconds() - callback.start if callback.start is not None else 0.0,
                               budget, args[0].weight_average_start)
     report = rl_train.main(*args, callbacks=[callback, averager.callback])
