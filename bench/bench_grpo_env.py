@@ -101,14 +101,15 @@ def timed_executed_reward(**kwargs: Any) -> Any:
     return executed_reward
 
 
-def executed_arm(start: Path, rl_dir: Path, runs: Path, out: Path, seed: int, budget: float) -> tuple[Path, dict]:
+def executed_arm(start: Path, rl_dir: Path, runs: Path, out: Path, seed: int, budget: float,
+                 extra: list[str]) -> tuple[Path, dict]:
     """(a)'s recipe, states, K, generation settings and budget with (a)'s closure rubric replaced by the executed
     return (configs/grpo/tiny-cpu-exec.yaml's reward and weights: executed 1.0, format 0.25): each candidate applied
     at its recorded state and the run continued by the collection's teacher, n=1, judged. The executions run inside
     the GRPO step (the reward call), so their CPU time is in the arm's budget."""
     kwargs = {"runs": [str(runs)], "policy": "teacher", "n": 1, "output_dir": str(out)}
     out, info = decision_arm(start, rl_dir, out, seed, budget, extra=[
-        "--reward_funcs", EXECUTED_REWARD, "format", "--reward_weights", "1.0", "0.25",
+        *extra, "--reward_funcs", EXECUTED_REWARD, "format", "--reward_weights", "1.0", "0.25",
         "--reward_kwargs", json.dumps({EXECUTED_REWARD: kwargs})])
     cost = json.loads((out / "executed_cost.json").read_text()) if (out / "executed_cost.json").is_file() else {}
     timed = json.loads((out / EXECUTED_CPU_FILE).read_text()) if (out / EXECUTED_CPU_FILE).is_file() else {}
@@ -235,6 +236,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--suite-seed", type=int, default=100)
     p.add_argument("--env-batch", type=int, default=8, help="environment arm: rollouts per optimizer step (a "
                    "multiple of K; 8 = one task's K=8 runs: a step of the recipe's 32 runs overruns a small budget)")
+    p.add_argument("--checkpoint-policy", choices=("final", "dev_closure"), default="final",
+                   help="the decision arms' checkpoint policy. final (default): the weights at the end of the budget "
+                        "(tail-averaged), as the environment arm, which has no ledger states to select by; "
+                        "dev_closure (the recipes'): the best of every 10 steps by the proxy's closure reward on the "
+                        "dev states the score reads too, its evaluations in the budget: an executed arm whose "
+                        "checkpoints never beat START on the proxy returns START")
     p.add_argument("--setup-dir", type=Path, default=None, help="build the setup (suites, harvests, START) here once "
                    "and reuse it while the options that shape it are the same (setup.json); default: a temporary "
                    "folder. A relative path keeps the result file free of machine paths")
@@ -276,6 +283,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             logger.warning("START solved %.3f of the dev tasks (< %.2f): the figure will be undefined",
                            base["accuracy"], a.min_start_accuracy)
 
+        checkpointing = ["--checkpoint_policy", a.checkpoint_policy]
         repeats: list[dict[str, Any]] = []
         for i, seed in enumerate(a.seeds):
             order = ARMS[i % len(ARMS):] + ARMS[:i % len(ARMS)]  # each arm goes first, second and third in turn
@@ -283,9 +291,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for arm in order:
                 out = work / f"{arm}-{seed}"
                 if arm == "proxy":
-                    out, info = decision_arm(start, rl_dir, out, seed, a.budget_cpu_s)
+                    out, info = decision_arm(start, rl_dir, out, seed, a.budget_cpu_s, extra=checkpointing)
                 elif arm == "executed":
-                    out, info = executed_arm(start, rl_dir, setup / "h-train" / "runs", out, seed, a.budget_cpu_s)
+                    out, info = executed_arm(start, rl_dir, setup / "h-train" / "runs", out, seed, a.budget_cpu_s,
+                                             checkpointing)
                 else:
                     out, info = environment_arm(start, setup / "tasks-train", out, seed, a.budget_cpu_s,
                                                 a.env_batch)
@@ -357,7 +366,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                  "budget_cpu_s": a.budget_cpu_s, "env_batch": a.env_batch, "train_tasks": a.train_tasks,
                  "train_states": train_states, "dev_tasks": a.dev_tasks, "dev_states": len(dev_states),
                  "sft_steps": a.sft_steps, "heads": a.heads, "collection_teacher": a.teacher,
-                 "recipes": ["configs/grpo/tiny-cpu.yaml (select_states all)",
+                 "checkpoint_policy": a.checkpoint_policy,
+                 "recipes": [f"configs/grpo/tiny-cpu.yaml (select_states all, checkpoint_policy "
+                             f"{a.checkpoint_policy})",
                              "configs/grpo/tiny-cpu.yaml with the reward of configs/grpo/tiny-cpu-exec.yaml",
                              "configs/grpo/tiny-cpu-env.yaml"],
                  "start": {"dev_accuracy": base["accuracy"], "dev_closure": base["closure"],
