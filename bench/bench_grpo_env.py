@@ -32,7 +32,7 @@ ratios of the medians, null (with the reason) where the denominator's median gai
 gains has no finite ratio, while the differences stay defined). The headline ratio is proxy / environment.
 
     nice -n 10 python -m bench.bench_grpo_env --train-tasks 48 --sft-steps 1200 --dev-tasks 20 --dev-states 64 \
-        --budget-cpu-s 75 --seeds 0 1 2        # ≈ 60 min wall on 2 shared cores
+        --budget-cpu-s 90 --seeds 0 1 2        # ≈ 60 min wall on 2 shared cores
     python -m bench.bench_grpo_env --smoke     # runs, measures nothing (bench/common.py)
 """
 
