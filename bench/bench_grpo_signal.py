@@ -89,8 +89,9 @@ def recipe_args(overrides: list[str]) -> tuple[Any, Any, Any]:
 
 def decision_arm(start: Path, rl_dir: Path, out: Path, seed: int, budget: float,
                  extra: Sequence[str] = ()) -> tuple[Path, dict[str, Any]]:
-    """GRPO on the ledger states of `rl_dir` for `budget` CPU-seconds; `extra`: recipe options appended (the
-    smoke size's, bench.common.grpo_smoke_args)."""
+    """The recipe's GRPO on the ledger states of `rl_dir` from `start` for `budget` CPU-seconds; `extra`: recipe
+    options appended (the smoke size's, bench.common.grpo_smoke_args; bench_grpo_env's checkpoint policy and its
+    executed-return arm's reward)."""
     from omnidecision.rl import train as rl_train
 
     callback = cpu_budget_callback(budget)

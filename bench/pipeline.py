@@ -28,33 +28,52 @@ def synth_suite(n: int, seed: int, out: Path) -> list[Any]:
 
 
 def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, samples: int = 2,
-                    val_fraction: float = 0.1, seed: int = 0) -> Path:
+                    val_fraction: float = 0.1, seed: int = 0, teacher: dict[str, Any] | None = None,
+                    tasks_path: Path | None = None) -> Path:
     """Collect the noisy scripted teacher on `tasks` and harvest it (advancing rows only, deduplicated, as the
-    demo does); returns the harvest folder holding `sft/` and `rl/`."""
+    demo does); returns the harvest folder holding `sft/` and `rl/`. `teacher`: the teacher's options instead of
+    `noise` (e.g. `backends.teacher.HABIT_TEACHER`, the demo's collection teacher), seeded by `seed`.
+    `tasks_path`: the folder `tasks` were loaded from; given, the collection goes through its collect recipe
+    (`rollout.runner.collect`, as `omnidecision collect`), which writes the manifest.json a run is resumed from (the
+    executed returns of grounding/ need it)."""
     from omnidecision.agent.config import AgentConfig
-    from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
-    from omnidecision.protocol.chat import BackendSpec
-    from omnidecision.rollout.options import CollectOptions
-    from omnidecision.rollout.runner import collect_runs
 
-    backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": noise, "seed": seed})})
-    config = AgentConfig(digest_max_chars=DIGEST_MAX_CHARS)
-    asyncio.run(collect_runs(tasks, config, backends, CollectOptions(
-        out_file=work / "runs" / "trajectories.jsonl", samples=samples, concurrency=8, progress=False)))
+    options = {**(teacher if teacher is not None else {"noise": noise}), "seed": seed}
+    if tasks_path is None:
+        from omnidecision.backends.factory import build_backends
+        from omnidecision.protocol.chat import BackendSpec
+        from omnidecision.rollout.options import CollectOptions
+        from omnidecision.rollout.runner import collect_runs
+
+        backends = build_backends({"default": BackendSpec(kind="teacher", options=options)})
+        config = AgentConfig(digest_max_chars=DIGEST_MAX_CHARS)
+        asyncio.run(collect_runs(tasks, config, backends, CollectOptions(
+            out_file=work / "runs" / "trajectories.jsonl", samples=samples, concurrency=8, progress=False)))
+    else:
+        from omnidecision.rollout.recipe import recipe_from_dict
+        from omnidecision.rollout.runner import collect
+
+        recipe = recipe_from_dict({
+            "tasks": {"path": str(tasks_path), "format": "synthetic"},
+            "backends": {"default": {"kind": "teacher", "options": options}},
+            "agent": AgentConfig(digest_max_chars=DIGEST_MAX_CHARS).model_dump(mode="json"),
+            "samples": samples, "concurrency": 8, "out": str(work / "runs"), "progress": False}, "bench.pipeline")
+        asyncio.run(collect(recipe))
     run_harvest([str(work / "runs")], work / "data", HarvestOptions(
         advancing_only=True, dedup=True, val_fraction=val_fraction, digest_max_chars=DIGEST_MAX_CHARS))
     return work / "data"
 
 
-def sft_planner(data: Path, work: Path, *, steps: int, seed: int = 0, extra: list[str] | None = None) -> Path:
-    """A tiny planner (tokenizer trained on the harvest, 2 heads: vLLM-CPU's head size) trained with
+def sft_planner(data: Path, work: Path, *, steps: int, seed: int = 0, extra: list[str] | None = None,
+                heads: int = 2) -> Path:
+    """A tiny planner (tokenizer trained on the harvest, 2 heads by default: vLLM-CPU's head size) trained with
     configs/sft/tiny-cpu.yaml for `steps` steps, evaluation and checkpoints off; returns the model folder."""
     from omnidecision.sft.config import parse_args
     from omnidecision.sft.train import main as sft_main
     from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 
-    untrained = build_tiny_planner(work / "untrained", texts=harvest_texts(data / "sft"), heads=2, seed=seed)
+    untrained = build_tiny_planner(work / "untrained", texts=harvest_texts(data / "sft"), heads=heads, seed=seed)
     out = work / "sft"
     sft_main(*parse_args(["--config", str(ROOT / "configs/sft/tiny-cpu.yaml"), "--model_name_or_path",
                           str(untrained), "--dataset_name", str(data / "sft"), "--output_dir", str(out),
