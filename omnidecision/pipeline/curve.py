@@ -136,7 +136,7 @@ def headline(by_n: dict[int, dict[str, Any]], outcomes: dict[int, dict[str, Any]
             "teacher_runs_saved_fraction": None if smallest is None else round(1 - smallest / top, 4)}
 
 
-def arm_cost(recipe: Any, n: int, summaries: list[dict[str, Any]], means: dict[str, dict[str, float]]
+def arm_cost(recipe: Any, n: int, done: list[tuple[dict[str, Any], Path]], means: dict[str, dict[str, float]]
              ) -> dict[str, Any]:
     """What each post-SFT arm's training cost at one N, and per point of gain over sft.
 
@@ -145,7 +145,9 @@ def arm_cost(recipe: Any, n: int, summaries: list[dict[str, Any]], means: dict[s
     several arms share (the judge's training, the SFT planner's own runs) are reported apart, not charged to an arm.
     For an executed-reward arm the share its executions took (`executed_cost.json`) is reported beside: executions
     run inside the GRPO process, so they are already in the step's time. CPU seconds per point = cost / (100 × gain),
-    None when the gain over sft is not above 0 (no finite price of a gain that did not happen)."""
+    None when the gain over sft is not above 0 (no finite price of a gain that did not happen). `kept_start`: of an
+    RL arm's replicates, how many the checkpoint policy ended at step 0, i.e. the SFT planner itself (its
+    `checkpoint_selection.json`): such a replicate scores what sft scores by construction."""
     from omnidecision.pipeline.summary import units
 
     shared_steps = ("judge-train", "collect-own", "harvest-own")
@@ -154,8 +156,8 @@ def arm_cost(recipe: Any, n: int, summaries: list[dict[str, Any]], means: dict[s
     for arm in recipe.arm_table():
         if not arm.served or arm.group == "sft":
             continue
-        per_rep, executed = [], []
-        for s in summaries:
+        per_rep, executed, kept = [], [], []
+        for s, folder in done:
             times = s.get("stage_wall_s") or {}
             cfg = recipe.start_config(int(s.get("seed", 0)), n)
             for key, name in units(arm, cfg):
@@ -164,6 +166,9 @@ def arm_cost(recipe: Any, n: int, summaries: list[dict[str, Any]], means: dict[s
                 cost = ((s.get("planners") or {}).get(arm.name) or {}).get("executed_cost") or {}
                 if key in cost and cost[key].get("cpu_s") is not None:
                     executed.append(cost[key]["cpu_s"])
+                choice = folder / "models" / f"{name}-run" / "checkpoint_selection.json"
+                if choice.is_file():
+                    kept.append(json.loads(choice.read_text("utf-8")).get("chosen_step") == 0)
         if not per_rep:
             continue
         cpu = sum(per_rep) / len(per_rep)
@@ -171,7 +176,9 @@ def arm_cost(recipe: Any, n: int, summaries: list[dict[str, Any]], means: dict[s
         rows[arm.name] = {"cpu_s": round(cpu, 1), "replicates": len(per_rep),
                           "gain_over_sft": None if gain is None else round(gain, 4),
                           "cpu_s_per_point": round(cpu / (100 * gain), 1) if gain is not None and gain > 0 else None,
-                          "execution_cpu_s": round(sum(executed) / len(executed), 1) if executed else None}
+                          "execution_cpu_s": round(sum(executed) / len(executed), 1) if executed else None,
+                          "kept_start": f"{sum(kept)}/{len(kept)}" if kept else None}
+    summaries = [s for s, _ in done]
     shared = {k: round(sum((s.get("stage_wall_s") or {}).get(k, 0.0) for s in summaries) / len(summaries), 1)
               for k in shared_steps if any(k in (s.get("stage_wall_s") or {}) for s in summaries)}
     return {"arms": rows, "shared_steps_cpu_s": shared}
@@ -187,7 +194,7 @@ def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]])
         summaries, folders = [s for s, _ in done], [f for _, f in done]
         by_n[n] = pool(summaries, folders, recipe)
         outcomes[n] = by_n[n]["outcomes"]
-        by_n[n]["arm_cost"] = arm_cost(recipe, n, summaries, (by_n[n].get("contrasts") or {}).get("means", {}))
+        by_n[n]["arm_cost"] = arm_cost(recipe, n, done, (by_n[n].get("contrasts") or {}).get("means", {}))
         per_cell = [teacher_cost(f, recipe.teacher_price_per_call) for f in folders]
         cost[n] = {split: {k: round(sum(c[split][k] for c in per_cell) / len(per_cell), 4)
                            for k in per_cell[0][split]} for split in ("train", "dev")}
@@ -227,14 +234,15 @@ def cost_table(result: dict[str, Any]) -> list[str]:
 
 def arm_cost_table(result: dict[str, Any]) -> list[str]:
     """Per N and post-SFT arm: CPU seconds per replicate, the gain over sft, CPU seconds per point of gain."""
-    rows = ["| N | arm | CPU s per replicate | gain over sft | CPU s per point of gain | of which executions |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| N | arm | CPU s per replicate | gain over sft | CPU s per point of gain | of which executions | "
+            "checkpoint kept the start |", "|---|---|---|---|---|---|---|"]
     for n in (str(n) for n in result["teacher_tasks"]):
         for arm, c in ((result["by_n"][n].get("arm_cost") or {}).get("arms") or {}).items():
             gain = "–" if c["gain_over_sft"] is None else f"{c['gain_over_sft']:+.3f}"
             per = "– (no gain)" if c["cpu_s_per_point"] is None else f"{c['cpu_s_per_point']:g}"
             ex = "–" if c["execution_cpu_s"] is None else f"{c['execution_cpu_s']:g}"
-            rows.append(f"| {n} | {arm} | {c['cpu_s']:g} | {gain} | {per} | {ex} |")
+            kept = c.get("kept_start") or "–"
+            rows.append(f"| {n} | {arm} | {c['cpu_s']:g} | {gain} | {per} | {ex} | {kept} |")
     return rows
 
 

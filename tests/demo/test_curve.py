@@ -98,6 +98,10 @@ def _cell(folder: Path, cfg: DemoConfig, arms, correct: dict[str, list[bool]], t
         {f"{name}-select": 50.0 for key, name in units(next(a for a in arms if a.name == "rft"), cfg)} | \
         {"judge-train": 30.0}
     (folder / "stage_wall_s.json").write_text(json.dumps(times))
+    for key, name in units(next(a for a in arms if a.name == "grpo_own"), cfg):  # r0 kept the start, r1 moved
+        (folder / "models" / f"{name}-run").mkdir(parents=True)
+        (folder / "models" / f"{name}-run" / "checkpoint_selection.json").write_text(
+            json.dumps({"policy": "dev_closure", "chosen_step": 0 if key == "r0" else 20}))
     summarise(folder, cfg, times, arms)  # summary.json: the cell is finished
 
 
@@ -141,6 +145,7 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
     assert cost8["arms"]["grpo_own"]["cpu_s_per_point"] == pytest.approx(150 / (100 / 3), abs=0.1)
     assert cost8["arms"]["rft"]["cpu_s_per_point"] is None  # rft is as weak as sft at N=8: no gain to price
     assert cost8["shared_steps_cpu_s"] == {"judge-train": 30.0} and "sft" not in cost8["arms"]
+    assert cost8["arms"]["grpo_own"]["kept_start"] == "2/4" and cost8["arms"]["rft"]["kept_start"] is None
 
     page = curve_page(result, "docs/results/teacher-curve.json")
     accuracy = page.split("## Accuracy per arm")[1].split("##")[0]
