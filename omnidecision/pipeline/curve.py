@@ -246,6 +246,18 @@ def arm_cost_table(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def time_table(result: dict[str, Any]) -> list[str]:
+    """The machine time of each (N, start) cell: its wall seconds with `jobs` steps side by side, on which CPU."""
+    rows = ["| N | start | wall s | CPU | jobs × threads |", "|---|---|---|---|---|"]
+    for n in (str(n) for n in result["teacher_tasks"]):
+        b = result["by_n"][n]
+        for seed, wall, prov in zip(b["seeds"], b["wall_s"], b.get("provenance") or [{}] * len(b["seeds"]),
+                                    strict=True):
+            rows.append(f"| {n} | {seed} | {wall:g} | {prov.get('cpu') or '–'} | "
+                        f"{prov.get('jobs', '–')} × {prov.get('threads', '–')} |")
+    return rows
+
+
 def contrast_table(result: dict[str, Any]) -> list[str]:
     rows = ["| N | contrast | estimate | 95% interval | p |", "|---|---|---|---|---|"]
     for n in (str(n) for n in result["teacher_tasks"]):
@@ -282,6 +294,7 @@ def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None
              "One thread per step (wall ≈ CPU seconds), mean over replicates; steps several arms share (the judge, "
              "the SFT planner's own runs) are not charged to an arm. Executions of an executed reward run inside its "
              "GRPO step and are part of its time.", "", *arm_cost_table(result), "",
+             "## Machine time per cell", "", *time_table(result), "",
              "## The teacher's cost", "",
              f"Price: {result['price']['per_tool_call_usd']} USD per teacher tool call "
              f"({result['price']['source']}).", "", *cost_table(result), ""]

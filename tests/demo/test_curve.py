@@ -158,6 +158,8 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
             assert f"| {n} | {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] |" in page
         c = result["teacher_cost"][n]["train"]
         assert f"| {n} | {c['runs']:g} | {c['tool_calls']:g} | {c['tokens']:g} | {c['usd']:.2f} |" in page
+        for seed, wall in zip(result["by_n"][n]["seeds"], result["by_n"][n]["wall_s"], strict=True):
+            assert f"| {n} | {seed} | {wall:g} |" in page
         for arm, a in result["by_n"][n]["arm_cost"]["arms"].items():
             assert f"| {n} | {arm} | {a['cpu_s']:g} |" in page
     assert "Smallest N that matches: 8" in page
