@@ -83,6 +83,9 @@ def experiment(
     out: Path = typer.Option(Path("runs/experiment"), help="one folder per start goes under it"),
     starts: str | None = typer.Option(None, "--starts", help="comma-separated starts (overrides the "
                                                                       "recipe's)"),
+    teacher_tasks: str | None = typer.Option(None, "--teacher-tasks", help="comma-separated N values of a teacher-"
+                                             "data curve to run now (overrides the recipe's; finished cells are "
+                                             "kept: rerun with the recipe's list to pool them all)"),
     replicates: int | None = typer.Option(None, min=1, help="RL replicates per start (overrides the recipe's)"),
     test_tasks: int | None = typer.Option(None, help="test suite size per start (overrides the recipe's)"),
     sft_steps: int | None = typer.Option(None, help="SFT steps per start (overrides the recipe's)"),
@@ -107,6 +110,8 @@ def experiment(
                                          ("sft_steps", sft_steps), ("judge_steps", judge_steps)) if v is not None]
     if starts is not None:
         overrides.append(f"starts=[{starts}]")
+    if teacher_tasks is not None:
+        overrides.append(f"teacher_tasks=[{teacher_tasks}]")
     try:
         recipe = load_experiment(config, overrides)
     except ValueError as exc:

@@ -77,6 +77,18 @@ def test_the_dry_run_prints_every_cell():
     assert limits == [str(n) for n, _ in recipe.cells()]
 
 
+def test_teacher_tasks_runs_only_the_named_n_values():
+    proc = subprocess.run([sys.executable, "-m", "omnidecision.cli", "experiment", "--config", str(CURVE),
+                           "--teacher-tasks", "30,60", "--starts", "1", "--out", "/tmp/od-curve-dry", "--dry-run"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.findall(r"^# cell: teacher_tasks=(\d+), start=(\d+)$", proc.stdout, re.M) == [("30", "1"), ("60", "1")]
+    bad = subprocess.run([sys.executable, "-m", "omnidecision.cli", "experiment", "--config", str(CURVE),
+                          "--teacher-tasks", "60,15", "--out", "/tmp/od-curve-dry", "--dry-run"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "ascending" in bad.stderr
+
+
 # -- a finished curve, read back --------------------------------------------------------------------------------------
 def _cell(folder: Path, cfg: DemoConfig, arms, correct: dict[str, list[bool]], teacher_runs: int) -> None:
     for arm in arms:
