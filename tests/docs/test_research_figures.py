@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from omnidecision.eval.families import markdown as family_markdown
+from omnidecision.pipeline import curve
 from omnidecision.pipeline.experiment import contrast_rows, experiment_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +81,12 @@ def check_block(source: str, block: str) -> int:
         for line in _rows(family_markdown(data))[1:]:
             assert line in block, f"{source}: the family row {line} is missing or differs"
             checked += 1
+    if data.get("kind") == "teacher-curve":  # every table row is one the curve page renders from the file
+        rendered = {line.strip() for render in (curve.curve_table, curve.contrast_table, curve.arm_cost_table,
+                                                curve.time_table, curve.cost_table) for line in render(data)}
+        for line in lines:
+            assert line in rendered, f"{source}: this curve row is not the file's: {line}"
+            checked += 1
     if "planners" in data and "total_wall_s" in data:  # a demo summary
         for name, p in data["planners"].items():
             assert f"{name} {p['accuracy']:.3f}" in block, f"{source}: {name}'s accuracy"
@@ -122,6 +129,15 @@ def test_a_changed_figure_is_caught():
     mean = MEAN.search(block).group(0)
     with pytest.raises(AssertionError, match="mean"):
         check_block(source, block.replace(mean, mean[:-2] + ("1]" if mean[-2] != "1" else "2]")))
+
+
+def test_a_changed_curve_figure_is_caught():
+    page = _page("teacher-curve.md")
+    source, block = next((src, b) for src, b in FIGURES.findall(page) if "teacher-curve" in src)
+    row = next(line for line in _rows(block) if line.startswith("| sft |"))
+    assert check_block(source, block) > 0
+    with pytest.raises(AssertionError, match="curve row"):
+        check_block(source, block.replace(row, row.replace("0.", "0.9", 1)))
 
 
 def test_rerun_figures():
