@@ -141,10 +141,12 @@ def arm_cost(recipe: Any, n: int, done: list[tuple[dict[str, Any], Path]], means
     """What each post-SFT arm's training cost at one N, and per point of gain over sft.
 
     An arm's cost is its own steps' wall time at one thread (its training step and, for a control, its selection
-    step; one thread pinned to one core, so wall ≈ CPU seconds), averaged over the cells' replicates. Steps that
-    several arms share (the judge's training, the SFT planner's own runs) are reported apart, not charged to an arm.
+    step), averaged over the cells' replicates: one thread pinned to one core, so CPU seconds where the machine is
+    not oversubscribed, more where other work shared the core (the result's machine time per cell says how loaded).
+    Steps that several arms share (the judge's training, the SFT planner's own runs) are reported apart, not charged
+    to an arm.
     For an executed-reward arm the share its executions took (`executed_cost.json`) is reported beside: executions
-    run inside the GRPO process, so they are already in the step's time. CPU seconds per point = cost / (100 × gain),
+    run inside the GRPO process, so they are already in the step's time. Seconds per point = cost / (100 × gain),
     None when the gain over sft is not above 0 (no finite price of a gain that did not happen). `kept_start`: of an
     RL arm's replicates, how many the checkpoint policy ended at step 0, i.e. the SFT planner itself (its
     `checkpoint_selection.json`): such a replicate scores what sft scores by construction."""
@@ -173,15 +175,15 @@ def arm_cost(recipe: Any, n: int, done: list[tuple[dict[str, Any], Path]], means
             continue
         cpu = sum(per_rep) / len(per_rep)
         gain = None if sft is None or arm.name not in means else means[arm.name]["estimate"] - sft
-        rows[arm.name] = {"cpu_s": round(cpu, 1), "replicates": len(per_rep),
+        rows[arm.name] = {"step_s": round(cpu, 1), "replicates": len(per_rep),
                           "gain_over_sft": None if gain is None else round(gain, 4),
-                          "cpu_s_per_point": round(cpu / (100 * gain), 1) if gain is not None and gain > 0 else None,
+                          "step_s_per_point": round(cpu / (100 * gain), 1) if gain is not None and gain > 0 else None,
                           "execution_cpu_s": round(sum(executed) / len(executed), 1) if executed else None,
                           "kept_start": f"{sum(kept)}/{len(kept)}" if kept else None}
     summaries = [s for s, _ in done]
     shared = {k: round(sum((s.get("stage_wall_s") or {}).get(k, 0.0) for s in summaries) / len(summaries), 1)
               for k in shared_steps if any(k in (s.get("stage_wall_s") or {}) for s in summaries)}
-    return {"arms": rows, "shared_steps_cpu_s": shared}
+    return {"arms": rows, "shared_steps_s": shared}
 
 
 def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]]) -> dict[str, Any]:
@@ -233,16 +235,16 @@ def cost_table(result: dict[str, Any]) -> list[str]:
 
 
 def arm_cost_table(result: dict[str, Any]) -> list[str]:
-    """Per N and post-SFT arm: CPU seconds per replicate, the gain over sft, CPU seconds per point of gain."""
-    rows = ["| N | arm | CPU s per replicate | gain over sft | CPU s per point of gain | of which executions | "
+    """Per N and post-SFT arm: step seconds per replicate, the gain over sft, step seconds per point of gain."""
+    rows = ["| N | arm | step s per replicate | gain over sft | step s per point of gain | of which executions | "
             "checkpoint kept the start |", "|---|---|---|---|---|---|---|"]
     for n in (str(n) for n in result["teacher_tasks"]):
         for arm, c in ((result["by_n"][n].get("arm_cost") or {}).get("arms") or {}).items():
             gain = "–" if c["gain_over_sft"] is None else f"{c['gain_over_sft']:+.3f}"
-            per = "– (no gain)" if c["cpu_s_per_point"] is None else f"{c['cpu_s_per_point']:g}"
+            per = "– (no gain)" if c["step_s_per_point"] is None else f"{c['step_s_per_point']:g}"
             ex = "–" if c["execution_cpu_s"] is None else f"{c['execution_cpu_s']:g}"
             kept = c.get("kept_start") or "–"
-            rows.append(f"| {n} | {arm} | {c['cpu_s']:g} | {gain} | {per} | {ex} | {kept} |")
+            rows.append(f"| {n} | {arm} | {c['step_s']:g} | {gain} | {per} | {ex} | {kept} |")
     return rows
 
 
@@ -291,9 +293,10 @@ def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None
              "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
              *curve_table(result), "", "## Planned contrasts at each N", "", *contrast_table(result), "",
              "## What each arm's training cost", "",
-             "One thread per step (wall ≈ CPU seconds), mean over replicates; steps several arms share (the judge, "
-             "the SFT planner's own runs) are not charged to an arm. Executions of an executed reward run inside its "
-             "GRPO step and are part of its time.", "", *arm_cost_table(result), "",
+             "Wall seconds of each arm's own steps at one thread (CPU seconds where the core was not shared: see the "
+             "machine time per cell), mean over replicates; steps several arms share (the judge, the SFT planner's "
+             "own runs) are not charged to an arm. Executions of an executed reward run inside its GRPO step and are "
+             "part of its time (their CPU seconds beside it).", "", *arm_cost_table(result), "",
              "## Machine time per cell", "", *time_table(result), "",
              "## The teacher's cost", "",
              f"Price: {result['price']['per_tool_call_usd']} USD per teacher tool call "

@@ -153,10 +153,10 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
     assert result["headline"]["smallest_n"] == 8  # RL at N=8 solves what SFT at N=16 solves, task for task
     # what each arm cost: 150 s per replicate, 200 s for rft (its selection too); per point of gain over sft
     cost8 = result["by_n"]["8"]["arm_cost"]
-    assert cost8["arms"]["grpo_own"]["cpu_s"] == 150.0 and cost8["arms"]["rft"]["cpu_s"] == 200.0
-    assert cost8["arms"]["grpo_own"]["cpu_s_per_point"] == pytest.approx(150 / (100 / 3), abs=0.1)
-    assert cost8["arms"]["rft"]["cpu_s_per_point"] is None  # rft is as weak as sft at N=8: no gain to price
-    assert cost8["shared_steps_cpu_s"] == {"judge-train": 30.0} and "sft" not in cost8["arms"]
+    assert cost8["arms"]["grpo_own"]["step_s"] == 150.0 and cost8["arms"]["rft"]["step_s"] == 200.0
+    assert cost8["arms"]["grpo_own"]["step_s_per_point"] == pytest.approx(150 / (100 / 3), abs=0.1)
+    assert cost8["arms"]["rft"]["step_s_per_point"] is None  # rft is as weak as sft at N=8: no gain to price
+    assert cost8["shared_steps_s"] == {"judge-train": 30.0} and "sft" not in cost8["arms"]
     assert cost8["arms"]["grpo_own"]["kept_start"] == "2/4" and cost8["arms"]["rft"]["kept_start"] is None
 
     page = curve_page(result, "docs/results/teacher-curve.json")
@@ -173,7 +173,7 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
         for seed, wall in zip(result["by_n"][n]["seeds"], result["by_n"][n]["wall_s"], strict=True):
             assert f"| {n} | {seed} | {wall:g} |" in page
         for arm, a in result["by_n"][n]["arm_cost"]["arms"].items():
-            assert f"| {n} | {arm} | {a['cpu_s']:g} |" in page
+            assert f"| {n} | {arm} | {a['step_s']:g} |" in page
     assert "Smallest N that matches: 8" in page
     # the viewer's index shows the curve plot and labels each source with its cell
     index = (tmp_path / "out" / "view" / "index.html").read_text("utf-8")
