@@ -57,8 +57,8 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool) -> dict[int | No
 
 def write_curve(recipe: Any, cells: dict[int | None, list[tuple[dict, Path]]], out: Path, results: Path | None
                 ) -> str:
-    """Pool the curve's cells, write OUT/experiment.json (and `results`), the plot OUT/curve.png and the viewer
-    OUT/view (every cell's test runs, the plot on its index); return the result's page."""
+    """Pool the curve's cells, write OUT/experiment.json (and `results`) and the plot OUT/curve.png, put the plot at
+    the top of every cell's viewer index; return the result's page."""
     from omnidecision.pipeline.experiment import write_result
     from omnidecision.provenance import git_revision
 
@@ -67,27 +67,29 @@ def write_curve(recipe: Any, cells: dict[int | None, list[tuple[dict, Path]]], o
     curve["git_revision"] = git_revision()
     write_result(curve, out, results)
     plot_curve(curve, out / "curve.png")
-    index = write_curve_view(done, out / "view", out / "curve.png")
-    logger.info("the curve's runs and its plot: %s", index)
+    for index in write_curve_view(done, out / "curve.png"):
+        logger.info("the curve plot heads %s", index)
     return curve_page(curve, str(results or out / "experiment.json"))
 
 
-def write_curve_view(cells: dict[int, list[tuple[dict, Path]]], out: Path, plot: Path) -> Path:
-    """One viewer site over every cell's test evaluations, the curve plot at the top of its index; each source is
-    labelled with its cell (`N=30 start 1: grpo_judge.r2`). Returns index.html."""
-    from omnidecision.view.load import load
-    from omnidecision.view.render import write_site
+def write_curve_view(cells: dict[int, list[tuple[dict, Path]]], plot: Path) -> list[Path]:
+    """The curve plot at the top of every cell's viewer index (OUT/n-N/seed-S/view, written by the cell's `view`
+    step): the index is rewritten over the same evaluation folders, the run and side-by-side pages are kept. One site
+    over every cell's runs would pair every two sources that ran a test task (the cells of a start share their test
+    suite): hundreds of thousands of side-by-side pages at 12 cells. Returns the rewritten index files."""
+    from omnidecision.view import write_view
 
-    # eval/<planner>/test: the planner's folder name is the label (a report's own name may be missing)
-    prefix = {d: f"N={n} start {folder.name.removeprefix('seed-')}: {d.parent.name}"
-              for n, done in sorted(cells.items()) for _, folder in done
-              for d in sorted((folder / "eval").glob("*/test"))}
-    collection = load(list(prefix))
-    for problem in collection.problems:
-        logger.warning("curve view: %s", problem)
-    for src in collection.sources:
-        src.label = prefix.get(src.path, src.label)
-    return write_site(collection, out, title="The teacher-data curve: every cell's test runs", figures=[plot])
+    written = []
+    for n, done in sorted(cells.items()):
+        for summary, folder in done:
+            if not (folder / "view" / "index.html").is_file():
+                continue  # a cell run without the report steps (`checks: false`) has no viewer
+            argv = (((summary.get("provenance") or {}).get("steps") or {}).get("view") or {}).get("argv") or []
+            sources = argv[1:argv.index("--out")] if "--out" in argv else \
+                [str(d) for d in sorted((folder / "eval").glob("*/test"))]
+            written.append(write_view(sources, folder / "view", title=f"Test runs of the curve's cell N={n}, start "
+                                      f"{folder.name.removeprefix('seed-')}", figures=[plot], pages=False))
+    return written
 
 
 def teacher_cost(folder: Path, price_per_call: float) -> dict[str, Any]:

@@ -114,6 +114,10 @@ def _cell(folder: Path, cfg: DemoConfig, arms, correct: dict[str, list[bool]], t
         (folder / "models" / f"{name}-run").mkdir(parents=True)
         (folder / "models" / f"{name}-run" / "checkpoint_selection.json").write_text(
             json.dumps({"policy": "dev_closure", "chosen_step": 0 if key == "r0" else 20}))
+    if teacher_runs == 16:  # the cells at N=16 ran their report steps: a viewer over their test runs
+        from omnidecision.view import write_view
+
+        write_view(sorted(str(d) for d in (folder / "eval").glob("*/test")), folder / "view")
     summarise(folder, cfg, times, arms)  # summary.json: the cell is finished
 
 
@@ -175,10 +179,14 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
         for arm, a in result["by_n"][n]["arm_cost"]["arms"].items():
             assert f"| {n} | {arm} | {a['step_s']:g} |" in page
     assert "Smallest N that matches: 8" in page
-    # the viewer's index shows the curve plot and labels each source with its cell
-    index = (tmp_path / "out" / "view" / "index.html").read_text("utf-8")
-    assert (tmp_path / "out" / "curve.png").stat().st_size > 1000 and "assets/figures/curve.png" in index
-    assert "N=8 start 0: sft" in index and "N=16 start 1: grpo_own.r1" in index
+    # the curve plot heads each cell's viewer index; its run pages stay; a cell without a viewer gets none
+    assert (tmp_path / "out" / "curve.png").stat().st_size > 1000
+    for start in (0, 1):
+        view = cell_folder(tmp_path / "out", 16, start) / "view"
+        index = (view / "index.html").read_text("utf-8")
+        assert "assets/figures/curve.png" in index and (view / "assets" / "figures" / "curve.png").is_file()
+        assert f"cell N=16, start {start}" in index and any((view / "run").rglob("*.html"))
+    assert not (cell_folder(tmp_path / "out", 8, 0) / "view").exists()
 
 
 def test_the_headline_needs_the_rl_arm_within_the_margin_of_sft_at_the_largest_n():
