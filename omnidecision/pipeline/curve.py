@@ -175,11 +175,11 @@ def arm_cost(recipe: Any, n: int, done: list[tuple[dict[str, Any], Path]], means
                     kept.append(json.loads(choice.read_text("utf-8")).get("chosen_step") == 0)
         if not per_rep:
             continue
-        cpu = sum(per_rep) / len(per_rep)
+        step_s = sum(per_rep) / len(per_rep)
         gain = None if sft is None or arm.name not in means else means[arm.name]["estimate"] - sft
-        rows[arm.name] = {"step_s": round(cpu, 1), "replicates": len(per_rep),
+        rows[arm.name] = {"step_s": round(step_s, 1), "replicates": len(per_rep),
                           "gain_over_sft": None if gain is None else round(gain, 4),
-                          "step_s_per_point": round(cpu / (100 * gain), 1) if gain is not None and gain > 0 else None,
+                          "step_s_per_point": round(step_s / (100 * gain), 1) if gain and gain > 0 else None,
                           "execution_cpu_s": round(sum(executed) / len(executed), 1) if executed else None,
                           "kept_start": f"{sum(kept)}/{len(kept)}" if kept else None}
     summaries = [s for s, _ in done]
