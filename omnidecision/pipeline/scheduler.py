@@ -139,8 +139,9 @@ class Runner:
             raise typer.Exit(f"demo step {step.name!r} failed (exit {code}); see {where}") from None
         with self.lock:
             self.times[step.name] = round(time.perf_counter() - t0, 1)
+            # the group it ran in: a cell summarised later under another plan still counts its time once
             self.records[step.name] = {"threads": self.threads, "seeds": step.seeds, "arm": step.arm or None,
-                                       "replicate": step.replicate, "argv": argv,
+                                       "replicate": step.replicate, "group": step.group, "argv": argv,
                                        "git_revision": self.common["git_revision"],
                                        "env": {k: v for k, v in fixed.items() if k != "VLLM_CPU_OMP_THREADS_BIND"}}
             if self.on_done is not None:
@@ -176,7 +177,8 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> di
         if step.name in done and all(Path(w).exists() for w in step.writes):
             runner.times[step.name] = done[step.name]
             if step.name in records:  # with the revision it ran at (a restart may run newer code for the rest)
-                runner.records[step.name] = {"git_revision": earlier.get("git_revision"), **records[step.name]}
+                runner.records[step.name] = {"git_revision": earlier.get("git_revision"), "group": step.group,
+                                             **records[step.name]}
             print(f"=== [{step.name}] finished in an earlier run ({done[step.name]:.1f}s): kept", flush=True)
         else:
             todo.append(step)
@@ -211,11 +213,15 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> di
     return runner.times
 
 
-def total_wall(plan: list[Step], times: dict[str, float]) -> float:
-    """The plan's wall time: steps that ran beside others count through their group's wall time (`group:NAME`),
-    not one by one (with --jobs 1 no group is recorded and each step counts)."""
+def total_wall(plan: list[Step], times: dict[str, float], records: dict[str, dict[str, Any]] | None = None
+               ) -> float:
+    """The wall time of the run: steps that ran beside others count through their group's wall time
+    (`group:NAME`), not one by one (with --jobs 1 no group is recorded and each step counts). A step's group is the
+    one its record in steps.json names (`records`: the plan it ran, which for a kept cell may be larger than
+    `plan`), else the plan's."""
+    group_of = {s.name: s.group for s in plan} | {k: r["group"] for k, r in (records or {}).items() if "group" in r}
     ran = {k.removeprefix("group:") for k in times if k.startswith("group:")}
-    beside = {s.name for s in plan if s.group in ran}
+    beside = {name for name, group in group_of.items() if group in ran}
     return round(sum(v for k, v in times.items() if k not in beside), 1)
 
 

@@ -145,7 +145,7 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
         "provenance": {"cpu": steps.get("cpu"), "libraries": steps.get("libraries"), "python": steps.get("python"),
                        "git_revision": steps.get("git_revision"), "jobs": steps.get("jobs"), "threads": cfg.threads,
                        "steps": steps.get("steps", {})},
-        "stage_wall_s": times, "total_wall_s": total_wall(plan, times),
+        "stage_wall_s": times, "total_wall_s": total_wall(plan, times, steps.get("steps")),
         "protocol": "train/dev/test suites with distinct seeds; every arm but oracle_sft learns from the teacher's "
                     "emitted decisions in its judge-correct runs (or from rewards over the ledger); post-SFT arms "
                     "are replicated with distinct RL seeds (an arm in `single`: replicate 0 only); sft_plus and rft "

@@ -111,6 +111,22 @@ def test_total_wall_counts_steps_side_by_side_once(tmp_path):
     assert total_wall(plan, times) == alone - 10.0 * len(evals) + 25.0
 
 
+def test_a_cell_run_under_a_larger_plan_counts_its_steps_once_under_a_smaller_one(tmp_path):
+    """A kept cell summarised by a recipe with fewer arms (grounded.yaml keeping the curve's cells): the steps the
+    smaller plan lacks ran inside a group too, and its records say which."""
+    from omnidecision.pipeline.arms import ARMS
+
+    full = build_plan(DemoConfig.quick(), tmp_path)
+    small = build_plan(DemoConfig.quick(), tmp_path, tuple(a for a in ARMS if a.name not in ("grpo_own", "rft_own")))
+    extra = [s for s in full if s.name not in {t.name for t in small}]
+    assert extra and all(s.group for s in extra)
+    times = {s.name: 10.0 for s in full} | {f"group:{g}": 25.0 for g in {s.group for s in full if s.group}}
+    records = {s.name: {"group": s.group} for s in full}
+    assert total_wall(small, times, records) == total_wall(full, times)
+    # without the records the extra steps count one by one on top of their groups (the error this fixes)
+    assert total_wall(small, times) == total_wall(full, times) + 10.0 * len(extra)
+
+
 def test_the_experiment_pools_seeds_paired_per_seed_and_task(tmp_path):
     folders, summaries = [], []
     for seed, flip in ((0, False), (1, True)):
