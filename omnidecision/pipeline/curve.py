@@ -131,7 +131,14 @@ def headline(by_n: dict[int, dict[str, Any]], outcomes: dict[int, dict[str, Any]
         best = max(present, key=lambda a: (means.get(a) or 0.0, -rl_arms.index(a)))
         contrasts = {a: hierarchical_contrast(outcomes[n][a], reference, seed=seed).model_dump() for a in present}
         match = contrasts[best]["low"] > -margin
-        rows[str(n)] = {"best": best, "contrasts": contrasts, "matches": match}
+        # the issue's goal (reported beside the declared headline, not instead of it): the same arm against sft at
+        # every larger N, so "SFT+RL at N matches SFT alone at 2N or more" is read off the file
+        larger = {}
+        for m in sorted(k for k in by_n if k > n and "sft" in outcomes[k]):
+            c = hierarchical_contrast(outcomes[n][best], outcomes[m]["sft"], seed=seed)
+            larger[str(m)] = {"estimate": c.estimate, "low": c.low, "high": c.high, "matches": c.low > -margin}
+        rows[str(n)] = {"best": best, "contrasts": contrasts, "matches": match, "versus_sft_at": larger,
+                        "largest_sft_matched": max((int(m) for m, c in larger.items() if c["matches"]), default=None)}
         if match and smallest is None:
             smallest = n
     return {"reference": f"sft at N={top}", "margin": margin, "by_n": rows, "smallest_n": smallest,
@@ -205,7 +212,30 @@ def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]])
     return {"kind": "teacher-curve", "recipe": recipe.model_dump(), "teacher_tasks": sorted(by_n),
             "price": {"per_tool_call_usd": recipe.teacher_price_per_call, "source": recipe.teacher_price_source},
             "by_n": {str(n): v for n, v in by_n.items()}, "teacher_cost": {str(n): v for n, v in cost.items()},
-            "headline": headline(by_n, outcomes, recipe.curve_rl_arms, recipe.curve_margin)}
+            "headline": headline(by_n, outcomes, recipe.curve_rl_arms, recipe.curve_margin),
+            "secondary": secondary(by_n, recipe.curve_rl_arms)}
+
+
+def secondary(by_n: dict[int, dict[str, Any]], rl_arms: list[str], headroom: float = 0.15) -> dict[str, Any]:
+    """The declared secondary reading: at the smallest N where sft leaves headroom (its pooled mean at least
+    `headroom` below the rule planner's), which RL arms beat sft with a planned interval above 0, and grpo_own's
+    gain as a fraction of grpo_judge's (their planned contrasts against sft)."""
+    for n in sorted(by_n):
+        means = (by_n[n].get("contrasts") or {}).get("means", {})
+        if "sft" not in means or "rule" not in means:
+            continue
+        if means["rule"]["estimate"] - means["sft"]["estimate"] < headroom:
+            continue
+        planned = by_n[n]["contrasts"].get("planned", {})
+        gains = {k.removesuffix("-sft"): v for k, v in planned.items() if k.endswith("-sft")}
+        own, judge = gains.get("grpo_own"), gains.get("grpo_judge")
+        ratio = None if own is None or judge is None or judge["estimate"] <= 0 else own["estimate"] / judge["estimate"]
+        return {"n": n, "headroom": headroom, "sft": means["sft"]["estimate"], "rule": means["rule"]["estimate"],
+                "beat_sft": sorted(a for a, v in gains.items() if v["low"] > 0),
+                "own_over_judge_gain": None if ratio is None else round(ratio, 3),
+                "own_over_judge_reason": None if ratio is not None else
+                "grpo_judge's gain over sft is not above 0 (or a contrast is missing): no fraction to take"}
+    return {"n": None, "headroom": headroom, "reason": f"sft is within {headroom} of the rule planner at every N"}
 
 
 def _means(result: dict[str, Any], n: str) -> dict[str, dict[str, float]]:
@@ -286,12 +316,37 @@ def headline_rows(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def goal_rows(result: dict[str, Any]) -> list[str]:
+    """The issue's goal, beside the declared headline: the best declared RL arm at N against sft at every larger N,
+    and the secondary reading at the smallest N with headroom."""
+    h = result["headline"]
+    rows = ["| N | best declared RL arm | against sft at N' | difference | 95% interval | matches |",
+            "|---|---|---|---|---|---|"]
+    for n, v in h["by_n"].items():
+        for m, c in (v.get("versus_sft_at") or {}).items():
+            rows.append(f"| {n} | {v['best']} | {m} | {c['estimate']:+.3f} | [{c['low']:+.3f}, {c['high']:+.3f}] | "
+                        f"{'yes' if c['matches'] else 'no'} |")
+    s = result.get("secondary") or {}
+    if s.get("n") is None:
+        rows += ["", f"Secondary reading: {s.get('reason', 'not computed')}."]
+    else:
+        frac = (f"{s['own_over_judge_gain']:.2f}" if s["own_over_judge_gain"] is not None
+                else s["own_over_judge_reason"])
+        rows += ["", f"Secondary reading at N = {s['n']}, the smallest N where sft ({s['sft']:.3f}) is at least "
+                 f"{s['headroom']:g} below the rule planner ({s['rule']:.3f}): RL arms above sft with an interval "
+                 f"above 0: {', '.join(s['beat_sft']) or 'none'}; grpo_own's gain as a fraction of grpo_judge's: "
+                 f"{frac}."]
+    return rows
+
+
 def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None) -> str:
     """The docs page of a curve result (every table generated from the file; tests/demo/test_curve.py checks)."""
     lines = ["# The teacher-data curve: the result", "",
              f"Generated from `{result_path}` by `python -m omnidecision.pipeline.curve {result_path} --page ...`; "
              "the declaration is [teacher-curve.md](teacher-curve.md).", "",
              "## Headline (declared before the run)", "", *headline_rows(result), "",
+             "## The issue's goal (reported beside the headline, not instead of it)", "",
+             "Margin as in the headline; every larger N's sft as the reference in turn.", "", *goal_rows(result), "",
              "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
              *curve_table(result), "", "## Planned contrasts at each N", "", *contrast_table(result), "",
              "## What each arm's training cost", "",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omnidecision.pipeline.curve import cell_folder, curve_page, headline
+from omnidecision.pipeline.curve import cell_folder, curve_page, headline, secondary
 from omnidecision.pipeline.experiment import ExperimentRecipe, load_experiment
 from omnidecision.pipeline.plan import DemoConfig, build_plan
 from omnidecision.pipeline.summary import summarise, units
@@ -179,6 +179,9 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
         for arm, a in result["by_n"][n]["arm_cost"]["arms"].items():
             assert f"| {n} | {arm} | {a['step_s']:g} |" in page
     assert "Smallest N that matches: 8" in page
+    goal = result["headline"]["by_n"]["8"]["versus_sft_at"]["16"]
+    assert f"| 8 | {result['headline']['by_n']['8']['best']} | 16 | {goal['estimate']:+.3f} |" in page
+    assert result["secondary"]["n"] == 8 and "Secondary reading at N = 8" in page
     # the curve plot heads each cell's viewer index; its run pages stay; a cell without a viewer gets none
     assert (tmp_path / "out" / "curve.png").stat().st_size > 1000
     for start in (0, 1):
@@ -201,3 +204,29 @@ def test_the_headline_needs_the_rl_arm_within_the_margin_of_sft_at_the_largest_n
     h = headline(by_n, outcomes, ["grpo_judge", "grpo_own"], 0.05)
     assert h["by_n"]["15"]["best"] == "grpo_own" and not h["by_n"]["15"]["matches"]  # 0.6 vs 0.9: far below
     assert h["by_n"]["60"]["matches"] and h["smallest_n"] == 60 and h["teacher_runs_saved_fraction"] == 0.0
+    # the goal beside it: grpo_own at N=15 (24 of 40) against sft at N=60 (36 of 40): far below
+    far = h["by_n"]["15"]["versus_sft_at"]["60"]
+    assert far["estimate"] == pytest.approx(-0.3) and not far["matches"]
+    assert h["by_n"]["15"]["largest_sft_matched"] is None
+    assert h["by_n"]["60"]["versus_sft_at"] == {}
+
+
+def _means_of(**arms: tuple[float, float, float]) -> dict:
+    return {a: {"estimate": e, "low": lo, "high": hi} for a, (e, lo, hi) in arms.items()}
+
+
+def test_the_secondary_reading_is_taken_at_the_smallest_n_with_headroom():
+    by_n = {
+        15: {"contrasts": {"means": _means_of(sft=(0.90, 0.8, 1.0), rule=(1.0, 1.0, 1.0)), "planned": {}}},
+        30: {"contrasts": {"means": _means_of(sft=(0.70, 0.6, 0.8), rule=(1.0, 1.0, 1.0)),
+                           "planned": _means_of(**{"grpo_judge-sft": (0.10, 0.02, 0.18),
+                                                   "grpo_own-sft": (0.04, -0.02, 0.10),
+                                                   "grpo_judge-rft": (0.05, -0.1, 0.2)})}},
+        60: {"contrasts": {"means": _means_of(sft=(0.60, 0.5, 0.7), rule=(1.0, 1.0, 1.0)), "planned": {}}},
+    }
+    s = secondary(by_n, ["grpo_judge", "grpo_own"])
+    assert s["n"] == 30 and s["beat_sft"] == ["grpo_judge"] and s["own_over_judge_gain"] == pytest.approx(0.4)
+    by_n[30]["contrasts"]["planned"]["grpo_judge-sft"]["estimate"] = -0.01  # no gain: no fraction, and why
+    s = secondary(by_n, ["grpo_judge", "grpo_own"])
+    assert s["own_over_judge_gain"] is None and "not above 0" in s["own_over_judge_reason"]
+    assert secondary({15: by_n[15]}, ["grpo_judge"])["n"] is None
