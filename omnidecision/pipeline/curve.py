@@ -363,8 +363,12 @@ def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None
     return "\n".join(lines)
 
 
+REFERENCES = ("teacher", "rule", "oracle_sft")  # drawn dashed, without bands: they bound the arms, they are not arms
+
+
 def plot_curve(result: dict[str, Any], path: Path) -> None:
-    """Accuracy against teacher runs (left) and teacher dollars (right): one line per arm, 95% bands."""
+    """Accuracy against teacher runs (left) and teacher dollars (right): one line per arm with its 95% band; the
+    references (teacher, rule, oracle_sft) dashed without a band, so the arms' bands stay readable."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -372,21 +376,29 @@ def plot_curve(result: dict[str, Any], path: Path) -> None:
 
     ns = [str(n) for n in result["teacher_tasks"]]
     arms = list(result["by_n"][ns[0]]["per_seed_accuracy"])
-    xs = {"teacher runs (train)": [result["teacher_cost"][n]["train"]["runs"] for n in ns],
-          "teacher USD (train)": [result["teacher_cost"][n]["train"]["usd"] for n in ns]}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    xs = {"teacher runs on the train tasks (N)": [result["teacher_cost"][n]["train"]["runs"] for n in ns],
+          "teacher USD on the train tasks (N)": [result["teacher_cost"][n]["train"]["usd"] for n in ns]}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
     for ax, (label, x) in zip(axes, xs.items(), strict=True):
         for arm in arms:
             ms = [_means(result, n).get(arm) for n in ns]
             if any(m is None for m in ms):
                 continue
-            ax.plot(x, [m["estimate"] for m in ms], marker="o", label=arm)
-            ax.fill_between(x, [m["low"] for m in ms], [m["high"] for m in ms], alpha=0.12)
+            if arm in REFERENCES:
+                ax.plot(x, [m["estimate"] for m in ms], linestyle="--", linewidth=1, marker=".", label=arm)
+                continue
+            (line,) = ax.plot(x, [m["estimate"] for m in ms], marker="o", label=arm)
+            ax.fill_between(x, [m["low"] for m in ms], [m["high"] for m in ms], color=line.get_color(), alpha=0.10)
         ax.set_xscale("log")
+        # ticks at the measured points only, named by their N (log-scale minor labels would overlap)
+        ticks = [f"{v:g}\n(N={n})" if "runs" in label else f"${v:.0f}\n(N={n})" for v, n in zip(x, ns, strict=True)]
+        ax.set_xticks(x, ticks)
+        ax.minorticks_off()
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("test accuracy in the loop")
-    axes[1].legend(fontsize=8, loc="lower right")
+    axes[0].set_ylabel("test accuracy in the loop (95% band)")
+    axes[0].set_ylim(0, 1.05)
+    axes[1].legend(fontsize=8, loc="lower right", ncol=2)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
