@@ -264,3 +264,15 @@ def test_rl_arms_table_per_start():
         assert cells[3] in (mean, f"{m['estimate']:.3f}" if m["low"] == m["high"] else None), (arm, cells[3])
         earlier = [f"{a:.3f}" for a in before["per_seed_accuracy"][arm][:2]]
         assert cells[4] in (", ".join(earlier), earlier[0] if len(set(earlier)) == 1 else None), (arm, cells[4])
+
+
+def test_the_curve_result_page_is_what_its_file_renders():
+    """docs/research/teacher-curve-result.md is generated from docs/results/teacher-curve.json (issue 57): the page
+    committed is the one `python -m omnidecision.pipeline.curve` writes from the file committed, line for line."""
+    result = _load("docs/results/teacher-curve.json")
+    assert result["kind"] == "teacher-curve"
+    page = (RESEARCH / "teacher-curve-result.md").read_text("utf-8")
+    assert page == curve.curve_page(result, "docs/results/teacher-curve.json", "../results/teacher-curve.png"), \
+        "regenerate: python -m omnidecision.pipeline.curve docs/results/teacher-curve.json --page " \
+        "docs/research/teacher-curve-result.md --plot docs/results/teacher-curve.png"
+    assert (ROOT / "docs" / "results" / "teacher-curve.png").stat().st_size > 10_000
