@@ -256,6 +256,18 @@ def curve_table(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def per_start_table(result: dict[str, Any]) -> list[str]:
+    """Each arm's test accuracy per start (replicates averaged) at each N: the spread behind the intervals."""
+    ns = [str(n) for n in result["teacher_tasks"]]
+    starts = result["by_n"][ns[0]]["seeds"]
+    rows = ["| N | arm | " + " | ".join(f"start {s}" for s in starts) + " |", "|---|---|" + "---|" * len(starts)]
+    for n in ns:
+        b = result["by_n"][n]
+        for arm, per in b["per_seed_accuracy"].items():
+            rows.append(f"| {n} | {arm} | " + " | ".join(f"{v:.3f}" for v in per) + " |")
+    return rows
+
+
 def cost_table(result: dict[str, Any]) -> list[str]:
     rows = ["| N | teacher runs (train) | tool calls | tokens | USD (train) | USD (dev, every N) |",
             "|---|---|---|---|---|---|"]
@@ -348,7 +360,8 @@ def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None
              "## The issue's goal (reported beside the headline, not instead of it)", "",
              "Margin as in the headline; every larger N's sft as the reference in turn.", "", *goal_rows(result), "",
              "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
-             *curve_table(result), "", "## Planned contrasts at each N", "", *contrast_table(result), "",
+             *curve_table(result), "", "## Accuracy per start (replicates averaged)", "", *per_start_table(result),
+             "", "## Planned contrasts at each N", "", *contrast_table(result), "",
              "## What each arm's training cost", "",
              "Wall seconds of each arm's own steps at one thread (CPU seconds where the core was not shared: see the "
              "machine time per cell), mean over replicates; steps several arms share (the judge, the SFT planner's "

@@ -176,6 +176,8 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
         assert f"| {n} | {c['runs']:g} | {c['tool_calls']:g} | {c['tokens']:g} | {c['usd']:.2f} |" in page
         for seed, wall in zip(result["by_n"][n]["seeds"], result["by_n"][n]["wall_s"], strict=True):
             assert f"| {n} | {seed} | {wall:g} |" in page
+        for arm, per in result["by_n"][n]["per_seed_accuracy"].items():  # the spread behind each interval
+            assert f"| {n} | {arm} | " + " | ".join(f"{v:.3f}" for v in per) + " |" in page
         for arm, a in result["by_n"][n]["arm_cost"]["arms"].items():
             assert f"| {n} | {arm} | {a['step_s']:g} |" in page
     assert "Smallest N that matches: 8" in page

@@ -83,7 +83,8 @@ def check_block(source: str, block: str) -> int:
             checked += 1
     if data.get("kind") == "teacher-curve":  # every table row is one the curve page renders from the file
         rendered = {line.strip() for render in (curve.curve_table, curve.contrast_table, curve.arm_cost_table,
-                                                curve.time_table, curve.cost_table) for line in render(data)}
+                                                curve.time_table, curve.cost_table, curve.per_start_table)
+                    for line in render(data)}
         for line in lines:
             assert line in rendered, f"{source}: this curve row is not the file's: {line}"
             checked += 1
