@@ -23,6 +23,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from omnidecision.pipeline.arms import ARMS
+
 logger = logging.getLogger(__name__)
 
 
@@ -213,10 +215,10 @@ def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]])
             "price": {"per_tool_call_usd": recipe.teacher_price_per_call, "source": recipe.teacher_price_source},
             "by_n": {str(n): v for n, v in by_n.items()}, "teacher_cost": {str(n): v for n, v in cost.items()},
             "headline": headline(by_n, outcomes, recipe.curve_rl_arms, recipe.curve_margin),
-            "secondary": secondary(by_n, recipe.curve_rl_arms)}
+            "secondary": secondary(by_n)}
 
 
-def secondary(by_n: dict[int, dict[str, Any]], rl_arms: list[str], headroom: float = 0.15) -> dict[str, Any]:
+def secondary(by_n: dict[int, dict[str, Any]], headroom: float = 0.15) -> dict[str, Any]:
     """The declared secondary reading: at the smallest N where sft leaves headroom (its pooled mean at least
     `headroom` below the rule planner's), which RL arms beat sft with a planned interval above 0, and grpo_own's
     gain as a fraction of grpo_judge's (their planned contrasts against sft)."""
@@ -376,7 +378,9 @@ def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None
     return "\n".join(lines)
 
 
-REFERENCES = ("teacher", "rule", "oracle_sft")  # drawn dashed, without bands: they bound the arms, they are not arms
+# drawn dashed, without bands: they bound the arms, they are not arms (the arm table's references, and oracle_sft,
+# the rule-label ceiling)
+REFERENCES = frozenset({a.name for a in ARMS if a.kind == "reference"} | {"oracle_sft"})
 
 
 def plot_curve(result: dict[str, Any], path: Path) -> None:

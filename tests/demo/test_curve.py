@@ -226,9 +226,9 @@ def test_the_secondary_reading_is_taken_at_the_smallest_n_with_headroom():
                                                    "grpo_judge-rft": (0.05, -0.1, 0.2)})}},
         60: {"contrasts": {"means": _means_of(sft=(0.60, 0.5, 0.7), rule=(1.0, 1.0, 1.0)), "planned": {}}},
     }
-    s = secondary(by_n, ["grpo_judge", "grpo_own"])
+    s = secondary(by_n)
     assert s["n"] == 30 and s["beat_sft"] == ["grpo_judge"] and s["own_over_judge_gain"] == pytest.approx(0.4)
     by_n[30]["contrasts"]["planned"]["grpo_judge-sft"]["estimate"] = -0.01  # no gain: no fraction, and why
-    s = secondary(by_n, ["grpo_judge", "grpo_own"])
+    s = secondary(by_n)
     assert s["own_over_judge_gain"] is None and "not above 0" in s["own_over_judge_reason"]
-    assert secondary({15: by_n[15]}, ["grpo_judge"])["n"] is None
+    assert secondary({15: by_n[15]})["n"] is None
