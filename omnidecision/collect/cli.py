@@ -150,6 +150,8 @@ def harvest(
     switch_copies: int = typer.Option(1, "--switch-copies", min=1,
                                       help="--label rule: each train row whose decision leaves a tried source "
                                            "for an untried listed one appears K times"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never one that is, holds or lies inside an input)"),
 ) -> None:
     """Turn trajectories into a state-SFT dataset (judge-correct runs) and an RL state dataset (all runs)."""
     from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
@@ -160,7 +162,7 @@ def harvest(
                           check_replay=check_replay, label=label, switch_copies=switch_copies,
                           validation_from=[str(p) for p in validation_from or []])
     try:
-        stats = run_harvest([str(r) for r in runs], out, opts)
+        stats = run_harvest([str(r) for r in runs], out, opts, replace=replace)
     except (HarvestError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from exc
     typer.echo(f"{out}: sft train={stats['sft']['train']} validation={stats['sft']['validation']}; "

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -52,6 +50,7 @@ from omnidecision.ledger import (
     Ledger,
     reduce,
 )
+from omnidecision.outputs import check_output, staged_output
 from omnidecision.protocol import rows
 from omnidecision.protocol.actions import CallAction
 from omnidecision.protocol.prompts import render_planner_messages
@@ -314,10 +313,15 @@ class _Harvested:
     train_tasks: set[str] = field(default_factory=set)  # ... and elsewhere
 
 
-def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None = None) -> dict[str, Any]:
-    """Read trajectories, build both datasets, write them under `out` (atomically); returns the stats."""
+def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None = None, *,
+                replace: bool = False) -> dict[str, Any]:
+    """Read trajectories, build both datasets, write them under `out` (atomically); returns the stats. `out` is
+    checked before anything is read (`outputs.check_output`): never one of `paths` (or a folder holding or inside
+    one), never a non-empty folder the project did not write unless `replace`."""
     opts = opts or HarvestOptions()
     out = Path(out)
+    inputs = [*paths, *opts.validation_from, opts.tokenizer]
+    check_output(out, inputs, replace=replace)
     # read, in a fixed order
     runs, bad = ordered_runs(paths, opts.skip_bad)
     # harvest run by run
@@ -329,14 +333,8 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
     switches = Counter(split[r["task_id"]] for r in got.sft if r.get(SWITCH))
     got.sft = with_switch_copies(got.sft, split, opts.switch_copies)
     # write into a temp folder, then rename
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with staged_output(out, inputs, command="harvest", replace=replace) as tmp:
         stats = write_dataset(tmp, paths, runs, bad, got, split, switches, opts)
-        _replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     logger.info("harvest → %s: sft %s, rl %s", out, _sizes(stats["sft"]), _sizes(stats["rl"]))
     return stats
 
@@ -469,15 +467,6 @@ def write_dataset(tmp: Path, paths: list[str], runs: list[tuple[str, int, RunRec
                                length_stats=length_stats, tokenizer=tok_name if tokenizer is not None else None,
                                tokenizer_from=tok_from, split=split, task_ids_file=TASK_IDS))
     return stats
-
-
-def _replace(tmp: Path, out: Path) -> None:
-    """Put the finished folder `tmp` at `out`, replacing what was there (the old copy moved aside, then removed)."""
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    if out.exists():
-        os.replace(out, old)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _sizes(kind_stats: dict[str, Any]) -> dict[str, int]:

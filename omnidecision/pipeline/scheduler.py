@@ -9,7 +9,8 @@ then does not depend on the schedule, so a rerun on the same kind of machine wri
 `jobs` at a time, each job slot pinned to its own cores (vLLM's CPU worker pins its threads; left alone every server
 pins core 0).
 A restarted run keeps the steps it finished (their wall time recorded in OUT/stage_wall_s.json, their outputs
-there, the code revision each step ran at in its record). Each step's environment, seeds, library versions and
+there, the code revision each step ran at in its record); both state files are written atomically, and one that
+cannot be read stops the restart with one line naming it. Each step's environment, seeds, library versions and
 revision go to OUT/steps.json (the summary copies them).
 """
 
@@ -31,6 +32,7 @@ from typing import Any
 
 import typer
 
+from omnidecision.outputs import write_json_atomic
 from omnidecision.pipeline.plan import BUDGET, Step, output_dir
 
 logger = logging.getLogger(__name__)
@@ -169,8 +171,8 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> di
     runner = Runner(out, threads, plan)
     times_file, steps_file = out / "stage_wall_s.json", out / "steps.json"
     # a restarted run keeps the steps it finished (their wall time recorded, their outputs there) and runs the rest
-    done = _read(times_file) if times_file.exists() else {}
-    earlier = _read(steps_file) if steps_file.exists() else {}
+    done = read_state(times_file)
+    earlier = read_state(steps_file)
     records = earlier.get("steps", {})
     todo: list[Step] = []
     for step in plan:
@@ -195,9 +197,9 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> di
         else:
             groups.append([step])
 
-    def save() -> None:
-        times_file.write_text(json.dumps(runner.times, indent=2), "utf-8")
-        steps_file.write_text(json.dumps({**runner.common, "jobs": jobs, "steps": runner.records}, indent=2), "utf-8")
+    def save() -> None:  # atomically: a kill mid-write must not leave a file the restart cannot read
+        write_json_atomic(times_file, runner.times)
+        write_json_atomic(steps_file, {**runner.common, "jobs": jobs, "steps": runner.records})
 
     runner.on_done = save  # after every step (under the runner's lock), not only after its group
 
@@ -225,5 +227,17 @@ def total_wall(plan: list[Step], times: dict[str, float], records: dict[str, dic
     return round(sum(v for k, v in times.items() if k not in beside), 1)
 
 
-def _read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text("utf-8"))
+def read_state(path: Path) -> dict[str, Any]:
+    """A restart's state file (stage_wall_s.json, steps.json) as a dict ({} when absent); one line naming the file
+    when it cannot be read (a file damaged outside the project: the restart cannot tell which steps finished)."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise typer.Exit(f"{path}: not a readable state file ({type(exc).__name__}: {exc}); the restart cannot tell "
+                         "which steps finished: repair it, or delete it to run every step again") from None
+    if not isinstance(data, dict):
+        raise typer.Exit(f"{path}: holds a {type(data).__name__}, not the object a restart reads; repair it, or "
+                         "delete it to run every step again")
+    return data

@@ -36,6 +36,8 @@ from typing import Any, Optional
 
 import typer
 
+from omnidecision.outputs import staged_output
+
 logger = logging.getLogger(__name__)
 
 
@@ -93,26 +95,34 @@ def score_groups(script: Any, training: Any, rows: list[dict[str, Any]], groups:
 
 
 def main(script: Any, training: Any, model_args: Any, *, out: Path, val: Path | None = None,
-         max_states: int | None = None) -> dict[str, Any]:
+         max_states: int | None = None, replace: bool = False) -> dict[str, Any]:
     """Select, sample, score, keep the best; write OUT (train parquet, validation copied from `val`),
-    OUT/rft_select.json (the stats and the state ids) and OUT/consumed.json."""
+    OUT/rft_select.json (the stats and the state ids) and OUT/consumed.json. OUT is written through a temp sibling
+    (`outputs.staged_output`): never one of the inputs or a folder holding one, never a folder it did not write
+    unless `replace`."""
+    from omnidecision.preflight import require
+    from omnidecision.rl.dryrun import rft_checks, rft_inputs
+
+    require(rft_checks(script, training, model_args, out=out, val=val, replace=replace))  # the dry run's, first
+    t0 = time.perf_counter()
+    with staged_output(out, rft_inputs(script, model_args, val), command="rft-select", replace=replace) as tmp:
+        stats = _select_into(tmp, script, training, model_args, val=val, max_states=max_states, t0=t0)
+    print(json.dumps({key: v for key, v in stats.items() if key != "state_ids"}))
+    return stats
+
+
+def _select_into(tmp: Path, script: Any, training: Any, model_args: Any, *, val: Path | None,
+                 max_states: int | None, t0: float) -> dict[str, Any]:
+    """The work of `main`, written into the temp folder `tmp`; returns the stats."""
     import datasets
     import torch
 
     from omnidecision.checkpoints import write_consumed
     from omnidecision.modeling import generate_decisions
-    from omnidecision.preflight import require
     from omnidecision.rewards.checks import CHECKS, Decision
-    from omnidecision.rl.dryrun import rft_checks
     from omnidecision.rl.states import state_id
     from omnidecision.rl.train import load_policy
 
-    require(rft_checks(script, training, model_args, out=out, val=val))  # the dry run's checks, before any load
-    t0 = time.perf_counter()
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     planner, tok, _ = load_policy(model_args)  # loaded as GRPO loads its policy: the same greedy selection
     rows, selection = rft_states(script, training, planner, tok, max_states)
     k = training.num_generations
@@ -128,8 +138,7 @@ def main(script: Any, training: Any, model_args: Any, *, out: Path, val: Path | 
     kept = [{"messages": [*r["prompt"], {"role": "assistant", "content": g[i]}], "task_id": r["task_id"],
              "run_id": r["run_id"], "step": r["step"], "sample": 0, "level": r["level"], "category": r["category"],
              "source": "rft"} for r, g, i in zip(rows, groups, picks, strict=True) if i is not None]
-    if not kept:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if not kept:  # the temp folder goes with the error (staged_output)
         raise typer.Exit(f"rft-select kept no decision: none of the {len(rows) * k} sampled decisions of "
                          f"{model_args.model_name_or_path} is a well-formed action (train the planner first)")
     # write: train = the kept rows; validation = the SFT dev rows when given
@@ -152,9 +161,6 @@ def main(script: Any, training: Any, model_args: Any, *, out: Path, val: Path | 
     from omnidecision.provenance import training_tasks, write_task_ids
 
     write_task_ids(tmp, training_tasks(script.dataset_name, {"train": rows}), stage="rft")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-    print(json.dumps({key: v for key, v in stats.items() if key != "state_ids"}))
     return stats
 
 
@@ -167,6 +173,8 @@ def rft_select(
         None, "--val", help="an SFT dataset folder whose validation split is copied next to the rows"),
     max_states: Optional[int] = typer.Option(  # noqa: UP045
         None, "--max-states", help="at most this many of the consumed states (a smoke run; default: all)"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never one that is, holds or lies inside an input)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """Sample K decisions on the states GRPO's steps consume, keep the best well-formed one by the GRPO recipe's
@@ -177,8 +185,7 @@ def rft_select(
     from omnidecision.rl.dryrun import rft_dry_run
 
     launch_stage(RFT_STAGE, stage_args(RFT_STAGE, config, ctx.args), main=main, check=rft_dry_run, dry_run=dry_run,
-                 out=out, val=val,
-                 max_states=max_states)
+                 out=out, val=val, max_states=max_states, replace=replace)
 
 
 rft_select.passthrough = True  # type: ignore[attr-defined]

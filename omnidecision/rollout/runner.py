@@ -4,7 +4,9 @@
 `rollout.options.CollectOptions`, from a recipe by `CollectOptions.from_recipe`): a fixed pool of `concurrency`
 workers (`Collection.worker`) pulls jobs from a queue, each job = `Collection.run_job` (`run_task`, then
 `Collection.judge_job`), every record goes to ONE `RecordWriter` (flush + fsync per line) and is counted
-(`CollectSummary.count`). Resumable: jobs whose (task_id, sample) already has a complete record
+(`CollectSummary.count`). One writer per shard: the shard's lock (`outputs.exclusive`) is held from before the first
+read of what is done to the last record; a second process on the same shard stops with one line naming the holder.
+Resumable: jobs whose (task_id, sample) already has a complete record
 in the output file are skipped; a torn last line is cut away before appending. Runs that ended with outcome
 `error` are not finished: a restart runs them again (their old records move to `errors-superseded*.jsonl`,
 `store.supersede_errors`) unless `options.retry_errors` is False (`--no-retry-errors`). A progress bar (tqdm)
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.agent.config import AgentConfig
+from omnidecision.outputs import exclusive
 from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
 from omnidecision.rollout.breaker import CollectionStopped, EndpointBreaker, guard, start_job
@@ -217,10 +220,23 @@ async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[st
     `options.retry_errors`: runs recorded with outcome `error` are run again (their records moved aside first).
     `options.breaker`: the endpoint circuit breaker's settings (`enabled: false`: none). Raises `CollectionStopped`
     (after writing every finished run) when an endpoint stayed unreachable."""
-    t0 = time.perf_counter()
     out = Path(options.out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
-    # what is finished already (a torn last line cut away; earlier error runs moved aside to run again)
+    # one writer per shard: the lock is held from before the first read of what is done to the last record
+    with exclusive(out):
+        return await _collect_locked(tasks, config, backends, options, judge_llm=judge_llm, services=services,
+                                     tool_runner=tool_runner)
+
+
+async def _collect_locked(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
+                          options: CollectOptions, *, judge_llm: ChatBackend | None, services: Services,
+                          tool_runner: Any) -> CollectSummary:
+    """`collect_runs` under the shard's lock."""
+    t0 = time.perf_counter()
+    out = Path(options.out_file)
+    # what is finished already: every complete line read first (a file that is not JSONL is refused untouched),
+    # then a torn last line cut away, earlier error runs moved aside to run again
+    finished_keys(out)
     repair_tail(out)
     retried = supersede_errors(out) if options.retry_errors else 0
     done_keys = finished_keys(out)

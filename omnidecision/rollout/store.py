@@ -2,7 +2,11 @@
 
 - `shard_of(task_id, n)`: a stable hash (sha256), the same on every machine and Python process.
 - `repair_tail(path)`: a file killed mid-write ends without a newline; the torn bytes are cut away before
-  appending (a complete line, i.e. one ending in a newline, is never touched).
+  appending (a complete line, i.e. one ending in a newline, is never touched). Bytes that cannot be the start of a
+  cut JSON line (binary, UTF-16, not UTF-8) are refused with the file untouched; callers read every complete line
+  first (`finished_keys`), so a file that is not UTF-8 JSONL is refused before a byte of it is cut.
+- One writer per shard: `RecordWriter` and `supersede_errors` hold the shard's lock (`outputs.exclusive`); the
+  runner takes it before it reads what is done, so a second process on the same shard stops with one line.
 - `RecordWriter`: ONE writer task fed by a queue; each record is written as a single line, flushed and fsynced
   before the next, so lines never interleave and a finished run survives a SIGKILL. Every secret is hidden in what
   it writes, as in `merge` and `write_json_atomic` (protocol/redaction.py: a server's error body may echo a key).
@@ -23,10 +27,12 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from omnidecision.outputs import exclusive, write_text_atomic
 from omnidecision.protocol.records import RunRecord, run_key
 from omnidecision.protocol.redaction import redact_text
 
@@ -59,8 +65,29 @@ def shard_path(out: str | Path, i: int, n: int) -> Path:
     return Path(out) / f"trajectories.shard-{i}-of-{n}.jsonl"
 
 
+def torn_tail_problem(tail: bytes) -> str | None:
+    """Why `tail` (the bytes after a file's last newline) is not the start of a JSON line cut by a kill, or None.
+
+    >>> torn_tail_problem(b'{"run_id": "t1", "ques'), torn_tail_problem('{"a": "\u00e9'.encode()[:-1])
+    (None, None)
+    >>> torn_tail_problem("{".encode("utf-16"))
+    'not UTF-8 JSON (a binary or UTF-16 file?)'
+    """
+    start = tail.lstrip()
+    if b"\x00" in tail or (start and not start.startswith(b"{")):
+        return "not UTF-8 JSON (a binary or UTF-16 file?)"
+    try:
+        tail.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data":  # a character cut in two by the kill is a torn line
+            return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    return None
+
+
 def repair_tail(path: str | Path) -> int:
-    """Cut a torn last line (bytes after the final newline) away; returns the number of bytes dropped."""
+    """Cut a torn last line (bytes after the final newline) away; returns the number of bytes dropped. Tail bytes
+    that are not a cut JSON line raise `TrajectoryFileError` and nothing is cut (read every complete line first:
+    `finished_keys`)."""
     p = Path(path)
     if not p.is_file():
         return 0
@@ -81,6 +108,11 @@ def repair_tail(path: str | Path) -> int:
             pos = start
         dropped = size - cut
         if dropped:
+            fh.seek(cut)
+            problem = torn_tail_problem(fh.read(min(dropped, 1 << 16)))
+            if problem:
+                raise TrajectoryFileError(f"{p}: its last {dropped} bytes (after the last newline) are {problem}; "
+                                          "refused, nothing changed")
             fh.truncate(cut)
             fh.flush()
             os.fsync(fh.fileno())
@@ -167,14 +199,19 @@ def supersede_errors(path: str | Path) -> int:
     p = Path(path)
     if not p.is_file():
         return 0
-    repair_tail(p)
+    with exclusive(p):  # no appender between the read and the rename (its lines would go with the old inode)
+        return _supersede(p)
+
+
+def _supersede(p: Path) -> int:
     keep: list[bytes] = []
     moved: list[bytes] = []
-    with p.open("rb") as fh:
+    with p.open("rb") as fh:  # every complete line parsed before the torn tail is cut: a bad file stays untouched
         for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
+            if not raw.strip() or not raw.endswith(b"\n"):
                 continue
             (moved if parse_line(raw, p, lineno).outcome == "error" else keep).append(raw)
+    repair_tail(p)
     if not moved:
         return 0
     side = superseded_path(p)
@@ -213,8 +250,12 @@ def merge(paths: Iterable[str | Path], out_file: str | Path) -> tuple[int, int]:
     """Concatenate the records of every shard into `out_file` (written to a temp file, then renamed), keeping the
     first record per (task_id, sample). Returns (records written, duplicates dropped)."""
     out = Path(out_file)
+    paths = list(paths)
+    given = [p for p in map(Path, paths) if p.is_file() and p.resolve() == out.resolve()]
+    if given:  # its records would be skipped as the output, then replaced by the others': lost
+        raise TrajectoryFileError(f"--out {out} is one of the files to merge ({given[0]}); choose another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     seen: set[tuple[str, int]] = set()
     written = dup = 0
     with tmp.open("w", encoding="utf-8") as fh:
@@ -248,11 +289,18 @@ class RecordWriter:
         self.written = 0
         self._task: asyncio.Task[None] | None = None
         self._fh = None
+        self._lock: AbstractContextManager[Path] = nullcontext(self.path)
 
     async def __aenter__(self) -> RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        repair_tail(self.path)
-        self._fh = self.path.open("ab")
+        self._lock = exclusive(self.path)  # one appender per shard, across processes
+        self._lock.__enter__()
+        try:
+            repair_tail(self.path)
+            self._fh = self.path.open("ab")
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
         self._task = asyncio.create_task(self._run())
         return self
 
@@ -284,13 +332,11 @@ class RecordWriter:
         finally:
             if self._fh is not None:
                 self._fh.close()
+            self._lock.__exit__(None, None, None)
 
 
 def write_json_atomic(path: str | Path, data: object) -> None:
-    """Write JSON to `path` via a temp file + rename (never half-written), every secret hidden
+    """Write JSON to `path` atomically (`outputs.write_text_atomic`), every secret hidden
     (protocol/redaction.py)."""
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")  # unique: shards on other nodes may write the same file
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    tmp.write_text(redact_text(text) + "\n", encoding="utf-8")  # no key in a manifest
-    os.replace(tmp, p)
+    write_text_atomic(path, redact_text(text) + "\n")  # no key in a manifest
