@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PIP := $(BIN)/pip install --disable-pip-version-check -q
 
-.PHONY: install sandbox-deps browser real-model test slow-test lint docs demo experiment bench clean
+.PHONY: install sandbox-deps browser real-model test slow-test slurm-test lint docs demo experiment bench clean
 
 $(BIN)/omnidecision: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -52,6 +52,12 @@ test: install browser
 # tests/synthetic/test_smollm2_e2e.py (a real pretrained model, ~40 min on 2 busy cores) skips without `make real-model`
 slow-test: install
 	$(BIN)/pytest -q -m slow
+
+# The SLURM scripts submitted for real to a two-node cluster on this machine (tests/slurm): the session fixture
+# brings scripts/slurm/local-cluster.sh up in a scratch folder (installing slurm-wlm and munge as root) and down
+# after, so no daemon is left behind.
+slurm-test: install
+	$(BIN)/pytest -q -m slurm tests/slurm
 
 lint: install
 	$(BIN)/ruff check .
