@@ -18,7 +18,6 @@ import importlib.util
 import json
 import logging
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -26,10 +25,9 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field
 
-logger = logging.getLogger(__name__)
+from omnidecision.inputs import Ref, local_looking, resolve
 
-# A hub model id: `name` or `org/name` (letters, digits, `-`, `_`, `.`); anything with more slashes is a path.
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+logger = logging.getLogger(__name__)
 
 # The attention implementations that need a package beyond torch (sdpa and eager come with torch).
 ATTENTION_PACKAGES: dict[str, tuple[str, str]] = {
@@ -264,12 +262,12 @@ def check_tracking(report_to: list[str] | str | None) -> Check:
 
 
 def is_hub_id(name: str) -> bool:
-    """`org/name` or `name`, not an existing local path.
+    """`org/name` or `name`, not an existing local path and not a local-looking one (`inputs.local_looking`).
 
-    >>> is_hub_id("Qwen/Qwen3-8B"), is_hub_id("runs/export/qwen3-8b"), is_hub_id("./model")
-    (True, False, False)
+    >>> is_hub_id("Qwen/Qwen3-8B"), is_hub_id("runs/export/qwen3-8b"), is_hub_id("runs/sft"), is_hub_id("./model")
+    (True, False, False, False)
     """
-    return bool(_HUB_ID.match(name)) and not name.startswith(".") and not Path(name).exists()
+    return local_looking(name) is None and not Path(name).exists()
 
 
 def check_model(name: str | None, what: str, *, local_only: bool = False) -> Check:
@@ -290,12 +288,16 @@ def check_model(name: str | None, what: str, *, local_only: bool = False) -> Che
         return Check(what=what, status="error", detail=f"{p} is a folder without config.json or adapter_config.json")
     if p.exists():
         return Check(what=what, status="error", detail=f"{p} is a file, not a model folder")
-    if not local_only and is_hub_id(name):
-        return Check(what=what, status="warning",
-                     detail=f"not a local folder: treated as the hub id {name!r} (not checked offline; the node "
-                            "needs hub access or a filled HF_HOME cache)")
-    return Check(what=what, status="error", detail=f"{name}: no such folder" +
-                 ("" if local_only else " (and not a hub id: a hub id is `org/name`)"))
+    if local_only:
+        return Check(what=what, status="error", detail=f"{name}: no such folder")
+    return ref_check(resolve(name, "model"), what)
+
+
+def ref_check(ref: Ref, what: str) -> Check:
+    """The check of a resolved model or dataset name (`inputs.resolve`): a missing local path is an error, a hub id
+    found in the cache or on the hub is ok, one the hub could not be asked about is a warning saying so."""
+    status: Literal["ok", "error", "warning"] = {"missing": "error", "unchecked": "warning"}.get(ref.kind, "ok")
+    return Check(what=what, status=status, detail=ref.detail)
 
 
 def _adapter_base(folder: Path) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from omnidecision.inputs import BadRow, has_columns, iter_rows, split_problem
 from omnidecision.outputs import output_problems
 from omnidecision.preflight import (
     Check,
@@ -26,10 +27,13 @@ from omnidecision.preflight import (
     parse_stage,
     split_files,
 )
+from omnidecision.rl.judge_labels import judge_label
 
-# the columns GRPO's loader (rl/data.py:load_rl_splits) and the judge's labels (rl/judge_train.py:judge_label) need
+# the columns GRPO's loader (rl/data.py:load_rl_splits) and the judge's labels (rl/judge_labels.py:judge_label) need,
+# and those rft-select copies into every row it writes (rl/rft.py:select_rows): checked on every row the run reads
 RL_COLUMNS = ("prompt", "ledger")
 JUDGE_COLUMNS = ("prompt", "decision", "advanced")
+RFT_COLUMNS = (*RL_COLUMNS, "task_id", "run_id", "step")
 
 
 def _accelerate_sharding(config_file: str | None) -> str | None:
@@ -60,9 +64,10 @@ def generation_model(model_name_or_path: str) -> str:
     return model_name_or_path
 
 
-def rl_data_checks(script: Any) -> list[Check]:
+def rl_data_checks(script: Any, columns: tuple[str, ...] = RL_COLUMNS) -> list[Check]:
     """The RL state folders of a GRPO recipe (`dataset_name`, or each of `state_sources`): the train split and the
-    columns the loader needs in every split it reads; a missing held-out split is a warning (carved out of train)."""
+    columns the stage needs, on every row of every split it reads (`inputs.split_problem`); a missing held-out split
+    is a warning (carved out of train)."""
     from omnidecision.rl.data import rl_folder
 
     if script.environment is not None:  # a task set, read by the task loaders
@@ -84,12 +89,26 @@ def rl_data_checks(script: Any) -> list[Check]:
             checks.append(Check(what=where, status="error", detail=f"{folder}: no `{train}` split "
                                                                    f"(found {sorted(files)})"))
             continue
-        checks.append(check_split_columns(files, where, str(folder), RL_COLUMNS,
-                                          [s for s in (train, test) if s in files]))
+        checks.append(rows_check(files, where, str(folder), columns, [s for s in (train, test) if s in files]))
         if test not in files and script.eval_closure_n != 0:
             checks.append(Check(what="dataset_test_split", status="warning",
                                 detail=f"{folder}: no `{test}` split: 5% of `{train}` is held out"))
     return checks
+
+
+def rows_check(files: dict[str, list[str]], where: str, folder: str, columns: tuple[str, ...],
+               splits: list[str], on_every_row: tuple[str, ...] | None = None) -> Check:
+    """`columns` in every split (`check_split_columns`), then `on_every_row` (default: `columns`) on every row of
+    `splits`: the first row without one, a row that cannot be read, or a split with no rows names its file and
+    line."""
+    check = check_split_columns(files, where, folder, columns, splits)
+    if check.status != "ok":
+        return check
+    for split in splits:
+        needed = has_columns(*(columns if on_every_row is None else on_every_row))
+        if (problem := split_problem(files[split], needed)) is not None:
+            return Check(what=where, status="error", detail=f"split {split!r}: {problem}")
+    return check
 
 
 def reward_checks(script: Any) -> list[Check]:
@@ -109,12 +128,13 @@ def reward_checks(script: Any) -> list[Check]:
     return checks
 
 
-def grpo_checks(script: Any, training: Any, model: Any) -> list[Check]:
+def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...] = RL_COLUMNS) -> list[Check]:
     """The checks `omnidecision grpo` makes before it starts, in its dry run and in its real run
-    (`rl/train.py:main`): the start model, the attention implementation, the state folders, the rewards."""
+    (`rl/train.py:main`): the start model, the attention implementation, the state folders (`columns` on every row),
+    the rewards."""
     from omnidecision.launch import model_check_list
 
-    return [*model_check_list(model), *rl_data_checks(script), *reward_checks(script)]
+    return [*model_check_list(model), *rl_data_checks(script, columns), *reward_checks(script)]
 
 
 def judge_checks(script: Any, training: Any, model: Any) -> list[Check]:
@@ -136,7 +156,34 @@ def judge_checks(script: Any, training: Any, model: Any) -> list[Check]:
         return [*checks, Check(what="dataset_name", status="error", detail=f"{folder}: no "
                                                                            f"`{script.dataset_train_split}` split "
                                                                            f"(found {sorted(files)})")]
-    return [*checks, check_split_columns(files, "dataset_name", folder, JUDGE_COLUMNS, [script.dataset_train_split])]
+    split = script.dataset_train_split
+    # a row without a decision or an outcome is unlabelled (judge_label), not an error: only its prompt is needed
+    rows = rows_check(files, "dataset_name", folder, JUDGE_COLUMNS, [split], on_every_row=("prompt",))
+    return [*checks, rows] if rows.status == "error" else [*checks, rows, label_check(files[split], folder, split)]
+
+
+def label_check(files: list[str], folder: str, split: str) -> Check:
+    """The judge's labels over every row of the split it trains on (`judge_labels.judge_label`, what the run pairs):
+    both classes must be there, else the run would stop at `judge_pairs` after loading everything."""
+    counts: dict[bool | None, int] = {True: 0, False: 0, None: 0}
+    with_correct = 0
+    for name in files:
+        rows = iter_rows(name)
+        if rows is None:  # a format only the loader reads: judge_pairs is the judge
+            return Check(what="labels", status="ok", detail=f"{folder} split {split!r}: counted by the run")
+        try:
+            for _, row in rows:
+                if isinstance(row, dict):
+                    counts[judge_label(row)] += 1
+                    with_correct += row.get("correct") is not None
+        except BadRow as exc:
+            return Check(what="dataset_name", status="error", detail=str(exc))
+    detail = f"{folder} split {split!r}: {counts[True]} positive, {counts[False]} negative decisions"
+    if counts[True] and counts[False]:
+        return Check(what="labels", status="ok", detail=detail)
+    why = ("; no row has a `correct` value (positives are decisions that moved the ledger in judge-correct runs)"
+           if not with_correct else "")
+    return Check(what="dataset_name", status="error", detail=f"{detail}: the judge needs both{why}")
 
 
 def rft_inputs(script: Any, model: Any, val: Path | None) -> list[str | Path | None]:
@@ -151,7 +198,7 @@ def rft_checks(script: Any, training: Any, model: Any, *, out: Path, val: Path |
     (the states, the model, the reward it shares), the SFT folder `--val` copies its validation split from, and
     `--out` (`outputs.output_problems`: never an input, a folder holding one or inside one; never a non-empty
     folder the project did not write unless `replace`)."""
-    checks = grpo_checks(script, training, model)
+    checks = grpo_checks(script, training, model, RFT_COLUMNS)
     if val is not None:
         try:
             files = split_files(val)

@@ -25,7 +25,7 @@ from typing import Any
 
 import typer
 
-from omnidecision.rewards.checks import Decision
+from omnidecision.rl.judge_labels import judge_label
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -33,16 +33,6 @@ logger = logging.getLogger(__name__)
 
 judge_app = typer.Typer(no_args_is_help=True, add_completion=False,
                         help="The learned reward judge: train it on harvested rows, evaluate its ranking.")
-
-
-def judge_label(row: dict[str, Any]) -> bool | None:
-    """1/0/None for one RL row (see the module docstring); None also for rows without a valid decision."""
-    decision = row.get("decision") or ""
-    if not decision or row.get("advanced") is None or Decision.parse(decision).action is None:
-        return None
-    if not row["advanced"]:
-        return False
-    return True if row.get("correct") is True else None
 
 
 def judge_pairs(rows: list[dict[str, Any]], seed: int = 0, max_pairs: int | None = None) -> list[tuple[dict, dict]]:

@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from omnidecision.inputs import local_looking
+
 logger = logging.getLogger(__name__)
 
 KEEP_COLUMNS = ("messages", "chat_template_kwargs")
@@ -30,7 +32,7 @@ def load_sft_splits(path: str | Path, config: str | None = None):
         ds = load_from_disk(str(p))
     elif p.exists():
         ds = load_dataset(str(p), name=config)
-    elif str(path).startswith((".", "/", "~")) or str(path).count("/") != 1:
+    elif local_looking(str(path)) is not None:  # the one rule of what is a path (inputs.py)
         raise FileNotFoundError(f"dataset folder {p} does not exist")
     else:  # an `org/name` hub dataset (needs network)
         ds = load_dataset(str(path), name=config)
@@ -42,15 +44,38 @@ def load_sft_splits(path: str | Path, config: str | None = None):
     return ds
 
 
+def messages_problem(msgs: Any) -> str | None:
+    """What is wrong with one row's `messages` (None: a prompt ending with one assistant turn, every content a
+    string): the one rule `validate_rows` (the run) and the dry run's row-by-row check (sft/dryrun.py) apply.
+
+    >>> messages_problem("hello")
+    'must be a list of {role, content} messages, got a str'
+    >>> messages_problem([{"role": "user", "content": "q"}])
+    "the last message must be the assistant action, got 'user'"
+    """
+    if msgs is None:
+        return "missing"
+    if not isinstance(msgs, list) or not all(isinstance(m, dict) for m in msgs):
+        return f"must be a list of {{role, content}} messages, got a {type(msgs).__name__}"
+    if not msgs or msgs[-1].get("role") != "assistant":
+        return f"the last message must be the assistant action, got {(msgs[-1].get('role') if msgs else None)!r}"
+    for j, m in enumerate(msgs):
+        if not isinstance(m.get("content"), str):
+            return f"message {j}: `content` must be a string"
+    return None
+
+
+def sft_row_check(row: dict[str, Any]) -> tuple[str, str] | None:
+    """A `inputs.RowCheck`: the row's `messages` (`messages_problem`)."""
+    problem = messages_problem(row.get("messages"))
+    return None if problem is None else ("messages", problem)
+
+
 def validate_rows(dataset, where: str) -> None:
     """Each row's messages end with one assistant turn after its prompt; raises naming the split and row."""
     for i, msgs in enumerate(dataset["messages"]):
-        if not msgs or msgs[-1].get("role") != "assistant":
-            raise ValueError(f"{where} row {i}: the last message must be the assistant action, got "
-                             f"{(msgs[-1].get('role') if msgs else None)!r}")
-        for j, m in enumerate(msgs):
-            if not isinstance(m.get("content"), str):
-                raise ValueError(f"{where} row {i} message {j}: `content` must be a string")
+        if (problem := messages_problem(msgs)) is not None:
+            raise ValueError(f"{where} row {i}: {problem}")
 
 
 def prepare(dataset, *, where: str, limit: int | None, enable_thinking: bool | None, seed: int, shuffle: bool):

@@ -14,7 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from omnidecision.preflight import Check, DryRunReport, check_split_columns, parse_stage, split_files
+from omnidecision.inputs import resolve, split_problem
+from omnidecision.preflight import Check, DryRunReport, check_split_columns, parse_stage, ref_check, split_files
+from omnidecision.sft.data import sft_row_check
 
 
 def sft_split_files(path: str) -> dict[str, list[str]]:
@@ -24,20 +26,16 @@ def sft_split_files(path: str) -> dict[str, list[str]]:
     return split_files(path)
 
 
-def _hub_dataset(name: str) -> bool:
-    """An `org/name` the loader would fetch from the hub (`sft/data.py:load_sft_splits`), not a local path."""
-    return not Path(name).exists() and not name.startswith((".", "/", "~")) and name.count("/") == 1
-
-
 def sft_data_check(script: Any, training: Any) -> Check:
-    """`dataset_name`: a folder with the train split, the eval split when the recipe evaluates, and a `messages`
-    column in every split (what `load_sft_splits` and `build_trainer` require), read without loading the data."""
+    """`dataset_name`: a folder with the train split, the eval split when the recipe evaluates, a `messages` column
+    in every split (what `load_sft_splits` and `build_trainer` require), and every row of the splits the run reads
+    checked by the run's own rule (`sft/data.py:messages_problem`), streamed without loading the data. A name that
+    is not on disk is a hub dataset only when `inputs.resolve` says so (a missing `data/sft` is an error)."""
     name = script.dataset_name
     if not name:
         return Check(what="dataset_name", status="error", detail="not set (a harvested sft/ folder)")
-    if _hub_dataset(str(name)):
-        return Check(what="dataset_name", status="warning",
-                     detail=f"not a local folder: treated as the hub dataset {name!r} (not checked offline)")
+    if not Path(str(name)).expanduser().exists():
+        return ref_check(resolve(str(name), "dataset"), "dataset_name")
     try:
         files = sft_split_files(str(name))
     except FileNotFoundError as exc:
@@ -50,7 +48,13 @@ def sft_data_check(script: Any, training: Any) -> Check:
         return Check(what="dataset_name", status="error", detail=f"{name}: eval_strategy={training.eval_strategy} "
                                                                  f"but no `{script.dataset_test_split}` split "
                                                                  f"(found {sorted(files)})")
-    return check_split_columns(files, "dataset_name", str(name), ("messages",))
+    columns = check_split_columns(files, "dataset_name", str(name), ("messages",))
+    if columns.status != "ok":
+        return columns
+    for split in [script.dataset_train_split] + ([script.dataset_test_split] if evaluates else []):
+        if (problem := split_problem(files[split], sft_row_check)) is not None:
+            return Check(what="dataset_name", status="error", detail=f"split {split!r}: {problem}")
+    return columns
 
 
 def sft_checks(script: Any, training: Any, model: Any) -> list[Check]:

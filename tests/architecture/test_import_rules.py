@@ -38,7 +38,8 @@ OUTPUTS = {"outputs"}  # a leaf (stdlib only): locks, atomic files, output folde
 TASKS = PROTOCOL | OUTPUTS | {"tasks"}
 TOOLS = TASKS | {"tools"}  # tools read task records
 AGENT = TOOLS | {"backends", "agent"}
-ROLLOUT = AGENT | {"rollout", "preflight", "provenance"}  # the engine below every stage that runs the agent
+INPUTS = {"inputs"}  # a leaf: local path or hub id, every row of a data file (what preflight and the stages read)
+ROLLOUT = AGENT | INPUTS | {"rollout", "preflight", "provenance"}  # the engine below every stage that runs the agent
 # package -> the omnidecision packages (and top-level modules) its modules may import, anywhere
 ALLOWED: dict[str, set[str]] = {
     "ledger": LEDGER,
@@ -58,14 +59,15 @@ ALLOWED: dict[str, set[str]] = {
     # a GRPO recipe's summed reward, the price table and candidate sampling only inside functions
     "grounding": ROLLOUT | {"grounding", "rewards", "stats", "rl", "eval", "modeling"},
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
-    "sft": PROTOCOL | OUTPUTS | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight", "provenance",
-                                 "launch", "export"},
-    "rl": PROTOCOL | OUTPUTS | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats", "preflight",
-                                "provenance", "launch"},
+    "sft": PROTOCOL | OUTPUTS | INPUTS | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight",
+                                          "provenance", "launch", "export"},
+    "rl": PROTOCOL | OUTPUTS | INPUTS | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats",
+                                         "preflight", "provenance", "launch"},
     "serving": {"serving", "preflight", "provenance"},
     "view": PROTOCOL | {"view"},
     # top-level modules: leaves that the stages share (torch, TRL and the stages themselves load lazily)
-    "preflight": {"preflight", "checkpoints", "outputs"},
+    "preflight": {"preflight", "checkpoints", "outputs", "inputs"},
+    "inputs": INPUTS,
     "modeling": {"modeling"},
     "checkpoints": {"checkpoints", "outputs"},
     "launch": {"launch", "preflight"},  # below the stages: each passes its `Stage` and entry points as objects
@@ -308,7 +310,7 @@ def render_table() -> str:
     marked and the exceptions below it."""
     order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "collect", "eval", "onpolicy",
              "grounding", "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling",
-             "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline", "outputs"]
+             "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline", "outputs", "inputs"]
     rank = {name: i for i, name in enumerate(order)}
     lines = ["| package | may import, inside functions too (besides itself) |", "| --- | --- |"]
     for package in sorted(ALLOWED, key=lambda p: rank.get(p, len(order))):
