@@ -1,7 +1,8 @@
 """The pre-flight checks of a rollout recipe that `collect --dry-run` and `eval --dry-run` share: the tasks (loaded,
-filtered, this shard's share), the backends' endpoints (syntax; none is contacted), the judge, the environment's
-services and the output folder (`recipe_checks`), and with a live environment every endpoint asked (GET /models)
-and every media file looked for (`live_checks`, through `rollout.live`). They run no agent and write nothing.
+filtered, this shard's share), the backends' endpoints (each asked GET /models with a short timeout, as the run will
+ask them: one that does not answer is a warning that says so), the judge, the environment's services and the output
+folder (`recipe_checks`), and with a live environment every endpoint asked (GET /models) and every media file looked
+for (`live_checks`, through `rollout.live`). They run no agent and write nothing.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
     omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --dry-run
@@ -14,7 +15,10 @@ import os
 from pathlib import Path
 
 from omnidecision.preflight import DryRunReport, check_url
+from omnidecision.rollout.live import probe_openai
 from omnidecision.rollout.recipe import CollectRecipe, RecipeError
+
+PROBE_TIMEOUT_S = 3.0
 
 
 def recipe_checks(report: DryRunReport, recipe: CollectRecipe) -> None:
@@ -62,6 +66,12 @@ def backend_check(report: DryRunReport, what: str, spec) -> None:
             key = spec.api_key_env
             check.detail = f"{spec.base_url} model {spec.model!r}, key from ${key}" + (
                 "" if os.environ.get(key) else " (unset: sends EMPTY, enough for a vLLM server)")
+            # contacted, as the run will (a short timeout): a server that is down is said here, not 110 s into
+            # the run; a warning, since a job may start the server after its dry run (scripts/slurm)
+            why = probe_openai(spec.base_url, key, what, PROBE_TIMEOUT_S)
+            check.detail += f"; {why.removeprefix(what + ': ')}: the run needs it up" if why else \
+                "; answers GET /models"
+            check.status = "warning" if why else "ok"
         report.checks.append(check)
     else:
         # any other registered kind (replay, first-actionable, a user's own) runs in-process: nothing to ask

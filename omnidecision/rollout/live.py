@@ -82,7 +82,7 @@ def _missing_media(tasks: list[Task], media_root: str | None) -> list[str]:
     return out
 
 
-def _probe_openai(base_url: str, key_env: str, what: str, timeout_s: float) -> str | None:
+def probe_openai(base_url: str, key_env: str, what: str, timeout_s: float) -> str | None:
     """None when `GET {base_url}/models` answers 200, else why not."""
     key = os.environ.get(key_env) or "EMPTY"
     url = endpoint_url(base_url, "models")  # joined on the path: a query string stays a query string
@@ -105,7 +105,7 @@ def _backend_problems(name: str, spec: BackendSpec, probe: bool, timeout_s: floa
     if not spec.model:
         return [f"{name}: model is not set"]
     if probe:
-        why = _probe_openai(spec.base_url, spec.api_key_env, name, timeout_s)
+        why = probe_openai(spec.base_url, spec.api_key_env, name, timeout_s)
         return [why] if why else []
     return []
 
@@ -143,7 +143,7 @@ def live_problems(recipe: CollectRecipe, tasks: list[Task], probe: bool = False,
         if need == "image" and kinds & {"video", "image"} and not {"image", "video"} & set(spec.inputs):
             problems.append(f"{where}: {tool} sends frames but inputs is {spec.inputs}")
         if probe and spec.base_url and spec.model:
-            why = _probe_openai(spec.base_url, spec.api_key_env, where, timeout_s)
+            why = probe_openai(spec.base_url, spec.api_key_env, where, timeout_s)
             problems += [why] if why else []
     # web: only when some task may search
     if any(_allowed(t, tool) for t in tasks for tool in WEB_TOOLS):

@@ -207,7 +207,7 @@ def test_the_endpoint_check_joins_the_path_and_keeps_a_query_a_query(endpoint: s
     import asyncio
 
     from omnidecision.rollout.breaker import probe
-    from omnidecision.rollout.live import _probe_openai
+    from omnidecision.rollout.live import probe_openai
 
     seen: list[str] = []
 
@@ -220,7 +220,7 @@ def test_the_endpoint_check_joins_the_path_and_keeps_a_query_a_query(endpoint: s
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}/v1/?api-version=2024-06-01"
-        assert _probe_openai(base, "NO_SUCH_KEY_VARIABLE", "backends.planner", 5.0) is None
+        assert probe_openai(base, "NO_SUCH_KEY_VARIABLE", "backends.planner", 5.0) is None
         asyncio.run(probe(base, 5.0))
     finally:
         server.shutdown()
