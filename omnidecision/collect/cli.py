@@ -152,6 +152,8 @@ def harvest(
                                            "for an untried listed one appears K times"),
     replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
                                  "write (never one that is, holds or lies inside an input)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check --out, read and replay every run, build the rows; "
+                                                          "print what would be written; write nothing"),
 ) -> None:
     """Turn trajectories into a state-SFT dataset (judge-correct runs) and an RL state dataset (all runs)."""
     from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
@@ -161,6 +163,11 @@ def harvest(
                           val_fraction=val_fraction, tokenizer=tokenizer, skip_bad=skip_bad,
                           check_replay=check_replay, label=label, switch_copies=switch_copies,
                           validation_from=[str(p) for p in validation_from or []])
+    if dry_run:
+        from omnidecision.collect.dryrun import harvest_dry_run
+        from omnidecision.preflight import emit
+
+        raise typer.Exit(emit(harvest_dry_run([str(r) for r in runs], out, opts, replace=replace)))
     try:
         stats = run_harvest([str(r) for r in runs], out, opts, replace=replace)
     except (HarvestError, ValueError, OSError) as exc:

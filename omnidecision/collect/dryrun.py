@@ -4,12 +4,15 @@ folder; with a live environment every endpoint asked and every media file looked
 run no agent, write nothing.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
+    omnidecision harvest runs/collect --out data/harvest --dry-run
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from omnidecision.collect.harvest import HarvestError, HarvestOptions, assign_splits, harvest_runs, ordered_runs
+from omnidecision.outputs import output_problems
 from omnidecision.preflight import DryRunReport
 from omnidecision.rollout.checks import live_checks, recipe_checks
 from omnidecision.rollout.recipe import RecipeError, load_recipe
@@ -30,4 +33,31 @@ def dry_run(config: Path | None, overrides: list[str]) -> DryRunReport:
     report.resolved = recipe.model_dump(mode="json")
     recipe_checks(report, recipe)
     live_checks(report, recipe)
+    return report
+
+
+def harvest_dry_run(paths: list[str], out: Path, opts: HarvestOptions, *, replace: bool = False) -> DryRunReport:
+    """`harvest ... --dry-run`: the run's own phases up to the write (the output folder's checks, every line of
+    every trajectory file read and replayed, the rows built and split), so a bad line or an `--out` that holds an
+    input is refused here in the run's words; the row counts it would write; nothing is written."""
+    report = DryRunReport(command="harvest", extra={"out": str(out)})
+    problems = output_problems(out, [*paths, *opts.validation_from, opts.tokenizer], replace=replace)
+    for problem in problems:
+        report.add("out", "error", problem)
+    if not problems:
+        report.add("out", "ok", f"{out} (written whole: a temporary sibling renamed into place)")
+    try:
+        runs, bad = ordered_runs(paths, opts.skip_bad)
+        got = harvest_runs(runs, opts)
+        if not runs:
+            raise HarvestError(f"no runs found in {', '.join(paths)}")
+        split = assign_splits(got, opts)
+    except (HarvestError, ValueError, OSError) as exc:
+        report.add("runs", "error", str(exc))
+        return report
+    report.add("runs", "ok", f"{len(runs)} runs read from {len(paths)} path(s), {len(bad)} bad line(s) skipped")
+    sizes = {kind: {s: sum(split[r["task_id"]] == s for r in rows) for s in ("train", "validation")}
+             for kind, rows in (("sft", got.sft), ("rl", got.rl))}
+    report.extra["rows"] = sizes
+    report.add("rows", "ok" if got.rl else "warning", f"sft {sizes['sft']}, rl {sizes['rl']} (before switch copies)")
     return report

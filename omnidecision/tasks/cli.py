@@ -1,7 +1,7 @@
 """`omnidecision tasks …`: task-suite commands.
 
     omnidecision tasks synth --n 500 --seed 0 --out runs/synth
-    omnidecision tasks split data/omnigaia/test_metadata.json --folds 5 --seed 0 --out data/omnigaia/folds
+    omnidecision tasks split data/omnigaia/test_metadata.json --folds 5 --seed 0 --out data/omnigaia/folds [--dry-run]
 """
 
 from __future__ import annotations
@@ -86,14 +86,24 @@ def split(
     seed: int = typer.Option(0, "--seed", help="shuffle seed (same seed, same folds)"),
     out: Path = typer.Option(..., "--out", help="output folder: folds.json, fold-i/{test,train}_ids.json"),
     fmt: str = typer.Option("auto", "--format", "-f", help="auto, jsonl, omnigaia, worldsense or synthetic"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="load the tasks and deal the folds as the run does; print "
+                                                          "the fold sizes and the files it would write; write "
+                                                          "nothing"),
 ) -> None:
     """Split a benchmark's tasks into k disjoint folds by task id (every task in exactly one fold), for k-fold
     training and evaluation: collect/train on `fold-i/train_ids.json`, evaluate on `fold-i/test_ids.json`
     (recipe field `tasks.ids_file`)."""
-    from omnidecision.tasks.folds import write_folds
+    import json
+
+    from omnidecision.tasks.folds import fold_files, plan_folds, write_folds
     from omnidecision.tasks.loaders import TaskFileError
 
     try:
+        if dry_run:  # the run's own loading and dealing, then nothing written
+            doc = plan_folds(path, fmt, folds, seed)
+            print(json.dumps({"command": "tasks split", "dry_run": True, "tasks": doc["tasks"], "sizes": doc["sizes"],
+                              "would_write": [str(f) for f in fold_files(out, folds)]}, indent=2))
+            return
         doc = write_folds(path, fmt, folds, seed, out)
     except (TaskFileError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -41,14 +41,30 @@ def split_folds(task_ids: list[str], folds: int, seed: int) -> list[list[str]]:
     return [sorted(ids[i::folds]) for i in range(folds)]
 
 
-def write_folds(path: str | Path, fmt: str, folds: int, seed: int, out: str | Path,
-                **options: Any) -> dict[str, Any]:
-    """Load the tasks of `path` (format `fmt`), split their ids into `folds` and write OUT/folds.json and
-    OUT/fold-i/{test,train}_ids.json; returns what folds.json holds."""
+def plan_folds(path: str | Path, fmt: str, folds: int, seed: int, **options: Any) -> dict[str, Any]:
+    """Load the tasks of `path` (format `fmt`) and split their ids into `folds`: what folds.json will hold. The
+    whole of `tasks split --dry-run` (it reads and refuses what the run reads and refuses, and writes nothing)."""
     from omnidecision.tasks.loaders import load_tasks
 
     tasks = load_tasks(path, fmt, **options)
     parts = split_folds([t.id for t in tasks], folds, seed)
+    return {"source": str(path), "format": fmt, "seed": seed, "folds": folds, "tasks": len(tasks),
+            "sizes": [len(p) for p in parts], "fold_ids": parts}
+
+
+def fold_files(out: str | Path, folds: int) -> list[Path]:
+    """The files `write_folds` writes under `out`."""
+    out = Path(out)
+    return [out / FOLDS_FILE] + [out / f"fold-{i}" / n for i in range(folds) for n in ("test_ids.json",
+                                                                                        "train_ids.json")]
+
+
+def write_folds(path: str | Path, fmt: str, folds: int, seed: int, out: str | Path,
+                **options: Any) -> dict[str, Any]:
+    """Load the tasks of `path` (format `fmt`), split their ids into `folds` and write OUT/folds.json and
+    OUT/fold-i/{test,train}_ids.json; returns what folds.json holds."""
+    doc = plan_folds(path, fmt, folds, seed, **options)
+    parts = doc["fold_ids"]
     out = Path(out)
     for i, test in enumerate(parts):
         folder = out / f"fold-{i}"
@@ -57,8 +73,6 @@ def write_folds(path: str | Path, fmt: str, folds: int, seed: int, out: str | Pa
         for name, ids in (("test_ids.json", test), ("train_ids.json", train)):
             (folder / name).write_text(json.dumps({"source": str(path), "fold": i, "folds": folds, "seed": seed,
                                                    "ids": ids}, indent=1) + "\n", encoding="utf-8")
-    doc = {"source": str(path), "format": fmt, "seed": seed, "folds": folds, "tasks": len(tasks),
-           "sizes": [len(p) for p in parts], "fold_ids": parts}
     (out / FOLDS_FILE).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return doc
 
