@@ -7,13 +7,14 @@ checkpoint_selection.json); what a stage consumed (`write_consumed`: consumed.js
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from omnidecision.outputs import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +217,7 @@ def final_selection(step: int, note: str = "") -> dict[str, Any]:
 
 def write_selection(output_dir: str | Path, record: dict[str, Any]) -> None:
     Path(output_dir).mkdir(parents=True, exist_ok=True)
-    (Path(output_dir) / SELECTION_FILE).write_text(json.dumps(record, indent=2), "utf-8")
+    write_json_atomic(Path(output_dir) / SELECTION_FILE, record)
 
 
 # ---- what a trained stage consumed ----------------------------------------------------------------------------------
@@ -246,5 +247,5 @@ def write_consumed(output_dir: str | Path, stage: str, *, seed: int, trainer: An
     record.update(extra or {})
     if trainer is None or trainer.is_world_process_zero():
         Path(output_dir).mkdir(parents=True, exist_ok=True)
-        (Path(output_dir) / CONSUMED_FILE).write_text(json.dumps(record, indent=2), "utf-8")
+        write_json_atomic(Path(output_dir) / CONSUMED_FILE, record)  # a control's budget reads it
     return record

@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from omnidecision.outputs import write_json_atomic
+
 logger = logging.getLogger(__name__)
 
 PROVENANCE_FILE = "provenance.json"
@@ -188,7 +190,7 @@ def write_task_ids(folder: str | Path, tasks: TrainingTasks | None, stage: Stage
         return
     Path(folder).mkdir(parents=True, exist_ok=True)
     doc: dict[str, Any] = {"ids": tasks.ids, "sources": tasks.sources, **({"stage": stage} if stage else {})}
-    (Path(folder) / TASK_IDS_FILE).write_text(json.dumps(doc, indent=1), "utf-8")
+    write_json_atomic(Path(folder) / TASK_IDS_FILE, doc, indent=1)
 
 
 def dataset_stage(dataset: str | Path | None) -> Stage | None:

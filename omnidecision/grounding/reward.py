@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.grounding.returns import Executor, ReturnCache, parent_index
+from omnidecision.outputs import write_json_atomic
 from omnidecision.rewards.decision import completion_text
 from omnidecision.rollout.parent import ParentRun, load_parent
 
@@ -96,8 +97,9 @@ class ExecutedReward:
         self.cost["executions"], self.cost["cached"] = self.executor.executions, self.executor.cached
         if self.cost_file is not None:
             self.cost_file.parent.mkdir(parents=True, exist_ok=True)
-            self.cost_file.write_text(json.dumps({**self.cost, "cpu_s": round(self.cost["cpu_s"], 3),
-                                                  "policy": self.executor.policy_name, "n": self.n}), "utf-8")
+            # rewritten every batch: atomically, so a kill mid-training leaves the last whole count
+            write_json_atomic(self.cost_file, {**self.cost, "cpu_s": round(self.cost["cpu_s"], 3),
+                                               "policy": self.executor.policy_name, "n": self.n}, indent=None)
         logger.debug("executed reward: %d new executions", self.executor.executions - before)
         return values
 

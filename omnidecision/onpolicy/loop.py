@@ -16,6 +16,7 @@ from typing import Any
 from omnidecision.onpolicy.relabel import LLMLabeller, rule_labeller
 from omnidecision.onpolicy.rl_round import check_rl_recipe, run_rl_round
 from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe, run_round
+from omnidecision.outputs import write_json_atomic
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.recipe import cli_overrides
 
@@ -48,7 +49,7 @@ def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
         model = info["model"]
     summary = {"rounds": done, "final_model": model, "recipe": recipe.model_dump(mode="json")}
     Path(recipe.out).mkdir(parents=True, exist_ok=True)
-    (Path(recipe.out) / "rounds.json").write_text(json.dumps(summary, indent=2), "utf-8")
+    write_json_atomic(Path(recipe.out) / "rounds.json", summary)
     return summary
 
 

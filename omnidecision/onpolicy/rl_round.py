@@ -24,6 +24,7 @@ from typing import Any
 
 from omnidecision.collect.harvest import HarvestOptions, run_harvest, write_splits
 from omnidecision.onpolicy.rounds import RoundsRecipe, _cli, _load_rows, _run, collect_round
+from omnidecision.outputs import write_json_atomic
 from omnidecision.rollout.recipe import read_yaml
 
 logger = logging.getLogger(__name__)
@@ -108,5 +109,5 @@ def run_rl_round(recipe: RoundsRecipe, r: int, model: str) -> dict[str, Any]:
             "grpo": {"steps": closure.get("steps"), "delta_mean": closure.get("delta_mean"),
                      "selection": closure.get("selection")},
             "wall_s": {k: round(v, 1) for k, v in times.items()}}
-    (out / "round.json").write_text(json.dumps(info, indent=2), "utf-8")
+    write_json_atomic(out / "round.json", info)  # the mark a restart reads: never half-written
     return info

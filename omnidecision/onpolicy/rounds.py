@@ -23,7 +23,6 @@ judge can be retrained each round on the new runs' outcomes (`judge_refresh: tru
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -35,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omnidecision.onpolicy.relabel import relabel_runs, write_rows
+from omnidecision.outputs import write_json_atomic
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.recipe import EvalRecipe, load_recipe
 
@@ -205,5 +205,5 @@ def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[s
             "outcomes": report["outcomes"], "invalid_action_rate": report.get("invalid_action_rate"),
             "relabel": stats, "aggregate_train_rows": len(train),
             "wall_s": {k: round(v, 1) for k, v in times.items()}}
-    (out / "round.json").write_text(json.dumps(info, indent=2), "utf-8")
+    write_json_atomic(out / "round.json", info)  # the mark a restart reads: never half-written
     return info
