@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.modeling import is_adapter, load_planner
+from omnidecision.outputs import output_problems, staged_output
 from omnidecision.provenance import (
     PROVENANCE_FILE,
     ExportInfo,
@@ -71,11 +72,13 @@ def final_metrics(history: list[dict]) -> dict[str, float]:
     return out
 
 
-def export_checks(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None
-                  ) -> tuple[list[Any], str]:
+def export_checks(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None,
+                  replace: bool = False) -> tuple[list[Any], str]:
     """(the checks `export` makes before it writes anything, the export mode): the checkpoint is a model or adapter
-    folder, `--out` differs from it, an adapter's base, the provenance, where the tokenizer comes from. One function
-    for the dry run and the real run (`export` refuses through `preflight.require`)."""
+    folder, `--out` stays clear of it and of the base (`outputs.output_problems`: not the same folder, not holding
+    or inside one; not a non-empty folder the project did not write unless `replace`), an adapter's base, the
+    provenance, where the tokenizer comes from. One function for the dry run and the real run (`export` refuses
+    through `preflight.require`)."""
     from omnidecision.preflight import Check, check_folder, check_model
 
     src, dst = Path(ckpt), Path(out)
@@ -83,9 +86,9 @@ def export_checks(ckpt: str | Path, out: str | Path, merge: bool = False, base_m
     if check.status != "ok":
         return [check], "full"
     checks = [check]
-    if dst.resolve() == src.resolve():
-        checks.append(Check(what="out", status="error", detail="--out must differ from the checkpoint folder"))
-    else:
+    problems = output_problems(dst, [src, base_model], replace=replace)
+    checks.extend(Check(what="out", status="error", detail=p) for p in problems)
+    if not problems:
         checks.append(check_folder(str(dst), "out", must_exist=False))
     mode, base = "full", None
     if is_adapter(src):
@@ -121,38 +124,39 @@ def export_checks(ckpt: str | Path, out: str | Path, merge: bool = False, base_m
     return checks, mode
 
 
-def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Any:
+def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None,
+                   replace: bool = False) -> Any:
     """The `--dry-run` report of `export`: what the checkpoint is, the base a merge loads, what would be written."""
     from omnidecision.preflight import DryRunReport
 
     src, dst = Path(ckpt), Path(out)
     report = DryRunReport(command="export", resolved={"checkpoint": str(src), "out": str(dst), "merge": merge,
                                                       "base_model": base_model})
-    checks, mode = export_checks(src, dst, merge=merge, base_model=base_model)
+    checks, mode = export_checks(src, dst, merge=merge, base_model=base_model, replace=replace)
     report.extend(checks)
     report.would_run = [f"export {mode} checkpoint {src} -> {dst} (+ tokenizer, PROVENANCE.md, provenance.json)"]
     report.extra = {"mode": mode}
     return report
 
 
-def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None) -> Path:
+def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None,
+           replace: bool = False) -> Path:
     """Export `ckpt` (an SFT/GRPO output folder or one of its checkpoints) to `out`; returns `out`. Refuses
-    (`preflight.PreflightError`, the dry run's words) before writing anything when `export_checks` fails; a failure
-    after that removes the `out` folder it created."""
+    (`preflight.PreflightError`, the dry run's words) before writing anything when `export_checks` fails; the files
+    are written into a temp sibling renamed to `out` at the end (`outputs.staged_output`): a failure leaves `out`
+    as it was."""
     from omnidecision.preflight import require
 
     src, dst = Path(ckpt), Path(out)
-    require(export_checks(src, dst, merge=merge, base_model=base_model)[0])
-    created = not dst.exists()
-    try:
-        return _write_export(src, dst, merge=merge, base_model=base_model)
-    except BaseException:
-        if created:  # nothing half-written left behind
-            shutil.rmtree(dst, ignore_errors=True)
-        raise
+    require(export_checks(src, dst, merge=merge, base_model=base_model, replace=replace)[0])
+    with staged_output(dst, [src, base_model], command="export", replace=replace) as tmp:
+        mode = _write_export(src, tmp, merge=merge, base_model=base_model)
+    logger.info("exported %s (%s) to %s", src, mode, dst)
+    return dst
 
 
-def _write_export(src: Path, dst: Path, merge: bool, base_model: str | None) -> Path:
+def _write_export(src: Path, dst: Path, merge: bool, base_model: str | None) -> str:
+    """Write the export of `src` into the (temp) folder `dst`; returns the mode (merged, adapter, full)."""
     import torch
     from transformers import AutoTokenizer
 
@@ -216,8 +220,7 @@ def _write_export(src: Path, dst: Path, merge: bool, base_model: str | None) -> 
         prov["dataset"] = card.data["dataset"]
     (dst / PROVENANCE_FILE).write_text(json.dumps(prov, indent=1, default=str), encoding="utf-8")
     (dst / "PROVENANCE.md").write_text(render_card(prov), encoding="utf-8")
-    logger.info("exported %s (%s) to %s", src, mode, dst)
-    return dst
+    return mode
 
 
 def _from_run_card(run: dict) -> Provenance:
@@ -280,12 +283,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("out")
     p.add_argument("--merge", action="store_true", help="merge a LoRA adapter into its base")
     p.add_argument("--base-model", default=None, help="base model for an adapter (default: from adapter_config)")
+    p.add_argument("--replace", action="store_true", help="replace a non-empty out folder the project did not write")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     from omnidecision.preflight import PreflightError
 
     try:
-        export(a.ckpt, a.out, merge=a.merge, base_model=a.base_model)
+        export(a.ckpt, a.out, merge=a.merge, base_model=a.base_model, replace=a.replace)
     except PreflightError as exc:
         p.exit(2, f"error: {exc}\n")
 

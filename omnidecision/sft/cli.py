@@ -107,6 +107,8 @@ def export(
     out: Path = typer.Option(..., "--out", help="Folder to write the exported checkpoint to."),
     merge: bool = typer.Option(False, "--merge/--no-merge", help="Merge a LoRA adapter into its base model."),
     base_model: str | None = typer.Option(None, "--base-model", help="Base of an adapter (default: its config)."),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never the checkpoint or its base, nor a folder holding or inside one)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the checkpoint and its base; write nothing."),
 ) -> None:
     """Export a trained planner: merged or adapter, tokenizer + chat template, provenance card."""
@@ -117,11 +119,11 @@ def export(
         from omnidecision.export import export_dry_run
         from omnidecision.preflight import emit
 
-        raise typer.Exit(emit(export_dry_run(ckpt, out, merge=merge, base_model=base_model)))
+        raise typer.Exit(emit(export_dry_run(ckpt, out, merge=merge, base_model=base_model, replace=replace)))
     from omnidecision.preflight import PreflightError
 
     try:
-        print(run_export(ckpt, out, merge=merge, base_model=base_model))
+        print(run_export(ckpt, out, merge=merge, base_model=base_model, replace=replace))
     except PreflightError as exc:  # refused before writing: the dry run's error line, no traceback, no --out
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -156,3 +156,21 @@ def test_restart_state_is_never_seen_half_written(tmp_path, monkeypatch) -> None
         thread.join()
     assert not bad, bad[:3]
     assert len(json.loads((out / "stage_wall_s.json").read_text("utf-8"))) == 300
+
+
+def test_export_refuses_an_out_that_holds_its_checkpoint(tmp_path) -> None:
+    """`export RUN/checkpoint-N --out RUN` used to write the exported weights over the run's own final weights."""
+    from omnidecision.export import export
+    from omnidecision.preflight import PreflightError
+    from omnidecision.synthetic.tiny import build_tiny_planner, default_corpus
+
+    run = tmp_path / "run"
+    build_tiny_planner(run / "checkpoint-1", texts=list(default_corpus(n=50)), hidden=16, layers=1, heads=2)
+    (run / "model.safetensors").write_bytes(b"the run's final weights")
+    before = _tree(run)
+    with pytest.raises(PreflightError, match=rf"--out {run} contains the input {run / 'checkpoint-1'}"):
+        export(run / "checkpoint-1", run)
+    assert _tree(run) == before
+    out = export(run / "checkpoint-1", tmp_path / "exported")  # a folder of its own: written whole, marked
+    assert (out / "provenance.json").is_file() and not list(tmp_path.glob(".exported.*"))
+    export(run / "checkpoint-1", out)  # its own earlier export: replaced
