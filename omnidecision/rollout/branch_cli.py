@@ -3,7 +3,10 @@
 The parent's task, agent config, environment and backends come from the collection's recipe: `manifest.json` next to
 the trajectory file (what `omnidecision collect` and `omnidecision eval` write), or `--config`. Bad input (an unknown
 run id, a step out of range, a decision that is not JSON or not an action, an edited record, a missing recipe) exits
-2 with one line naming what was wrong. docs/rollout.md has the walk-through.
+2 with one line naming what was wrong. The branch is appended to --out under its lock (`outputs.exclusive`, held from
+before the parent is read to the written line): a second process on the same file stops with one line naming the
+holder; a file that is not UTF-8 JSONL is refused untouched (`store.append_record`). docs/rollout.md has the
+walk-through.
 
     omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id syn-0-00003-s0-2c1bffea \
         --step 1 --decision '{"action": "finish"}' --policy teacher --out runs/branches.jsonl
@@ -16,10 +19,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+from omnidecision.outputs import exclusive
+from omnidecision.rollout.store import append_record
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +84,7 @@ def branch(
     from omnidecision.rollout.resume import ResumeError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    held = ExitStack()
     try:
         if (decision is None) == (not recorded):
             raise BadInput("give exactly one of --decision JSON or --recorded")
@@ -86,6 +94,10 @@ def branch(
             raise BadInput("--out FILE is required (or --dry-run)")
         if out is not None and out.resolve() == trajectories.resolve():
             raise BadInput(f"--out {out} is the parent's trajectory file: write branches to a file of their own")
+        if out is not None and out.is_dir():
+            raise BadInput(f"--out {out} is a folder: branches go to a JSONL file")
+        if out is not None and not dry_run:  # one writer per output, from before the run to its line
+            held.enter_context(exclusive(out))
         given: Any = None
         if decision is not None:
             try:
@@ -105,12 +117,12 @@ def branch(
         record = asyncio.run(branch_run(parent, step, task, parent_recipe.agent, chosen, decision=given, seed=seed,
                                         services=services, tools=tools))  # type: ignore[arg-type]
         record = asyncio.run(loaded.judge(record))
+        append_record(out, record)  # type: ignore[arg-type]
     except (BadInput, ResumeError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    out.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-    with out.open("a", encoding="utf-8") as fh:  # type: ignore[union-attr]
-        fh.write(record.model_dump_json() + "\n")
+    finally:
+        held.close()
     correct = record.judge.correct if record.judge is not None else None
     typer.echo(f"{record.run_id}: branch of {parent.run_id} at step {step} ({reply.text}), policy {chosen.name}: "
                f"outcome={record.outcome} answer={record.answer!r} correct={correct} steps={len(record.steps)} "

@@ -335,6 +335,20 @@ class RecordWriter:
             self._lock.__exit__(None, None, None)
 
 
+def append_record(path: str | Path, record: RunRecord) -> None:
+    """Append one record to a trajectory file outside a collection (a branch): under the file's lock, after every
+    complete line parsed and a torn tail cut (a file that is not JSONL is refused untouched), redacted, fsynced."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive(p):
+        finished_keys(p)
+        repair_tail(p)
+        with p.open("ab") as fh:
+            fh.write((redact_text(record.model_dump_json()) + "\n").encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
 def write_json_atomic(path: str | Path, data: object) -> None:
     """Write JSON to `path` atomically (`outputs.write_text_atomic`), every secret hidden
     (protocol/redaction.py)."""

@@ -121,3 +121,47 @@ def test_two_collect_processes_on_one_out(tmp_path) -> None:
     refused = next(err for rc, _, err in done if rc == 2).strip().splitlines()
     assert len(refused) == 1 and "Traceback" not in refused[0], refused
     assert "another process is writing" in refused[0] and " pid " in refused[0] and "since " in refused[0]
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> Path:
+    """The shard `omnidecision collect` writes (with its manifest.json) over 6 synthetic tasks."""
+    root = tmp_path_factory.mktemp("branch")
+    tasks = write_suite(6, 5, root / "synth")
+    done = subprocess.run([*_collect_cmd(tasks, root / "runs"), "--samples", "1"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return shard_path(root / "runs", 0, 1)
+
+
+def _branch(collected: Path, out: Path):
+    from typer.testing import CliRunner
+
+    from omnidecision.cli import app
+
+    parent = next(r for _, r in read_records(collected) if len(r.steps) >= 2)
+    return CliRunner().invoke(app, ["branch", "--trajectories", str(collected), "--run-id", parent.run_id, "--step",
+                                    "1", "--decision", '{"action": "finish"}', "--policy", "teacher", "--out",
+                                    str(out)])
+
+
+def test_branch_appends_under_the_lock(collected, tmp_path) -> None:
+    """`branch --out FILE` is an appender too: while another process holds FILE it stops with one line naming the
+    holder; a FILE that is not UTF-8 JSONL is refused untouched (it used to get a line glued to its bytes)."""
+    out = tmp_path / "branches.jsonl"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        res = _branch(collected, out)
+        assert res.exit_code == 2 and f"pid {holder.pid}" in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1 and not out.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    out.write_bytes(_binary())
+    res = _branch(collected, out)
+    assert res.exit_code == 2 and out.name in res.output and out.read_bytes() == _binary(), res.output
+    out.unlink()
+    res = _branch(collected, out)
+    assert res.exit_code == 0, res.output
+    assert len(list(read_records(out))) == 1
