@@ -145,6 +145,9 @@ def convert(out_dir: str | Path | None = None, *, force: bool = False) -> Path:
     out = Path(out_dir).expanduser() if out_dir is not None else cache_dir()
     if is_converted(out) and not force:
         return out
+    if out.is_dir() and not is_converted(out) and any(out.iterdir()):  # replaced below: only a conversion of ours
+        raise ValueError(f"{out}: a non-empty folder this converter did not write (no {MARKER} in it); "
+                         "choose another --out")
     source = gguf_file()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
@@ -208,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         print(convert(args.out, force=args.force))
-    except SmolLM2Unavailable as exc:
+    except (SmolLM2Unavailable, ValueError) as exc:
         raise SystemExit(str(exc)) from exc
 
 

@@ -174,3 +174,15 @@ def test_export_refuses_an_out_that_holds_its_checkpoint(tmp_path) -> None:
     out = export(run / "checkpoint-1", tmp_path / "exported")  # a folder of its own: written whole, marked
     assert (out / "provenance.json").is_file() and not list(tmp_path.glob(".exported.*"))
     export(run / "checkpoint-1", out)  # its own earlier export: replaced
+
+
+def test_the_smollm2_converter_never_replaces_a_folder_it_did_not_write(tmp_path, monkeypatch) -> None:
+    """`python -m omnidecision.synthetic.smollm2 --out DIR --force` removed DIR whatever it held before renaming the
+    conversion into place; a non-empty folder without the converter's mark is now refused before any work."""
+    from omnidecision.synthetic import smollm2
+
+    monkeypatch.setattr(smollm2, "gguf_file", lambda: pytest.fail("refused only after reading the source"))
+    (tmp_path / "notes.txt").write_text("keep me\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="a non-empty folder this converter did not write"):
+        smollm2.convert(tmp_path, force=True)
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "keep me\n"
