@@ -188,7 +188,9 @@ def launch_stage(stage: Stage, args: Sequence[str], *, main: Callable[..., Any],
     by its command; `options`: the stage's own (non-recipe) options, passed to `main`."""
     import typer
 
-    args = list(args)
+    from omnidecision.preflight import hide_argv_secrets
+
+    args = hide_argv_secrets(list(args))  # the hub token into HF_TOKEN; every key on the line hidden when printed
     if dry_run:
         if check is None:
             raise typer.BadParameter(f"{stage.name} has no --dry-run", param_hint="--dry-run")

@@ -194,6 +194,62 @@ def require_attention(attn_implementation: str | None, where: str) -> None:
         raise ValueError(f"{where}: {check.what}: {check.detail}")
 
 
+# ---------------------------------------------------------------- the hub token
+
+
+def hide_hub_token(args: Any) -> None:
+    """Move a `hub_token` (`--hub_token hf_...`) out of the trainer's arguments before TRL sees them: into HF_TOKEN
+    (where huggingface_hub reads it for `push_to_hub`), hidden by value in everything printed or logged, and blanked
+    in this process's argv (which wandb records in its run files, synced as they are). Called from the trainer
+    configs' `__post_init__`, so `training_args.bin`, which the Trainer pickles into every checkpoint, never holds
+    it, whichever way the run started (the CLI, `accelerate launch -m`, a recipe field). tests/reliability/
+    test_planted_keys.py plants one and greps every file the run writes."""
+    import sys
+
+    from omnidecision.protocol.redaction import REDACTED, register
+
+    token = getattr(args, "hub_token", None)
+    if not token:
+        return
+    register([token])
+    os.environ["HF_TOKEN"] = token
+    args.hub_token = None
+    sys.argv[:] = [REDACTED if a == token else a.replace(token, REDACTED) for a in sys.argv]
+
+
+def hide_argv_secrets(args: list[str]) -> list[str]:
+    """A stage's arguments with the hub token taken out (`--hub_token X` / `--hub_token=X`: moved into HF_TOKEN,
+    which the launched process inherits, so it reaches neither the child's argv nor `ps`); every key on the command
+    line (a provider-shaped value, the value of a credential flag other than an `*_env` variable name) hidden by
+    value from what this process prints next (the `launching:` line, the dry run's report) and blanked in its argv.
+    Called by `launch.launch_stage` before anything else (tests/reliability/test_planted_keys.py)."""
+    import sys
+
+    from omnidecision.protocol.redaction import CREDENTIAL_PARAM, SHAPED, redact_text, register
+
+    out: list[str] = []
+    values: list[str] = [m.group(0) for a in args for m in SHAPED.finditer(a)]
+    i = 0
+    while i < len(args):
+        flag, eq, value = args[i].partition("=")
+        takes_next = not eq and i + 1 < len(args) and not args[i + 1].startswith("-")
+        if not eq and takes_next:
+            value = args[i + 1]
+        named_key = flag.startswith("-") and CREDENTIAL_PARAM.search(flag.lstrip("-")) is not None
+        if named_key and not flag.endswith(("_env", "-env")) and (eq or takes_next):
+            values.append(value)
+        if flag in ("--hub_token", "--hub-token") and (eq or takes_next):
+            os.environ["HF_TOKEN"] = value  # huggingface_hub's own variable: push_to_hub reads it
+            i += 1 if eq else 2
+            continue
+        out.append(args[i])
+        i += 1
+    register(values)
+    # this process's own argv too: wandb records it in its run files when the stage trains in this process
+    sys.argv[:] = [redact_text(a) for a in sys.argv]
+    return out
+
+
 # ---------------------------------------------------------------- tracking
 
 

@@ -23,14 +23,18 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # tokens, JWTs): refused in backend options, which are written to manifest.json
 SECRET_NAME = re.compile(r"(^|[_-])(api[_-]?key|apikey|key|secret|token|passw(or)?d|authorization|auth|bearer|"
                          r"credentials?)($|[_-])", re.I)
-SECRET_VALUE = re.compile(r"^(sk-|sk_|hf_|ghp_|gho_|xox[abp]-|AIza|Bearer\s|Basic\s|eyJ[\w-]+\.)", re.I)
+SECRET_VALUE = re.compile(r"^(sk-|sk_|hf_|ghp_|gho_|xox[abp]-|AIza|tvly-|gsk_|(?-i:AKIA|ASIA)[0-9A-Z]{16}|Bearer\s|"
+                          r"Basic\s|eyJ[\w-]+\.)", re.I)
 # query/fragment parameters and CLI flags that carry a credential: the option names above plus
 # the signed-URL and session spellings
 CREDENTIAL_PARAM = re.compile(r"(^|[_-])(api[_-]?key|apikey|key|secret|token|passw(or)?d|pwd|authorization|auth|"
                               r"bearer|credentials?|access[_-]?token|client[_-]?secret|sig|signature|"
                               r"session(id)?|sid|jwt|x-amz-signature|x-amz-credential|x-goog-signature)($|[_-])", re.I)
-# key-shaped values anywhere in a string: provider prefixes, a bearer/basic credential, a JWT
-SHAPED = re.compile(r"(?<![\w-])(?:(?:sk-|sk_|hf_|ghp_|gho_|ghs_|github_pat_|xox[abp]-|AIza)[\w-]{6,}"
+# key-shaped values anywhere in a string: provider prefixes (OpenAI/Anthropic sk-, Hugging Face hf_, GitHub, Slack,
+# Google AIza, Tavily tvly-, Groq gsk_), an AWS access key id (AKIA/ASIA + 16 capitals or digits, case-sensitive),
+# a bearer/basic credential, a JWT
+SHAPED = re.compile(r"(?<![\w-])(?:(?:sk-|sk_|hf_|ghp_|gho_|ghs_|github_pat_|xox[abp]-|AIza|tvly-|gsk_)[\w-]{6,}"
+                    r"|(?-i:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"
                     r"|eyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]*)"
                     r"|(?<=Bearer )[^\s\"',;]{6,}|(?<=Basic )[A-Za-z0-9+/=]{6,}", re.I)
 REDACTED = "***"

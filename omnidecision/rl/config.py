@@ -131,8 +131,11 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
         "help": "environment: the agent's planner step budget per run."})
 
     def __post_init__(self) -> None:
+        from omnidecision.protocol.secrets import check_env_name
         from omnidecision.rl.sources import parse_state_sources
 
+        # a key pasted where its variable's name goes: refused without echoing it, as collect recipes refuse it
+        check_env_name(self.judge_api_key_env, "judge_api_key_env")
         # checked here, kept as plain mappings (the resolved configuration prints and saves as JSON)
         sources = parse_state_sources(self.state_sources)
         self.state_sources = None if sources is None else [s.model_dump() for s in sources]
@@ -304,9 +307,10 @@ class PlannerGRPOConfig(trl.GRPOConfig):
     resume_from_checkpoint: str | None = field(default=RESUME_DEFAULT, metadata={"help": RESUME_HELP})
 
     def __post_init__(self) -> None:
-        from omnidecision.preflight import check_precision
+        from omnidecision.preflight import check_precision, hide_hub_token
 
         check_precision(self, "GRPO recipe")
+        hide_hub_token(self)  # never pickled into training_args.bin, never in the argv wandb records
         if self.num_generations is None or self.num_generations < 2:
             raise ValueError(f"num_generations must be >= 2 (GRPO compares a group), got {self.num_generations}")
         if self.max_completion_length is not None and self.max_completion_length < 8:

@@ -101,9 +101,10 @@ class PlannerSFTConfig(trl.SFTConfig):
     )
 
     def __post_init__(self) -> None:
-        from omnidecision.preflight import check_precision
+        from omnidecision.preflight import check_precision, hide_hub_token
 
         check_precision(self, "SFT recipe")
+        hide_hub_token(self)  # never pickled into training_args.bin, never in the argv wandb records
         if isinstance(self.resume_from_checkpoint, str) and self.resume_from_checkpoint.lower() in ("false", "no", ""):
             self.resume_from_checkpoint = None
         if self.load_best_model_at_end and str(self.eval_strategy).lower().endswith("no"):
