@@ -8,6 +8,8 @@ environment's pre-flight before a server starts, OUT/manifest.json that refuses 
 concurrent workers, judge, single-writer append-only store) into OUT/trajectories.jsonl, so a killed eval restarts
 where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped. Tasks with annotated
 subgoals (OmniGAIA) also get the progress audit of the failed runs (`eval.progress`, string scorer): OUT/progress.md.
+One eval per output: the trajectory file's lock (`outputs.exclusive`) is held from before the manifest and any server
+to the last report file; a second process on the same --out stops with one line naming the holder.
 
     omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2
     python -m omnidecision.eval.runner configs/eval/synthetic-tiny-vllm.yaml
@@ -25,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from omnidecision.outputs import exclusive
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
 from omnidecision.protocol.redaction import redact_text
@@ -261,9 +264,6 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     `specs` (role → BackendSpec) replaces the recipe's backends and its `serve:` block (a caller that serves
     one model for several evals, like `ablate`, passes the served specs)."""
-    from omnidecision.eval.report import write_report
-    from omnidecision.rollout.runner import collect, prepare
-
     if (why := environment_problem(recipe)) is not None:  # before anything is written or served
         raise RecipeError(why)
     overlap = train_overlap(recipe)
@@ -273,6 +273,20 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
         from omnidecision.eval.prices import load_prices
 
         load_prices(recipe.prices)
+    # one writer per output: held from before the manifest and any server to the last report file
+    i, n = recipe.shard_index
+    out = Path(recipe.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with exclusive(trajectories_path(out, i, n)):
+        return _run_eval_locked(recipe, progress=progress, specs=specs, overlap=overlap)
+
+
+def _run_eval_locked(recipe: EvalRecipe, *, progress: bool, specs: dict[str, BackendSpec] | None,
+                     overlap: dict[str, Any]) -> dict[str, Any]:
+    """`run_eval` under the lock of its trajectory file: prepare, (serve,) run, report."""
+    from omnidecision.eval.report import write_report
+    from omnidecision.rollout.runner import collect, prepare
+
     # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
     prepared = prepare(recipe, specs, served_roles=served)
@@ -281,7 +295,6 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
         raise RecipeError(f"{recipe.tasks.path}: no tasks left after the filters")
     i, n = recipe.shard_index
     out = Path(recipe.out)
-    out.mkdir(parents=True, exist_ok=True)
     recipe_text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
     (out / "recipe.yaml").write_text(redact_text(recipe_text), "utf-8")  # a header value, a key: protocol/redaction.py
     # -- runs (the server, if any, lives only for this phase)

@@ -421,11 +421,14 @@ async def collect(recipe: CollectRecipe, tool_runner=None, *, prepared: Prepared
     recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`."""
     from omnidecision.backends.factory import build_backend, build_backends
 
-    prepared = prepared if prepared is not None else prepare(recipe, specs)
-    # backends, judge
-    backends = build_backends(specs if specs is not None else recipe.backends)
-    judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None
-    # run
     options = CollectOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
-    return await collect_runs(prepared.tasks, recipe.agent, backends, options, judge_llm=judge_llm,
-                              services=prepared.services, tool_runner=tool_runner)
+    # one writer per shard, from before the manifest and the services (a second start stops before any work)
+    Path(options.out_file).parent.mkdir(parents=True, exist_ok=True)
+    with exclusive(options.out_file):
+        prepared = prepared if prepared is not None else prepare(recipe, specs)
+        # backends, judge
+        backends = build_backends(specs if specs is not None else recipe.backends)
+        judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None
+        # run
+        return await collect_runs(prepared.tasks, recipe.agent, backends, options, judge_llm=judge_llm,
+                                  services=prepared.services, tool_runner=tool_runner)
