@@ -38,8 +38,8 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool) -> dict[int | No
     summarised again from its files, so its figures follow the current report and statistics code. N -> the cells'
     (summary, folder); N is None outside a curve."""
     from omnidecision.pipeline.plan import build_plan, script
-    from omnidecision.pipeline.scheduler import run_plan
-    from omnidecision.pipeline.summary import _read, summarise
+    from omnidecision.pipeline.scheduler import read_state, run_plan
+    from omnidecision.pipeline.summary import summarise
 
     arms = recipe.arm_table()
     cells: dict[int | None, list[tuple[dict, Path]]] = {}
@@ -51,7 +51,7 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool) -> dict[int | No
             print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}")
             print(script(plan, folder))
             continue
-        times = _read(folder / "stage_wall_s.json") if (folder / "summary.json").exists() else \
+        times = read_state(folder / "stage_wall_s.json") if (folder / "summary.json").exists() else \
             run_plan(plan, folder, jobs, recipe.threads)
         cells.setdefault(n, []).append((summarise(folder, cfg, times, arms), folder))
     return cells
