@@ -245,6 +245,19 @@ def model_check_list(model_args: Any) -> list[Any]:
     return checks
 
 
+def output_dir_checks(training: Any, inputs: list[Any]) -> list[Any]:
+    """A trained stage's `output_dir` is written in place (and resumed): never one of its inputs (the start model,
+    the data) nor inside one (a checkpoint inside a dataset folder becomes part of what a loader reads)."""
+    from omnidecision.outputs import overlap_problems
+    from omnidecision.preflight import Check
+
+    output_dir = getattr(training, "output_dir", None)
+    if not output_dir:
+        return []
+    return [Check(what="output_dir", status="error", detail=p)
+            for p in overlap_problems(output_dir, inputs, what="output_dir", ways=("is", "is inside"))]
+
+
 def launch_checks(report: Any, stage: Stage, args: Sequence[str], training: Any, *,
                   accelerate_config: str | None = None, num_processes: int | None = None) -> None:
     """The checks every trained stage's dry run ends with (tracking, output_dir, resume, the accelerate config) and

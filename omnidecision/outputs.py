@@ -8,7 +8,8 @@
   lock a fresh inode while the second still holds the old one.
 - `output_problems` / `check_output`: an `--out` folder that is, contains or is inside one of the command's inputs is
   refused (even with `replace`); so is a non-empty folder this project did not write (no `MARKER` file in it), unless
-  the user said `replace`.
+  the user said `replace`. `overlap_problems`: the overlap part alone (a trainer's `output_dir`, written in place
+  and resumed, is checked with it).
 - `staged_output(out, inputs, command=...)`: the checks, then a temp sibling folder to write into, renamed into place
   when the block ends without an error (the old output moved aside first, then removed; a failure removes only the
   temp folder). Nothing the command did not create is removed, except an old output the checks allowed to replace.
@@ -143,19 +144,27 @@ def _overlap(out: Path, source: Path) -> str | None:
     return None
 
 
-def output_problems(out: str | Path, inputs: Iterable[str | Path | None], *, replace: bool = False) -> list[str]:
-    """Why `out` (a folder the command writes whole) must not be written, one line each; empty when it may be.
-    `inputs`: what the command reads (a name that is not a local path, e.g. a hub id, never overlaps)."""
+def overlap_problems(out: str | Path, inputs: Iterable[str | Path | None], *, what: str = "--out",
+                     ways: tuple[str, ...] = ("is", "contains", "is inside")) -> list[str]:
+    """One line per input that `out` overlaps in one of `ways` ("is", "contains", "is inside"); a name that is not
+    a local path (a hub id) overlaps nothing it does not name."""
     dst = Path(out).resolve()
     problems: list[str] = []
     for item in inputs:
         if item is None or str(item) == "":
             continue
-        src = Path(item).resolve()
-        how = _overlap(dst, src)
-        if how is not None:
-            problems.append(f"--out {out} {how} the input {item}: writing it would destroy what it reads; "
-                            "choose an --out outside every input")
+        how = _overlap(dst, Path(item).resolve())
+        if how in ways:
+            problems.append(f"{what} {out} {how} the input {item}: writing it would destroy what it reads; "
+                            "choose a folder outside every input")
+    return problems
+
+
+def output_problems(out: str | Path, inputs: Iterable[str | Path | None], *, replace: bool = False) -> list[str]:
+    """Why `out` (a folder the command writes whole) must not be written, one line each; empty when it may be.
+    `inputs`: what the command reads (a name that is not a local path, e.g. a hub id, never overlaps)."""
+    dst = Path(out).resolve()
+    problems = overlap_problems(out, inputs)
     if dst.exists() and not dst.is_dir():
         problems.append(f"--out {out} is a file, not a folder")
     elif dst.is_dir() and not replace and not (dst / MARKER).is_file() and any(dst.iterdir()):

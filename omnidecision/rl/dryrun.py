@@ -132,17 +132,20 @@ def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...]
     """The checks `omnidecision grpo` makes before it starts, in its dry run and in its real run
     (`rl/train.py:main`): the start model, the attention implementation, the state folders (`columns` on every row),
     the rewards."""
-    from omnidecision.launch import model_check_list
+    from omnidecision.launch import model_check_list, output_dir_checks
 
-    return [*model_check_list(model), *rl_data_checks(script, columns), *reward_checks(script)]
+    inputs = [model.model_name_or_path, script.dataset_name, *(s["path"] for s in script.state_sources or []),
+              getattr(script, "judge_path", None)]
+    return [*model_check_list(model), *rl_data_checks(script, columns), *reward_checks(script),
+            *output_dir_checks(training, inputs)]
 
 
 def judge_checks(script: Any, training: Any, model: Any) -> list[Check]:
     """The checks `judge train` makes before it starts, in its dry run and its real run (`rl/judge_train.py:main`):
     the start model and the rows' folder with its train split and the columns the labels read."""
-    from omnidecision.launch import model_check_list
+    from omnidecision.launch import model_check_list, output_dir_checks
 
-    checks = model_check_list(model)
+    checks = [*model_check_list(model), *output_dir_checks(training, [model.model_name_or_path, script.dataset_name])]
     folder = str(script.dataset_name)
     try:
         files = split_files(folder) if Path(folder).is_dir() else None

@@ -59,10 +59,11 @@ def sft_data_check(script: Any, training: Any) -> Check:
 
 def sft_checks(script: Any, training: Any, model: Any) -> list[Check]:
     """The checks `omnidecision sft` makes before it starts, in its dry run and in its real run: the start model
-    (and tokenizer), the attention implementation, the data."""
-    from omnidecision.launch import model_check_list
+    (and tokenizer), the attention implementation, the data, `output_dir` clear of them (`output_dir_checks`)."""
+    from omnidecision.launch import model_check_list, output_dir_checks
 
-    return [*model_check_list(model), sft_data_check(script, training)]
+    return [*model_check_list(model), sft_data_check(script, training),
+            *output_dir_checks(training, [model.model_name_or_path, script.dataset_name])]
 
 
 def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,

@@ -70,7 +70,8 @@ ALLOWED: dict[str, set[str]] = {
     "inputs": INPUTS,
     "modeling": {"modeling"},
     "checkpoints": {"checkpoints", "outputs"},
-    "launch": {"launch", "preflight"},  # below the stages: each passes its `Stage` and entry points as objects
+    # below the stages: each passes its `Stage` and entry points as objects
+    "launch": {"launch", "preflight", "outputs"},
     "export": {"export", "modeling", "provenance", "preflight", "outputs"},
     "stats": {"stats"},
     "provenance": {"provenance", "outputs"},

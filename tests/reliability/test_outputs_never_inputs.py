@@ -186,3 +186,31 @@ def test_the_smollm2_converter_never_replaces_a_folder_it_did_not_write(tmp_path
     with pytest.raises(ValueError, match="a non-empty folder this converter did not write"):
         smollm2.convert(tmp_path, force=True)
     assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "keep me\n"
+
+
+@pytest.mark.requires("trl")
+@pytest.mark.parametrize("stage", [["sft", "--config", "configs/sft/tiny-cpu.yaml"],
+                                   ["grpo", "--config", "configs/grpo/tiny-cpu.yaml"],
+                                   ["judge", "train", "--config", "configs/judge/tiny-cpu.yaml"]])
+@pytest.mark.parametrize("where", ["model", "inside data"])
+def test_a_trained_stage_refuses_an_output_dir_over_its_inputs(stage, where, tmp_path) -> None:
+    """A trainer writes `output_dir` in place: over its start model it replaces the weights it starts from; inside
+    its data folder its checkpoints become part of what the loader reads. Both are refused, dry run and run alike
+    (the real run makes the same checks through `require`)."""
+    from typer.testing import CliRunner
+
+    from omnidecision.cli import app
+
+    model, data = tmp_path / "model", tmp_path / "data"
+    model.mkdir()
+    data.mkdir()
+    out = model if where == "model" else data / "run"
+    argv = [*stage, "--model_name_or_path", str(model), "--dataset_name", str(data), "--output_dir", str(out),
+            "--dry-run"]
+    argv[argv.index("--config") + 1] = str(ROOT / argv[argv.index("--config") + 1])
+    res = CliRunner().invoke(app, argv)
+    report = json.loads(res.stdout[res.stdout.index("{"):])
+    how = "is" if where == "model" else "is inside"
+    assert any(c["what"] == "output_dir" and c["status"] == "error" and f"output_dir {out} {how} the input" in
+               c["detail"] for c in report["checks"]), report["checks"]
+    assert res.exit_code == 2
