@@ -305,6 +305,12 @@ class PlannerGRPOConfig(trl.GRPOConfig):
     """TRL's GRPOConfig with the checks a planner run needs before any model is loaded."""
 
     resume_from_checkpoint: str | None = field(default=RESUME_DEFAULT, metadata={"help": RESUME_HELP})
+    save_on_sigterm: bool = field(
+        default=True,
+        metadata={"help": "On SIGTERM (a SLURM preemption or requeue, KillWait seconds before SIGKILL), save a "
+                          "checkpoint after the step in flight and exit 143, so the requeued job resumes there "
+                          "(omnidecision/preemption.py). False: the signal ends the run at once."},
+    )
 
     def __post_init__(self) -> None:
         from omnidecision.preflight import check_precision, hide_hub_token

@@ -238,6 +238,7 @@ def train_policy(model: Any, tokenizer: Any, peft_config: Any, train: Any, rewar
     from trl import GRPOTrainer
 
     # TailWeightAverage is a transformers TrainerCallback: importing it loads transformers
+    from omnidecision.preemption import PreemptionCheckpoint
     from omnidecision.rl.averaging import TailWeightAverage, check_supported
 
     compact_lm_head()  # on the CPU, the policy's log-probs only at completion positions (modeling.py)
@@ -259,6 +260,8 @@ def train_policy(model: Any, tokenizer: Any, peft_config: Any, train: Any, rewar
         averager = TailWeightAverage(trainer.model, script_args.weight_average_start,
                                      script_args.weight_average_every, resume_from=resume)
         trainer.add_callback(averager)
+    if training_args.save_on_sigterm:
+        trainer.add_callback(PreemptionCheckpoint())
     start = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     return TrainedRun(trainer, result, time.perf_counter() - start, recorder, chooser, averager)
@@ -414,6 +417,10 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     trainer = GRPOTrainer(model=model, reward_funcs=None, args=training_args, train_dataset=train,
                           processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
                           environment_factory=environment)
+    if training_args.save_on_sigterm:
+        from omnidecision.preemption import PreemptionCheckpoint  # imports transformers
+
+        trainer.add_callback(PreemptionCheckpoint())
     start = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=resolve_resume(training_args.resume_from_checkpoint,
                                                                        training_args.output_dir))

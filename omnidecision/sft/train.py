@@ -45,6 +45,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
+    from omnidecision.preemption import PreemptionCheckpoint  # imports transformers
+    from omnidecision.sampling import seed_length_grouped_sampler  # imports transformers
     from omnidecision.preflight import require, wandb_offline_fallback
     from omnidecision.sft.data import data_stats, load_sft_splits, prepare
     from omnidecision.sft.dryrun import sft_checks
@@ -109,6 +111,9 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     )
     if script_args.max_train_seconds is not None:
         trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))
+    seed_length_grouped_sampler(trainer)  # a resume in a later epoch sees the uninterrupted run's batches
+    if training_args.save_on_sigterm:
+        trainer.add_callback(PreemptionCheckpoint())
     return trainer, eval_ds, stats
 
 

@@ -22,8 +22,10 @@ od_check_request() {
     echo "$name: resources ok: ${out##*sbatch: }" >&2
     return 0
   fi
-  if [[ "$out" == *"Unable to contact"* || "$out" == *"Zero Bytes"* || "$out" == *"Connection refused"* ]]; then
-    echo "$name: resources not checked: the controller did not answer (${out//$'\n'/ })" >&2
+  # only the scheduler's own verdicts on the request refuse; anything else (no slurm.conf here, a controller that
+  # does not answer) leaves the request unchecked, and says so
+  if ! grep -qE "node configuration is not available|Invalid generic resource|Invalid partition|More processors requested|Memory required by task is not available|time limit|Node count specification invalid|not available in partition" <<< "$out"; then
+    echo "$name: resources not checked: sbatch --test-only said: ${out//$'\n'/ }" >&2
     return 0
   fi
   local offer
