@@ -54,21 +54,24 @@ ALLOWED: dict[str, set[str]] = {
     "rollout": ROLLOUT,
     "collect": ROLLOUT | {"collect"},  # rollouts recorded for training: harvest, data card
     "eval": ROLLOUT | {"eval", "serving", "stats"},  # rollouts reported
-    "onpolicy": ROLLOUT | {"collect", "eval", "onpolicy"},  # rounds collect through eval, harvest through collect
+    # rounds collect through eval (which serves the planner), harvest through collect
+    "onpolicy": ROLLOUT | {"collect", "eval", "onpolicy", "serving"},
     # executed returns, the reward audit, the executed reward: on the rollout engine; scores proxies with rewards;
     # a GRPO recipe's summed reward, the price table and candidate sampling only inside functions
     "grounding": ROLLOUT | {"grounding", "rewards", "stats", "rl", "eval", "modeling"},
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
     "sft": PROTOCOL | OUTPUTS | INPUTS | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight",
-                                          "provenance", "launch", "export"},
+                                          "provenance", "launch", "export", "preemption", "sampling"},
     "rl": PROTOCOL | OUTPUTS | INPUTS | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats",
-                                         "preflight", "provenance", "launch"},
+                                         "preflight", "provenance", "launch", "preemption"},
     "serving": {"serving", "preflight", "provenance"},
     "view": PROTOCOL | {"view"},
     # top-level modules: leaves that the stages share (torch, TRL and the stages themselves load lazily)
     "preflight": {"preflight", "checkpoints", "outputs", "inputs"},
     "inputs": INPUTS,
     "modeling": {"modeling"},
+    "preemption": {"preemption"},  # the trainers' checkpoint on SIGTERM (a SLURM preemption or requeue)
+    "sampling": {"sampling"},  # the length-grouped sampler seeded by (seed, epoch): exact resumes
     "checkpoints": {"checkpoints", "outputs"},
     # below the stages: each passes its `Stage` and entry points as objects
     "launch": {"launch", "preflight", "outputs"},
@@ -128,12 +131,13 @@ def test_package_loads_only_what_it_may(package: str) -> None:
 
 def test_provenance_is_a_bottom_module() -> None:
     """`omnidecision.provenance` (written by every trained stage, read by export, eval and serving) loads no other
-    project module, so any layer may use it."""
+    project module but `outputs` (the standard-library leaf that writes files atomically), so any layer may use
+    it."""
     code = ("import json, sys, omnidecision.provenance; "
             "print(json.dumps(sorted({k.split('.')[1] for k in sys.modules if k.startswith('omnidecision.')})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["provenance"]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["outputs", "provenance"]
 
 
 def project_imports(root: Path) -> dict[str, list[tuple[str, int, bool]]]:
@@ -311,7 +315,8 @@ def render_table() -> str:
     marked and the exceptions below it."""
     order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "collect", "eval", "onpolicy",
              "grounding", "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling",
-             "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline", "outputs", "inputs"]
+             "preemption", "sampling", "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline",
+             "outputs", "inputs"]
     rank = {name: i for i, name in enumerate(order)}
     lines = ["| package | may import, inside functions too (besides itself) |", "| --- | --- |"]
     for package in sorted(ALLOWED, key=lambda p: rank.get(p, len(order))):
