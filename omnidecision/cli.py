@@ -9,11 +9,13 @@ spelling"; tests/architecture/test_flag_spelling.py holds every command to it.
 from __future__ import annotations
 
 import importlib
+import os
 
 import typer
 from typer.core import TyperGroup
 
 from omnidecision.launch import translate_command_aliases
+from omnidecision.procs import stop_group_on_sigterm
 
 
 class _Root(TyperGroup):
@@ -85,6 +87,8 @@ def main() -> None:
 
     install()  # OMNIDECISION_GPU_STATS=FILE: peak GPU memory of this command, recorded at exit
     install_redaction()  # every key hidden by value in what this command prints and logs (protocol/redaction.py)
+    if os.environ.get("OD_STEP_LEADER"):  # a step of a plan: its SIGTERM stops its whole process group
+        stop_group_on_sigterm()
 
 
 @app.command()

@@ -12,6 +12,10 @@ A restarted run keeps the steps it finished (their wall time recorded in OUT/sta
 there, the code revision each step ran at in its record); both state files are written atomically, and one that
 cannot be read stops the restart with one line naming it. Each step's environment, seeds, library versions and
 revision go to OUT/steps.json (the summary copies them).
+The runner owns its steps: one runner per OUT (a lock; a second exits with one line naming the holder); each step
+leads its own process group, gets SIGTERM when the runner dies (even by `kill -9`) and passes it to its group
+(omnidecision/procs.py); OUT/running.json names the steps running, so a restart after a killed runner stops any
+that is still alive before it runs that step again: never two copies of a step on one folder.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from typing import Any
 
 import typer
 
-from omnidecision.outputs import write_json_atomic
+from omnidecision.outputs import OutputBusy, exclusive, write_json_atomic
 from omnidecision.pipeline.plan import BUDGET, Step, output_dir
+from omnidecision.procs import die_with_parent, stop_group
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +101,16 @@ class Runner:
         self.common = {"cpu": cpu_model(), "libraries": library_versions(), "python": platform.python_version(),
                        "git_revision": git_revision()}
         self.on_done: Any = None  # called after each finished step (run_plan saves the times: a kill loses none)
+        self.running: dict[str, int] = {}  # step → its process group, in OUT/running.json while it runs
+        self.running_file = out / "running.json"
+
+    def _track(self, step: str, pgid: int | None) -> None:
+        with self.lock:
+            if pgid is None:
+                self.running.pop(step, None)
+            else:
+                self.running[step] = pgid
+            write_json_atomic(self.running_file, self.running)
 
     def budget(self, step: Step) -> str:
         """A control's --max_steps: the rows its reference runs consumed, in the control's own batches."""
@@ -120,9 +135,13 @@ class Runner:
             slot = self.slots.get() if quiet else None
             cores = self.cores[slot * self.threads:(slot + 1) * self.threads] if slot is not None else None
             fixed = step_env(self.threads, cores or None)
-            env = {**os.environ, **fixed}
+            # OD_STEP_LEADER: the step passes a SIGTERM on to its process group (cli.main, procs.py)
+            env = {**os.environ, **fixed, "OD_STEP_LEADER": "1"}
             try:
-                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                # its own process group, SIGTERM when this thread (the runner) dies: no step outlives the runner
+                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True, preexec_fn=die_with_parent)
+                self._track(step.name, proc.pid)
                 assert proc.stdout is not None
                 for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
                     log.write(chunk)
@@ -130,6 +149,7 @@ class Runner:
                         sys.stdout.buffer.write(chunk)
                         sys.stdout.flush()
                 code = proc.wait()
+                self._track(step.name, None)
             finally:
                 if slot is not None:
                     self.slots.put(slot)
@@ -166,8 +186,28 @@ class Runner:
 
 
 def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> dict[str, float]:
-    """Run the plan's steps (groups side by side, `jobs` at a time, `threads` each); returns the wall times."""
+    """Run the plan's steps (groups side by side, `jobs` at a time, `threads` each); returns the wall times. One
+    runner per `out`: a second exits with one line naming the first."""
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        with exclusive(out, "plan folder"):
+            return _run_plan(plan, out, jobs, threads)
+    except OutputBusy as exc:
+        raise typer.Exit(str(exc)) from None
+
+
+def stop_leftovers(out: Path) -> list[str]:
+    """The steps a killed runner left running (OUT/running.json), stopped; their names."""
+    left = read_state(out / "running.json")
+    stopped = [name for name, pgid in left.items() if isinstance(pgid, int) and stop_group(pgid)]
+    for name in stopped:
+        print(f"=== [{name}] was still running from a killed run: stopped before it runs again", flush=True)
+    write_json_atomic(out / "running.json", {})
+    return stopped
+
+
+def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int) -> dict[str, float]:
+    stop_leftovers(out)
     runner = Runner(out, threads, plan)
     times_file, steps_file = out / "stage_wall_s.json", out / "steps.json"
     # a restarted run keeps the steps it finished (their wall time recorded, their outputs there) and runs the rest

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import httpx
 
+from omnidecision.procs import die_with_parent
+
 logger = logging.getLogger(__name__)
 
 LOG_TAIL_CHARS = 4000
@@ -343,8 +345,9 @@ class VLLMServer:
         cmd = self.command()
         logger.info("starting vLLM: %s", " ".join(self.display_command()))
         with self.log_path.open("wb") as log:
+            # its own session (stopped as a group), and SIGTERM when its parent dies: no orphaned server
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.environment(self.workdir),
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=die_with_parent)
         try:
             self._wait_ready()
         except BaseException:

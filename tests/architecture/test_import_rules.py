@@ -53,9 +53,9 @@ ALLOWED: dict[str, set[str]] = {
     "agent": AGENT,
     "rollout": ROLLOUT,
     "collect": ROLLOUT | {"collect"},  # rollouts recorded for training: harvest, data card
-    "eval": ROLLOUT | {"eval", "serving", "stats"},  # rollouts reported
+    "eval": ROLLOUT | {"eval", "serving", "procs", "stats"},  # rollouts reported
     # rounds collect through eval (which serves the planner), harvest through collect
-    "onpolicy": ROLLOUT | {"collect", "eval", "onpolicy", "serving"},
+    "onpolicy": ROLLOUT | {"collect", "eval", "onpolicy", "serving", "procs"},
     # executed returns, the reward audit, the executed reward: on the rollout engine; scores proxies with rewards;
     # a GRPO recipe's summed reward, the price table and candidate sampling only inside functions
     "grounding": ROLLOUT | {"grounding", "rewards", "stats", "rl", "eval", "modeling"},
@@ -64,13 +64,14 @@ ALLOWED: dict[str, set[str]] = {
                                           "provenance", "launch", "export", "preemption", "sampling"},
     "rl": PROTOCOL | OUTPUTS | INPUTS | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats",
                                          "preflight", "provenance", "launch", "preemption"},
-    "serving": {"serving", "preflight", "provenance"},
+    "serving": {"serving", "preflight", "provenance", "procs"},
     "view": PROTOCOL | {"view"},
     # top-level modules: leaves that the stages share (torch, TRL and the stages themselves load lazily)
     "preflight": {"preflight", "checkpoints", "outputs", "inputs"},
     "inputs": INPUTS,
     "modeling": {"modeling"},
     "preemption": {"preemption"},  # the trainers' checkpoint on SIGTERM (a SLURM preemption or requeue)
+    "procs": {"procs"},  # children that do not outlive their parent (the plan runner, the vLLM server)
     "sampling": {"sampling"},  # the length-grouped sampler seeded by (seed, epoch): exact resumes
     "checkpoints": {"checkpoints", "outputs"},
     # below the stages: each passes its `Stage` and entry points as objects
@@ -82,10 +83,10 @@ ALLOWED: dict[str, set[str]] = {
     "gpustats": {"gpustats"},
     "smoke": {"smoke", "modeling", "synthetic"},
     # the demo and the experiment are lists of commands: what they read of the stages, only inside functions
-    "pipeline": {"pipeline", "rollout", "eval", "stats", "view", "provenance", "outputs"},
+    "pipeline": {"pipeline", "rollout", "eval", "stats", "view", "provenance", "outputs", "procs"},
 }
 # package -> the packages of its row it may import only inside functions (never loaded when it is imported)
-LAZY_ONLY: dict[str, set[str]] = {"pipeline": ALLOWED["pipeline"] - {"pipeline", "outputs"},
+LAZY_ONLY: dict[str, set[str]] = {"pipeline": ALLOWED["pipeline"] - {"pipeline", "outputs", "procs"},
                                   "grounding": {"rl", "eval", "modeling"}}
 # (importing module, imported module) -> why this one import crosses the table; nothing else may
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -315,7 +316,7 @@ def render_table() -> str:
     marked and the exceptions below it."""
     order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "collect", "eval", "onpolicy",
              "grounding", "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling",
-             "preemption", "sampling", "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline",
+             "preemption", "sampling", "procs", "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline",
              "outputs", "inputs"]
     rank = {name: i for i, name in enumerate(order)}
     lines = ["| package | may import, inside functions too (besides itself) |", "| --- | --- |"]
