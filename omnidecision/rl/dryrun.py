@@ -257,7 +257,9 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
     elif sharded and script.eval_closure_n != 0:
         report.add("eval_closure_n", "warning", f"{sharded} shards the parameters: the in-run closure evaluation "
                                                 "will be skipped (python -m omnidecision.rl.evaluate afterwards)")
+    # what scripts/slurm/grpo.slurm starts on its last node: TRL's generation server only in server mode
     report.extra = {"generation_model": generation_model(model.model_name_or_path),
+                    "generation_server": bool(training.use_vllm and training.vllm_mode == "server"),
                     "dataset": script.dataset_name, "state_sources": script.state_sources,
                     "output_dir": training.output_dir}
     return report

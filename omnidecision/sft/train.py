@@ -46,8 +46,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
     from omnidecision.preemption import PreemptionCheckpoint  # imports transformers
-    from omnidecision.sampling import seed_length_grouped_sampler  # imports transformers
     from omnidecision.preflight import require, wandb_offline_fallback
+    from omnidecision.sampling import seed_length_grouped_sampler  # imports transformers
     from omnidecision.sft.data import data_stats, load_sft_splits, prepare
     from omnidecision.sft.dryrun import sft_checks
 

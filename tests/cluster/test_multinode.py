@@ -71,7 +71,7 @@ def test_by_hand_training_nodes_form_one_job():
 def _stand_in(tmp_path: Path) -> Path:
     """An `omnidecision` whose pre-flight passes and prints the plan the GRPO script reads."""
     od = tmp_path / "od"
-    od.write_text('#!/bin/sh\necho \'{"extra": {"generation_model": "Qwen/Qwen3-8B"}}\'\n')
+    od.write_text('#!/bin/sh\necho \'{"extra": {"generation_model": "Qwen/Qwen3-8B", "generation_server": true}}\'\n')
     od.chmod(0o755)
     return od
 

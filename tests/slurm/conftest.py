@@ -2,6 +2,7 @@
 session in a scratch folder (own ports, own munge key), torn down after, and a small client for the tests.
 
     make slurm-test        # brings the cluster up from nothing, runs tests/slurm, leaves no daemon behind
+    OD_SLURM_RESULTS=docs/results/slurm-local.json make slurm-test   # also writes what the tests measured
 
 Without slurm-wlm and munge, or not as root (the daemons' user), the tests skip on a developer's machine and fail
 under CI=true (the project's skip policy, tests/conftest.py), as the browser tests do.
@@ -10,7 +11,9 @@ under CI=true (the project's skip policy, tests/conftest.py), as the browser tes
 from __future__ import annotations
 
 import getpass
+import json
 import os
+import platform
 import re
 import shutil
 import socket
@@ -22,12 +25,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.slurm.figures import RESULTS, write_page
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "scripts" / "slurm" / "local-cluster.sh"
 VENV_BIN = ROOT / ".venv" / "bin"
 # job states after which a job never runs again (without a requeue)
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
          "PREEMPTED"}
+NEVER_STARTS = {"PartitionConfig", "BadConstraints", "PartitionNodeLimit", "ReqNodeNotAvail"}
 
 
 def free_port_block(n: int = 4) -> int:
@@ -55,7 +61,8 @@ class Cluster:
     dir: Path
     env: dict[str, str] = field(default_factory=dict)
 
-    def run(self, *cmd: str, check: bool = True, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, *cmd: str, check: bool = True, cwd: Path = ROOT,
+            timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(list(cmd), cwd=cwd, env=self.env, capture_output=True, text=True, check=check,
                               timeout=timeout)
 
@@ -79,6 +86,9 @@ class Cluster:
             jobs = self.jobs(job_id)
             if jobs and all(j.get("JobState") in until for j in jobs):
                 return jobs
+            # a request the partition can never hold stays PENDING forever: say so at once
+            stuck = [j for j in jobs if j.get("JobState") == "PENDING" and j.get("Reason") in NEVER_STARTS]
+            assert not stuck, f"job {job_id} can never start: {stuck}"
             time.sleep(1)
         raise TimeoutError(f"job {job_id} not in {sorted(until)} after {timeout} s: {self.jobs(job_id)}")
 
@@ -118,3 +128,22 @@ def slurm_cluster(tmp_path_factory) -> Iterator[Cluster]:
         cluster.run("scancel", "--user", getpass.getuser(), check=False)
         down = subprocess.run(["bash", str(CLUSTER), "down"], env=env, capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stderr
+
+
+@pytest.fixture(scope="session")
+def slurm_results() -> Iterator[dict]:
+    """What the SLURM tests measure (wall times beside the same step without SLURM, steps lost per preemption,
+    records doubled or lost), written to $OD_SLURM_RESULTS at the end of the session when it is set (the figures of
+    docs/cluster/local-cluster.md come from that file)."""
+    results: dict = {}
+    yield results
+    if path := os.environ.get("OD_SLURM_RESULTS"):
+        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), platform.processor())
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        record = {"command": "OD_SLURM_RESULTS=docs/results/slurm-local.json make slurm-test",
+                  "machine": {"cpu": cpu, "cores": os.cpu_count()}, "git_revision": rev.stdout.strip(),
+                  "date": time.strftime("%Y-%m-%d"), "results": results}
+        Path(path).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        if Path(path).resolve() == RESULTS.resolve():  # the page's figures, rendered from the file just written
+            write_page()

@@ -67,16 +67,18 @@ def submit_sft(cluster: Cluster, nodes: int, args: list[str], log: Path, port: i
     env_args = dict(GPUS_PER_NODE="0", MASTER_PORT=str(port))
     cluster.env.update(env_args)
     try:
-        return cluster.sbatch(f"--nodes={nodes}", "--gres=none", "--cpus-per-task=1", "--mem=3G", f"--output={log}", f"--error={log}",
-                              "--open-mode=append", SCRIPT, RECIPE, ACCEL, *args)
+        return cluster.sbatch(f"--nodes={nodes}", "--gres=none", "--cpus-per-task=1", "--mem=3G", f"--output={log}",
+                              f"--error={log}", "--open-mode=append", SCRIPT, RECIPE, ACCEL, *args)
     finally:
         for k in env_args:
             cluster.env.pop(k)
 
 
-def test_sft_on_two_nodes_equals_two_local_processes(slurm_cluster: Cluster, sft_inputs, tmp_path: Path):
+def test_sft_on_two_nodes_equals_two_local_processes(slurm_cluster: Cluster, sft_inputs, tmp_path: Path,
+                                                     slurm_results: dict):
     model, data = sft_inputs
     on_slurm, here = tmp_path / "slurm", tmp_path / "local"
+    start = time.monotonic()
     job = submit_sft(slurm_cluster, 2, overrides(model, data, on_slurm, 12, 6), tmp_path / "sft.out",
                      free_port_block(1))
     record = slurm_cluster.wait(job, timeout=900)[0]
@@ -84,11 +86,18 @@ def test_sft_on_two_nodes_equals_two_local_processes(slurm_cluster: Cluster, sft
     assert record["JobState"] == "COMPLETED", log[-3000:]
     assert record["NodeList"] == "n[1-2]"
     assert "rank 0/2" in log and "rank 1/2" in log  # one process a node, one world of two
+    slurm_s = time.monotonic() - start
+    start = time.monotonic()
     local_run(overrides(model, data, here, 12, 6), 2, tmp_path / "local.out")
+    local_s = time.monotonic() - start
     assert [s for s, _ in losses(on_slurm)] == [s for s, _ in losses(here)] == list(range(1, 13))
     # stated tolerance: 1e-6 relative, step by step
     assert [v for _, v in losses(on_slurm)] == pytest.approx([v for _, v in losses(here)], rel=1e-6)
     assert weights(on_slurm) == weights(here)  # measured: bit-identical (gloo, one thread a process)
+    slurm_results["sft_two_nodes"] = {
+        "what": "12 steps, one process on each of n1 and n2 (sft.slurm, GPUS_PER_NODE=0) against torchrun's two "
+                "processes here", "equal_losses": True, "identical_weights": True,
+        "slurm_wall_s": round(slurm_s, 1), "local_wall_s": round(local_s, 1)}
 
 
 STEP_LOG = re.compile(r"\{'loss': ")
@@ -109,7 +118,7 @@ def requeue_after_first_checkpoint(cluster: Cluster, job: str, out: Path, first:
 
 @pytest.mark.parametrize("save_on_sigterm", [True, False], ids=["sigterm-checkpoint", "no-sigterm-checkpoint"])
 def test_requeued_sft_resumes_to_the_uninterrupted_weights(slurm_cluster: Cluster, sft_inputs, tmp_path: Path,
-                                                           save_on_sigterm: bool):
+                                                           save_on_sigterm: bool, slurm_results: dict):
     model, data = sft_inputs
     steps, save = 120, 40
     args = [*overrides(model, data, tmp_path / "slurm", steps, save), "--save_on_sigterm", str(save_on_sigterm)]
@@ -134,3 +143,7 @@ def test_requeued_sft_resumes_to_the_uninterrupted_weights(slurm_cluster: Cluste
     local_run(overrides(model, data, tmp_path / "local", steps, save), 1, tmp_path / "local.out")
     assert losses(tmp_path / "slurm")[-1] == pytest.approx(losses(tmp_path / "local")[-1], rel=1e-6)
     assert weights(tmp_path / "slurm") == weights(tmp_path / "local")
+    slurm_results.setdefault("sft_requeue", {})["save_on_sigterm" if save_on_sigterm else "no_sigterm_checkpoint"] = {
+        "what": f"{steps} steps, checkpoints every {save}; scontrol requeue ~3 s after checkpoint-{save}",
+        "resumed_from_step": resumed_from, "steps_lost": lost, "final_step": run["global_step"],
+        "identical_weights": True}
