@@ -127,6 +127,7 @@ def to_result(run: Run, runs: list[dict], seeds: list[int], variants: list[str],
         better="higher: the recipe raises the held-out per-state closure reward that many times as much as plain "
                "GRPO does",
         ratio_note="plain GRPO's median delta was not above 0", notes=notes,
+        may_be_zero=("delta_mean", "trained", "ci95_low"),  # rewards and their changes; train_seconds cannot
         details={"demo": demo, "steps": steps, "seeds": seeds, "summary": summarise(runs, variants), "runs": runs})
 
 

@@ -5,23 +5,26 @@
 
 Per repeat: throughput = the combined closure rubric (7 checks) over K candidate decisions per fresh RL state (a
 mix of teacher actions, premature finishes, random calls and garbage), from a cold ledger cache; share = a short
-GRPO run (configs/grpo/tiny-cpu.yaml, its rewards, from-scratch tiny model, transformers generation) with the
-reward functions wrapped in timers: reward seconds per step over step seconds. Writes bench/results/rewards.json.
+GRPO run (configs/grpo/tiny-cpu.yaml, its rewards, from-scratch tiny model, transformers generation) with every
+reward call timed by TRL's own profiler (`reward_timer`): reward seconds per step over step seconds. Writes
+bench/results/rewards.json. A reward timer that misses a measured step, or a figure of 0, stops the benchmark with one
+line and no result (bench/common.py: NothingMeasured).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import random
 import statistics
 import tempfile
 import time
-from functools import wraps
+from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import ROOT, Run, grpo_smoke_args, parse_args
+from bench.common import ROOT, Run, Timer, grpo_smoke_args, parse_args
 from bench.schema import Arm, measure
 
 
@@ -54,27 +57,48 @@ def throughput(states: int, k: int, seed: int) -> dict:
     return {"decisions": len(completions), "seconds": seconds, "decisions_per_s": len(completions) / seconds}
 
 
-def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int, extra: list[str] | None = None) -> dict:
-    """A short GRPO run with the recipe's reward functions wrapped in timers (cold ledger cache): seconds per step
-    and reward seconds per step."""
-    from omnidecision.rewards import get_reward_funcs
+@contextlib.contextmanager
+def reward_timer(timer: Timer) -> Iterator[None]:
+    """Inside this block, every reward function call of a TRL GRPOTrainer adds its seconds to `timer`, keyed by the
+    optimizer step it ran in and named by the function.
+
+    The hook is TRL's own profiler, which times each reward call inside `GRPOTrainer._calculate_rewards`: a block
+    that closes while a `_calculate_rewards` block is open is a reward function's call. Patched on the profiler's
+    class, it times whatever the trainer calls, however the project builds or imports its reward functions (a patch
+    of `omnidecision.rewards.get_reward_funcs` missed every call once rl/train.py imported the name at load time).
+    """
+    from trl.extras.profiling import ProfilingContext  # deferred: trl loads torch
+
+    enter, log = ProfilingContext.__enter__, ProfilingContext._log_metrics
+    open_rewards: list[ProfilingContext] = []
+
+    def entered(self: ProfilingContext) -> ProfilingContext:
+        if self.name.endswith("._calculate_rewards"):
+            open_rewards.append(self)
+        return enter(self)
+
+    def logged(self: ProfilingContext, duration: float) -> None:
+        if self in open_rewards:
+            open_rewards.remove(self)
+        elif open_rewards:  # a block inside the open _calculate_rewards: one reward function's call
+            timer.add(duration, key=self.step, name=self.name.split(".", 1)[-1])
+        log(self, duration)
+
+    ProfilingContext.__enter__, ProfilingContext._log_metrics = entered, logged
+    try:
+        yield
+    finally:
+        ProfilingContext.__enter__, ProfilingContext._log_metrics = enter, log
+
+
+def grpo_share(run: Run, model: Path, data: Path, work: Path, steps: int, seed: int,
+               extra: list[str] | None = None) -> dict:
+    """A short GRPO run with every reward call timed (`reward_timer`; cold ledger cache): seconds per step and
+    reward seconds per step. The first step (warm-up: allocation, first generate) is left out of both figures; the
+    timer must have fired in every other step."""
     from omnidecision.rewards.decision import clear_ledger_cache
     from omnidecision.rl import train as rl_train
     from omnidecision.rl.config import parse_args
-
-    calls: dict[str, list[float]] = {}  # reward function -> seconds of each call (one call per optimizer step)
-
-    def timed(func):
-        name = func.__name__
-
-        @wraps(func)
-        def wrapper(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return func(*args, **kwargs)
-            finally:
-                calls.setdefault(name, []).append(time.perf_counter() - start)
-        return wrapper
 
     out = work / f"grpo-{seed}"
     args = parse_args(["--config", str(ROOT / "configs/grpo/tiny-cpu.yaml"), "--model_name_or_path", str(model),
@@ -82,20 +106,16 @@ def grpo_share(model: Path, data: Path, work: Path, steps: int, seed: int, extra
                        "--eval_closure_n", "0", "--save_strategy", "no", "--log_completions", "false",
                        "--select_states", "all", "--weight_average", "false", "--logging_steps", "1",
                        "--seed", str(seed), *(extra or [])])
-    import omnidecision.rewards as rewards_pkg
-
-    original = get_reward_funcs
-    rewards_pkg.get_reward_funcs = lambda names, **p: [timed(f) for f in original(names, **p)]
+    timer = run.timer(f"reward calls (GRPO seed {seed})")
     clear_ledger_cache()
-    try:
+    with reward_timer(timer):
         rl_train.main(*args)
-    finally:
-        rewards_pkg.get_reward_funcs = original
-    # the first step (warm-up: allocation, first generate) is left out of both figures
+    measured = range(1, steps + 1)  # the trainer's global_step while it computes step 2, 3, ... (0: the warm-up)
+    timer.require(measured)
     step_s = [h["step_time"] for h in json.loads((out / "log_history.json").read_text()) if "step_time" in h][1:]
-    reward_s = [sum(v[i] for v in calls.values()) for i in range(1, steps + 1)]
-    return {"seconds_per_step": statistics.fmean(step_s), "reward_seconds_per_step": statistics.fmean(reward_s),
-            "reward_seconds_by_func": {k: round(sum(v[1:]), 5) for k, v in calls.items()}}
+    return {"seconds_per_step": statistics.fmean(step_s),
+            "reward_seconds_per_step": statistics.fmean(timer.seconds(step) for step in measured),
+            "reward_seconds_by_func": {k: round(v, 5) for k, v in timer.by_name(measured).items()}}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -117,7 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
         data = write_rl_dataset(work / "harvest", n_train=256, n_validation=8, seed=5)
         for r in range(a.repeats):
             tp.append(throughput(a.states, a.k, seed=r))
-            grpo.append(grpo_share(model, data, work, a.grpo_steps, seed=r, extra=grpo_smoke_args(a.smoke)))
+            grpo.append(grpo_share(run, model, data, work, a.grpo_steps, seed=r, extra=grpo_smoke_args(a.smoke)))
             print(f"repeat {r}: {tp[-1]['decisions_per_s']:.0f} decisions/s; GRPO {grpo[-1]['seconds_per_step']:.3f} "
                   f"s/step, rewards {grpo[-1]['reward_seconds_per_step']:.5f} s/step", flush=True)
     arms = {
@@ -133,8 +153,8 @@ def main(argv: list[str] | None = None) -> dict:
         better="lower: the rewards take that fraction of a GRPO step's time (scoring without execution is cheap)",
         notes=["ledger parse cache cleared before every repeat (no warm cache); the K candidates of one state share "
                "its parsed ledger, as in a real step",
-               "reward functions timed by wrapping omnidecision.rewards.get_reward_funcs; each GRPO run has one extra "
-               "first step (warm-up) that neither figure counts"],
+               "every reward function call timed by TRL's own profiler (bench_rewards.reward_timer), keyed by the "
+               "optimizer step; each GRPO run has one extra first step (warm-up) that neither figure counts"],
         details={"states": a.states, "k": a.k, "grpo_steps": a.grpo_steps,
                  "decisions_per_repeat": tp[0]["decisions"],
                  "reward_seconds_by_func": [g["reward_seconds_by_func"] for g in grpo]})

@@ -7,6 +7,12 @@ part of it (`parse_args(..., smoke={...})`), so a test can run every benchmark a
 written under BENCH_SMOKE_OUT (default bench/results/smoke/, not tracked), never over a real result, and says so in
 its notes and `details.smoke`. `python -m bench.run_all --smoke` runs them all.
 
+Nothing measured, nothing written (`unmeasured`, checked by `Run.result` for every benchmark, at every size): a
+figure that is not finite, or not above 0 in some repeat, stops the benchmark with one line naming the arm, the
+figure and the repeats (`NothingMeasured`, exit 1), unless the benchmark names it as one that can honestly be zero or
+negative (`may_be_zero`: gains, accuracies); so does a `Run.timer` that never fired. A timer that misses what it
+times reports 0 s, the best figure a cost benchmark can show (issue 65: the rewards' share of a GRPO step read 0.0).
+
     python -c "from bench.common import machine; print(machine())"
     python -m bench.bench_rewards --smoke
 """
@@ -15,11 +21,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import platform
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -49,6 +57,74 @@ SMOKE_GRPO_ARGS = ("--num_generations", "2", "--per_device_train_batch_size", "2
 SMOKE_ENV_ARGS = (*SMOKE_GRPO_ARGS[:-2], "--max_completion_length", "128", "--max_tool_calling_iterations", "2",
                   "--environment_step_budget", "2")
 SMOKE_SFT_ARGS = ("--per_device_train_batch_size", "2")
+
+
+class NothingMeasured(SystemExit):
+    """A benchmark measured nothing (a zero, empty or non-finite figure, a timer that never fired). A SystemExit:
+    `python -m bench.bench_x` ends with its one line on stderr and exit 1, no traceback, and writes no result."""
+
+
+def unmeasured(arms: dict[str, Arm], may_be_zero: Collection[str] = ()) -> list[str]:
+    """One line per sign that an arm measured nothing: an arm without figures, a figure with no values, a value
+    that is not finite, or one not above 0 in a figure outside `may_be_zero` (figure names that can honestly be 0 or
+    negative: gains, accuracies). A name in `may_be_zero` that no arm has is itself a problem (a stale exemption).
+
+    >>> from bench.schema import measure
+    >>> unmeasured({"reward": Arm(label="r", figures={"seconds_per_step": measure([0.0, 0.2, 0.0], "s/step")}),
+    ...             "grpo": Arm(label="g", figures={"gain": measure([0.0, -0.1, 0.1], "accuracy")})}, ["gain"])
+    ['reward.seconds_per_step = [0.0, 0.2, 0.0] s/step: not above 0 in repeats 1, 3']
+    """
+    problems = [] if arms else ["no arms"]
+    names = {fig for arm in arms.values() for fig in arm.figures}
+    for name, arm in arms.items():
+        if not arm.figures:
+            problems.append(f"{name}: no figures")
+        for fig, m in arm.figures.items():
+            if not m.values:
+                problems.append(f"{name}.{fig}: no values")
+            odd = [i for i, v in enumerate(m.values, 1) if not math.isfinite(v)]
+            if odd:
+                problems.append(f"{name}.{fig} = {m.values} {m.unit}: not finite in repeats {_listed(odd)}")
+            elif fig not in may_be_zero and (low := [i for i, v in enumerate(m.values, 1) if v <= 0]):
+                problems.append(f"{name}.{fig} = {m.values} {m.unit}: not above 0 in repeats {_listed(low)}")
+    problems += [f"may_be_zero names {fig!r}, a figure no arm has" for fig in sorted(set(may_be_zero) - names)]
+    return problems
+
+
+def _listed(repeats: list[int]) -> str:
+    return ", ".join(map(str, repeats))
+
+
+class Timer:
+    """Seconds of each firing of one timed thing, each with a key (e.g. the optimizer step it fired in). Made by
+    `Run.timer`: a timer that never fired stops the benchmark at `Run.result`, and `require(keys)` stops it when
+    the timer missed one of the keys it must have timed."""
+
+    def __init__(self, benchmark: str, what: str) -> None:
+        self.benchmark = benchmark
+        self.what = what
+        self.firings: list[tuple[Any, str, float]] = []  # (key, name, seconds)
+
+    def add(self, seconds: float, key: Any = None, name: str = "") -> None:
+        self.firings.append((key, name, seconds))
+
+    def seconds(self, key: Any) -> float:
+        return sum(s for k, _, s in self.firings if k == key)
+
+    def by_name(self, keys: Collection[Any]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for k, name, s in self.firings:
+            if k in keys:
+                out[name] = out.get(name, 0.0) + s
+        return out
+
+    def require(self, keys: Collection[Any]) -> None:
+        fired = {k for k, _, _ in self.firings}
+        missing = [k for k in keys if k not in fired]
+        if not self.firings or missing:
+            raise NothingMeasured(f"bench {self.benchmark}: the timer of {self.what} "
+                                  f"{'never fired' if not self.firings else f'did not fire at {missing}'}: "
+                                  "it times nothing that ran, no result written")
 
 
 def smoke_requested() -> bool:
@@ -188,10 +264,25 @@ class Run:
         self.load_start = load_avg()
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.commit = commit()
+        self.timers: list[Timer] = []
+
+    def timer(self, what: str) -> Timer:
+        """A timer `result` checks: one that never fired stops the benchmark."""
+        self.timers.append(Timer(self.name, what))
+        return self.timers[-1]
 
     def result(self, *, title: str, arms: dict[str, Arm], candidate: str, baseline: str, metric: str, better: str,
                repeats: int, ratio_method: str = "median_of_repeat_ratios", notes: list[str] | None = None,
-               details: dict[str, Any] | None = None, ratio_note: str | None = None) -> BenchResult:
+               details: dict[str, Any] | None = None, ratio_note: str | None = None,
+               may_be_zero: Collection[str] = ()) -> BenchResult:
+        """The result file's record, after the one check every benchmark passes (`unmeasured`, every `timer`
+        fired): a benchmark that measured nothing stops here with NothingMeasured and writes nothing."""
+        for timer in self.timers:
+            timer.require(())
+        problems = unmeasured(arms, may_be_zero)
+        if problems:
+            raise NothingMeasured(f"bench {self.name} measured nothing, no result written: {'; '.join(problems)}")
+        details = {**(details or {}), "may_be_zero": sorted(may_be_zero)}
         ratio, per = ratios(arms[candidate].figures[metric], arms[baseline].figures[metric], ratio_method)
         if self.smoke:
             notes = [SMOKE_NOTE, *(notes or [])]
@@ -212,4 +303,5 @@ class Run:
         return path
 
 
-__all__ = ["Arm", "Measure", "Run", "command_line", "commit", "machine", "parse_args", "smoke_dir"]
+__all__ = ["Arm", "Measure", "NothingMeasured", "Run", "Timer", "command_line", "commit", "machine", "parse_args",
+           "smoke_dir", "unmeasured"]

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.common import SMOKE_NOTE, SMOKE_OUT_ENV
+from bench.common import SMOKE_NOTE, SMOKE_OUT_ENV, unmeasured
 from bench.run_all import BENCHMARKS
 from bench.schema import BenchResult
 
@@ -65,8 +65,15 @@ def _needs_chromium(name: str) -> None:
         pytest.skip("no chromium on PATH (make browser)")
 
 
+# What a benchmark's details must show it timed, beyond its figures (its timers' per-function breakdown).
+TIMED = {"rewards": lambda d: d["reward_seconds_by_func"] and all(
+    by_func and all(s > 0 for s in by_func.values()) for by_func in d["reward_seconds_by_func"])}
+
+
 def _check_result(folder: Path, name: str) -> BenchResult:
-    """The one result file a smoke run writes: the schema's checks, marked as a smoke result, no NaN."""
+    """The one result file a smoke run writes: the schema's checks, marked as a smoke result, no NaN, and something
+    measured: every figure above 0 but those the benchmark names as able to be 0 (bench/common.py: unmeasured; a
+    timer that times nothing reports 0 s, as the rewards' did once), and the timers' breakdowns non-empty."""
     written = sorted(folder.glob("*.json"))
     assert [p.name for p in written] == [f"{name}.json"], written
     result = BenchResult.model_validate_json(written[0].read_text("utf-8"))  # the schema's own checks
@@ -76,6 +83,8 @@ def _check_result(folder: Path, name: str) -> BenchResult:
     for arm in result.arms.values():
         for figure in arm.figures.values():
             assert len(figure.values) == result.repeats and all(v == v for v in figure.values)  # no NaN
+    assert unmeasured(result.arms, result.details["may_be_zero"]) == []
+    assert TIMED.get(name, bool)(result.details), result.details
     return result
 
 
