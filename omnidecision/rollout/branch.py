@@ -4,7 +4,7 @@ continuation policy, and return the branch as an ordinary `RunRecord` that names
 - the branch's steps before t are the parent's (copied), so harvest, the eval report, the viewer and the replay
   check read it as any record; `parent_run_id`, `parent_step`, `branch_decision`, `branch_policy`, `branch_seed` say
   where it came from;
-- its run id is distinct and deterministic: `<parent>~b<t>-<hash of (decision, policy, seed)>` (`branch_id`);
+- its run id is distinct and deterministic: `<parent>~b<t>-<hash of (decision, policy, seed, tools)>` (`branch_id`);
 - the policy (`build_policy`): `recorded` (the parent's role outputs while on its path, then the recipe's backends),
   `teacher` (the recipe's scripted teacher, else the default one), `recipe` (the backends the parent was collected
   with), or a YAML file of backends (`backends:` of a recipe, or role -> BackendSpec): any served planner, the local
@@ -100,13 +100,19 @@ def policy_from_specs(specs: dict[str, BackendSpec], label: str = "backends") ->
     return Policy(f"{label}#{digest}", build_backends(specs))
 
 
-def branch_id(parent_run_id: str, step: int, decision: str, policy: str, seed: int) -> str:
-    """The branch's run id: the parent's, the step, and a hash of (decision text, policy name, seed).
+def branch_id(parent_run_id: str, step: int, decision: str, policy: str, seed: int,
+              tools: ToolsMode = "recorded") -> str:
+    """The branch's run id: the parent's, the step, and a hash of (decision text, policy name, seed, tool mode), so
+    one branch asked for twice has one id (the command skips it) and the same branch with live tools another.
+    The default mode, recorded, is left out of the hash: the ids of recorded-tool branches already written stay
+    theirs.
 
     >>> branch_id("t1-s0-abc", 2, '{"action":"finish"}', "teacher", 0)
     't1-s0-abc~b2-842c1793'
+    >>> branch_id("t1-s0-abc", 2, '{"action":"finish"}', "teacher", 0, tools="live")
+    't1-s0-abc~b2-aac74b46'
     """
-    key = json.dumps([decision, policy, seed], ensure_ascii=False)
+    key = json.dumps([decision, policy, seed, *([tools] if tools != "recorded" else [])], ensure_ascii=False)
     return f"{parent_run_id}~b{step}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
@@ -147,7 +153,7 @@ async def branch_run(parent: RunRecord, step: int, task: Task, config: AgentConf
     if seed < 0:
         raise ResumeError(f"seed {seed} is negative")
     reply = decision_reply(parent, step, decision)
-    run_id = branch_id(parent.run_id, step, reply.text, policy.name, seed)
+    run_id = branch_id(parent.run_id, step, reply.text, policy.name, seed, tools)
     runner = RecordedTools(parent, tool_runner) if tools == "recorded" else tool_runner
     point = restore(parent, step, task, config, policy.backends, services=services, tool_runner=runner,
                     run_id=run_id, draw_run_id=draw_run_id(parent, seed))

@@ -5,8 +5,9 @@ the trajectory file (what `omnidecision collect` and `omnidecision eval` write),
 run id, a step out of range, a decision that is not JSON or not an action, an edited record, a missing recipe) exits
 2 with one line naming what was wrong. The branch is appended to --out under its lock (`outputs.exclusive`, held from
 before the parent is read to the written line): a second process on the same file stops with one line naming the
-holder; a file that is not UTF-8 JSONL is refused untouched (`store.append_record`). docs/rollout.md has the
-walk-through.
+holder; a file that is not UTF-8 JSONL is refused untouched (`store.append_record`). --out is a file outside the
+collection's `trajectories*.jsonl` glob; a branch already in it (same parent, step, decision, policy, seed and tool
+mode: one run id) is skipped, not run again. docs/rollout.md has the walk-through.
 
     omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id syn-0-00003-s0-2c1bffea \
         --step 1 --decision '{"action": "finish"}' --policy teacher --out runs/branches.jsonl
@@ -17,6 +18,7 @@ walk-through.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import json
 import logging
 from contextlib import ExitStack
@@ -26,9 +28,30 @@ from typing import Any, Optional
 import typer
 
 from omnidecision.outputs import exclusive
-from omnidecision.rollout.store import append_record
+from omnidecision.rollout.store import SHARD_GLOB, append_record, read_records
 
 logger = logging.getLogger(__name__)
+
+
+def out_problem(out: Path, trajectories: Path) -> str | None:
+    """Why `--out` cannot take branches (None: it can): the parent's own file, a folder, or a file the collection's
+    own `trajectories*.jsonl` glob reads (next to the parent file, or in a folder with a collection's manifest):
+    harvest, reports and merge would take the branches for collected runs."""
+    if out.resolve() == trajectories.resolve():
+        return f"--out {out} is the parent's trajectory file: write branches to a file of their own"
+    if out.is_dir():
+        return f"--out {out} is a folder: branches go to a JSONL file"
+    folder = out.resolve().parent
+    if fnmatch.fnmatchcase(out.name, SHARD_GLOB) and (folder == trajectories.resolve().parent
+                                                     or (folder / "manifest.json").is_file()):
+        return (f"--out {out} is read by the collection in {folder} as one of its {SHARD_GLOB}: name it otherwise "
+                f"or write it elsewhere")
+    return None
+
+
+def written_before(out: Path | None, run_id: str) -> bool:
+    """Whether `out` already holds the record `run_id` (a file that is not JSONL: TrajectoryFileError, file:line)."""
+    return out is not None and out.is_file() and any(r.run_id == run_id for _, r in read_records(out))
 
 
 def _dry_run_report(parent: Any, step: int, task: Any, recipe: Any, policy: Any, reply: Any, seed: int, tools: str,
@@ -40,6 +63,7 @@ def _dry_run_report(parent: Any, step: int, task: Any, recipe: Any, policy: Any,
     point = restore(parent, step, task, recipe.agent, policy.backends)
     state = point.ledger
     problem = decision_problem(state, task, recipe.agent, reply)
+    run_id = branch_id(parent.run_id, step, reply.text, policy.name, seed, tools)  # type: ignore[arg-type]
     return {"parent_run_id": parent.run_id, "task_id": task.id, "step": step, "parent_steps": len(parent.steps),
             "parent_outcome": parent.outcome,
             "state": {"step": state.step, "actionable_needs": actionable_need_indices(state),
@@ -49,8 +73,8 @@ def _dry_run_report(parent: Any, step: int, task: Any, recipe: Any, policy: Any,
             "decision": reply.text, "recorded_decision": parent.steps[step].raw_output,
             "loop_accepts": problem is None, "rejection": problem,
             "policy": policy.name, "tools": tools, "seed": seed,
-            "branch_run_id": branch_id(parent.run_id, step, reply.text, policy.name, seed),
-            "out": str(out) if out is not None else None,
+            "branch_run_id": run_id, "out": str(out) if out is not None else None,
+            "already_in_out": written_before(out, run_id),
             "digest": parent.steps[step].planner_messages[-1]["content"]}
 
 
@@ -79,7 +103,7 @@ def branch(
 ) -> None:
     """Branch a recorded run at step t: restore its exact state, apply a decision, continue with a policy, and
     append the branch (an ordinary run record naming its parent and step) to --out."""
-    from omnidecision.rollout.branch import branch_run, build_policy, decision_reply
+    from omnidecision.rollout.branch import branch_id, branch_run, build_policy, decision_reply
     from omnidecision.rollout.parent import BadInput, load_parent
     from omnidecision.rollout.resume import ResumeError
 
@@ -92,10 +116,9 @@ def branch(
             raise BadInput(f"--tools {tools!r}: expected recorded or live")
         if out is None and not dry_run:
             raise BadInput("--out FILE is required (or --dry-run)")
-        if out is not None and out.resolve() == trajectories.resolve():
-            raise BadInput(f"--out {out} is the parent's trajectory file: write branches to a file of their own")
-        if out is not None and out.is_dir():
-            raise BadInput(f"--out {out} is a folder: branches go to a JSONL file")
+        problem = out_problem(out, trajectories) if out is not None else None
+        if problem:
+            raise BadInput(problem)
         if out is not None and not dry_run:  # one writer per output, from before the run to its line
             held.enter_context(exclusive(out))
         given: Any = None
@@ -113,6 +136,10 @@ def branch(
         if dry_run:
             report = _dry_run_report(parent, step, task, parent_recipe, chosen, reply, seed, tools, out)
             typer.echo(json.dumps(report, indent=1, ensure_ascii=False))
+            return
+        wanted = branch_id(parent.run_id, step, reply.text, chosen.name, seed, tools)  # type: ignore[arg-type]
+        if written_before(out, wanted):  # the same branch asked for again: found, not run or written twice
+            typer.echo(f"{wanted}: already in {out} (the same branch of {parent.run_id} at step {step}); skipped")
             return
         record = asyncio.run(branch_run(parent, step, task, parent_recipe.agent, chosen, decision=given, seed=seed,
                                         services=services, tools=tools))  # type: ignore[arg-type]

@@ -29,11 +29,18 @@ class BadInput(ValueError):
 
 
 def find_run(path: Path, run_id: str) -> Any:
-    """The `RunRecord` with `run_id` in a trajectory JSONL file; only its line is validated (a malformed line
-    elsewhere does not matter). Raises BadInput naming file:line and the field, or the ids the file holds."""
+    """The `RunRecord` with `run_id` in a trajectory JSONL file (`find_run_line`)."""
+    return find_run_line(path, run_id)[0]
+
+
+def find_run_line(path: Path, run_id: str) -> tuple[Any, int]:
+    """(the `RunRecord` with `run_id` in a trajectory JSONL file, its line number); only its line is validated (a
+    malformed line elsewhere does not matter). Raises BadInput naming file:line and the field, the ids the file
+    holds, or both lines when two records carry the id (an edited copy: which one is the run is not for us to
+    guess)."""
     if not path.is_file():
         raise BadInput(f"{path}: no such trajectory file")
-    seen = 0
+    seen, found = 0, None
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -47,13 +54,37 @@ def find_run(path: Path, run_id: str) -> Any:
                 raise BadInput(f"{path}:{lineno}: not JSON: {exc.msg}") from exc
             if not isinstance(data, dict) or data.get("run_id") != run_id:
                 continue
+            if found is not None:
+                raise BadInput(f"{path}:{found[1]} and {path}:{lineno}: two records with run_id {run_id!r}; "
+                               f"keep one (a run is recorded once)")
             try:
-                return RunRecord.model_validate(data)
+                found = (RunRecord.model_validate(data), lineno)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 loc = ".".join(str(x) for x in first.get("loc", ()))
                 raise BadInput(f"{path}:{lineno}: field {loc or '<root>'}: {first.get('msg')}") from exc
-    raise BadInput(f"{path}: no run with run_id {run_id!r} ({seen} records)")
+    if found is None:
+        raise BadInput(f"{path}: no run with run_id {run_id!r} ({seen} records)")
+    return found
+
+
+def task_mismatch(record: RunRecord, task: Task) -> str | None:
+    """The first of the record's question and gold answer that differs from the task's, in words (None: they agree).
+    A field the record's JSON leaves out is not compared (records written before it existed).
+
+    >>> r = RunRecord(run_id="r", task_id="t", question="Who?", gold_answer="Ann", outcome="accepted")
+    >>> task_mismatch(r, Task(id="t", question="Who?", answer="Bob"))
+    "field gold_answer: the record's 'Ann', the task's 'Bob'"
+    """
+    for field, theirs in (("question", task.question), ("gold_answer", task.answer)):
+        ours = getattr(record, field)
+        if field in record.model_fields_set and ours != theirs:
+            return f"field {field}: the record's {_short(ours)}, the task's {_short(theirs)}"
+    return None
+
+
+def _short(text: str | None, limit: int = 80) -> str:
+    return repr(text if text is None or len(text) <= limit else text[:limit] + "...")
 
 
 def load_parent_recipe(trajectories: Path, recipe: Path | None, tasks: Path | None) -> Any:
@@ -132,11 +163,20 @@ class ParentRun:
 
 def load_parent(trajectories: Path, run_id: str, recipe: Path | None = None, tasks: Path | None = None) -> ParentRun:
     """The run `run_id` of a trajectory file with its task, recipe and services; BadInput or ResumeError (both
-    ValueError) name what is wrong."""
+    ValueError) name what is wrong. The task's question and gold answer must be the record's (a task file edited
+    under the same ids would branch, and judge, another task), unless `tasks` names the task file explicitly: then
+    a difference is a warning."""
     from omnidecision.rollout.resume import verify_record
 
-    record = find_run(trajectories, run_id)
+    record, lineno = find_run_line(trajectories, run_id)
     verify_record(record)
     parent_recipe = load_parent_recipe(trajectories, recipe, tasks)
     task, services = environment(parent_recipe, record.task_id)
+    mismatch = task_mismatch(record, task)
+    if mismatch and tasks is None:
+        raise BadInput(f"{trajectories}:{lineno}: run {run_id}: task {task.id} of {parent_recipe.tasks.path} is not "
+                       f"the one recorded: {mismatch}; give --tasks to branch against that file anyway")
+    if mismatch:
+        logger.warning("%s:%d: run %s: task %s of --tasks %s is not the one recorded: %s", trajectories, lineno,
+                       run_id, task.id, tasks, mismatch)
     return ParentRun(record, task, parent_recipe, services)

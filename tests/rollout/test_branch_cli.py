@@ -141,3 +141,100 @@ def test_bad_input_exits_2_naming_it(case, collected, parent, tmp_path):
     line = res.output.strip()
     assert expect in line and line.startswith("error: ") and "\n" not in line, line
     assert not (tmp_path / "x.jsonl").exists()
+
+
+# --- branches that check their parent (issue 65): each case failed on 53b5bfd
+
+
+def _copy_collection(collected: Path, folder: Path, tasks: Path | None = None) -> Path:
+    """The collection's trajectory file and manifest in `folder` (the manifest's tasks.path set to `tasks`)."""
+    folder.mkdir(parents=True)
+    manifest = json.loads((collected.parent / "manifest.json").read_text("utf-8"))
+    if tasks is not None:
+        manifest["recipe"]["tasks"]["path"] = str(tasks)
+    (folder / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    shutil.copy(collected, folder / collected.name)
+    return folder / collected.name
+
+
+def test_two_records_with_one_run_id_are_refused_naming_both_lines(collected, parent, tmp_path):
+    path = _copy_collection(collected, tmp_path / "doubled")
+    lines = path.read_text("utf-8").splitlines()
+    first = next(i for i, line in enumerate(lines, 1) if json.loads(line)["run_id"] == parent.run_id)
+    edited = json.loads(lines[first - 1])
+    edited["answer"] = "an edited answer"
+    path.write_text("\n".join([json.dumps(edited), *lines]) + "\n", "utf-8")  # the edited copy first
+    out = tmp_path / "b.jsonl"
+    res = _invoke(["branch", "--trajectories", path, "--run-id", parent.run_id, "--step", 1, "--recorded",
+                   "--out", out])
+    assert res.exit_code == 2, res.output
+    line = res.output.strip()
+    assert line == (f"error: {path}:1 and {path}:{first + 1}: two records with run_id {parent.run_id!r}; keep one "
+                    f"(a run is recorded once)"), line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("field", ["question", "answer"])
+def test_a_task_edited_under_its_id_is_refused_naming_the_field_unless_tasks_is_given(
+        field, collected, parent, tmp_path):
+    suite = tmp_path / "synth"
+    shutil.copytree(Path(json.loads((collected.parent / "manifest.json").read_text("utf-8"))["recipe"]["tasks"]
+                         ["path"]), suite)
+    rows = [json.loads(line) for line in (suite / "tasks.jsonl").read_text("utf-8").splitlines()]
+    for row in rows:
+        if row["id"] == parent.task_id:
+            row[field] = f"an edited {field}"
+    (suite / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    path = _copy_collection(collected, tmp_path / "coll", tasks=suite)
+    out = tmp_path / "b.jsonl"
+    args = ["branch", "--trajectories", path, "--run-id", parent.run_id, "--step", 1, "--recorded", "--out", out]
+    res = _invoke(args)
+    assert res.exit_code == 2, res.output
+    line = res.output.strip()
+    name = {"question": "question", "answer": "gold_answer"}[field]
+    assert line.startswith(f"error: {path}:") and f"run {parent.run_id}: task {parent.task_id}" in line, line
+    assert f"field {name}: the record's " in line and f"the task's 'an edited {field}'" in line, line
+    assert "give --tasks" in line and "\n" not in line and not out.exists()
+    res = _invoke([*args, "--tasks", suite])  # the user names the file: branched against it, with a warning
+    assert res.exit_code == 0, res.output
+    (_, b), = read_records(out)
+    assert getattr(b, name) == f"an edited {field}"
+
+
+@pytest.mark.parametrize("where", ["beside the parent", "in another collection"])
+def test_out_inside_a_collections_glob_is_refused_before_running(where, collected, parent, tmp_path):
+    if where == "beside the parent":
+        out = collected.parent / "trajectories-branches.jsonl"
+    else:
+        other = tmp_path / "other"
+        _copy_collection(collected, other)
+        out = other / "trajectories.branches.jsonl"
+    res = _invoke([*_base(collected, parent), "--decision", '{"action": "finish"}', "--policy", "teacher",
+                   "--out", out])
+    assert res.exit_code == 2, res.output
+    line = res.output.strip()
+    assert line.startswith(f"error: --out {out} is read by the collection in ") and "trajectories*.jsonl" in line
+    assert "\n" not in line and not out.exists()
+    fine = tmp_path / "trajectories-branches.jsonl"  # the same name in a folder that is no collection
+    res = _invoke([*_base(collected, parent), "--decision", '{"action": "finish"}', "--policy", "teacher",
+                   "--out", fine, "--dry-run"])
+    assert res.exit_code == 0, res.output
+
+
+def test_the_same_branch_twice_is_skipped_and_live_tools_make_another(collected, parent, tmp_path):
+    out = tmp_path / "b.jsonl"
+    args = [*_base(collected, parent), "--decision", '{"action": "finish"}', "--policy", "teacher", "--out", out]
+    first = _invoke(args)
+    assert first.exit_code == 0, first.output
+    (_, b), = read_records(out)
+    dry = json.loads(_invoke([*args, "--dry-run"]).stdout)
+    assert dry["branch_run_id"] == b.run_id and dry["already_in_out"] is True
+    again = _invoke(args)
+    assert again.exit_code == 0, again.output
+    assert again.output.strip() == (f"{b.run_id}: already in {out} (the same branch of {parent.run_id} at step 1); "
+                                    "skipped")
+    assert [r.run_id for _, r in read_records(out)] == [b.run_id]  # not written twice
+    live = _invoke([*args, "--tools", "live"])
+    assert live.exit_code == 0, live.output
+    ids = [r.run_id for _, r in read_records(out)]
+    assert len(ids) == 2 and len(set(ids)) == 2  # the tool mode is part of the branch's id
