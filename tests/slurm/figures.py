@@ -43,7 +43,9 @@ def render(record: dict) -> str:
                     f"{c['identical_weights']} | — |")
     if c := r.get("grpo_judge_node"):
         j = c["judge"]
-        rows.append(f"| GRPO, {c['what']} | {j.get('requests', 0)} judge requests, {j.get('failed', 0)} failed | — |")
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(j.get("failures", {}).items())) or "none"
+        rows.append(f"| GRPO, {c['what']} | {j.get('requests', 0)} judge requests answered, {j.get('successes', 0)} "
+                    f"parsed (failures: {reasons}; the judge is the untrained tiny model) | — |")
     if c := r.get("grpo_requeue"):
         rows.append(f"| GRPO requeue: {c['what']} | SIGTERM checkpoint written: {c['sigterm_checkpoint']}, final "
                     f"step {c['final_step']}, identical weights: {c['identical_weights']} | — |")
