@@ -27,7 +27,7 @@ def replay(file: Path = typer.Argument(..., help="trajectory JSONL (one RunRecor
     try:
         n, bad = check_file(file)
     except MalformedLine as exc:
-        typer.echo(f"error: malformed line: {exc}", err=True)
+        typer.echo(f"error: {exc}", err=True)  # names the file (and line): binary, UTF-16, empty, malformed
         raise typer.Exit(2) from exc
     if bad is not None:
         typer.echo(f"MISMATCH {bad}", err=True)

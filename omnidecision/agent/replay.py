@@ -8,7 +8,6 @@ then `final_events`; `final_ledger` must equal the end state. Comparison is byte
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,28 +71,50 @@ class MalformedLine(ValueError):
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, RunRecord]]:
-    """(line number, record) for each non-empty line; a malformed line raises MalformedLine naming file:line."""
+    """(line number, record) for each non-empty line; a malformed line raises MalformedLine naming file:line: a
+    line that is not UTF-8 (binary, UTF-16) is named as such before any JSON is read from it."""
     p = Path(path)
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            problem = _not_text(raw, lineno)
+            if problem:
+                raise MalformedLine(f"{p}:{lineno}: {problem}; a trajectory file is UTF-8 JSONL")
+            if not raw.strip():
                 continue
             try:
-                yield lineno, RunRecord.model_validate_json(line)
+                yield lineno, RunRecord.model_validate_json(raw)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 loc = ".".join(str(x) for x in first.get("loc", ()))
                 raise MalformedLine(f"{p}:{lineno}: {loc or '<root>'}: {first.get('msg')}") from exc
-            except json.JSONDecodeError as exc:  # pragma: no cover - pydantic reports JSON errors itself
-                raise MalformedLine(f"{p}:{lineno}: {exc}") from exc
+
+
+def _not_text(raw: bytes, lineno: int) -> str | None:
+    """Why a line's bytes are not a UTF-8 text line (None: they are).
+
+    >>> _not_text("{}".encode("utf-16"), 1), _not_text(b"\\x00\\x01", 3), _not_text(b'{"a": 1}', 1)
+    ('UTF-16 text (a byte-order mark)', 'NUL bytes: a binary or UTF-16 file', None)
+    """
+    if lineno == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text (a byte-order mark)"
+    if b"\x00" in raw:
+        return "NUL bytes: a binary or UTF-16 file"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start + 1} of the line: {raw[exc.start:exc.start + 1]!r})"
+    return None
 
 
 def check_file(path: str | Path) -> tuple[int, Mismatch | None]:
-    """Check every run of a JSONL file; stops at the first mismatch. Returns (runs checked, mismatch)."""
+    """Check every run of a JSONL file; stops at the first mismatch. Returns (runs checked, mismatch); a file with
+    no record (empty, blank lines only) raises MalformedLine: nothing checked is not an ok."""
     n = 0
     for _, record in iter_records(path):
         n += 1
         bad = check_run(record)
         if bad is not None:
             return n, bad
+    if n == 0:
+        raise MalformedLine(f"{path}: no records (an empty file): nothing to replay")
     return n, None

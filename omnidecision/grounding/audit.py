@@ -12,7 +12,9 @@ compares them: AUROC, within-group rank correlation (what GRPO's advantage reads
 overall, per family and per kind of group. The report is `OUT/audit.json`, `OUT/audit.md` and `OUT/audit.png`.
 
 Candidates the planner writes identically are executed once (the cache); a state whose run is in none of `--runs`
-is skipped and counted. The rule planner is never a continuation policy here (returns.py).
+is skipped and counted; a line of `--runs` that is not a record is skipped, its reason (file:line: reason) in the
+report's `skipped_lines` and on the command's stderr. The rule planner is never a continuation policy here
+(returns.py).
 """
 
 from __future__ import annotations
@@ -159,10 +161,13 @@ def _price(cost: dict[str, Any], prices: Path | None) -> dict[str, Any]:
 
 def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None = None, judge: Path | None = None,
               recipe: Path | None = None, cache: Path | None = None, prices: Path | None = None,
-              settings: AuditSettings | None = None) -> dict[str, Any]:
-    """Sample states and candidates, score them with every proxy, execute them, write the report; returns it."""
+              settings: AuditSettings | None = None, skipped_lines: list[str] | None = None) -> dict[str, Any]:
+    """Sample states and candidates, score them with every proxy, execute them, write the report; returns it.
+    The reasons of the `--runs` lines skipped as malformed go to `skipped_lines` (given: filled before any refusal,
+    so a caller can show them with it) and the report."""
     s = settings or AuditSettings()
-    index = parent_index(runs)
+    skipped_lines = [] if skipped_lines is None else skipped_lines
+    index = parent_index(runs, skipped_lines)
     rows_all = load_rows(data, s.split)
     known = [r for r in rows_all if r["run_id"] in index]
     if not known:
@@ -201,6 +206,7 @@ def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None =
               "data": str(data), "runs": [str(r) for r in runs], "split": s.split, "states": len(rows), "k": s.k,
               "continuations": s.continuations, "policy": s.policy, "candidates_from": str(planner or "action space"),
               "temperature": s.temperature, "seed": s.seed, "skipped_states": len(rows_all) - len(known),
+              "skipped_lines": skipped_lines,
               "cost": _price(cost, prices), "metrics": audit_metrics(cands, proxies),
               "candidates": [c.model_dump() for c in cands]}
     write_report(report, out)

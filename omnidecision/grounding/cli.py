@@ -44,12 +44,24 @@ def audit_rewards(
 
     settings = AuditSettings(states=states, k=k, continuations=continuations, policy=policy, split=split,
                              temperature=temperature, seed=seed)
+    skipped: list[str] = []
     try:
         report = run_audit(data, runs, out, planner=planner, judge=judge, recipe=recipe, prices=prices,
-                           settings=settings)
+                           settings=settings, skipped_lines=skipped)
     except (ValueError, FileNotFoundError) as exc:
+        _echo_skipped(skipped)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    _echo_skipped(skipped)
     typer.echo("\n".join(overall_rows(report["metrics"]["overall"])))
     typer.echo(f"report: {out / 'audit.md'} ({report['states']} states × {report['k']} candidates; "
                f"{report['cost']['executions']} executions, {report['cost']['cached']} cached)")
+
+
+def _echo_skipped(skipped: list[str], limit: int = 20) -> None:
+    """The `--runs` lines skipped as malformed, one line each on stderr (file:line: reason); past `limit` a count
+    (every one is in the report's `skipped_lines`)."""
+    for line in skipped[:limit]:
+        typer.echo(f"skipped {line}", err=True)
+    if len(skipped) > limit:
+        typer.echo(f"skipped {len(skipped) - limit} more malformed lines (audit.json: skipped_lines)", err=True)

@@ -171,13 +171,14 @@ class Executor:
         return (sum(r.value for r in runs) / n, sum(r.closure for r in runs) / n, runs)
 
 
-def parent_index(runs: list[Path]) -> dict[str, Path]:
-    """run_id -> the trajectory file holding it, over collection folders or files."""
+def parent_index(runs: list[Path], bad: list[str] | None = None) -> dict[str, Path]:
+    """run_id -> the trajectory file holding it, over collection folders or files. A line that is not a record is
+    skipped, its reason (file:line: reason) appended to `bad` for the caller to show."""
     from omnidecision.rollout.store import read_records, trajectory_files
 
     index: dict[str, Path] = {}
     for f in trajectory_files(runs):
-        for _, rec in read_records(f, skip_bad=True):
+        for _, rec in read_records(f, skip_bad=True, bad=bad):
             index.setdefault(rec.run_id, f)
     return index
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from omnidecision.agent.config import AgentConfig
@@ -70,3 +71,22 @@ def test_malformed_lines_name_file_and_line(tmp_path):
     result = CliRunner().invoke(app, ["replay", path])
     assert result.exit_code == 2 and f"{path}:2: steps.0.events.0" in result.output
     assert CliRunner().invoke(app, ["replay", str(tmp_path / "missing.jsonl")]).exit_code == 2
+
+
+# issue 65: each of these was a traceback (binary, UTF-16) or "ok: 0 runs" with exit 0 (empty) on 53b5bfd
+@pytest.mark.parametrize("kind, expect", [
+    ("binary", ":1: NUL bytes: a binary or UTF-16 file; a trajectory file is UTF-8 JSONL"),
+    ("latin-1", ":2: not UTF-8 text (byte 13 of the line: b'\\xe9'); a trajectory file is UTF-8 JSONL"),
+    ("utf-16", ":1: UTF-16 text (a byte-order mark); a trajectory file is UTF-8 JSONL"),
+    ("empty", ": no records (an empty file): nothing to replay"),
+    ("blank lines", ": no records (an empty file): nothing to replay"),
+])
+def test_a_file_that_is_not_utf8_jsonl_gets_one_line_naming_it(kind, expect, tmp_path):
+    good = json.dumps(_record_lines(tmp_path)[0])
+    path = tmp_path / "runs.jsonl"
+    content = {"binary": bytes(range(256)) * 16, "utf-16": (good + "\n").encode("utf-16"), "empty": b"",
+               "latin-1": (good + "\n").encode() + '{"run_id": "é"}\n'.encode("latin-1"), "blank lines": b"\n  \n"}
+    path.write_bytes(content[kind])
+    result = CliRunner().invoke(app, ["replay", str(path)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.splitlines() == [f"error: {path}{expect}"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 
 from typer.testing import CliRunner
 
@@ -72,3 +73,24 @@ def test_the_docs_audit_table_is_the_result_files():
     assert "\n".join(overall_rows(report["metrics"]["overall"])) in page
     varying = report["metrics"]["overall"]["closure"]["varying_states"]
     assert f"In only {varying} of the {report['states']} states" in page
+
+
+def test_the_audit_names_each_malformed_line_it_skips_on_stderr(habits_runs, tmp_path):
+    """Issue 65: a malformed line of --runs dropped its states with only a count in audit.json (fails on 53b5bfd)."""
+    from omnidecision.cli import app
+
+    runs = tmp_path / "collect"
+    shutil.copytree(habits_runs["collect"], runs)
+    shard = sorted(runs.glob("trajectories*.jsonl"))[0]
+    lines = shard.read_text("utf-8").splitlines()
+    shard.write_text("\n".join([lines[0], '{"run_id": "x", "task_id": "t"}', "{not json", *lines[1:]]) + "\n",
+                     "utf-8")
+    out = tmp_path / "audit"
+    res = CliRunner().invoke(app, ["audit", "rewards", "--data", str(habits_runs["data"] / "rl"), "--runs", str(runs),
+                                   "--out", str(out), "--states", "2", "--k", "2"])
+    assert res.exit_code == 0, res.output
+    skipped = [line for line in res.stderr.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 2 and skipped[0] == f"skipped {shard}:2: field outcome: Field required", res.stderr
+    assert skipped[1].startswith(f"skipped {shard}:3: not valid JSON: "), res.stderr
+    assert json.loads((out / "audit.json").read_text())["skipped_lines"] == [s.removeprefix("skipped ")
+                                                                            for s in skipped]
