@@ -25,16 +25,26 @@ Writes OUT/summary.json, OUT/summary.md, OUT/steps.json, OUT/compare/, OUT/view/
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 
 import typer
 
 from omnidecision.pipeline.plan import DemoConfig, build_plan, needed, script
+from omnidecision.pipeline.slurm import dry_run as slurm_script
 
 logger = logging.getLogger(__name__)
 
 JOBS_HELP = "independent steps of one group run this many at a time, one job slot per core (1: one after another)"
 THREADS_HELP = "threads of every step, whatever runs beside it (fixed, so a rerun reproduces the numbers)"
+EXECUTOR_HELP = ("where the steps run: local (processes on this machine) or slurm (one job a step, its afterok "
+                 "dependencies the steps it reads from; --dry-run prints the sbatch lines)")
+SBATCH_HELP = "options every step's sbatch line gets, e.g. '--partition=cpu --mem=8G --time=04:00:00'"
+
+
+def check_executor(executor: str) -> None:
+    if executor not in ("local", "slurm"):
+        raise typer.BadParameter(f"{executor!r}: local or slurm", param_hint="--executor")
 
 
 def demo(
@@ -49,6 +59,8 @@ def demo(
     jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
     threads: int = typer.Option(1, min=1, help=THREADS_HELP),
     only: list[str] = typer.Option([], help="run only these steps and what they need (no summary), e.g. eval-rule"),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
+    sbatch_args: str = typer.Option("", "--sbatch-args", help=SBATCH_HELP),
 ) -> None:
     """synth → collect (teacher with habits) → harvest → SFT → judge → GRPO arms → controls → eval, on CPU, offline."""
     from omnidecision.pipeline.scheduler import run_plan
@@ -60,15 +72,18 @@ def demo(
     cfg.sft_steps = sft_steps or cfg.sft_steps
     cfg.grpo_steps = grpo_steps or cfg.grpo_steps
     cfg.replicates = replicates or cfg.replicates
+    check_executor(executor)
     out = out.resolve()
     plan = build_plan(cfg, out)
-    if dry_run:
-        print(script(plan, out), end="")
-        return
     if only:
-        run_plan(needed(plan, only), out, jobs, threads)
+        plan = needed(plan, only)
+    if dry_run:
+        print(slurm_script(plan, out, threads, shlex.split(sbatch_args)) if executor == "slurm" else script(plan, out),
+              end="")
         return
-    times = run_plan(plan, out, jobs, threads)
+    times = run_plan(plan, out, jobs, threads, executor, shlex.split(sbatch_args))
+    if only:
+        return
     summary = summarise(out, cfg, times)
     text = table(summary) + ("\nEvery test-suite run of every planner, step by step (offline HTML): "
                              "[view/index.html](view/index.html)\n")
@@ -97,6 +112,8 @@ def experiment(
                                          "pipeline/merge.py)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print every start's plan as a shell script and stop"),
     jobs: int = typer.Option(2, min=1, help=JOBS_HELP),
+    executor: str = typer.Option("local", help=EXECUTOR_HELP),
+    sbatch_args: str = typer.Option("", "--sbatch-args", help=SBATCH_HELP),
 ) -> None:
     """The protocol over several starts with RL replicates, pooled; the recipe's planned contrasts first."""
     import hashlib
@@ -125,7 +142,9 @@ def experiment(
                    for p, res in ((p, read_result(p)) for p in pool_with)]
     except MergeError as exc:
         raise typer.BadParameter(str(exc), param_hint="--pool-with") from exc
-    cells = run_cells(recipe, out, jobs, dry_run)  # one demo folder per (N, start); finished ones are kept
+    check_executor(executor)
+    # one demo folder per (N, start); finished ones are kept
+    cells = run_cells(recipe, out, jobs, dry_run, executor, shlex.split(sbatch_args))
     if dry_run:
         return
     out.mkdir(parents=True, exist_ok=True)

@@ -33,12 +33,14 @@ def cell_folder(out: Path, n: int | None, start: int) -> Path:
     return (out / f"n-{n}" / f"seed-{start}") if n is not None else out / f"seed-{start}"
 
 
-def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool) -> dict[int | None, list[tuple[dict, Path]]]:
+def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = "local",
+              sbatch_args: list[str] | None = None) -> dict[int | None, list[tuple[dict, Path]]]:
     """Run (or, with `dry_run`, print) every (N, start) cell's plan; a cell with a `summary.json` is kept and
     summarised again from its files, so its figures follow the current report and statistics code. N -> the cells'
     (summary, folder); N is None outside a curve."""
     from omnidecision.pipeline.plan import build_plan, script
     from omnidecision.pipeline.scheduler import read_state, run_plan
+    from omnidecision.pipeline.slurm import dry_run as slurm_script
     from omnidecision.pipeline.summary import summarise
 
     arms = recipe.arm_table()
@@ -49,10 +51,11 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool) -> dict[int | No
         plan = build_plan(cfg, folder, arms)
         if dry_run:
             print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}")
-            print(script(plan, folder))
+            print(slurm_script(plan, folder, recipe.threads, sbatch_args or []) if executor == "slurm" else
+                  script(plan, folder))
             continue
         times = read_state(folder / "stage_wall_s.json") if (folder / "summary.json").exists() else \
-            run_plan(plan, folder, jobs, recipe.threads)
+            run_plan(plan, folder, jobs, recipe.threads, executor, sbatch_args)
         cells.setdefault(n, []).append((summarise(folder, cfg, times, arms), folder))
     return cells
 

@@ -185,13 +185,15 @@ class Runner:
             future.result()  # re-raises the first failure (its log named)
 
 
-def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1) -> dict[str, float]:
-    """Run the plan's steps (groups side by side, `jobs` at a time, `threads` each); returns the wall times. One
-    runner per `out`: a second exits with one line naming the first."""
+def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1, executor: str = "local",
+             sbatch_args: list[str] | None = None) -> dict[str, float]:
+    """Run the plan's steps (groups side by side, `jobs` at a time, `threads` each; or, with executor `slurm`, one
+    SLURM job a step: pipeline/slurm.py); returns the wall times. One runner per `out`: a second exits with one
+    line naming the first."""
     out.mkdir(parents=True, exist_ok=True)
     try:
         with exclusive(out, "plan folder"):
-            return _run_plan(plan, out, jobs, threads)
+            return _run_plan(plan, out, jobs, threads, executor, sbatch_args or [])
     except OutputBusy as exc:
         raise typer.Exit(str(exc)) from None
 
@@ -206,7 +208,8 @@ def stop_leftovers(out: Path) -> list[str]:
     return stopped
 
 
-def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int) -> dict[str, float]:
+def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int, executor: str, sbatch_args: list[str]
+              ) -> dict[str, float]:
     stop_leftovers(out)
     runner = Runner(out, threads, plan)
     times_file, steps_file = out / "stage_wall_s.json", out / "steps.json"
@@ -243,6 +246,11 @@ def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int) -> dict[str,
 
     runner.on_done = save  # after every step (under the runner's lock), not only after its group
 
+    if executor == "slurm":  # every step a job, the dependencies the steps it reads from (pipeline/slurm.py)
+        from omnidecision.pipeline.slurm import run_plan_slurm
+
+        run_plan_slurm(plan, out, threads, sbatch_args, kept, runner, save)
+        return runner.times
     for group in groups:
         t0 = time.perf_counter()
         try:

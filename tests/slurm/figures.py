@@ -45,7 +45,7 @@ def render(record: dict) -> str:
         j = c["judge"]
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(j.get("failures", {}).items())) or "none"
         rows.append(f"| GRPO, {c['what']} | {j.get('requests', 0)} judge requests answered, {j.get('successes', 0)} "
-                    f"parsed (failures: {reasons}; the judge is the untrained tiny model) | — |")
+                    f"parsed (failures: {reasons}; the judge is the tiny planner, not trained to judge) | — |")
     if c := r.get("grpo_requeue"):
         rows.append(f"| GRPO requeue: {c['what']} | SIGTERM checkpoint written: {c['sigterm_checkpoint']}, final "
                     f"step {c['final_step']}, identical weights: {c['identical_weights']} | — |")

@@ -1,0 +1,164 @@
+"""The plan on SLURM: every step one job, its `--dependency=afterok:` the jobs of the steps whose outputs it reads.
+
+    omnidecision demo --out runs/demo --executor slurm [--sbatch-args "--partition=cpu --mem=8G"]
+    omnidecision demo --out runs/demo --executor slurm --dry-run      # the sbatch lines, one a step; nothing submitted
+    python -m omnidecision.pipeline.slurm OUT STEP                    # a job's body (what each sbatch line runs)
+
+The runner (the command above, on a login node) writes the plan to OUT/plan.json, submits the steps that are not
+finished, waits for them and summarises as the local executor does. Each job runs its step through the local
+runner's own `Runner.execute` (the same environment, thread count and records), then writes OUT/steps/STEP.json
+(its wall time and record); the runner folds those into stage_wall_s.json and steps.json. A job asks
+`--cpus-per-task` = the plan's threads.
+
+A restart (the same command again) keeps the finished steps, re-attaches to the jobs of the last submission that are
+still pending or running (OUT/slurm_jobs.json), and submits only the rest. A step that fails cancels every step that
+depends on it, and the runner stops naming the failed step, its log and the cancelled ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from omnidecision.outputs import write_json_atomic
+from omnidecision.pipeline.plan import Step
+
+ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED"}
+
+
+def producers(plan: list[Step]) -> dict[str, list[str]]:
+    """step → the earlier steps whose outputs it reads (a read path equal to or inside a written path)."""
+    out: dict[str, list[str]] = {}
+    for i, step in enumerate(plan):
+        deps = []
+        for earlier in plan[:i]:
+            if any(Path(r) == Path(w) or Path(w) in Path(r).parents for r in step.reads for w in earlier.writes):
+                deps.append(earlier.name)
+        out[step.name] = deps
+    return out
+
+
+def job_line(step: Step, out: Path, threads: int, sbatch_args: list[str], after: list[str]) -> list[str]:
+    """The sbatch command of one step (`after`: the job ids it waits for)."""
+    line = ["sbatch", "--parsable", f"--job-name=od-{step.name}", f"--cpus-per-task={threads}", "--ntasks=1",
+            f"--output={out / 'logs' / (step.name + '.slurm.out')}", *sbatch_args]
+    if after:
+        line.append(f"--dependency=afterok:{':'.join(after)}")
+    body = [sys.executable, "-m", "omnidecision.pipeline.slurm", str(out), step.name]
+    return [*line, "--wrap", shlex.join(body)]
+
+
+def dry_run(plan: list[Step], out: Path, threads: int, sbatch_args: list[str]) -> str:
+    """The sbatch lines of the plan, each job's id in a shell variable its dependants name."""
+    deps = producers(plan)
+    var = {s.name: "J_" + "".join(c if c.isalnum() else "_" for c in s.name) for s in plan}
+    lines = ["#!/bin/bash", f"# the plan of {out} as SLURM jobs: `omnidecision ... --executor slurm` submits them",
+             "# (after writing OUT/plan.json, which each job reads), waits, and keeps what finished for a restart",
+             "set -e"]
+    for step in plan:
+        words = [shlex.quote(w) for w in job_line(step, out, threads, sbatch_args, [])]
+        if deps[step.name]:
+            words.insert(len(words) - 2, '"--dependency=afterok:' + ":".join("$" + var[d] for d in deps[step.name])
+                         + '"')
+        lines.append(f"{var[step.name]}=$({' '.join(words)})")
+    return "\n".join(lines) + "\n"
+
+
+def job_states(ids: list[str]) -> dict[str, str]:
+    """job id → its state, as the controller reports it (finished jobs are kept MinJobAge seconds)."""
+    if not ids:
+        return {}
+    # every job the controller holds (`show job` takes one id at a time), then these
+    res = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True)
+    states = {}
+    for line in res.stdout.splitlines():
+        fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+        if fields.get("JobId") in ids:
+            states[fields["JobId"]] = fields.get("JobState", "UNKNOWN")
+    return states
+
+
+def dependants(plan: list[Step], failed: str) -> list[str]:
+    """Every step that reads, directly or not, what `failed` writes."""
+    deps = producers(plan)
+    hit = {failed}
+    for step in plan:
+        if any(d in hit for d in deps[step.name]):
+            hit.add(step.name)
+    return [s.name for s in plan if s.name in hit and s.name != failed]
+
+
+def run_plan_slurm(plan: list[Step], out: Path, threads: int, sbatch_args: list[str],
+                   done: dict[str, float], runner: Any, save: Any, poll_s: float = 2.0) -> None:
+    """Submit the unfinished steps of `plan`, wait for them, fold each job's record into `runner` (times, records)
+    and `save()` after each. `done`: the steps a restart keeps."""
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    (out / "steps").mkdir(exist_ok=True)
+    write_json_atomic(out / "plan.json", {"threads": threads, "steps": [dataclasses.asdict(s) for s in plan]})
+    jobs_file = out / "slurm_jobs.json"
+    earlier = json.loads(jobs_file.read_text("utf-8")) if jobs_file.exists() else {}
+    alive = job_states(list(earlier.values()))
+    deps = producers(plan)
+    ids: dict[str, str] = {}
+    for step in plan:
+        if step.name in done:
+            continue
+        if (job := earlier.get(step.name)) and alive.get(job) in ACTIVE:
+            ids[step.name] = job  # still queued or running from the last submission: wait for it, never twice
+            print(f"=== [{step.name}] job {job} of an earlier submission is {alive[job]}: waiting for it",
+                  flush=True)
+            continue
+        (out / "steps" / f"{step.name}.json").unlink(missing_ok=True)
+        after = [ids[d] for d in deps[step.name] if d in ids]
+        res = subprocess.run(job_line(step, out, threads, sbatch_args, after), capture_output=True, text=True)
+        if res.returncode != 0:
+            raise typer.Exit(f"sbatch refused step {step.name!r}: {res.stderr.strip()}")
+        ids[step.name] = res.stdout.strip().split(";")[0]
+        print(f"=== [{step.name}] submitted as job {ids[step.name]}" + (f" after {', '.join(after)}" if after else ""),
+              flush=True)
+        write_json_atomic(jobs_file, {**earlier, **ids})
+    write_json_atomic(jobs_file, {**earlier, **ids})
+
+    waiting = dict(ids)
+    while waiting:
+        states = job_states(list(waiting.values()))
+        for name, job in list(waiting.items()):
+            state = states.get(job, "UNKNOWN")
+            if state == "COMPLETED":
+                record = json.loads((out / "steps" / f"{name}.json").read_text("utf-8"))
+                runner.times[name] = record["seconds"]
+                runner.records[name] = record["record"]
+                save()
+                del waiting[name]
+                print(f"=== [{name}] job {job} done in {record['seconds']:.1f}s", flush=True)
+            elif state not in ACTIVE:
+                cancelled = [d for d in dependants(plan, name) if d in waiting]
+                if cancelled:
+                    subprocess.run(["scancel", *[waiting[d] for d in cancelled]], capture_output=True)
+                raise typer.Exit(f"step {name!r} (job {job}) ended {state}; see {out / 'logs' / (name + '.slurm.out')}"
+                                 + (f"; cancelled what depends on it: {', '.join(cancelled)}" if cancelled else ""))
+        if waiting:
+            time.sleep(poll_s)
+
+
+def run_job(out: Path, name: str) -> None:
+    """A job's body: run step `name` of OUT/plan.json with the local runner, record its wall time and record."""
+    from omnidecision.pipeline.scheduler import Runner
+
+    spec = json.loads((out / "plan.json").read_text("utf-8"))
+    plan = [Step(**{**s, "budget_of": tuple(s["budget_of"])}) for s in spec["steps"]]
+    runner = Runner(out, spec["threads"], plan)
+    runner.execute(next(s for s in plan if s.name == name))
+    write_json_atomic(out / "steps" / f"{name}.json", {"seconds": runner.times[name], "record": runner.records[name]})
+
+
+if __name__ == "__main__":
+    run_job(Path(sys.argv[1]), sys.argv[2])

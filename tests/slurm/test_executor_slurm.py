@@ -1,0 +1,94 @@
+"""The plan executor on SLURM (`--executor slurm`, omnidecision/pipeline/slurm.py) against the local one, on a plan
+of the project's own commands: two task suites, a collection of each, a harvest reading both. Every step a job
+whose `afterok` dependencies are the steps it reads from; the same outputs as the local executor; a restart submits
+nothing finished; a failed step cancels its dependants and the runner names them.
+
+    make slurm-test     # or: .venv/bin/pytest -q -m slurm tests/slurm/test_executor_slurm.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+
+from omnidecision.pipeline.plan import Step
+from omnidecision.pipeline.scheduler import run_plan
+from omnidecision.pipeline.slurm import dry_run, producers
+from tests.slurm.conftest import Cluster
+
+pytestmark = pytest.mark.slurm
+
+RECIPE = "configs/collect/synthetic-teacher.yaml"
+
+
+def plan_of(out: Path, bad_tasks: bool = False) -> list[Step]:
+    a, b = out / "tasks-a", out / "tasks-b"
+    col_a, col_b, harvest = out / "col-a", out / "col-b", out / "harvest"
+    tasks_b = out / "no-such-tasks" if bad_tasks else b
+    return [
+        Step("synth-a", ["tasks", "synth", "--n", "12", "--seed", "0", "--out", str(a)], [], [str(a)]),
+        Step("synth-b", ["tasks", "synth", "--n", "12", "--seed", "1", "--out", str(b)], [], [str(b)]),
+        Step("collect-a", ["collect", "--config", RECIPE, "--tasks.path", str(a), "--out", str(col_a),
+                           "--no-progress"], [str(a)], [str(col_a)]),
+        Step("collect-b", ["collect", "--config", RECIPE, "--tasks.path", str(tasks_b), "--out", str(col_b),
+                           "--no-progress"], [str(b)], [str(col_b)]),
+        Step("harvest", ["harvest", str(col_a), str(col_b), "--out", str(harvest), "--advancing-only", "--dedup"],
+             [str(col_a), str(col_b)], [str(harvest)]),
+    ]
+
+
+def records(folder: Path) -> dict[tuple[str, int], tuple[str, str | None]]:
+    return {(r["task_id"], r["sample"]): (r["outcome"], r["answer"])
+            for f in sorted(folder.glob("trajectories*.jsonl")) for r in map(json.loads, f.open())}
+
+
+@pytest.fixture
+def on_cluster(slurm_cluster: Cluster, monkeypatch) -> Cluster:
+    monkeypatch.setenv("SLURM_CONF", slurm_cluster.env["SLURM_CONF"])
+    return slurm_cluster
+
+
+def test_every_step_a_job_after_the_steps_it_reads(tmp_path: Path):
+    plan = plan_of(tmp_path)
+    assert producers(plan) == {"synth-a": [], "synth-b": [], "collect-a": ["synth-a"], "collect-b": ["synth-b"],
+                               "harvest": ["collect-a", "collect-b"]}
+    text = dry_run(plan, tmp_path, 1, ["--mem=1G"])
+    assert text.count("sbatch --parsable") == 5 and '"--dependency=afterok:$J_collect_a:$J_collect_b"' in text
+
+
+def test_the_plan_on_slurm_equals_the_local_executor_and_a_restart_submits_nothing(on_cluster: Cluster,
+                                                                                   tmp_path: Path, capsys):
+    on_slurm, here = tmp_path / "slurm", tmp_path / "local"
+    times = run_plan(plan_of(on_slurm), on_slurm, jobs=1, threads=1, executor="slurm", sbatch_args=["--mem=1G"])
+    assert set(times) >= {s.name for s in plan_of(on_slurm)}
+    jobs = json.loads((on_slurm / "slurm_jobs.json").read_text())
+    nodes = {on_cluster.jobs(j)[0]["NodeList"] for j in jobs.values()}
+    assert nodes <= {"n1", "n2"}
+    run_plan(plan_of(here), here, jobs=1, threads=1)
+    for col in ("col-a", "col-b"):
+        assert records(on_slurm / col) == records(here / col) and records(here / col)
+    stats = [json.loads((d / "harvest" / "stats.json").read_text()) for d in (on_slurm, here)]
+    assert [{k: v for k, v in s.items() if k != "sources"} for s in stats][0] == \
+        {k: v for k, v in stats[1].items() if k != "sources"}  # the same rows; only the folders' names differ
+    steps = json.loads((on_slurm / "steps.json").read_text())["steps"]
+    assert set(steps) == set(times) and all(r["threads"] == 1 for r in steps.values())
+
+    capsys.readouterr()
+    run_plan(plan_of(on_slurm), on_slurm, jobs=1, threads=1, executor="slurm")
+    again = capsys.readouterr().out
+    assert "submitted" not in again and again.count("finished in an earlier run") == 5
+    assert json.loads((on_slurm / "slurm_jobs.json").read_text()) == jobs  # nothing new submitted
+
+
+def test_a_failed_step_cancels_what_depends_on_it(on_cluster: Cluster, tmp_path: Path):
+    out = tmp_path / "fail"
+    with pytest.raises(typer.Exit) as stopped:
+        run_plan(plan_of(out, bad_tasks=True), out, jobs=1, threads=1, executor="slurm", sbatch_args=["--mem=1G"])
+    message = str(stopped.value)
+    assert "'collect-b'" in message and "FAILED" in message and "harvest" in message
+    jobs = json.loads((out / "slurm_jobs.json").read_text())
+    assert on_cluster.jobs(jobs["harvest"])[0]["JobState"] == "CANCELLED"
+    assert not (out / "harvest").exists()
