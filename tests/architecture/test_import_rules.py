@@ -316,8 +316,8 @@ def render_table() -> str:
     marked and the exceptions below it."""
     order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "collect", "eval", "onpolicy",
              "grounding", "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling",
-             "preemption", "sampling", "procs", "checkpoints", "launch", "export", "stats", "gpustats", "smoke", "pipeline",
-             "outputs", "inputs"]
+             "preemption", "sampling", "procs", "checkpoints", "launch", "export", "stats", "gpustats", "smoke",
+             "pipeline", "outputs", "inputs"]
     rank = {name: i for i, name in enumerate(order)}
     lines = ["| package | may import, inside functions too (besides itself) |", "| --- | --- |"]
     for package in sorted(ALLOWED, key=lambda p: rank.get(p, len(order))):
