@@ -1,6 +1,6 @@
 """The figures of docs/cluster/local-cluster.md are what docs/results/slurm-local.json renders
-(tests/slurm/figures.py), and that file holds what the SLURM tests measured: no record doubled or lost, at most one step lost per preemption
-with the SIGTERM checkpoint, the uninterrupted run's weights after every requeue.
+(tests/slurm/figures.py), and that file holds what the SLURM tests measured: no record doubled or lost, at most one
+step lost per preemption with the SIGTERM checkpoint, the uninterrupted run's weights after every requeue.
 
     .venv/bin/pytest -q tests/docs/test_slurm_figures.py
 """
