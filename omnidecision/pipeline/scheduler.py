@@ -38,6 +38,7 @@ import typer
 
 from omnidecision.outputs import OutputBusy, exclusive, write_json_atomic
 from omnidecision.pipeline.plan import BUDGET, Step, output_dir
+from omnidecision.pipeline.slurm import run_plan_slurm
 from omnidecision.procs import die_with_parent, stop_group
 
 logger = logging.getLogger(__name__)
@@ -247,8 +248,6 @@ def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int, executor: st
     runner.on_done = save  # after every step (under the runner's lock), not only after its group
 
     if executor == "slurm":  # every step a job, the dependencies the steps it reads from (pipeline/slurm.py)
-        from omnidecision.pipeline.slurm import run_plan_slurm
-
         run_plan_slurm(plan, out, threads, sbatch_args, kept, runner, save)
         return runner.times
     for group in groups:

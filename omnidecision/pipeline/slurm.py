@@ -2,7 +2,7 @@
 
     omnidecision demo --out runs/demo --executor slurm [--sbatch-args "--partition=cpu --mem=8G"]
     omnidecision demo --out runs/demo --executor slurm --dry-run      # the sbatch lines, one a step; nothing submitted
-    python -m omnidecision.pipeline.slurm OUT STEP                    # a job's body (what each sbatch line runs)
+    python -m omnidecision.pipeline.slurm_job OUT STEP                # a job's body (what each sbatch line runs)
 
 The runner (the command above, on a login node) writes the plan to OUT/plan.json, submits the steps that are not
 finished, waits for them and summarises as the local executor does. Each job runs its step through the local
@@ -52,7 +52,7 @@ def job_line(step: Step, out: Path, threads: int, sbatch_args: list[str], after:
             f"--output={out / 'logs' / (step.name + '.slurm.out')}", *sbatch_args]
     if after:
         line.append(f"--dependency=afterok:{':'.join(after)}")
-    body = [sys.executable, "-m", "omnidecision.pipeline.slurm", str(out), step.name]
+    body = [sys.executable, "-m", "omnidecision.pipeline.slurm_job", str(out), step.name]
     return [*line, "--wrap", shlex.join(body)]
 
 
@@ -147,18 +147,3 @@ def run_plan_slurm(plan: list[Step], out: Path, threads: int, sbatch_args: list[
                                  + (f"; cancelled what depends on it: {', '.join(cancelled)}" if cancelled else ""))
         if waiting:
             time.sleep(poll_s)
-
-
-def run_job(out: Path, name: str) -> None:
-    """A job's body: run step `name` of OUT/plan.json with the local runner, record its wall time and record."""
-    from omnidecision.pipeline.scheduler import Runner
-
-    spec = json.loads((out / "plan.json").read_text("utf-8"))
-    plan = [Step(**{**s, "budget_of": tuple(s["budget_of"])}) for s in spec["steps"]]
-    runner = Runner(out, spec["threads"], plan)
-    runner.execute(next(s for s in plan if s.name == name))
-    write_json_atomic(out / "steps" / f"{name}.json", {"seconds": runner.times[name], "record": runner.records[name]})
-
-
-if __name__ == "__main__":
-    run_job(Path(sys.argv[1]), sys.argv[2])
