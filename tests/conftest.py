@@ -94,6 +94,20 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, o
         report.outcome, report.longrepr = "failed", _ci_failure(report.longrepr)
 
 
+@pytest.fixture
+def hub_unreachable(monkeypatch):
+    """A login node that cannot ask the hub: HF_HUB_OFFLINE unset and HF_ENDPOINT a closed port on this machine (no
+    request leaves it), so a hub id that is not cached is reported "not checked" (a warning), as on a cluster's
+    login node without network; with HF_HUB_OFFLINE=1 (CI, .ci/run) it would be an error (omnidecision/inputs.py)."""
+    from omnidecision.inputs import on_hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    on_hub.cache_clear()
+    yield
+    on_hub.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def omnigaia_dev() -> Path:
     """The OmniGAIA dev subset (72 records). Missing, it fails: a test that needs it never skips."""

@@ -221,7 +221,7 @@ def test_bf16_without_cuda_is_an_error_not_a_cpu_run():
     assert training.use_cpu and not training.bf16  # asked for explicitly: warned, not silent
 
 
-def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path):
+def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path, hub_unreachable):
     from omnidecision.synthetic.states import write_sft_dataset
 
     data = write_sft_dataset(tmp_path / "sft", n_train=4, n_validation=2, seed=0)
@@ -260,7 +260,7 @@ def test_serve_dry_run_refuses_an_adapter_on_another_base(adapter):
 
 
 @pytest.mark.requires("vllm")
-def test_serve_dry_run_accepts_a_hub_id_and_prints_a_valid_vllm_command(adapter, tmp_path):
+def test_serve_dry_run_accepts_a_hub_id_and_prints_a_valid_vllm_command(adapter, tmp_path, hub_unreachable):
     from omnidecision.serving.vllm_server import vllm_arg_error
 
     base = adapter.parent / "base"

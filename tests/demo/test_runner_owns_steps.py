@@ -66,16 +66,20 @@ def test_kill_9_of_the_runner_leaves_no_step_running(many_tasks: Path, tmp_path:
 
 
 def test_a_restart_stops_a_step_left_running_before_it_runs_it_again(tmp_path: Path):
-    left = subprocess.Popen(["sleep", "300"], start_new_session=True)  # a step whose runner died without a trace
-    (tmp_path / "running.json").write_text(json.dumps({"sft": left.pid}))
+    # a step whose runner died: the group's leader gone, its child adopted by init (not a child of this test, whose
+    # zombie would keep the group "alive")
+    spawn = subprocess.run(["setsid", "sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & echo $$"],
+                           capture_output=True, text=True, check=True)
+    pgid = int(spawn.stdout.strip())
+    (tmp_path / "running.json").write_text(json.dumps({"sft": pgid}))
     try:
+        assert group_alive(pgid)
         assert stop_leftovers(tmp_path) == ["sft"]
-        left.wait(timeout=30)
-        assert not group_alive(left.pid)
+        assert not group_alive(pgid)
         assert json.loads((tmp_path / "running.json").read_text()) == {}
     finally:
-        if left.poll() is None:
-            os.killpg(left.pid, signal.SIGKILL)
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 def test_a_second_runner_on_one_folder_is_refused(tmp_path: Path):

@@ -247,7 +247,7 @@ def live_env(monkeypatch, tmp_path):
     return env
 
 
-def test_omnigaia_grid_dry_run(live_env, tmp_path):
+def test_omnigaia_grid_dry_run(live_env, tmp_path, hub_unreachable):
     out = tmp_path / "grid"
     res = _ablate("--grid", str(OMNIGAIA_GRID), "--out", str(out), "--tasks.limit", "2", "--dry-run")
     report = json.loads(res.stdout[res.stdout.index("{"):])
