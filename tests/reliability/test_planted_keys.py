@@ -89,7 +89,7 @@ def test_a_key_pasted_as_the_judge_key_variable_is_refused_unseen(planner, tmp_p
     args = ["grpo", "--config", str(ROOT / "configs/grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
             "--dataset_name", str(data), "--output_dir", str(tmp_path / "grpo"), "--judge_base_url",
             "http://127.0.0.1:9/v1", "--judge_model", "judge", "--judge_weight", "0.5", "--judge_api_key_env"]
-    for key in (keys["openai"], keys["groq"]):
+    for key in (keys["openai"],):  # one shape: the groq, tavily and aws shapes are refused in the options test below
         dry = work.run(*args, key, "--dry-run")
         assert dry.returncode == 2 and "judge_api_key_env must name an environment variable" in dry.stderr, \
             dry.stderr[-2000:]

@@ -66,7 +66,8 @@ def test_every_family_is_in_the_default_mix_with_what_it_tests(suite):
             assert t.max_tool_calls is None
 
 
-def test_acceptance_teacher_solves_the_mix_and_the_copy_rule_does_not():
+@pytest.mark.slow  # 31 s on the slower CPU type: the research figure's check (make slow-test); the families' rules
+def test_acceptance_teacher_solves_the_mix_and_the_copy_rule_does_not():  # are held by the fast tests above
     """On a 300-task suite of the default mix; the same figures are the testbed page's table and its result file."""
     report = family_report(300, 21)
     teacher = {f: r["teacher"] for f, r in report["families"].items()}
