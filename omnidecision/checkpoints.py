@@ -80,6 +80,8 @@ def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
         last = last_complete_checkpoint(output_dir)
         if last is None:
             logger.warning("resume requested but no complete checkpoint in %s: starting from scratch", output_dir)
+        else:  # a requeued job's log says where it picked up
+            logger.info("resuming from %s", last)
         return last
     if not os.path.isdir(str(value)):
         raise FileNotFoundError(f"resume_from_checkpoint: no checkpoint folder at {value}")

@@ -46,34 +46,45 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/executors"))
     ap.add_argument("--results", type=Path, default=None)
     ap.add_argument("--sbatch-args", default="--mem=3G")
+    ap.add_argument("--compare-only", action="store_true", help="compare the folders an earlier run left in --out")
     args = ap.parse_args()
     out = args.out.resolve()
     state = out / "cluster"
     env = dict(os.environ, OD_SLURM_DIR=str(state), OD_SLURM_PORT="17300", SLURM_CONF=str(state / "slurm.conf"))
-    subprocess.run(["bash", str(CLUSTER), "up"], env=env, check=True)
-    try:
-        local_s, _ = demo(out / "local", env, "--jobs", "1")
-        slurm_s, _ = demo(out / "slurm", env, "--executor", "slurm", "--sbatch-args", args.sbatch_args)
-        _, again = demo(out / "slurm", env, "--executor", "slurm", "--sbatch-args", args.sbatch_args)
-    finally:
-        subprocess.run(["bash", str(CLUSTER), "down"], env=env)
+    timing = out / "timing.json"
+    if not args.compare_only:
+        subprocess.run(["bash", str(CLUSTER), "up"], env=env, check=True)
+        try:
+            local_s, _ = demo(out / "local", env, "--jobs", "1")
+            slurm_s, _ = demo(out / "slurm", env, "--executor", "slurm", "--sbatch-args", args.sbatch_args)
+            _, again = demo(out / "slurm", env, "--executor", "slurm", "--sbatch-args", args.sbatch_args)
+        finally:
+            subprocess.run(["bash", str(CLUSTER), "down"], env=env)
+        timing.write_text(json.dumps({"local_s": local_s, "slurm_s": slurm_s,
+                                      "restart_submitted": again.count("submitted as job"),
+                                      "restart_kept": again.count("finished in an earlier run")}))
+    t = json.loads(timing.read_text())  # what the runs measured (--compare-only: an earlier run's)
+    local_s, slurm_s = t["local_s"], t["slurm_s"]
     here, there = per_task(out / "local"), per_task(out / "slurm")
     summaries = [json.loads((out / d / "summary.json").read_text()) for d in ("local", "slurm")]
     planners = {}
     for name in sorted(set(summaries[0]["planners"]) | set(summaries[1]["planners"])):
         a, b = (s["planners"].get(name, {}) for s in summaries)
-        diff = sorted(t for t in set(here.get(name, {})) | set(there.get(name, {}))
-                      if here.get(name, {}).get(t) != there.get(name, {}).get(t))
-        planners[name] = {"local_accuracy": a.get("accuracy"), "slurm_accuracy": b.get("accuracy"),
-                          "tasks": len(here.get(name, {})), "tasks_differing": diff}
+        planners[name] = {"local_accuracy": a.get("accuracy"), "slurm_accuracy": b.get("accuracy")}
+    # every evaluation folder (a replicated arm has one per replicate: grpo.r0, ...), task by task
+    evals = {}
+    for folder in sorted(set(here) | set(there)):
+        mine, theirs = here.get(folder, {}), there.get(folder, {})
+        evals[folder] = {"tasks": len(mine), "tasks_differing": sorted(k for k in set(mine) | set(theirs)
+                                                                       if mine.get(k) != theirs.get(k))}
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     record = {"command": "PYTHONPATH=. .venv/bin/python scripts/analysis/executor_equivalence.py --results "
                          f"{args.results}", "git_revision": rev.stdout.strip(), "date": time.strftime("%Y-%m-%d"),
               "plan": "demo --quick", "local_wall_s": round(local_s, 1), "slurm_wall_s": round(slurm_s, 1),
-              "restart_submitted": again.count("submitted as job"),
-              "restart_kept": again.count("finished in an earlier run"),
-              "equal": all(p["local_accuracy"] == p["slurm_accuracy"] and not p["tasks_differing"]
-                           for p in planners.values()), "planners": planners}
+              "restart_submitted": t["restart_submitted"], "restart_kept": t["restart_kept"],
+              "equal": all(p["local_accuracy"] == p["slurm_accuracy"] for p in planners.values())
+              and all(e["tasks"] and not e["tasks_differing"] for e in evals.values()),
+              "planners": planners, "evaluations": evals}
     text = json.dumps(record, indent=1, sort_keys=True) + "\n"
     if args.results:
         args.results.write_text(text)

@@ -46,9 +46,11 @@ def render(record: dict) -> str:
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(j.get("failures", {}).items())) or "none"
         rows.append(f"| GRPO, {c['what']} | {j.get('requests', 0)} judge requests answered, {j.get('successes', 0)} "
                     f"parsed (failures: {reasons}; the judge is the tiny planner, not trained to judge) | — |")
-    if c := r.get("grpo_requeue"):
-        rows.append(f"| GRPO requeue: {c['what']} | SIGTERM checkpoint written: {c['sigterm_checkpoint']}, final "
-                    f"step {c['final_step']}, identical weights: {c['identical_weights']} | — |")
+    for key, c in sorted(r.get("grpo_requeue", {}).items()):
+        label = "with the SIGTERM checkpoint" if key == "save_on_sigterm" else "without the SIGTERM checkpoint"
+        rows.append(f"| GRPO requeue {label}: {c['what']} | resumed from step {c['resumed_from_step']}, "
+                    f"{c['steps_lost']} steps lost, final step {c['final_step']}, identical weights: "
+                    f"{c['identical_weights']} | — |")
     return "\n".join(rows)
 
 

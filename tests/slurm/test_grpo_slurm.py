@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -101,11 +102,17 @@ def test_grpo_trains_on_one_node_against_the_judge_served_on_the_other(slurm_clu
                                         "judge": report["judge"]}
 
 
+STEP_LOG = re.compile(r"\{'loss': ")
+RESUMED = re.compile(r"resuming from \S*checkpoint-(\d+)")
+
+
+@pytest.mark.parametrize("save_on_sigterm", [True, False], ids=["sigterm-checkpoint", "no-sigterm-checkpoint"])
 def test_requeued_grpo_resumes_to_the_uninterrupted_weights(slurm_cluster: Cluster, grpo_inputs, tmp_path: Path,
-                                                            slurm_results: dict):
+                                                            slurm_results: dict, save_on_sigterm: bool):
     model, data = grpo_inputs
     steps, save = 8, 2
-    args = overrides(model, data, tmp_path / "slurm", steps, "--save_steps", str(save))
+    args = overrides(model, data, tmp_path / "slurm", steps, "--save_steps", str(save), "--save_on_sigterm",
+                     str(save_on_sigterm))
     job = submit(slurm_cluster, 1, args, tmp_path / "grpo.out", JUDGE_MODEL="none")
     first = tmp_path / "slurm" / f"checkpoint-{save}" / "trainer_state.json"
     deadline = time.monotonic() + 900
@@ -121,7 +128,12 @@ def test_requeued_grpo_resumes_to_the_uninterrupted_weights(slurm_cluster: Clust
     state = json.loads((tmp_path / "slurm" / "trainer_state.json").read_text())
     assert state["global_step"] == steps
     sigterm = "saved checkpoint-" in log and "on SIGTERM" in log
-    print(f"grpo requeue: SIGTERM checkpoint {'written' if sigterm else 'not reached (the job ended first)'}")
+    assert sigterm == save_on_sigterm, log[-3000:]
+    resumed = [int(m) for m in RESUMED.findall(log)]
+    assert resumed and resumed[-1] >= save, log[-3000:]
+    lost = len(STEP_LOG.findall(log)) - steps  # one logged line a step, in both starts of the job
+    assert lost >= 0 and (lost <= 1 if save_on_sigterm else resumed[-1] == save), (resumed, lost)
+    print(f"grpo requeue save_on_sigterm={save_on_sigterm}: resumed from step {resumed[-1]}, steps lost {lost}")
 
     local = tmp_path / "local"
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -129,7 +141,8 @@ def test_requeued_grpo_resumes_to_the_uninterrupted_weights(slurm_cluster: Clust
                     *overrides(model, data, local, steps, "--save_steps", str(save))],
                    check=True, cwd=ROOT, env=env, capture_output=True, timeout=1200)
     identical = weights(tmp_path / "slurm") == weights(local)
-    slurm_results["grpo_requeue"] = {"what": f"{steps} steps, checkpoints every {save}; requeued at checkpoint-{save}",
-                                     "sigterm_checkpoint": sigterm, "final_step": state["global_step"],
-                                     "identical_weights": identical}
+    slurm_results.setdefault("grpo_requeue", {})["save_on_sigterm" if save_on_sigterm else "no_sigterm_checkpoint"] = {
+        "what": f"{steps} steps, checkpoints every {save}; requeued once checkpoint-{save} is complete",
+        "sigterm_checkpoint": sigterm, "resumed_from_step": resumed[-1], "steps_lost": lost,
+        "final_step": state["global_step"], "identical_weights": identical}
     assert identical
