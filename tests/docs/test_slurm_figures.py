@@ -25,3 +25,5 @@ def test_the_results_file_holds_the_acceptance_figures():
     assert r["sft_requeue"]["no_sigterm_checkpoint"]["steps_lost"] >= 1
     assert all(v["identical_weights"] for v in r["sft_requeue"].values())
     assert r["sft_two_nodes"]["identical_weights"] and r["collect_array"]["equal_records"]
+    assert r["grpo_requeue"]["save_on_sigterm"]["steps_lost"] <= 1
+    assert all(v["identical_weights"] for v in r["grpo_requeue"].values())
