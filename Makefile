@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PIP := $(BIN)/pip install --disable-pip-version-check -q
 
-.PHONY: install sandbox-deps browser real-model test slow-test slurm-test lint docs demo experiment bench clean
+.PHONY: install sandbox-deps browser real-model test slow-test slurm-test long-test lint docs demo experiment bench clean
 
 $(BIN)/omnidecision: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -58,6 +58,12 @@ slow-test: install
 # after, so no daemon is left behind.
 slurm-test: install
 	$(BIN)/pytest -q -m slurm tests/slurm
+
+# End-to-end repeats of stages the fast suite already covers (determinism reruns, the vLLM-served LoRA eval, the
+# secrets greps over a whole training run, ...): kept out of `make test` to hold it near 15 min on the slower CPU
+# type; CI runs them.
+long-test: install browser
+	$(BIN)/pytest -q -m long
 
 lint: install
 	$(BIN)/ruff check .

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 @pytest.mark.requires("trl")
 def test_trl_sft_cli_trains_two_steps_on_the_harvest(harvested: Path, tiny_planner: Path, tmp_path: Path) -> None:
     trl = shutil.which("trl") or str(Path(sys.executable).with_name("trl"))

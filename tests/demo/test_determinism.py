@@ -48,6 +48,7 @@ def _sft(name: str, model: Path, data: Path, out: Path, seed: int) -> Step:
     return Step(name, argv, [str(model), str(data)], [str(out / name)], group="train", seeds={"train": seed})
 
 
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 @pytest.mark.requires("trl")
 @pytest.mark.timeout(900)
 def test_a_training_step_writes_the_same_weights_alone_and_beside_another(tmp_path):
@@ -68,6 +69,7 @@ def test_a_training_step_writes_the_same_weights_alone_and_beside_another(tmp_pa
         assert record["cpu"] and record["libraries"]["transformers"]
 
 
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 @pytest.mark.requires("trl")
 @pytest.mark.timeout(900)
 def test_harvest_and_the_judge_give_the_same_outputs_on_a_rerun(tmp_path):

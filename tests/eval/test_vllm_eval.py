@@ -27,6 +27,7 @@ def make_lora(base_dir, out_dir) -> None:
     get_peft_model(model, cfg).save_pretrained(out_dir)
 
 
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 def test_eval_with_served_tiny_planner_and_lora(synth_dir, tmp_path):
     from omnidecision.synthetic.tiny import build_tiny_planner
 

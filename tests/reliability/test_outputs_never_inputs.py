@@ -48,6 +48,7 @@ def runs(synth_tasks, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 @pytest.mark.requires("trl")
 def test_rft_select_refuses_an_out_that_holds_its_input(tmp_path) -> None:
     from omnidecision.rl.data import write_rl_dataset

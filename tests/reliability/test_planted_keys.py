@@ -120,6 +120,7 @@ def test_a_provider_key_in_a_recipes_options_is_refused_unseen(tmp_path, shape):
     assert not work.leaks(keys), work.leaks(keys)
 
 
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 def test_the_hub_token_reaches_no_checkpoint_no_tracker_file_no_printed_line(planner, tmp_path):
     from omnidecision.synthetic.states import write_sft_dataset
 

@@ -105,6 +105,7 @@ def tasks(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 def test_no_planted_key_is_printed_or_written(tmp_path: Path, tasks: Path, endpoint: str) -> None:
     env = {**os.environ, KEY_ENV: KEYS["variable"], "HF_TOKEN": KEYS["body"], "PYTHONPATH": str(ROOT),
            "HF_HUB_OFFLINE": "1"}

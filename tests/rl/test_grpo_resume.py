@@ -30,6 +30,7 @@ def _cmd(model: Path, data: Path, out: Path, *extra: str) -> list[str]:
 
 
 # No wall-clock deadline of its own (a loaded machine is slow, not wrong): pytest-timeout bounds the whole test.
+@pytest.mark.long  # an end-to-end repeat of a stage the fast suite covers: `make long-test` (CI runs it)
 @pytest.mark.timeout(600)
 def test_grpo_resumes_from_its_last_checkpoint_after_sigkill(tiny_planner, rl_dir, tmp_path):
     out = tmp_path / "grpo"
