@@ -96,9 +96,9 @@ def grpo_share(run: Run, model: Path, data: Path, work: Path, steps: int, seed: 
     """A short GRPO run with every reward call timed (`reward_timer`; cold ledger cache): seconds per step and
     reward seconds per step. The first step (warm-up: allocation, first generate) is left out of both figures; the
     timer must have fired in every other step."""
-    from omnidecision.rewards.decision import clear_ledger_cache
-    from omnidecision.rl import train as rl_train
-    from omnidecision.rl.config import parse_args
+    from omnidecision.rewards.decision import clear_ledger_cache  # the bench loads no project code before it runs
+    from omnidecision.rl import train as rl_train  # loads TRL and torch
+    from omnidecision.rl.config import parse_args  # loads TRL
 
     out = work / f"grpo-{seed}"
     args = parse_args(["--config", str(ROOT / "configs/grpo/tiny-cpu.yaml"), "--model_name_or_path", str(model),

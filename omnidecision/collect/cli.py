@@ -164,8 +164,8 @@ def harvest(
                           check_replay=check_replay, label=label, switch_copies=switch_copies,
                           validation_from=[str(p) for p in validation_from or []])
     if dry_run:
-        from omnidecision.collect.dryrun import harvest_dry_run
-        from omnidecision.preflight import emit
+        from omnidecision.collect.dryrun import harvest_dry_run  # a command's code loads when it runs (fast --help)
+        from omnidecision.preflight import emit  # as the other commands of this module
 
         raise typer.Exit(emit(harvest_dry_run([str(r) for r in runs], out, opts, replace=replace)))
     try:

@@ -28,7 +28,7 @@ def rounds(ctx: typer.Context,
 
     if dry_run:
         from omnidecision.onpolicy.dryrun import rounds_dry_run
-        from omnidecision.preflight import emit
+        from omnidecision.preflight import emit  # a command's code loads when it runs (fast --help)
         from omnidecision.rollout.recipe import cli_overrides
 
         raise typer.Exit(emit(rounds_dry_run(config, cli_overrides(ctx.args))))

@@ -21,6 +21,17 @@ def _ratio(r: dict) -> str:
     return f"{r['slurm_wall_s']:.0f} s vs {r['local_wall_s']:.0f} s ({r['slurm_wall_s'] / r['local_wall_s']:.1f}x)"
 
 
+def _requeue_rows(stage: str, runs: dict) -> list[str]:
+    """One row per requeue run of a training stage (with and without the SIGTERM checkpoint)."""
+    rows = []
+    for key, c in sorted(runs.items()):
+        label = "with the SIGTERM checkpoint" if key == "save_on_sigterm" else "without the SIGTERM checkpoint"
+        rows.append(f"| {stage} requeue {label}: {c['what']} | resumed from step {c['resumed_from_step']}, "
+                    f"{c['steps_lost']} steps lost, final step {c['final_step']}, identical weights: "
+                    f"{c['identical_weights']} | — |")
+    return rows
+
+
 def render(record: dict) -> str:
     """The Markdown table of one results file."""
     r = record["results"]
@@ -36,21 +47,13 @@ def render(record: dict) -> str:
     if c := r.get("sft_two_nodes"):
         rows.append(f"| SFT, {c['what']} | equal losses: {c['equal_losses']}, identical weights: "
                     f"{c['identical_weights']} | {_ratio(c)} |")
-    for key, c in sorted(r.get("sft_requeue", {}).items()):
-        label = "with the SIGTERM checkpoint" if key == "save_on_sigterm" else "without the SIGTERM checkpoint"
-        rows.append(f"| SFT requeue {label}: {c['what']} | resumed from step {c['resumed_from_step']}, "
-                    f"{c['steps_lost']} steps lost, final step {c['final_step']}, identical weights: "
-                    f"{c['identical_weights']} | — |")
+    rows += _requeue_rows("SFT", r.get("sft_requeue", {}))
     if c := r.get("grpo_judge_node"):
         j = c["judge"]
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(j.get("failures", {}).items())) or "none"
         rows.append(f"| GRPO, {c['what']} | {j.get('requests', 0)} judge requests answered, {j.get('successes', 0)} "
                     f"parsed (failures: {reasons}; the judge is the tiny planner, not trained to judge) | — |")
-    for key, c in sorted(r.get("grpo_requeue", {}).items()):
-        label = "with the SIGTERM checkpoint" if key == "save_on_sigterm" else "without the SIGTERM checkpoint"
-        rows.append(f"| GRPO requeue {label}: {c['what']} | resumed from step {c['resumed_from_step']}, "
-                    f"{c['steps_lost']} steps lost, final step {c['final_step']}, identical weights: "
-                    f"{c['identical_weights']} | — |")
+    rows += _requeue_rows("GRPO", r.get("grpo_requeue", {}))
     return "\n".join(rows)
 
 
