@@ -20,10 +20,22 @@ from omnidecision.procs import stop_group_on_sigterm
 
 class _Root(TyperGroup):
     """The `omnidecision` group: old flag spellings (launch.COMMAND_ALIASES, listed in CHANGELOG.md) become the
-    current ones, with a warning, before any command parses its options."""
+    current ones, with a warning, before any command parses its options; a command given `--dry-run` runs with
+    stdout held for its report (preflight.dry_run_stdout)."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, translate_command_aliases(args))
+        args = translate_command_aliases(args)
+        ctx.meta["omnidecision.dry_run"] = "--dry-run" in args
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: typer.Context) -> object:
+        if not ctx.meta.get("omnidecision.dry_run"):
+            return super().invoke(ctx)
+        from omnidecision.outputs import dry_run_stdout  # loaded for a dry run only (fast --help)
+
+        # a dry run's stdout is its report alone: what libraries print while it runs goes to stderr
+        with dry_run_stdout():
+            return super().invoke(ctx)
 
 
 app = typer.Typer(cls=_Root, no_args_is_help=True, add_completion=False,

@@ -14,11 +14,15 @@
   when the block ends without an error (the old output moved aside first, then removed; a failure removes only the
   temp folder). Nothing the command did not create is removed, except an old output the checks allowed to replace.
 
+- `dry_run_stdout()` / `report_out()`: while a `--dry-run` runs, stdout carries its report alone (what libraries
+  print goes to stderr): scripts parse it.
+
     python -c "from omnidecision.outputs import output_problems; print(output_problems('data/h', ['data']))"
 """
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
 import fcntl
 import json
@@ -26,10 +30,12 @@ import logging
 import os
 import shutil
 import socket
+import sys
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from typing import TextIO
 
 logger = logging.getLogger(__name__)
 
@@ -207,3 +213,51 @@ def staged_output(out: str | Path, inputs: Iterable[str | Path | None] = (), *, 
         _remove_ours(old)  # an earlier output of this project, an empty folder, or one the user said to replace
     finally:
         _remove_ours(tmp)
+
+
+# Where a dry run's report goes while `dry_run_stdout` holds stdout for it (None: sys.stdout).
+_REPORT_OUT: contextvars.ContextVar[TextIO | None] = contextvars.ContextVar("report_out", default=None)
+
+
+@contextmanager
+def dry_run_stdout(active: bool = True) -> Iterator[None]:
+    """While a dry run runs, stdout carries its report alone (preflight.emit, `report_out`) and whatever else is
+    printed on stdout goes to stderr: DeepSpeed logs "Setting accelerator to CPU" on stdout when it is imported, C
+    extensions print banners, and scripts parse the report (scripts/slurm/grpo.slurm reads the plan's
+    `generation_server` with json.load; users pipe it to `jq`). At the file-descriptor level where stdout is a real
+    file, so writes from C move too, and so does a logging handler bound to `sys.stdout` at import; elsewhere
+    (click's CliRunner) Python-level prints only. The `omnidecision` group enters it for every command given
+    `--dry-run` (cli.py)."""
+    if not active or _REPORT_OUT.get() is not None:  # off, or already held by an outer dry run
+        yield
+        return
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        fd = None
+    if fd is None:
+        token = _REPORT_OUT.set(sys.stdout)
+        try:
+            with redirect_stdout(sys.stderr):
+                yield
+        finally:
+            _REPORT_OUT.reset(token)
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    out = os.fdopen(os.dup(saved), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), fd)
+    token = _REPORT_OUT.set(out)
+    try:
+        yield
+    finally:
+        _REPORT_OUT.reset(token)
+        out.close()
+        sys.stdout.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def report_out() -> TextIO:
+    """The stream a dry run prints its report, plan or script on: stdout, held for it by `dry_run_stdout`."""
+    return _REPORT_OUT.get() or sys.stdout

@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, Field
 
 from omnidecision.inputs import Ref, local_looking, resolve
+from omnidecision.outputs import report_out
 
 logger = logging.getLogger(__name__)
 
@@ -571,7 +572,7 @@ def emit(report: DryRunReport) -> int:
 
     from omnidecision.protocol.redaction import redact_text
 
-    print(redact_text(report.render()))
+    print(redact_text(report.render()), file=report_out())
     for check in report.errors:
         print(redact_text(f"error: {check.what}: {check.detail}"), file=sys.stderr)
     return 2 if report.errors else 0

@@ -78,8 +78,10 @@ def demo(
     if only:
         plan = needed(plan, only)
     if dry_run:
+        from omnidecision.outputs import report_out  # stdout, held for the plan (cli.py: a dry run's stdout)
+
         print(slurm_script(plan, out, threads, shlex.split(sbatch_args)) if executor == "slurm" else script(plan, out),
-              end="")
+              end="", file=report_out())
         return
     times = run_plan(plan, out, jobs, threads, executor, shlex.split(sbatch_args))
     if only:

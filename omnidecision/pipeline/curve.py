@@ -50,9 +50,12 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = 
         cfg = recipe.start_config(start, n)
         plan = build_plan(cfg, folder, arms)
         if dry_run:
-            print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}")
+            from omnidecision.outputs import report_out  # stdout, held for the plan (cli.py: a dry run's stdout)
+
+            print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}",
+                  file=report_out())
             print(slurm_script(plan, folder, recipe.threads, sbatch_args or []) if executor == "slurm" else
-                  script(plan, folder))
+                  script(plan, folder), file=report_out())
             continue
         times = read_state(folder / "stage_wall_s.json") if (folder / "summary.json").exists() else \
             run_plan(plan, folder, jobs, recipe.threads, executor, sbatch_args)

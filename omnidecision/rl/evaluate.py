@@ -188,9 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     if a.dry_run:
+        from omnidecision.outputs import dry_run_stdout
         from omnidecision.preflight import emit
 
-        return emit(dry_run(a.model_dir, a.dataset_name, a.split, a.device))
+        with dry_run_stdout():  # the report alone on stdout, as `omnidecision ... --dry-run` (cli.py)
+            return emit(dry_run(a.model_dir, a.dataset_name, a.split, a.device))
     from omnidecision.rl.data import load_rl_splits
 
     device, why = resolve_device(a.device)

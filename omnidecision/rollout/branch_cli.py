@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 import typer
 
-from omnidecision.outputs import exclusive
+from omnidecision.outputs import exclusive, report_out
 from omnidecision.rollout.store import SHARD_GLOB, append_record, read_records
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def branch(
         chosen = build_policy(policy, parent, parent_recipe.backends)
         if dry_run:
             report = _dry_run_report(parent, step, task, parent_recipe, chosen, reply, seed, tools, out)
-            typer.echo(json.dumps(report, indent=1, ensure_ascii=False))
+            print(json.dumps(report, indent=1, ensure_ascii=False), file=report_out())
             return
         wanted = branch_id(parent.run_id, step, reply.text, chosen.name, seed, tools)  # type: ignore[arg-type]
         if written_before(out, wanted):  # the same branch asked for again: found, not run or written twice

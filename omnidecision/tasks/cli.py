@@ -95,6 +95,7 @@ def split(
     (recipe field `tasks.ids_file`)."""
     import json
 
+    from omnidecision.outputs import report_out
     from omnidecision.tasks.folds import fold_files, plan_folds, write_folds
     from omnidecision.tasks.loaders import TaskFileError
 
@@ -102,7 +103,7 @@ def split(
         if dry_run:  # the run's own loading and dealing, then nothing written
             doc = plan_folds(path, fmt, folds, seed)
             print(json.dumps({"command": "tasks split", "dry_run": True, "tasks": doc["tasks"], "sizes": doc["sizes"],
-                              "would_write": [str(f) for f in fold_files(out, folds)]}, indent=2))
+                              "would_write": [str(f) for f in fold_files(out, folds)]}, indent=2), file=report_out())
             return
         doc = write_folds(path, fmt, folds, seed, out)
     except (TaskFileError, ValueError) as exc:

@@ -31,7 +31,7 @@ GPU_RECIPES = [ROOT / "configs" / "sft" / "qwen3-8b-lora.yaml", ROOT / "configs"
 
 def _report(args: list[str]) -> tuple[int, dict]:
     res = CliRunner().invoke(app, args)
-    return res.exit_code, json.loads(res.stdout[res.stdout.index("{"):])
+    return res.exit_code, json.loads(res.stdout)  # the whole of stdout: scripts parse it (grpo.slurm)
 
 
 def _check(report: dict, what: str) -> dict:
@@ -82,6 +82,41 @@ def test_grpo_dry_run_resolves_the_dataset_name(rl_states, adapter):
                             "--model_name_or_path", str(adapter), "--dry-run"])
     assert code == 0 and _check(report, "dataset_name")["status"] == "ok"
     assert len(load_rl_splits(rl_states.parent)["train"]) == 6
+
+
+# Installed through PYTHONPATH: the first import of TRL (inside the dry run's checks: the CLI loads it only there)
+# prints on stdout from Python and from the file descriptor, as DeepSpeed's import and C extensions do on some nodes.
+NOISY_IMPORT = """
+import os, sys
+
+
+class Noisy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "trl":
+            sys.meta_path.remove(self)
+            print("[WARNING] a library's line on stdout", flush=True)
+            os.write(1, b"[C] a C extension's line on stdout\\n")
+        return None
+
+
+sys.meta_path.insert(0, Noisy())
+"""
+
+
+def test_grpo_dry_run_stdout_is_the_report_alone(rl_states, adapter, tmp_path):
+    """What libraries print while the checks run goes to stderr: grpo.slurm reads the plan from stdout with
+    json.load (a CI run failed on a line a library printed before the report)."""
+    import os
+    import subprocess
+
+    (tmp_path / "sitecustomize.py").write_text(NOISY_IMPORT)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "omnidecision.cli", "grpo", "--config", str(SERVER_RECIPE),
+                          "--dataset_name", str(rl_states), "--model_name_or_path", str(adapter), "--dry-run"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert "a library's line" in res.stderr and "a C extension's line" in res.stderr, res.stderr[-2000:]
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(res.stdout)["extra"]["dataset"] == str(rl_states)
 
 
 def test_grpo_dry_run_names_a_missing_dataset(tmp_path, adapter):
