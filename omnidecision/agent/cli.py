@@ -3,36 +3,83 @@
     omnidecision run --tasks data/synth/tasks.jsonl --task-id synth-0001 --teacher --out runs/one.jsonl
     omnidecision run --tasks tasks.jsonl --task-id t1 --backends configs/collect/backends.yaml --mode react
     omnidecision replay runs/one.jsonl
+    omnidecision run --tasks tasks.jsonl --task-id t1 --backends backends.yaml --dry-run   # resolve, start nothing
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from omnidecision.outputs import report_out
+
 logger = logging.getLogger(__name__)
 
 
-def replay(file: Path = typer.Argument(..., help="trajectory JSONL (one RunRecord per line)")) -> None:
+def replay(
+    file: Path = typer.Argument(..., help="trajectory JSONL (one RunRecord per line)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="replay writes nothing and starts nothing: the same "
+                                 "checks, their outcome as a JSON report on stdout (exit 2: unreadable, 1: a "
+                                 "mismatch)"),
+) -> None:
     """Re-apply each run's events with the reducer and compare every ledger snapshot byte for byte."""
-    from omnidecision.agent.replay import MalformedLine, check_file
+    from omnidecision.agent.replay import MalformedLine, check_file  # loaded when the command runs (fast --help)
 
-    if not file.is_file():
-        typer.echo(f"error: {file}: no such file", err=True)
-        raise typer.Exit(2)
     try:
+        if not file.is_file():
+            raise MalformedLine(f"{file}: no such file")
         n, bad = check_file(file)
     except MalformedLine as exc:
+        if dry_run:
+            _dry_report({"command": "replay", "file": str(file), "error": str(exc)})
         typer.echo(f"error: {exc}", err=True)  # names the file (and line): binary, UTF-16, empty, malformed
         raise typer.Exit(2) from exc
+    if dry_run:
+        _dry_report({"command": "replay", "file": str(file), "runs": n, "mismatch": str(bad) if bad else None})
     if bad is not None:
         typer.echo(f"MISMATCH {bad}", err=True)
         raise typer.Exit(1)
-    typer.echo(f"ok: {n} runs replay exactly ({file})")
+    if not dry_run:
+        typer.echo(f"ok: {n} runs replay exactly ({file})")
+
+
+def _dry_report(doc: dict) -> None:
+    """A dry run's JSON report on the stream held for it (`outputs.report_out`: stdout alone)."""
+    print(json.dumps({**doc, "dry_run": True}, indent=2, default=str), file=report_out())
+
+
+class _Refused(ValueError):
+    """An input `run` refuses before it starts; the message is the one error line (file, id or option named)."""
+
+
+def run_inputs(tasks: Path, task_id: str | None, backends: Path | None, teacher: bool, mode: str,
+               step_budget: int, max_tool_calls: int | None, fmt: str, out: Path | None) -> tuple:
+    """What `run` resolves before it starts the agent, and its dry run reports: (backend specs, agent config,
+    the task); `_Refused` names what is wrong."""
+    from omnidecision.agent.config import AgentConfig  # loaded when the command runs (fast --help)
+    from omnidecision.backends.factory import load_backend_specs  # loaded when the command runs (fast --help)
+    from omnidecision.protocol.chat import BackendSpec  # loaded when the command runs (fast --help)
+    from omnidecision.tasks.loaders import load_tasks  # loaded when the command runs (fast --help)
+
+    if (backends is None) == (not teacher):
+        raise _Refused("give exactly one of --backends FILE or --teacher")
+    if out is not None and out.is_dir():
+        raise _Refused(f"--out {out} is a folder: --out is the JSONL file the run is appended to")
+    try:
+        specs = {"default": BackendSpec(kind="teacher")} if teacher else load_backend_specs(backends)  # type: ignore[arg-type]
+        config = AgentConfig(mode=mode, step_budget=step_budget, max_tool_calls=max_tool_calls)  # type: ignore[arg-type]
+        all_tasks = load_tasks(tasks, fmt)
+    except (ValueError, OSError) as exc:
+        raise _Refused(str(exc)) from exc
+    chosen = next((t for t in all_tasks if task_id is None or t.id == task_id), None)
+    if chosen is None:
+        raise _Refused(f"{tasks}: no task with id {task_id!r} ({len(all_tasks)} tasks)")
+    return specs, config, chosen
 
 
 def run(
@@ -46,29 +93,30 @@ def run(
     sample: int = typer.Option(0, help="sample index (seeds the teacher's noise)"),
     out: Optional[Path] = typer.Option(None, help="append the RunRecord to this JSONL file"),  # noqa: UP045
     fmt: str = typer.Option("auto", "--format", help="task file format"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="load the backends file and the tasks, find the task, check "
+                                 "--out, as the run does; print them as JSON; contact no endpoint, append nothing"),
 ) -> None:
     """Run the agent on one task and print the outcome (the full record goes to --out)."""
-    from omnidecision.agent.config import AgentConfig
-    from omnidecision.agent.loop import run_task
-    from omnidecision.backends.factory import build_backends, load_backend_specs
-    from omnidecision.protocol.chat import BackendSpec
-    from omnidecision.tasks.loaders import load_tasks
+    from omnidecision.agent.loop import run_task  # loaded when the command runs (fast --help)
+    from omnidecision.backends.factory import build_backends  # loaded when the command runs (fast --help)
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if (backends is None) == (not teacher):
-        typer.echo("error: give exactly one of --backends FILE or --teacher", err=True)
-        raise typer.Exit(2)
     try:
-        specs = {"default": BackendSpec(kind="teacher")} if teacher else load_backend_specs(backends)  # type: ignore[arg-type]
-        config = AgentConfig(mode=mode, step_budget=step_budget, max_tool_calls=max_tool_calls)  # type: ignore[arg-type]
-        all_tasks = load_tasks(tasks, fmt)
-    except (ValueError, OSError) as exc:
+        specs, config, chosen = run_inputs(tasks, task_id, backends, teacher, mode, step_budget, max_tool_calls,
+                                           fmt, out)
+    except _Refused as exc:
+        if dry_run:
+            _dry_report({"command": "run", "error": str(exc)})
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    chosen = next((t for t in all_tasks if task_id is None or t.id == task_id), None)
-    if chosen is None:
-        typer.echo(f"error: {tasks}: no task with id {task_id!r} ({len(all_tasks)} tasks)", err=True)
-        raise typer.Exit(2)
+    if dry_run:  # the run's own resolving, then nothing started and nothing appended
+        _dry_report({"command": "run", "task": chosen.id, "mode": config.mode, "step_budget": config.step_budget,
+                     "max_tool_calls": config.max_tool_calls, "sample": sample,
+                     "backends": {role: {"kind": spec.kind, "base_url": spec.base_url, "model": spec.model}
+                                  for role, spec in specs.items()},
+                     "endpoints": "not contacted (a dry run starts no request)",
+                     "would_append": str(out) if out is not None else None})
+        return
     record = asyncio.run(run_task(chosen, config, build_backends(specs), sample=sample))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
