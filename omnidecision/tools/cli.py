@@ -3,14 +3,18 @@ its observation as JSON (for debugging tools, corpora and endpoints).
 
     omnidecision tool code_executor --args '{"code": "print(2**10)"}'
     omnidecision tool web_search --args '{"query": "bridge opened"}' --tasks runs/synth/tasks.jsonl --task-id t0001
+    omnidecision tool code_executor --args '{"code": "print(1)"}' --dry-run   # check and build; run nothing
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
+
+from omnidecision.outputs import report_out
 
 
 def _load_tasks(path: Path) -> list:
@@ -36,12 +40,33 @@ def tool(
     task: Path | None = typer.Option(None, "--tasks", help="task file (any format `load_tasks` reads)"),
     task_id: str | None = typer.Option(None, "--task-id", help="which task of the file (default: the first)"),
     timeout: float = typer.Option(30.0, "--timeout", help="tool timeout in seconds"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check the name, the arguments and the task as the run "
+                                 "does and build the tool's context; print them as JSON; run no tool, contact no "
+                                 "endpoint"),
 ) -> None:
     """Run one tool and print its observation as JSON; exits 1 when the observation is not ok."""
     import asyncio
 
-    from omnidecision.tasks.schema import Task
-    from omnidecision.tools.registry import TOOLS, build_tool_context, run_tool
+    from omnidecision.tools.registry import run_tool  # loaded when the command runs (fast --help)
+
+    arguments, ctx = tool_inputs(name, args, task, task_id, timeout)
+    if dry_run:  # the run's own checks and context, then no tool run
+        print(json.dumps({"command": "tool", "dry_run": True, "tool": name, "arguments": arguments,
+                          "task": ctx.task.id, "timeout": timeout,
+                          "endpoints": "not contacted (a dry run runs no tool)"}, indent=2, default=str),
+              file=report_out())
+        return
+    obs = asyncio.run(run_tool(name, arguments, ctx))
+    print(obs.model_dump_json(indent=2))
+    if not obs.ok:
+        raise typer.Exit(1)
+
+
+def tool_inputs(name: str, args: str, task: Path | None, task_id: str | None, timeout: float) -> tuple[dict, Any]:
+    """What `tool` checks and builds before it runs the tool, and its dry run reports: (arguments, tool context);
+    a bad name, JSON, task file or id is a `typer.BadParameter` naming the option (exit 2)."""
+    from omnidecision.tasks.schema import Task  # loaded when the command runs (fast --help)
+    from omnidecision.tools.registry import TOOLS, build_tool_context  # as above
 
     if name not in TOOLS:
         raise typer.BadParameter(f"unknown tool {name!r}; known: {', '.join(TOOLS)}", param_hint="NAME")
@@ -58,8 +83,4 @@ def tool(
         the_task = next((t for t in tasks if t.id == task_id), None) if task_id else tasks[0]
         if the_task is None:
             raise typer.BadParameter(f"{task}: no task with id {task_id!r}", param_hint="--task-id")
-    ctx = build_tool_context(the_task, settings={"tool_timeout_s": timeout})
-    obs = asyncio.run(run_tool(name, arguments, ctx))
-    print(obs.model_dump_json(indent=2))
-    if not obs.ok:
-        raise typer.Exit(1)
+    return arguments, build_tool_context(the_task, settings={"tool_timeout_s": timeout})
