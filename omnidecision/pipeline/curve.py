@@ -276,13 +276,22 @@ def per_start_table(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def count(value: float) -> str:
+    """A count (or a mean of counts over starts) for reading: thousands separated, one decimal only where it has one.
+
+    >>> count(2327860.3), count(95.6667), count(30)
+    ('2,327,860', '95.7', '30')
+    """
+    return f"{value:,.0f}" if value >= 1000 or float(value).is_integer() else f"{value:,.1f}"
+
+
 def cost_table(result: dict[str, Any]) -> list[str]:
     rows = ["| N | teacher runs (train) | tool calls | tokens | USD (train) | USD (dev, every N) |",
             "|---|---|---|---|---|---|"]
     for n in (str(n) for n in result["teacher_tasks"]):
         c = result["teacher_cost"][n]
-        rows.append(f"| {n} | {c['train']['runs']:g} | {c['train']['tool_calls']:g} | {c['train']['tokens']:g} | "
-                    f"{c['train']['usd']:.2f} | {c['dev']['usd']:.2f} |")
+        rows.append(f"| {n} | {count(c['train']['runs'])} | {count(c['train']['tool_calls'])} | "
+                    f"{count(c['train']['tokens'])} | {c['train']['usd']:.2f} | {c['dev']['usd']:.2f} |")
     return rows
 
 
@@ -337,8 +346,8 @@ def headline_rows(result: dict[str, Any]) -> list[str]:
 
 
 def goal_rows(result: dict[str, Any]) -> list[str]:
-    """The issue's goal, beside the declared headline: the best declared RL arm at N against sft at every larger N,
-    and the secondary reading at the smallest N with headroom."""
+    """Beside the declared headline: the best declared RL arm at N against sft at every larger N, and the secondary
+    reading at the smallest N with headroom (a gain ratio beside the contrast that bounds it)."""
     h = result["headline"]
     rows = ["| N | best declared RL arm | against sft at N' | difference | 95% interval | matches |",
             "|---|---|---|---|---|---|"]
@@ -352,6 +361,11 @@ def goal_rows(result: dict[str, Any]) -> list[str]:
     else:
         frac = (f"{s['own_over_judge_gain']:.2f}" if s["own_over_judge_gain"] is not None
                 else s["own_over_judge_reason"])
+        c = (((result["by_n"].get(str(s["n"])) or {}).get("contrasts") or {}).get("exploratory") or {}).get(
+            "grpo_own-grpo_judge")
+        if c is not None and s["own_over_judge_gain"] is not None:  # a ratio of point estimates, with its contrast
+            frac += (f" (a ratio of point estimates; the contrast grpo_own − grpo_judge: {c['estimate']:+.3f} "
+                     f"[{c['low']:+.3f}, {c['high']:+.3f}], exploratory)")
         rows += ["", f"Secondary reading at N = {s['n']}, the smallest N where sft ({s['sft']:.3f}) is at least "
                  f"{s['headroom']:g} below the rule planner ({s['rule']:.3f}): RL arms above sft with an interval "
                  f"above 0: {', '.join(s['beat_sft']) or 'none'}; grpo_own's gain as a fraction of grpo_judge's: "
@@ -363,24 +377,24 @@ def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None
     """The docs page of a curve result (every table generated from the file; tests/demo/test_curve.py checks)."""
     lines = ["# The teacher-data curve: the result", "",
              f"Generated from `{result_path}` by `python -m omnidecision.pipeline.curve {result_path} --page ...`; "
-             "the declaration is [teacher-curve.md](teacher-curve.md).", "",
-             "## Headline (declared before the run)", "", *headline_rows(result), "",
-             "## The issue's goal (reported beside the headline, not instead of it)", "",
-             "Margin as in the headline; every larger N's sft as the reference in turn.", "", *goal_rows(result), "",
-             "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
-             *curve_table(result), "", "## Accuracy per start (replicates averaged)", "", *per_start_table(result),
-             "", "## Planned contrasts at each N", "", *contrast_table(result), "",
-             "## What each arm's training cost", "",
-             "Wall seconds of each arm's own steps at one thread (CPU seconds where the core was not shared: see the "
-             "machine time per cell), mean over replicates; steps several arms share (the judge, the SFT planner's "
-             "own runs) are not charged to an arm. Executions of an executed reward run inside its GRPO step and are "
-             "part of its time (their CPU seconds beside it).", "", *arm_cost_table(result), "",
-             "## Machine time per cell", "", *time_table(result), "",
-             "## The teacher's cost", "",
-             f"Price: {result['price']['per_tool_call_usd']} USD per teacher tool call "
-             f"({result['price']['source']}).", "", *cost_table(result), ""]
+             "the declaration and the reading are [teacher-curve.md](teacher-curve.md).", ""]
     if plot:
         lines += ["## The curve", "", f"![accuracy against teacher runs and dollars]({plot})", ""]
+    lines += ["## Headline (declared before the run)", "", *headline_rows(result), "",
+              "## SFT+RL at N against sft at a larger N (reported beside the headline, not instead of it)", "",
+              "Margin as in the headline; every larger N's sft as the reference in turn.", "", *goal_rows(result), "",
+              "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
+              *curve_table(result), "", "## Accuracy per start (replicates averaged)", "", *per_start_table(result),
+              "", "## Planned contrasts at each N", "", *contrast_table(result), "",
+              "## What each arm's training cost", "",
+              "Wall seconds of each arm's own steps at one thread (CPU seconds where the core was not shared: see the "
+              "machine time per cell), mean over replicates; steps several arms share (the judge, the SFT planner's "
+              "own runs) are not charged to an arm. Executions of an executed reward run inside its GRPO step and are "
+              "part of its time (their CPU seconds beside it).", "", *arm_cost_table(result), "",
+              "## Machine time per cell", "", *time_table(result), "",
+              "## The teacher's cost", "",
+              f"Price: {result['price']['per_tool_call_usd']} USD per teacher tool call "
+              f"({result['price']['source']}).", "", *cost_table(result), ""]
     return "\n".join(lines)
 
 

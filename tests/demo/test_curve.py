@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omnidecision.pipeline.curve import cell_folder, curve_page, headline, secondary
+from omnidecision.pipeline.curve import cell_folder, count, curve_page, headline, secondary
 from omnidecision.pipeline.experiment import ExperimentRecipe, load_experiment
 from omnidecision.pipeline.plan import DemoConfig, build_plan
 from omnidecision.pipeline.summary import summarise, units
@@ -173,7 +173,8 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
         for k, v in result["by_n"][n]["contrasts"]["planned"].items():
             assert f"| {n} | {k} | {v['estimate']:+.3f} | [{v['low']:+.3f}, {v['high']:+.3f}] |" in page
         c = result["teacher_cost"][n]["train"]
-        assert f"| {n} | {c['runs']:g} | {c['tool_calls']:g} | {c['tokens']:g} | {c['usd']:.2f} |" in page
+        cost = " | ".join(count(c[k]) for k in ("runs", "tool_calls", "tokens"))
+        assert f"| {n} | {cost} | {c['usd']:.2f} |" in page
         for seed, wall in zip(result["by_n"][n]["seeds"], result["by_n"][n]["wall_s"], strict=True):
             assert f"| {n} | {seed} | {wall:g} |" in page
         for arm, per in result["by_n"][n]["per_seed_accuracy"].items():  # the spread behind each interval
