@@ -1,14 +1,19 @@
 """`omnidecision tasks …`: task-suite commands.
 
-    omnidecision tasks synth --n 500 --seed 0 --out runs/synth
+    omnidecision tasks synth --n 500 --seed 0 --out runs/synth [--dry-run]
     omnidecision tasks split data/omnigaia/test_metadata.json --folds 5 --seed 0 --out data/omnigaia/folds [--dry-run]
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
+from typing import NoReturn
 
 import typer
+
+from omnidecision.outputs import OutputError, check_output, report_out, staged_output
 
 app = typer.Typer(no_args_is_help=True,
                   help="Task suites: generate the synthetic suite, check task files, split a benchmark into folds.")
@@ -19,13 +24,29 @@ def synth(
     n: int = typer.Option(500, "--n", min=1, help="number of tasks"),
     seed: int = typer.Option(0, "--seed", help="random seed (same seed, byte-identical output)"),
     out: Path = typer.Option(..., "--out", help="output folder: tasks.jsonl, corpus.jsonl, assets/"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check --out and generate the suite in memory as the run "
+                                 "does; print the counts and the files it would write; write nothing"),
 ) -> None:
-    """Write the seeded synthetic closure suite (multi-hop tasks across modalities) to OUT."""
-    from collections import Counter
+    """Write the seeded synthetic closure suite (multi-hop tasks across modalities) to OUT (written whole: a
+    temporary sibling renamed into place; never over a folder this project did not write, unless --replace)."""
+    from omnidecision.tasks.synth import FAMILIES, generate, load_suite, write_suite  # loaded when it runs
 
-    from omnidecision.tasks.synth import FAMILIES, load_suite, write_suite
-
-    path = write_suite(n, seed, out)
+    try:
+        if dry_run:  # the run's own output check and generator, then nothing written
+            check_output(out, [], replace=replace)
+            tasks, corpus, files = generate(n, seed)
+            _dry_report({"command": "tasks synth", "tasks": len(tasks), "pages": len(corpus),
+                         "families": dict(Counter(t.category for t in tasks)),
+                         "would_write": [str(out / "tasks.jsonl"), str(out / "corpus.jsonl"),
+                                         f"{out / 'assets'}/ ({len(files)} files)"]})
+            return
+        with staged_output(out, [], command="tasks synth", replace=replace) as tmp:
+            write_suite(n, seed, tmp)
+    except OutputError as exc:
+        _refuse(str(exc), dry_run, "tasks synth")
+    path = out / "tasks.jsonl"
     tasks = load_suite(out)
     families = Counter(t.category for t in tasks)
     levels = Counter(t.level for t in tasks)
@@ -38,20 +59,36 @@ def synth(
           f"{sum(bool(t.meta.get('conflict')) for t in tasks)}")
 
 
+def _dry_report(doc: dict) -> None:
+    """A dry run's JSON report on the stream held for it (`outputs.report_out`: stdout alone)."""
+    print(json.dumps({"dry_run": True, **doc}, indent=2, default=str), file=report_out())
+
+
+def _refuse(message: str, dry_run: bool, command: str, code: int = 2, *detail: str) -> NoReturn:
+    """The one error line (and its detail lines) of a refused input, the same in the run and its dry run; a dry
+    run prints its report first and exits 2."""
+    if dry_run:
+        _dry_report({"command": command, "error": message})
+    typer.echo(f"error: {message}", err=True)
+    for line in detail:
+        typer.echo(line, err=True)
+    raise typer.Exit(2 if dry_run else code)
+
+
 @app.command("check")
 def check(
     path: Path = typer.Argument(..., help="task file or folder (JSONL, OmniGAIA, WorldSense, synthetic dir)"),
     fmt: str = typer.Option("auto", "--format", "-f", help="auto, jsonl, omnigaia, worldsense or synthetic"),
     media_dir: Path | None = typer.Option(None, "--media-dir", help="OmniGAIA: folder holding the media files"),
     srt_dir: Path | None = typer.Option(None, "--srt-dir", help="WorldSense: folder holding <video_id>.srt"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="`tasks check` writes nothing: the same checks, the counts "
+                                 "as a JSON report on stdout (a bad record: the same lines, exit 2)"),
 ) -> None:
     """Validate a task file and print counts per level, category and answer type.
 
     A bad record is reported with its file, record (line or key) and field; the exit code is then 1.
     """
-    from collections import Counter
-
-    from omnidecision.tasks.loaders import TaskFileError, format_names, load_tasks
+    from omnidecision.tasks.loaders import TaskFileError, format_names, load_tasks  # loaded when it runs
 
     if fmt not in format_names():
         choices = ", ".join(format_names())
@@ -60,12 +97,15 @@ def check(
     try:
         tasks = load_tasks(path, fmt, **options)
     except TaskFileError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        typer.echo(f"  file: {exc.path}\n  record: {exc.record or '-'}\n  field: {exc.field or '-'}", err=True)
-        raise typer.Exit(1) from exc
+        _refuse(str(exc), dry_run, "tasks check", 1,
+                f"  file: {exc.path}\n  record: {exc.record or '-'}\n  field: {exc.field or '-'}")
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        _refuse(str(exc), dry_run, "tasks check", 1)
+    if dry_run:
+        _dry_report({"command": "tasks check", "path": str(path), "tasks": len(tasks),
+                     "level": dict(Counter(t.level for t in tasks)),
+                     "answer_type": dict(Counter(t.answer_type for t in tasks))})
+        return
     print(f"ok: {len(tasks)} tasks in {path}")
     for title, counts in (
         ("level", Counter(t.level for t in tasks)),
@@ -86,27 +126,27 @@ def split(
     seed: int = typer.Option(0, "--seed", help="shuffle seed (same seed, same folds)"),
     out: Path = typer.Option(..., "--out", help="output folder: folds.json, fold-i/{test,train}_ids.json"),
     fmt: str = typer.Option("auto", "--format", "-f", help="auto, jsonl, omnigaia, worldsense or synthetic"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="load the tasks and deal the folds as the run does; print "
-                                                          "the fold sizes and the files it would write; write "
-                                                          "nothing"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never one that is, holds or lies inside the benchmark file)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check --out, load the tasks and deal the folds as the run "
+                                                          "does; print the fold sizes and the files it would write; "
+                                                          "write nothing"),
 ) -> None:
     """Split a benchmark's tasks into k disjoint folds by task id (every task in exactly one fold), for k-fold
     training and evaluation: collect/train on `fold-i/train_ids.json`, evaluate on `fold-i/test_ids.json`
     (recipe field `tasks.ids_file`)."""
-    import json
-
-    from omnidecision.outputs import report_out
-    from omnidecision.tasks.folds import fold_files, plan_folds, write_folds
-    from omnidecision.tasks.loaders import TaskFileError
+    from omnidecision.tasks.folds import fold_files, plan_folds, write_folds  # loaded when it runs (fast --help)
+    from omnidecision.tasks.loaders import TaskFileError  # as above
 
     try:
-        if dry_run:  # the run's own loading and dealing, then nothing written
+        if dry_run:  # the run's own output check, loading and dealing, then nothing written
+            check_output(out, [path], replace=replace)
             doc = plan_folds(path, fmt, folds, seed)
             print(json.dumps({"command": "tasks split", "dry_run": True, "tasks": doc["tasks"], "sizes": doc["sizes"],
                               "would_write": [str(f) for f in fold_files(out, folds)]}, indent=2), file=report_out())
             return
-        doc = write_folds(path, fmt, folds, seed, out)
-    except (TaskFileError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        with staged_output(out, [path], command="tasks split", replace=replace) as tmp:
+            doc = write_folds(path, fmt, folds, seed, tmp)
+    except (TaskFileError, ValueError) as exc:  # OutputError is a ValueError
+        _refuse(str(exc), dry_run, "tasks split", 1)
     print(f"{doc['tasks']} tasks of {path} in {folds} folds (seed {seed}), sizes {doc['sizes']} -> {out}")
