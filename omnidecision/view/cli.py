@@ -6,15 +6,21 @@
     omnidecision view runs/demo/eval/*/test --figure runs/demo/contrasts.png --out runs/view   # a figure on the index
 
 Unreadable lines are printed as `file:line: reason` (stderr) and listed on the index; the readable runs are
-rendered. Exit code 2 when there is no readable run at all.
+rendered. Exit code 2 when there is no readable run at all, or --out is one of the runs (or holds or lies inside
+one), or a non-empty folder this project did not write (`--replace`). `--dry-run`: the same checks, nothing
+written.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 import typer
+
+from omnidecision.outputs import check_output, report_out, staged_output
+from omnidecision.view.load import Collection, load
 
 
 def view(
@@ -23,21 +29,51 @@ def view(
     title: str = typer.Option("omnidecision runs", help="title of the index page"),
     figure: list[Path] = typer.Option([], "--figure", help="a PNG shown at the top of the index (repeatable), e.g. "
                                       "a run's forest plot of its planned contrasts"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never one that is, holds or lies inside a run it reads)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check --out and the figures, read every run as the run "
+                                 "does; print what the site would show as JSON; write nothing"),
 ) -> None:
-    """Write a static, offline HTML view of runs: index with filters, one page per run, side-by-side pages."""
-    from omnidecision.view.load import load
+    """Write a static, offline HTML view of runs: index with filters, one page per run, side-by-side pages. The
+    site is written whole (a temporary sibling renamed into place), never over a run it reads or a folder this
+    project did not write (unless --replace)."""
     from omnidecision.view.render import write_site
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        collection = view_inputs(runs, out, figure, replace)
+    except ValueError as exc:
+        if dry_run:
+            _dry_report({"command": "view", "error": str(exc)})
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    skipped = f"; {len(collection.problems)} unreadable line(s) skipped" if collection.problems else ""
+    if dry_run:  # the run's own checks and reading, then nothing written
+        _dry_report({"command": "view", "runs": collection.n_runs, "sources": [s.label for s in collection.sources],
+                     "unreadable_lines": collection.problems, "would_write": str(out / "index.html")})
+        return
+    with staged_output(out, [*runs, *figure], command="view", replace=replace) as tmp:
+        write_site(collection, tmp, title=title, figures=figure)
+    typer.echo(f"{collection.n_runs} runs from {len(collection.sources)} source(s){skipped} → {out / 'index.html'}")
+
+
+def view_inputs(runs: list[Path], out: Path, figure: list[Path], replace: bool) -> Collection:
+    """What `view` checks and reads before it writes, and its dry run reports: --out (`outputs.check_output`:
+    never a run it reads, a folder holding one or inside one; never a foreign folder unless `replace`), the
+    figures (before the pages: a mistyped figure should not cost the render), every run; the unreadable lines are
+    warned about on stderr. A ValueError names what is wrong (no readable run at all is one)."""
+    check_output(out, [*runs, *figure], replace=replace)
     missing = [str(f) for f in figure if not f.is_file()]
-    if missing:  # before the pages are written: a mistyped figure should not cost the render
-        raise typer.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--figure")
+    if missing:
+        raise ValueError(f"--figure: no such file: {', '.join(missing)}")
     collection = load([str(p) for p in runs])
     for problem in collection.problems:
         typer.echo(f"warning: {problem}", err=True)
     if collection.n_runs == 0:
-        typer.echo("error: no readable run in " + ", ".join(str(p) for p in runs), err=True)
-        raise typer.Exit(2)
-    index = write_site(collection, out, title=title, figures=figure)
-    skipped = f"; {len(collection.problems)} unreadable line(s) skipped" if collection.problems else ""
-    typer.echo(f"{collection.n_runs} runs from {len(collection.sources)} source(s){skipped} → {index}")
+        raise ValueError("no readable run in " + ", ".join(str(p) for p in runs))
+    return collection
+
+
+def _dry_report(doc: dict) -> None:
+    """A dry run's JSON report on the stream held for it (`outputs.report_out`: stdout alone)."""
+    print(json.dumps({"dry_run": True, **doc}, indent=2, default=str), file=report_out())

@@ -65,7 +65,7 @@ ALLOWED: dict[str, set[str]] = {
     "rl": PROTOCOL | OUTPUTS | INPUTS | {"rl", "rewards", "synthetic", "checkpoints", "modeling", "stats",
                                          "preflight", "provenance", "launch", "preemption"},
     "serving": {"serving", "preflight", "provenance", "procs"},
-    "view": PROTOCOL | {"view"},
+    "view": PROTOCOL | OUTPUTS | {"view"},  # the site is written whole (outputs.staged_output)
     # top-level modules: leaves that the stages share (torch, TRL and the stages themselves load lazily)
     "preflight": {"preflight", "checkpoints", "outputs", "inputs"},
     "inputs": INPUTS,
