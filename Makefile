@@ -73,6 +73,7 @@ lint: install
 docs: install
 	$(BIN)/python -m docgen
 	$(BIN)/zensical build --strict --clean
+	$(BIN)/python -m docgen.offline site
 
 demo: install
 	$(BIN)/omnidecision demo --out runs/demo

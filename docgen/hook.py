@@ -1,6 +1,7 @@
 """MkDocs hook (mkdocs.yml `hooks:`): generate the reference pages before Material for MkDocs reads the docs
-folder, and fail the build on an undocumented command, option or field. Zensical does not run hooks; `make docs`
-runs `python -m docgen` before `zensical build`.
+folder, and fail the build on an undocumented command, option or field; after the build, write the search index as
+a script so that search works from disk (docgen/offline.py). Zensical does not run hooks; `make docs` runs
+`python -m docgen` before `zensical build` and `python -m docgen.offline site` after it.
 
     mkdocs build --strict
 """
@@ -24,3 +25,9 @@ def on_pre_build(config: Any) -> None:
     _, problems = generate(Path(config["docs_dir"]))
     if problems:
         raise PluginError("undocumented items (add the doc string in the code):\n" + "\n".join(problems))
+
+
+def on_post_build(config: Any) -> None:
+    from docgen.offline import write_search_scripts
+
+    write_search_scripts(Path(config["site_dir"]))
