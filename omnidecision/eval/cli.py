@@ -10,7 +10,7 @@
     omnidecision audit progress runs/eval-a --scorer string --out runs/eval-a/progress
 
 `eval` and `ablate` override any recipe field as `--key.path VALUE` (e.g. `--agent.step_budget 10`), the syntax of
-`sft`, `grpo` and `collect` too. `serve`, `eval` and `ablate` take `--dry-run`: resolve, check, print, start nothing.
+`sft`, `grpo` and `collect` too. Every command takes `--dry-run`: resolve, check, print, start nothing, write nothing.
 `eval` retries runs recorded with outcome `error` on a restart (`--no-retry-errors` keeps them), and stops with
 exit code 3 naming an endpoint that stays unreachable (the recipe's `breaker:` block).
 """
@@ -205,18 +205,59 @@ def compare(
     reports: list[Path] = typer.Argument(..., help="report.json files or eval folders (the first is the reference)"),
     out: Path = typer.Option(Path("runs/compare"), help="folder for compare.md, compare.json, compare.png"),
     title: str = typer.Option("Comparison", help="table title"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never one that is, holds or lies inside a report it reads)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check --out and read every report as the run does; print "
+                                 "the report of the checks; write nothing"),
 ) -> None:
-    """Side-by-side table of eval runs: accuracy with CI, Δ and CI overlap, outcomes, closure, tokens, tools."""
-    from omnidecision.eval.compare import load_report, write_compare
+    """Side-by-side table of eval runs: accuracy with CI, Δ and CI overlap, outcomes, closure, tokens, tools. The
+    folder is written whole (a temporary sibling renamed into place)."""
+    from omnidecision.eval.compare import write_compare  # loaded when the command runs (fast --help)
+    from omnidecision.outputs import staged_output  # loaded when the command runs (fast --help)
 
     _logging()
-    try:
-        loaded = [load_report(p) for p in reports]
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    write_compare(loaded, out, title)
+    checks, loaded = compare_inputs(reports, out, replace)
+    _checked("compare", checks, dry_run, would_write=[str(out / f) for f in ("compare.json", "compare.md",
+                                                                            "compare.png")])
+    with staged_output(out, reports, command="compare", replace=replace) as tmp:
+        write_compare(loaded, tmp, title)
     typer.echo((out / "compare.md").read_text("utf-8"))
+
+
+def compare_inputs(reports: list[Path], out: Path, replace: bool) -> tuple[list, list[dict]]:
+    """What `compare` checks before it writes, and its dry run reports: --out (`outputs.output_problems`: never a
+    report it reads or a folder holding or inside one; never a foreign folder unless `replace`), every report read
+    (`eval.compare.load_report`). Returns the checks and the reports read."""
+    from omnidecision.eval.compare import load_report  # loaded when the command runs (fast --help)
+    from omnidecision.outputs import output_problems  # loaded when the command runs (fast --help)
+    from omnidecision.preflight import Check  # as above
+
+    problems = output_problems(out, reports, replace=replace)
+    checks = [Check(what="out", status="error", detail=p) for p in problems] or \
+        [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
+    loaded = []
+    for path in reports:
+        try:
+            loaded.append(load_report(path))
+        except ValueError as exc:
+            checks.append(Check(what="report", status="error", detail=str(exc)))
+        else:
+            checks.append(Check(what="report", status="ok", detail=f"{path}: n={loaded[-1]['n']}"))
+    return checks, loaded
+
+
+def _checked(command: str, checks: list, dry_run: bool, **extra: object) -> None:
+    """A dry run prints its report (`preflight.emit`) and exits (2 on a failed check); a run refuses the same
+    failed checks in the same words (`preflight.require`: `error: what: detail`, exit 2) and goes on otherwise."""
+    from omnidecision.preflight import DryRunReport, PreflightError, emit, require  # loaded when it runs
+
+    if dry_run:
+        raise typer.Exit(emit(DryRunReport(command=command, checks=checks, extra=extra)))
+    try:
+        require(checks)
+    except PreflightError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def ablate(
@@ -317,39 +358,24 @@ def audit_progress(
     evidence: str = typer.Option("ledger", help="ledger (evidence atoms, filled needs, verified slots) or all "
                                                 "(and the tool observations)"),
     min_coverage: float = typer.Option(0.5, help="string: share of a subgoal's key terms that must be found"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never one that is or holds a file it reads)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check the options and --out, read the runs and the tasks "
+                                 "as the run does; print the report of the checks (an llm endpoint is not "
+                                 "contacted); score nothing, write nothing"),
 ) -> None:
     """Progress audit of the FAILED runs: subgoals of each task's annotated solution reached by the run's evidence,
-    full / partial / zero progress, weighted progress, sensitivity → progress.json, progress.md."""
-    from omnidecision.eval.progress import LLMScorer, StringScorer, audit
-    from omnidecision.eval.progress_report import load_runs, recipe_tasks, write_audit
-    from omnidecision.tasks.loaders import load_tasks
+    full / partial / zero progress, weighted progress, sensitivity → progress.json, progress.md (written whole: a
+    temporary sibling renamed into place; --out may lie inside the eval folder, never over a file it reads)."""
+    from omnidecision.eval.progress import LLMScorer, audit  # loaded when the command runs (fast --help)
+    from omnidecision.eval.progress_report import write_audit  # loaded when the command runs (fast --help)
+    from omnidecision.outputs import staged_output  # loaded when the command runs (fast --help)
 
     _logging()
-
-    def fail(message: str) -> typer.Exit:
-        typer.echo(f"error: {message}", err=True)
-        return typer.Exit(2)
-
-    if scorer not in ("string", "llm"):
-        raise fail(f"--scorer {scorer!r}: expected string or llm")
-    if evidence not in ("ledger", "all"):
-        raise fail(f"--evidence {evidence!r}: expected ledger or all")
-    if scorer == "llm" and not (endpoint and model):
-        raise fail("--scorer llm needs --endpoint URL and --model NAME")
-    # -- runs and tasks
-    from_recipe = ""
-    try:
-        records = load_runs(source)
-        if tasks is None:
-            found = recipe_tasks(source) if source.is_dir() else None
-            if found is None:
-                raise fail(f"{source}: no recipe.yaml naming the tasks; give --tasks TASKFILE")
-            tasks, fmt = Path(found[0]), found[1] if fmt == "auto" else fmt
-            from_recipe = f" (the tasks of {source / 'recipe.yaml'}; give --tasks TASKFILE)"
-        task_list = load_tasks(tasks, fmt=fmt)
-        string = StringScorer(min_coverage)
-    except (ValueError, OSError) as exc:
-        raise fail(f"{exc}{from_recipe}") from exc
+    checks, got = progress_inputs(source, out, tasks, fmt, scorer, evidence, endpoint, model, min_coverage, replace)
+    _checked("audit progress", checks, dry_run, would_write=[str(out / "progress.json"), str(out / "progress.md")],
+             runs=len(got.get("records", [])), tasks=str(got.get("tasks")))
+    records, task_list, tasks, string = got["records"], got["task_list"], got["tasks"], got["string"]
     # -- scoring
     if scorer == "llm":
         main = LLMScorer.from_endpoint(endpoint, model, api_key_env=api_key_env, timeout_s=timeout,
@@ -358,10 +384,63 @@ def audit_progress(
     else:
         res = audit(records, task_list, string, evidence=evidence)
     res["source"], res["tasks"] = str(source), str(tasks)
-    write_audit(out, res)
+    with staged_output(out, got["read"], command="audit progress", replace=replace) as tmp:
+        write_audit(tmp, res)
     c = res["counts"]
     wp = res["weighted_progress"]
     typer.echo(f"progress audit ({res['scorer']}): {res['runs']['failed']} failed runs, {c['full']} full / "
                f"{c['partial']} partial / {c['zero']} zero, weighted progress "
                f"{'–' if wp is None else f'{100 * wp:.1f}%'}, {res['scorer_errors']} scorer errors, "
                f"{res['runs']['no_subgoals']} without subgoals → {out}/progress.md")
+
+
+def progress_inputs(source: Path, out: Path, tasks: Path | None, fmt: str, scorer: str, evidence: str,
+                    endpoint: str | None, model: str | None, min_coverage: float, replace: bool) -> tuple[list, dict]:
+    """What `audit progress` checks and reads before it scores, and its dry run reports: the options, the runs,
+    the tasks (given, or the eval folder's recipe.yaml), --out (`outputs.output_problems` against the files it
+    reads: the report may go inside the eval folder, never over its trajectories or tasks), the llm endpoint's URL
+    (not contacted). Returns the checks and what was read (records, task_list, tasks, read)."""
+    from omnidecision.eval.progress import StringScorer  # loaded when the command runs (fast --help)
+    from omnidecision.eval.progress_report import load_runs, recipe_tasks  # as above
+    from omnidecision.outputs import output_problems  # loaded when the command runs (fast --help)
+    from omnidecision.preflight import Check, check_url  # as above
+    from omnidecision.tasks.loaders import load_tasks  # loaded when the command runs (fast --help)
+
+    checks: list[Check] = []
+    got: dict = {}
+    if scorer not in ("string", "llm"):
+        checks.append(Check(what="--scorer", status="error", detail=f"{scorer!r}: expected string or llm"))
+    if evidence not in ("ledger", "all"):
+        checks.append(Check(what="--evidence", status="error", detail=f"{evidence!r}: expected ledger or all"))
+    if scorer == "llm":
+        if not (endpoint and model):
+            checks.append(Check(what="--scorer llm", status="error", detail="needs --endpoint URL and --model NAME"))
+        else:
+            checks.append(check_url(endpoint, "--endpoint"))
+    try:
+        got["string"] = StringScorer(min_coverage)
+    except ValueError as exc:
+        checks.append(Check(what="--min-coverage", status="error", detail=str(exc)))
+    if any(c.status == "error" for c in checks):
+        return checks, got
+    # -- runs and tasks
+    from_recipe = ""
+    try:
+        got["records"] = load_runs(source)
+        checks.append(Check(what="runs", status="ok", detail=f"{source}: {len(got['records'])} runs"))
+        if tasks is None:
+            found = recipe_tasks(source) if source.is_dir() else None
+            if found is None:
+                raise ValueError(f"{source}: no recipe.yaml naming the tasks; give --tasks TASKFILE")
+            tasks, fmt = Path(found[0]), found[1] if fmt == "auto" else fmt
+            from_recipe = f" (the tasks of {source / 'recipe.yaml'}; give --tasks TASKFILE)"
+        got["task_list"], got["tasks"] = load_tasks(tasks, fmt=fmt), tasks
+        checks.append(Check(what="tasks", status="ok", detail=f"{tasks}: {len(got['task_list'])} tasks"))
+    except (ValueError, OSError) as exc:
+        checks.append(Check(what="runs and tasks", status="error", detail=f"{exc}{from_recipe}"))
+        return checks, got
+    got["read"] = [*(sorted(source.glob("trajectories*.jsonl")) if source.is_dir() else [source]), tasks]
+    problems = output_problems(out, got["read"], replace=replace)
+    checks += [Check(what="out", status="error", detail=p) for p in problems] or \
+        [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
+    return checks, got
