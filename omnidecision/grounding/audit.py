@@ -159,6 +159,19 @@ def _price(cost: dict[str, Any], prices: Path | None) -> dict[str, Any]:
                                                         "continuation policy are not billed"}
 
 
+def audited_states(data: Path, runs: list[Path], split: str, skipped_lines: list[str] | None = None
+                   ) -> tuple[dict[str, Path], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(run id -> its file, every state of `split`, the states whose run is in `runs`): what the audit samples from,
+    and what `audit rewards --dry-run` checks; a ValueError names what is missing."""
+    index = parent_index(runs, skipped_lines)
+    rows_all = load_rows(data, split)
+    known = [r for r in rows_all if r["run_id"] in index]
+    if not known:
+        raise ValueError(f"none of the {len(rows_all)} {split} states of {data} comes from a run in "
+                         f"{[str(r) for r in runs]}: give the collection folders the harvest read")
+    return index, rows_all, known
+
+
 def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None = None, judge: Path | None = None,
               recipe: Path | None = None, cache: Path | None = None, prices: Path | None = None,
               settings: AuditSettings | None = None, skipped_lines: list[str] | None = None) -> dict[str, Any]:
@@ -167,12 +180,7 @@ def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None =
     so a caller can show them with it) and the report."""
     s = settings or AuditSettings()
     skipped_lines = [] if skipped_lines is None else skipped_lines
-    index = parent_index(runs, skipped_lines)
-    rows_all = load_rows(data, s.split)
-    known = [r for r in rows_all if r["run_id"] in index]
-    if not known:
-        raise ValueError(f"none of the {len(rows_all)} {s.split} states of {data} comes from a run in "
-                         f"{[str(r) for r in runs]}: give the collection folders the harvest read")
+    index, rows_all, known = audited_states(data, runs, s.split, skipped_lines)
     rows = random.Random(s.seed).sample(known, min(s.states, len(known)))
     groups = sample_candidates(rows, s.k, planner, s)
     scores = proxy_scores(rows, groups, judge, recipe, s.extra_proxies)

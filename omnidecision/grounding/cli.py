@@ -1,16 +1,20 @@
 """`omnidecision audit rewards`: the reward audit (grounding/audit.py), mounted under `omnidecision audit`.
 
     omnidecision audit rewards --data runs/demo/data/rl --runs runs/demo/collect-dev \
-        --planner runs/demo/models/sft --judge runs/demo/models/judge --out runs/demo/audit
+        --planner runs/demo/models/sft --judge runs/demo/models/judge --out runs/demo/audit [--dry-run]
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from omnidecision.outputs import output_problems, staged_output
+from omnidecision.preflight import Check, DryRunReport, PreflightError, check_model, emit, require
 
 logger = logging.getLogger(__name__)
 
@@ -35,19 +39,43 @@ def audit_rewards(
                                "recipe (the collection's backends) or a backends YAML (e.g. the planner under test)"),
     temperature: float = typer.Option(1.0, help="sampling temperature of the planner's candidates"),
     seed: int = typer.Option(0, help="seed of the state sample and the candidates"),
+    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
+                                 "write (never one that is, holds or lies inside an input)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check --out, the planner, judge, recipe, price and policy "
+                                 "files, read the states and the runs as the run does; print the report of the "
+                                 "checks; sample, execute and write nothing (no endpoint contacted)"),
 ) -> None:
     """Audit the reward proxies (each closure check, the closure reward, the judge, a recipe's summed reward)
     against the executed returns of K candidates per state: AUROC, within-group rank correlation, top-1 agreement,
-    calibration; by family and kind of group."""
-    from omnidecision.grounding.audit import AuditSettings, run_audit
-    from omnidecision.grounding.report import overall_rows
+    calibration; by family and kind of group. The report folder is written whole (a temporary sibling renamed into
+    place; the returns cache of an earlier audit there is carried over)."""
+    from omnidecision.grounding.audit import AuditSettings, run_audit  # loaded when the command runs (fast --help)
+    from omnidecision.grounding.report import overall_rows  # as above
 
+    inputs = [data, *runs, planner, judge, recipe, prices, *([Path(policy)] if policy not in _POLICIES else [])]
+    skipped: list[str] = []
+    checks = audit_checks(data, runs, out, inputs, planner=planner, judge=judge, recipe=recipe, prices=prices,
+                          policy=policy, split=split, replace=replace, skipped_lines=skipped)
+    if dry_run:
+        _echo_skipped(skipped)
+        raise typer.Exit(emit(DryRunReport(command="audit rewards", checks=checks, extra={
+            "would_write": [str(out / f) for f in ("audit.json", "audit.md", "audit.png", "returns.sqlite")],
+            "states": states, "k": k, "continuations": continuations, "skipped_lines": len(skipped)})))
+    try:
+        require(checks)
+    except PreflightError as exc:
+        _echo_skipped(skipped)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     settings = AuditSettings(states=states, k=k, continuations=continuations, policy=policy, split=split,
                              temperature=temperature, seed=seed)
-    skipped: list[str] = []
+    skipped = []
     try:
-        report = run_audit(data, runs, out, planner=planner, judge=judge, recipe=recipe, prices=prices,
-                           settings=settings, skipped_lines=skipped)
+        with staged_output(out, inputs, command="audit rewards", replace=replace) as tmp:
+            if (out / "returns.sqlite").is_file():  # the executed returns of an earlier audit: a rerun reuses them
+                shutil.copy2(out / "returns.sqlite", tmp / "returns.sqlite")
+            report = run_audit(data, runs, tmp, planner=planner, judge=judge, recipe=recipe, prices=prices,
+                               settings=settings, skipped_lines=skipped)
     except (ValueError, FileNotFoundError) as exc:
         _echo_skipped(skipped)
         typer.echo(f"error: {exc}", err=True)
@@ -56,6 +84,41 @@ def audit_rewards(
     typer.echo("\n".join(overall_rows(report["metrics"]["overall"])))
     typer.echo(f"report: {out / 'audit.md'} ({report['states']} states × {report['k']} candidates; "
                f"{report['cost']['executions']} executions, {report['cost']['cached']} cached)")
+
+
+_POLICIES = ("teacher", "recipe")  # the continuation policies that are not a backends file
+
+
+def audit_checks(data: Path, runs: list[Path], out: Path, inputs: list[Path | None], *, planner: Path | None,
+                 judge: Path | None, recipe: Path | None, prices: Path | None, policy: str, split: str,
+                 replace: bool, skipped_lines: list[str]) -> list[Check]:
+    """What `audit rewards` checks before it samples anything, and its dry run reports: --out
+    (`outputs.output_problems`: never an input, a folder holding one or inside one; never a foreign folder unless
+    `replace`), the planner and judge folders, the recipe, price and policy files, the states of `split` and the
+    runs they come from (`grounding.audit.audited_states`, the run's own reading). Endpoints are not contacted."""
+    from omnidecision.grounding.audit import audited_states  # loaded when the command runs (fast --help)
+
+    problems = output_problems(out, inputs, replace=replace)
+    checks = [Check(what="out", status="error", detail=p) for p in problems] or \
+        [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
+    for what, folder in (("--planner", planner), ("--judge", judge)):
+        if folder is not None:
+            checks.append(check_model(str(folder), what, local_only=True))
+    for what, file in (("--config", recipe), ("--prices", prices), ("--policy", None if policy in _POLICIES
+                                                                      else Path(policy))):
+        if file is not None:
+            checks.append(Check(what=what, status="ok", detail=str(file)) if file.is_file() else
+                          Check(what=what, status="error", detail=f"{file}: no such file"))
+    try:
+        _, rows_all, known = audited_states(data, runs, split, skipped_lines)
+    except (ValueError, FileNotFoundError) as exc:
+        checks.append(Check(what="states", status="error", detail=str(exc)))
+    else:
+        checks.append(Check(what="states", status="ok", detail=f"{len(known)} of the {len(rows_all)} {split} states "
+                                                               f"of {data} come from the runs given"))
+    checks.append(Check(what="endpoints", status="ok", detail="not contacted: the candidates and their "
+                                                              "continuations are sampled by the run only"))
+    return checks
 
 
 def _echo_skipped(skipped: list[str], limit: int = 20) -> None:
