@@ -5,7 +5,7 @@
         --concurrency 8 --shard 0/1 --agent.step_budget 12
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --dry-run   # check, print
     omnidecision collect --config configs/collect/omnigaia-live.yaml --dry-run   # what is missing, nothing run
-    omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl
+    omnidecision collect merge runs/teacher --out runs/teacher/trajectories.jsonl [--dry-run]
     omnidecision harvest runs/teacher --out data/harvest --advancing-only --dedup
     omnidecision harvest runs/own-states --out data/own-states --label none   # RL states of every run, no SFT
 """
@@ -117,14 +117,27 @@ def collect(
 def merge(
     paths: list[Path] = typer.Argument(..., help="shard files or collect output folders (their trajectories*.jsonl)"),
     out: Path = typer.Option(..., "--out", help="the merged trajectory file"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check --out and read every record as the run does; print "
+                                 "the counts it would write; write nothing"),
 ) -> None:
     """Merge shard files into one trajectory file (first record per task and sample; duplicates dropped)."""
-    from omnidecision.rollout.store import TrajectoryFileError
-    from omnidecision.rollout.store import merge as merge_files
+    from omnidecision.rollout.store import TrajectoryFileError, merge_records  # loaded when it runs (fast --help)
+    from omnidecision.rollout.store import merge as merge_files  # as above
 
     try:
+        if dry_run:  # the run's own checks and reading (rollout.store.merge_records), then nothing written
+            from omnidecision.preflight import DryRunReport, emit  # as the other commands of this module
+
+            dropped = [0]
+            n = sum(1 for _ in merge_records([str(p) for p in paths], out, dropped))
+            raise typer.Exit(emit(DryRunReport(command="collect merge", extra={
+                "out": str(out), "records": n, "duplicates": dropped[0], "would_write": str(out)})))
         written, dup = merge_files([str(p) for p in paths], out)
     except (TrajectoryFileError, OSError) as exc:
+        if dry_run:  # the report says what failed; the error line is the run's own
+            from omnidecision.preflight import DryRunReport, emit  # as above
+
+            emit(DryRunReport(command="collect merge", extra={"out": str(out), "error": str(exc)}))
         raise _fail(str(exc)) from exc
     typer.echo(f"merged {written} records into {out} ({dup} duplicates dropped)")
 

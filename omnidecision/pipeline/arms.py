@@ -57,6 +57,8 @@ class Arm(BaseModel):
     name: str
     kind: Kind
     recipe: str = Field(description="the stage's recipe, relative to configs/ (or an absolute path)")
+    command: str = Field("", description="the command that trains a `grpo` arm: grpo, or grpo-agent where the "
+                                         "recipe runs the agent (an environment or the executed reward)")
     data: str = Field("", description="training data, relative to the start's folder; `{rep}` = the replicate")
     provenance: str = Field("-", description="what the arm learns from (the summary's 'trained on')")
     group: str = Field("", description="steps of one group run side by side (`--jobs` at a time)")
@@ -100,7 +102,7 @@ ARMS: tuple[Arm, ...] = (
     # GRPO on executed returns: each candidate applied at its recorded state and the run continued by the teacher
     # (omnidecision/grounding/reward.py); grpo_judge's recipe otherwise, without the judge
     Arm(name="grpo_exec", kind="grpo", recipe="grpo/tiny-cpu-exec.yaml", data="data/rl",
-        provenance="emitted+executed", group="rl"),
+        provenance="emitted+executed", group="rl", command="grpo-agent"),
     # grpo_judge's recipe on the SFT planner's own states: the training states are the one difference (the same
     # judge, selection, checkpoint policy and held-out dev states: harvest-own keeps the teacher's dev runs as its
     # validation split)

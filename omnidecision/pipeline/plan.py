@@ -274,9 +274,9 @@ def _arm_steps(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m: 
                    str(seed)], [f"{m}/untrained", data], [f"{m}/{name}-run"], **meta)
     elif arm.kind == "grpo":
         flags = ["--judge_path", judge[0]] if judge else []
-        add(name, ["grpo", "--config", recipe_path(arm.recipe), "--model_name_or_path", f"{m}/sft", "--dataset_name",
-                   data, "--output_dir", f"{m}/{name}-run", "--max_steps", str(cfg.grpo_steps), "--seed", str(seed),
-                   *flags], [f"{m}/sft", data, *judge], [f"{m}/{name}-run"], **meta)
+        add(name, [arm.command or "grpo", "--config", recipe_path(arm.recipe), "--model_name_or_path", f"{m}/sft",
+                   "--dataset_name", data, "--output_dir", f"{m}/{name}-run", "--max_steps", str(cfg.grpo_steps),
+                   "--seed", str(seed), *flags], [f"{m}/sft", data, *judge], [f"{m}/{name}-run"], **meta)
     elif arm.kind == "control":
         if arm.budget is None:
             raise ValueError(f"arm {arm.name!r}: a control needs a budget rule (arms.Budget)")

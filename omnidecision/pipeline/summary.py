@@ -96,7 +96,7 @@ def budgets(plan: list[Step]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for step in plan:
-        if step.argv[0] not in ("sft", "grpo", "judge"):
+        if step.argv[0] not in ("sft", "grpo", "grpo-agent", "judge"):
             continue
         try:
             out[step.name] = consumed(output_dir(step)).model_dump()

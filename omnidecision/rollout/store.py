@@ -250,30 +250,50 @@ def merge(paths: Iterable[str | Path], out_file: str | Path) -> tuple[int, int]:
     """Concatenate the records of every shard into `out_file` (written to a temp file, then renamed), keeping the
     first record per (task_id, sample). Returns (records written, duplicates dropped)."""
     out = Path(out_file)
+    dropped = [0]
+    records = merge_records(paths, out, dropped)  # refuses a bad --out before anything is written
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    written = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(redact_text(rec.model_dump_json()) + "\n")
+                written += 1
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)  # a bad line stops the merge: no temp file left
+    return written, dropped[0]
+
+
+def merge_records(paths: Iterable[str | Path], out_file: str | Path, dropped: list[int]) -> Iterator[RunRecord]:
+    """The records `merge` writes, in order: the first per (task_id, sample) of every shard file but `out_file`;
+    `dropped[0]` counts the duplicates as they are read. An `out_file` that is one of the files given, or a folder,
+    is refused here, before anything is read (`collect merge --dry-run` counts the records through this)."""
+    out = Path(out_file)
     paths = list(paths)
     given = [p for p in map(Path, paths) if p.is_file() and p.resolve() == out.resolve()]
     if given:  # its records would be skipped as the output, then replaced by the others': lost
         raise TrajectoryFileError(f"--out {out} is one of the files to merge ({given[0]}); choose another --out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    seen: set[tuple[str, int]] = set()
-    written = dup = 0
-    with tmp.open("w", encoding="utf-8") as fh:
+    if out.is_dir():
+        raise TrajectoryFileError(f"--out {out} is a folder: the merged trajectory file is a file")
+
+    def records() -> Iterator[RunRecord]:
+        seen: set[tuple[str, int]] = set()
         for f in trajectory_files(paths):
             if f.resolve() == out.resolve():
                 continue
             for _, rec in read_records(f):
                 key = run_key(rec)
                 if key in seen:
-                    dup += 1
+                    dropped[0] += 1
                     continue
                 seen.add(key)
-                fh.write(redact_text(rec.model_dump_json()) + "\n")
-                written += 1
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, out)
-    return written, dup
+                yield rec
+
+    return records()
 
 
 class RecordWriter:

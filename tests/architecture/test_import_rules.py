@@ -57,8 +57,9 @@ ALLOWED: dict[str, set[str]] = {
     # rounds collect through eval (which serves the planner), harvest through collect
     "onpolicy": ROLLOUT | {"collect", "eval", "onpolicy", "serving", "procs"},
     # executed returns, the reward audit, the executed reward: on the rollout engine; scores proxies with rewards;
-    # a GRPO recipe's summed reward, the price table and candidate sampling only inside functions
-    "grounding": ROLLOUT | {"grounding", "rewards", "stats", "rl", "eval", "modeling"},
+    # GRPO with the agent in the loop (grpo.py): the decision GRPO's phases (rl) with the environment and the
+    # executed reward brought by import; the price table only inside functions
+    "grounding": ROLLOUT | {"grounding", "rewards", "stats", "rl", "eval", "modeling", "checkpoints", "launch"},
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
     "sft": PROTOCOL | OUTPUTS | INPUTS | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight",
                                           "provenance", "launch", "export", "preemption", "sampling"},
@@ -87,7 +88,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 # package -> the packages of its row it may import only inside functions (never loaded when it is imported)
 LAZY_ONLY: dict[str, set[str]] = {"pipeline": ALLOWED["pipeline"] - {"pipeline", "outputs", "procs"},
-                                  "grounding": {"rl", "eval", "modeling"}}
+                                  "grounding": {"eval"}}
 # (importing module, imported module) -> why this one import crosses the table; nothing else may
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("omnidecision.rewards.llm_judge", "omnidecision.backends.openai_backend"):
