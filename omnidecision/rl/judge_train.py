@@ -3,6 +3,7 @@
     omnidecision judge train --config configs/judge/tiny-cpu.yaml --dataset_name data/harvest/habits/rl \
         --model_name_or_path runs/demo/models/sft --output_dir runs/demo/models/judge [--max_steps 150]
     omnidecision judge eval --judge runs/demo/models/judge --data data/harvest/habits-dev/rl --out judge_eval.json
+    omnidecision judge eval --data data/harvest/habits-dev/rl --dry-run   # check the rows, load nothing
 
 Labels come from the recorded runs, not from any planner's choice: a decision is a positive when its step moved the
 ledger (`collect.harvest.advanced`: the critic's verdict filled a need or verified a slot, a conflict got resolved,
@@ -194,14 +195,65 @@ def evaluate(
     judge: Path = typer.Option(None, help="the judge folder (`judge train --out`); omitted: closure checks only"),
     split: str = typer.Option("train", help="the split to read"),
     out: Path = typer.Option(None, help="write the figures here as JSON"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check the rows (the split, its columns, every row's "
+                                 "prompt), the judge folder and --out as the run does; print the report; load no "
+                                 "model, write nothing"),
 ) -> None:
     """AUROC of "the decision moved the ledger" for the judge vs the closure checks alone."""
+    from omnidecision.preflight import DryRunReport, PreflightError, emit, require  # loaded when it runs (fast --help)
+
+    checks = judge_eval_checks(data, split, judge, out)
+    if dry_run:
+        raise typer.Exit(emit(DryRunReport(command="judge eval", checks=checks, extra={
+            "data": str(data), "split": split, "judge": str(judge) if judge else None,
+            "would_write": str(out) if out else None})))
+    try:
+        require(checks)  # what the dry run reports, before the rows or the judge load
+    except PreflightError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     res = judge_eval_rows(_rows(str(data), split), str(judge) if judge else None)
     res.update({"data": str(data), "split": split})
     if out:
+        from omnidecision.outputs import write_json_atomic  # as above
+
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(res, indent=2), "utf-8")
+        write_json_atomic(out, res)
     print(json.dumps(res))
+
+
+def judge_eval_checks(data: Path, split: str, judge: Path | None, out: Path | None) -> list:
+    """The checks `judge eval` makes before it loads anything, in its dry run and its run: the rows' folder (the
+    split, the columns the labels and the closure checks read, a prompt on every row), the judge folder, and --out
+    (a file: never inside or over the rows or the judge, where a loader would read it as data)."""
+    from omnidecision.outputs import overlap_problems  # loaded when the command runs (fast --help)
+    from omnidecision.preflight import Check, check_model, split_files  # as above
+    from omnidecision.rl.dryrun import JUDGE_COLUMNS, rows_check  # as above
+
+    checks: list[Check] = []
+    folder = str(data)
+    try:
+        files = split_files(folder) if data.is_dir() else None
+    except (OSError, ValueError) as exc:
+        files, checks = None, [Check(what="--data", status="error", detail=f"{folder}: {exc}")]
+    if files is None and not checks:
+        detail = "no such folder" if not data.exists() else "not a folder"
+        checks.append(Check(what="--data", status="error", detail=f"{folder}: {detail} (a harvest's rl/ folder)"))
+    elif files is not None and split not in files:
+        checks.append(Check(what="--data", status="error", detail=f"{folder}: no `{split}` split (found "
+                                                                  f"{sorted(files)})"))
+    elif files is not None:
+        checks.append(rows_check(files, "--data", folder, (*JUDGE_COLUMNS, "ledger"), [split],
+                                 on_every_row=("prompt",)))
+    if judge is not None:
+        checks.append(check_model(str(judge), "--judge", local_only=True))
+    if out is not None:
+        problems = overlap_problems(out, [data, judge])
+        if out.is_dir():
+            problems.append(f"--out {out} is a folder: the figures are one JSON file")
+        checks += [Check(what="out", status="error", detail=p) for p in problems] or \
+            [Check(what="out", status="ok", detail=f"{out} (written atomically)")]
+    return checks
 
 
 if __name__ == "__main__":
