@@ -18,6 +18,8 @@ from typing import Optional
 
 import typer
 
+from omnidecision.outputs import OutputError, output_problems, staged_output
+
 logger = logging.getLogger(__name__)
 
 
@@ -38,17 +40,21 @@ def tiny_planner(
         None, "--shape", help="A published Qwen3 shape (qwen3-0.6b, qwen3-1.7b, qwen3-8b) with random weights and "
                               "the real Qwen3 tokenizer (offline), instead of the tiny planner."),
     dtype: str = typer.Option("bfloat16", "--dtype", help="Weight dtype of a --shape model."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the config and parameter count; write nothing."),
+    replace: bool = typer.Option(False, "--replace", help="Replace a non-empty --out folder this project did not "
+                                 "write (never one that is, holds or lies inside --data)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check --out and --data; print the config and parameter "
+                                 "count; write nothing."),
 ) -> None:
     """Build a from-scratch tiny Qwen3 planner (byte-level BPE tokenizer, ChatML with generation markers), or with
-    --shape a random model of a real Qwen3's size."""
+    --shape a random model of a real Qwen3's size. The folder is written whole (a temporary sibling renamed into
+    place), never over --data or a folder this project did not write (unless --replace)."""
     from omnidecision.synthetic.tiny import SHAPES, build_shaped_planner, build_tiny_planner, harvest_texts
 
     _logging()
     if shape is not None and shape not in SHAPES:
         raise typer.BadParameter(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}", param_hint="--shape")
     if dry_run:
-        from omnidecision.preflight import DryRunReport, check_folder, emit
+        from omnidecision.preflight import Check, DryRunReport, check_folder, emit
 
         report = DryRunReport(command="tiny-planner", resolved={"out": str(out), "shape": shape, "seed": seed})
         if shape is not None:
@@ -67,15 +73,23 @@ def tiny_planner(
             report.resolved.update(hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size)
             if data is not None:
                 report.checks.append(check_folder(str(data), "data"))
-        report.checks.append(check_folder(str(out), "out", must_exist=False))
+        problems = output_problems(out, [data], replace=replace)  # what staged_output refuses in the run
+        report.checks += [Check(what="out", status="error", detail=p) for p in problems] or \
+            [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
         report.would_run = [f"build {'a random ' + shape if shape else 'the tiny planner'} into {out}"]
         raise typer.Exit(emit(report))
-    if shape is not None:
-        print(build_shaped_planner(out, shape, dtype=dtype, seed=seed))
-        return
-    texts = list(harvest_texts(data)) if data is not None else None
-    path = build_tiny_planner(out, texts, hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size, seed=seed)
-    print(path)
+    try:
+        with staged_output(out, [data], command="tiny-planner", replace=replace) as tmp:
+            if shape is not None:
+                build_shaped_planner(tmp, shape, dtype=dtype, seed=seed)
+            else:
+                texts = list(harvest_texts(data)) if data is not None else None
+                build_tiny_planner(tmp, texts, hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size,
+                                   seed=seed)
+    except OutputError as exc:
+        typer.echo(f"error: out: {exc}", err=True)  # the dry run's line (its check `out`)
+        raise typer.Exit(2) from None
+    print(out)
 
 
 def sft(
