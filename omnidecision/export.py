@@ -33,6 +33,7 @@ from omnidecision.provenance import (
     TrainingTasks,
     git_revision,
     read_provenance,
+    resolved_path,
 )
 
 logger = logging.getLogger(__name__)
@@ -200,8 +201,9 @@ def _write_export(src: Path, dst: Path, merge: bool, base_model: str | None) -> 
     trained = read_provenance(src) or _from_run_card(run)
     exported = ExportInfo(exported_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                           source_checkpoint=str(src.resolve()), mode=mode, git_revision=git_revision())
-    if adapter:
-        lineage = trained.lineage.model_copy(update={"adapter": mode == "adapter", "adapter_base": base})
+    if adapter:  # the base this export rides on (or was merged into): --base-model when given, both spellings
+        lineage = trained.lineage.model_copy(update={"adapter": mode == "adapter", "adapter_base": base,
+                                                     "adapter_base_resolved": resolved_path(base)})
         trained = trained.model_copy(update={"lineage": lineage})
     card = trained.model_copy(update={"export": exported, "base_model": base or trained.base_model})
     data = {k: v for k, v in (card.data or {}).items() if k not in ("training_tasks", "dataset")}

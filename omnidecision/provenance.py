@@ -128,7 +128,7 @@ class Provenance(BaseModel):
     export: ExportInfo | None = Field(None, description="set by `omnidecision export`")
 
 
-def _resolved(name: str | None) -> str | None:
+def resolved_path(name: str | None) -> str | None:
     """An absolute path for a local folder; None for a hub id or nothing."""
     if not name:
         return None
@@ -237,7 +237,7 @@ def recorded_base(adapter_dir: str | Path) -> tuple[str | None, list[str]]:
     prov = read_provenance(adapter_dir, parents=False)
     lineage = prov.lineage if prov is not None else None
     for name in (config_base, lineage.adapter_base if lineage else None,
-                 lineage.adapter_base_resolved if lineage else None, _resolved(config_base)):
+                 lineage.adapter_base_resolved if lineage else None, resolved_path(config_base)):
         if name and name not in names:
             names.append(name)
     return (names[0] if names else None), names
@@ -247,9 +247,9 @@ def same_model(served: str, recorded: list[str]) -> bool:
     """Whether the served `--model` is the recorded base: the same name, the same folder, or a hub id's snapshot
     folder in the Hugging Face cache (`.../models--org--name/snapshots/...`), or a local folder named like the hub id
     that holds no trained stage's provenance (a plain download of the base)."""
-    served_abs = _resolved(served)
+    served_abs = resolved_path(served)
     for name in recorded:
-        if name == served or (served_abs is not None and _resolved(name) == served_abs):
+        if name == served or (served_abs is not None and resolved_path(name) == served_abs):
             return True
         if "/" in name and not Path(name).exists() and len(name.split("/")) == 2:  # a hub id
             org, repo = name.split("/")
@@ -285,8 +285,8 @@ def record_training(output_dir: str | Path, *, stage: Stage, start_model: str | 
     # the adapter config the main process just saved (another rank might read it half-written: it skips it)
     base = adapter_base_of(out) if write else None
     lineage = Lineage(start_model=str(start_model) if start_model else None,
-                      start_model_resolved=_resolved(str(start_model) if start_model else None),
-                      adapter=base is not None, adapter_base=base, adapter_base_resolved=_resolved(base),
+                      start_model_resolved=resolved_path(str(start_model) if start_model else None),
+                      adapter=base is not None, adapter_base=base, adapter_base_resolved=resolved_path(base),
                       upstream=_upstream(start))
     prov = Provenance(stage=stage, output_dir=str(out.resolve()),
                       written_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -116,7 +116,9 @@ def build_card(*, stats: dict[str, Any], records: list[RunRecord], manifests: di
         "runs": runs, "duplicate_runs": stats["duplicate_runs"], "correct_runs": stats["correct_runs"],
         "pass_rate": round(stats["correct_runs"] / runs, 4) if runs else None, "outcomes": stats["outcomes"],
         "label": stats["options"].get("label"),
-        "length_unit": "tokens" if tokenizer else "chars", "tokenizer": tokenizer, "tokenizer_from": tokenizer_from,
+        # where the tokenizer came from: None when none was used (chars), whatever the caller looked for
+        "length_unit": "tokens" if tokenizer else "chars", "tokenizer": tokenizer,
+        "tokenizer_from": tokenizer_from if tokenizer else None,
         "rows": {
             kind: {"train": stats[kind]["train"], "validation": stats[kind]["validation"], "total": len(rows),
                    "per_task": per_task(rows), "length": _length(lengths[kind], length_stats[kind])}
