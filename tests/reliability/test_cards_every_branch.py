@@ -321,3 +321,88 @@ def test_data_card_every_field_on_every_harvest_branch(collection, tiny_model_di
         md = (out / "DATA_CARD.md").read_text("utf-8")
         assert ("counted with the tokenizer" in md) == bool(used), md
     assert keys == set(card_rules(None, collection, True))
+
+
+# ---------------------------------------------------------------- long: the cards real tiny runs write
+
+
+def _sft(model: Path, data: Path, out: Path, *extra: str) -> Path:
+    from omnidecision.sft.config import parse_args  # imports trl: deferred to the long test
+    from omnidecision.sft.train import main  # as above
+
+    main(*parse_args(["--config", str(ROOT / "configs" / "sft" / "tiny-cpu.yaml"), "--model_name_or_path", str(model),
+                      "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", "1",
+                      "--per_device_train_batch_size", "2", "--max_length", "768", "--eval_strategy", "no",
+                      "--save_strategy", "no", "--load_best_model_at_end", "false", "--report_to", "none",
+                      "--disable_tqdm", "true", *extra]))
+    return out
+
+
+def _grpo(model: Path, data: Path, out: Path, *extra: str) -> Path:
+    from omnidecision.rl.config import parse_args  # imports trl: deferred to the long test
+    from omnidecision.rl.train import main  # as above
+
+    main(*parse_args(["--config", str(ROOT / "configs" / "grpo" / "tiny-cpu.yaml"), "--model_name_or_path",
+                      str(model), "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", "1",
+                      "--num_generations", "2", "--per_device_train_batch_size", "2", "--generation_batch_size", "2",
+                      "--max_completion_length", "8", "--eval_closure_n", "0", "--select_states", "all",
+                      "--save_strategy", "no", "--log_completions", "false", "--report_to", "none",
+                      "--weight_average", "false", "--checkpoint_policy", "final", *extra]))
+    return out
+
+
+def _judge(model: Path, data: Path, out: Path) -> Path:
+    from omnidecision.rl.judge_config import parse_args  # imports trl: deferred to the long test
+    from omnidecision.rl.judge_train import main  # as above
+
+    main(*parse_args(["--config", str(ROOT / "configs" / "judge" / "tiny-cpu.yaml"), "--dataset_name", str(data),
+                      "--model_name_or_path", str(model), "--output_dir", str(out), "--max_steps", "1",
+                      "--per_device_train_batch_size", "2"]))
+    return out
+
+
+LORA = ("--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modules", "q_proj", "v_proj")
+
+
+@pytest.mark.long  # eight tiny training runs and five exports (~60 s): `make long-test` (CI runs it)
+@pytest.mark.requires("trl")
+def test_cards_of_real_stage_runs(collection, tmp_path):
+    from omnidecision.provenance import training_tasks
+    from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
+
+    h = tmp_path / "h"
+    run_harvest([str(collection)], h, HarvestOptions(val_fraction=0.3))
+    ids = set(json.loads((h / "task_ids.json").read_text("utf-8"))["ids"])
+    planner = build_tiny_planner(tmp_path / "tiny", list(harvest_texts(h / "sft")), hidden=32, layers=1, heads=2,
+                                 vocab_size=600, seed=0)
+
+    def check(folder: Path, name: str, stage: str, start: Path, data: Path, **facts: Any) -> None:
+        check_provenance(folder, Branch(name, stage, facts.pop("run_dir", folder), start, data, ids, **facts))
+
+    sft = _sft(planner, h / "sft", tmp_path / "sft")
+    check(sft, "sft", "sft", planner, h / "sft")
+    sft_lora = _sft(planner, h / "sft", tmp_path / "sft-lora", *LORA)
+    lora_facts = dict(run_dir=sft_lora, adapter_base=str(planner))
+    check(sft_lora, "sft lora", "sft", planner, h / "sft", **lora_facts)
+    check(export(sft_lora, tmp_path / "x-sft-adapter"), "sft lora export adapter", "sft", planner, h / "sft",
+          export_mode="adapter", **lora_facts)
+    check(export(sft_lora, tmp_path / "x-sft-merged", merge=True), "sft lora export merged", "sft", planner,
+          h / "sft", export_mode="merged", **lora_facts)
+    start = export(sft, tmp_path / "x-sft")
+    check(start, "sft export full", "sft", planner, h / "sft", run_dir=sft, export_mode="full")
+
+    grpo = _grpo(start, h / "rl", tmp_path / "grpo")
+    check(grpo, "grpo", "grpo", start, h / "rl", upstream=["sft"])
+    grpo_lora = _grpo(start, h / "rl", tmp_path / "grpo-lora", *LORA)
+    lora_facts = dict(run_dir=grpo_lora, adapter_base=str(start), upstream=["sft"])
+    check(grpo_lora, "grpo lora", "grpo", start, h / "rl", **lora_facts)
+    check(export(grpo_lora, tmp_path / "x-grpo-adapter"), "grpo lora export adapter", "grpo", start, h / "rl",
+          export_mode="adapter", **lora_facts)
+    check(export(grpo_lora, tmp_path / "x-grpo-merged", merge=True), "grpo lora export merged", "grpo", start,
+          h / "rl", export_mode="merged", **lora_facts)
+
+    check(_judge(planner, h / "rl", tmp_path / "judge"), "judge", "judge", planner, h / "rl")
+    rows = tmp_path / "rows-rft"  # what rft-select writes: SFT rows and their task ids, the stage named
+    shutil.copytree(h / "sft", rows)
+    write_task_ids(rows, training_tasks(h / "rl"), stage="rft")
+    check(_sft(start, rows, tmp_path / "rft"), "sft on rft rows", "rft", start, rows, upstream=["sft"])
