@@ -17,6 +17,7 @@ from typing import Optional
 import typer
 
 from omnidecision.outputs import report_out
+from omnidecision.protocol.redaction import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +50,9 @@ def replay(
 
 
 def _dry_report(doc: dict) -> None:
-    """A dry run's JSON report on the stream held for it (`outputs.report_out`: stdout alone)."""
-    print(json.dumps({**doc, "dry_run": True}, indent=2, default=str), file=report_out())
+    """A dry run's JSON report on the stream held for it (`outputs.report_out`: stdout alone), every key hidden
+    (protocol/redaction.py: a backend's URL may carry one)."""
+    print(redact_text(json.dumps({**doc, "dry_run": True}, indent=2, default=str)), file=report_out())
 
 
 class _Refused(ValueError):

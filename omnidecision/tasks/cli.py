@@ -14,6 +14,7 @@ from typing import NoReturn
 import typer
 
 from omnidecision.outputs import OutputError, check_output, report_out, staged_output
+from omnidecision.protocol.redaction import redact_text
 
 app = typer.Typer(no_args_is_help=True,
                   help="Task suites: generate the synthetic suite, check task files, split a benchmark into folds.")
@@ -61,7 +62,7 @@ def synth(
 
 def _dry_report(doc: dict) -> None:
     """A dry run's JSON report on the stream held for it (`outputs.report_out`: stdout alone)."""
-    print(json.dumps({"dry_run": True, **doc}, indent=2, default=str), file=report_out())
+    print(redact_text(json.dumps({"dry_run": True, **doc}, indent=2, default=str)), file=report_out())
 
 
 def _refuse(message: str, dry_run: bool, command: str, code: int = 2, *detail: str) -> NoReturn:

@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from omnidecision.outputs import report_out
+from omnidecision.protocol.redaction import redact_text
 
 
 def _load_tasks(path: Path) -> list:
@@ -51,9 +52,9 @@ def tool(
 
     arguments, ctx = tool_inputs(name, args, task, task_id, timeout)
     if dry_run:  # the run's own checks and context, then no tool run
-        print(json.dumps({"command": "tool", "dry_run": True, "tool": name, "arguments": arguments,
-                          "task": ctx.task.id, "timeout": timeout,
-                          "endpoints": "not contacted (a dry run runs no tool)"}, indent=2, default=str),
+        print(redact_text(json.dumps({"command": "tool", "dry_run": True, "tool": name, "arguments": arguments,
+                                      "task": ctx.task.id, "timeout": timeout,
+                                      "endpoints": "not contacted (a dry run runs no tool)"}, indent=2, default=str)),
               file=report_out())
         return
     obs = asyncio.run(run_tool(name, arguments, ctx))

@@ -20,6 +20,7 @@ from pathlib import Path
 import typer
 
 from omnidecision.outputs import check_output, report_out, staged_output
+from omnidecision.protocol.redaction import redact_text
 from omnidecision.view.load import Collection, load
 
 
@@ -76,4 +77,4 @@ def view_inputs(runs: list[Path], out: Path, figure: list[Path], replace: bool) 
 
 def _dry_report(doc: dict) -> None:
     """A dry run's JSON report on the stream held for it (`outputs.report_out`: stdout alone)."""
-    print(json.dumps({"dry_run": True, **doc}, indent=2, default=str), file=report_out())
+    print(redact_text(json.dumps({"dry_run": True, **doc}, indent=2, default=str)), file=report_out())
