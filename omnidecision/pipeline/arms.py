@@ -20,7 +20,7 @@ Kinds (one step builder each in plan.py):
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,6 +69,8 @@ class Arm(BaseModel):
                                                     "arm it controls), relative to the start's folder")
     eval_recipe: str = PLANNER_EVAL
     baseline: bool = Field(False, description="every other arm is compared with it in the summary")
+    fixed_steps: bool = Field(False, description="an sft arm that trains the start's fixed `sft_steps` even where "
+                                                 "the start sizes SFT to its data (`sft_epochs`)")
 
     @property
     def replicated(self) -> bool:
@@ -117,6 +119,13 @@ ARMS: tuple[Arm, ...] = (
         group="sft"),
     Arm(name="rule", kind="reference", recipe="eval/synthetic-rule.yaml"),
 )
+# Arms a recipe runs only when it lists them (`arms:`), never in the demo: sft_fixed is the fixed-steps SFT the
+# teacher curve ran, beside the SFT sized to its data (an epoch budget with early stopping: `sft_epochs`)
+OPTIONAL_ARMS: tuple[Arm, ...] = (
+    Arm(name="sft_fixed", kind="sft", recipe="sft/tiny-cpu.yaml", data="data/sft", provenance="emitted", group="sft",
+        fixed_steps=True),
+)
+ALL_ARMS: tuple[Arm, ...] = ARMS + OPTIONAL_ARMS
 # the order groups run in (a new group goes at the end of its kind's stages); eval runs last
 GROUP_ORDER = ("sft", "judge+grpo", "rl", "controls")
 # pairs of the summary beyond "every arm against each baseline": the placebo, and every post-SFT arm against its start
@@ -126,7 +135,22 @@ EXTRA_PAIRS = (("grpo_shuffled", "grpo_judge"), ("grpo", "grpo_judge"), ("sft", 
                # the own-states arm against the teacher-states arm, its start and its control
                ("grpo_judge", "grpo_own"), ("sft", "grpo_own"), ("rft_own", "grpo_own"), ("sft", "rft_own"),
                # executed returns against the proxy reward, best-of-K by it, and the start (issue 54)
-               ("grpo_judge", "grpo_exec"), ("rft", "grpo_exec"), ("sft", "grpo_exec"))
+               ("grpo_judge", "grpo_exec"), ("rft", "grpo_exec"), ("sft", "grpo_exec"),
+               # SFT sized to its data against the fixed-steps SFT (an optional arm)
+               ("sft_fixed", "sft"))
+
+
+def below_teacher(accuracy: dict[str, float | None], arms: tuple[Arm, ...] = ARMS) -> dict[str, Any] | None:
+    """The trained planners whose accuracy is below the teacher's, whose runs they learned from (every served arm
+    but one trained on rule labels), with the gap: {"teacher": accuracy, "below": {arm: accuracy - teacher}}.
+    None without a teacher arm. A planner below its teacher is reported, never silently kept (the summary's line)."""
+    teacher = accuracy.get("teacher")
+    if teacher is None or "teacher" not in planners(arms):
+        return None
+    learned = [a.name for a in arms if a.served and a.provenance != "rule" and accuracy.get(a.name) is not None]
+    return {"teacher": teacher,
+            "below": {n: round(float(accuracy[n] or 0.0) - teacher, 4) for n in learned
+                      if float(accuracy[n] or 0.0) < teacher}}
 
 
 def served(arms: tuple[Arm, ...] = ARMS) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from omnidecision.pipeline.arms import ARMS, Arm, pairs, planners
+from omnidecision.pipeline.arms import ALL_ARMS, ARMS, Arm, below_teacher, pairs, planners
 from omnidecision.pipeline.plan import SWITCH_COPIES, DemoConfig
 
 logger = logging.getLogger(__name__)
@@ -33,6 +33,9 @@ class ExperimentRecipe(BaseModel):
         dev_tasks: dev tasks per start (validation rows, the judge's AUROC, every checkpoint choice)
         sft_steps: SFT optimizer steps per start
         sft_eval_steps: SFT steps between dev-loss evaluations (the best dev-loss checkpoint is kept)
+        sft_epochs: SFT sized to its data: epochs over its rows, evaluated every epoch, stopped early (None:
+            sft_steps)
+        sft_patience: epochs without a better dev loss before a sized SFT stops
         judge_steps: optimizer steps of the learned reward judge
         grpo_steps: GRPO steps of every RL replicate
     """
@@ -45,6 +48,10 @@ class ExperimentRecipe(BaseModel):
     test_tasks: int = Field(ge=1, description="test tasks per start (every replicate of a start: the same tasks)")
     sft_steps: int = Field(1200, ge=1)
     sft_eval_steps: int = Field(250, ge=1)
+    sft_epochs: float | None = Field(None, gt=0, description="SFT sized to its data: an epoch budget with early "
+                                     "stopping on the dev loss (the fixed-steps SFT runs as the sft_fixed arm)")
+    sft_patience: int = Field(5, ge=1, description="dev evaluations (epochs) without a better dev loss before a "
+                                                   "sized SFT stops")
     judge_steps: int = Field(150, ge=1)
     grpo_steps: int = Field(30, ge=1)
     threads: int = Field(1, ge=1, description="threads of every step (fixed: a rerun reproduces)")
@@ -85,7 +92,7 @@ class ExperimentRecipe(BaseModel):
 
     @model_validator(mode="after")
     def _contrasts_name_arms(self) -> ExperimentRecipe:
-        names = set(planners(ARMS))
+        names = set(planners(ALL_ARMS))
         for c in self.planned:
             parts = c.split("-")
             if len(parts) != 2 or not all(parts):
@@ -110,13 +117,17 @@ class ExperimentRecipe(BaseModel):
 
     @model_validator(mode="after")
     def _arm_subset(self) -> ExperimentRecipe:
-        table = {a.name: a for a in ARMS}
+        table = {a.name: a for a in ALL_ARMS}
         unknown = sorted(set(self.arms) - set(table))
         if unknown:
             raise ValueError(f"arms: {unknown} not in the arm table ({sorted(table)})")
         if not self.arms:
             return self
         chosen = set(self.arms)
+        fixed = sorted(a.name for a in ALL_ARMS if a.fixed_steps and a.name in chosen)
+        if fixed and self.sft_epochs is None:
+            raise ValueError(f"arms: {fixed} train the fixed sft_steps beside an SFT sized to its data: set "
+                             "sft_epochs (without it they repeat sft)")
         for name in self.arms:  # what an arm's budget is matched to, and the states its selection samples on
             arm = table[name]
             budget = sorted(r for r in (arm.budget.reference if arm.budget else ()) if r in table and r not in chosen)
@@ -151,7 +162,7 @@ class ExperimentRecipe(BaseModel):
 
     def arm_table(self) -> tuple[Arm, ...]:
         """The arms this experiment runs, in table order."""
-        return tuple(a for a in ARMS if not self.arms or a.name in self.arms)
+        return tuple(a for a in ALL_ARMS if a.name in self.arms) if self.arms else ARMS
 
     def cells(self) -> list[tuple[int | None, int]]:
         """(N, start) per cell: N is None outside a curve (the teacher covers every train task)."""
@@ -164,7 +175,8 @@ class ExperimentRecipe(BaseModel):
     def start_config(self, start: int, teacher_tasks: int | None = None) -> DemoConfig:
         return DemoConfig(teacher_tasks=teacher_tasks, train_tasks=self.train_tasks, dev_tasks=self.dev_tasks,
                           test_tasks=self.test_tasks,
-                          sft_steps=self.sft_steps, sft_eval_steps=self.sft_eval_steps, judge_steps=self.judge_steps,
+                          sft_steps=self.sft_steps, sft_eval_steps=self.sft_eval_steps, sft_epochs=self.sft_epochs,
+                          sft_patience=self.sft_patience, judge_steps=self.judge_steps,
                           grpo_steps=self.grpo_steps, seed=start, replicates=self.replicates, threads=self.threads,
                           own_tasks=self.own_tasks, own_samples=self.own_samples, single=tuple(self.single),
                           oracle_switch_copies=self.oracle_switch_copies,
@@ -212,8 +224,15 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
                 cell["correct"] += (v["accuracy"] or 0.0) * v["n"]
     by_family = {f: {n: round(c["correct"] / c["n"], 4) if c["n"] else None for n, c in cells.items()}
                  | {"n": max(c["n"] for c in cells.values())} for f, cells in sorted(families.items())}
+    table = recipe.arm_table() if recipe is not None else ARMS
     result = {
         "seeds": [s["seed"] for s in summaries], "per_seed_accuracy": per_seed,
+        # replicates whose checkpoint policy kept the start's weights (chosen step 0: the SFT planner itself), per arm
+        "ended_at_start": {n: sum(v == 0 for s in summaries for v in s["planners"][n].get("chosen_step", {}).values())
+                           for n in names},
+        # per start, the trained planners below the teacher whose runs they learned from (test accuracy)
+        "below_teacher": {str(s["seed"]): below_teacher({n: per_seed[n][i] for n in names}, table)
+                          for i, s in enumerate(summaries)},
         "pooled_by_family": by_family,
         "per_seed_paired": {str(s["seed"]): s["paired_in_loop"] for s in summaries},
         "judge_eval": [s["judge_eval"] for s in summaries],
@@ -244,7 +263,8 @@ def derived(result: dict[str, Any], names: list[str], recipe: ExperimentRecipe |
     result["pooled_accuracy"] = {n: round(sum(correct[n].values()) / len(correct[n]), 4) if correct[n] else None
                                  for n in names}
     result["pooled_n"] = {n: len(correct[n]) for n in names}
-    result["pooled_paired"] = [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(ARMS)
+    table = recipe.arm_table() if recipe is not None else ARMS
+    result["pooled_paired"] = [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(table)
                                if a in correct and b in correct]
     if recipe is not None:
         planned = recipe.contrasts()
@@ -291,6 +311,11 @@ def experiment_table(pooled: dict[str, Any]) -> str:
         m = means.get(n)
         ci = f"[{m['low']:.3f}, {m['high']:.3f}]" if m else "–"
         rows.append(f"| {n} | {accs} | {pooled['pooled_accuracy'][n]:.3f} | {ci} | {pooled['pooled_n'][n]} |")
+    below = {s: f["below"] for s, f in (pooled.get("below_teacher") or {}).items() if f and f["below"]}
+    if below:
+        rows += ["", "**Below the teacher** whose runs they learned from (test accuracy in the loop, per start): " +
+                 "; ".join(f"start {s}: " + ", ".join(f"{n} {d:+.3f}" for n, d in b.items()) for s, b in below.items())
+                 + "."]
     if pooled.get("contrasts"):
         rows += ["", *contrast_rows(pooled["contrasts"])]
     else:  # no recipe: the task-only paired comparison (it leaves out the training noise: not for claims)

@@ -49,6 +49,10 @@ class DemoConfig:
     test_tasks: int = 40
     sft_steps: int = 900
     sft_eval_steps: int = 300
+    # SFT sized to its data: an epoch budget, the dev split evaluated after every epoch, stopped after `sft_patience`
+    # epochs without a better dev loss, the best kept (None: `sft_steps` whatever the rows; sft_fixed always is)
+    sft_epochs: float | None = None
+    sft_patience: int = 5
     judge_steps: int = 60
     grpo_steps: int = 10
     seed: int = 0  # the start: suites, the teacher's draws, SFT
@@ -269,8 +273,7 @@ def _arm_steps(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m: 
     meta = {"arm": arm.name, "replicate": rep, "seeds": {"train": seed}}
     if arm.kind == "sft":
         add(name, ["sft", "--config", recipe_path(arm.recipe), "--model_name_or_path", f"{m}/untrained",
-                   "--dataset_name", data, "--output_dir", f"{m}/{name}-run", "--max_steps", str(cfg.sft_steps),
-                   "--eval_steps", str(cfg.sft_eval_steps), "--save_steps", str(cfg.sft_eval_steps), "--seed",
+                   "--dataset_name", data, "--output_dir", f"{m}/{name}-run", *sft_budget(cfg, arm), "--seed",
                    str(seed)], [f"{m}/untrained", data], [f"{m}/{name}-run"], **meta)
     elif arm.kind == "grpo":
         flags = ["--judge_path", judge[0]] if judge else []
@@ -289,6 +292,16 @@ def _arm_steps(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m: 
             [f"{m}/sft", data], [f"{m}/{name}-run"], budget_of=ref, **meta)
     else:
         raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} trains nothing")
+
+
+def sft_budget(cfg: DemoConfig, arm: Arm) -> list[str]:
+    """An sft arm's training budget: `sft_epochs` over its rows with early stopping on the dev loss (evaluated and
+    saved every epoch, the best kept), or the fixed `sft_steps` (evaluated every `sft_eval_steps`)."""
+    if cfg.sft_epochs is not None and not arm.fixed_steps:
+        return ["--max_steps", "-1", "--num_train_epochs", f"{cfg.sft_epochs:g}", "--eval_strategy", "epoch",
+                "--save_strategy", "epoch", "--early_stopping_patience", str(cfg.sft_patience)]
+    return ["--max_steps", str(cfg.sft_steps), "--eval_steps", str(cfg.sft_eval_steps), "--save_steps",
+            str(cfg.sft_eval_steps)]
 
 
 def _select_step(add: Any, arm: Arm, rep: int | None, cfg: DemoConfig, o: str, m: str) -> None:

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from omnidecision.pipeline.arms import ARMS, OWN_STATES, Arm, pairs, planners
+from omnidecision.pipeline.arms import ARMS, OWN_STATES, Arm, below_teacher, pairs, planners
 from omnidecision.pipeline.contrasts import paired_rows, per_task_mean
 from omnidecision.pipeline.decisions import decision_rates, decision_rows
 from omnidecision.pipeline.plan import DemoConfig, Step, build_plan, output_dir, unit
@@ -78,6 +78,10 @@ def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
         # what an executed reward's executions cost (grounding/reward.py writes it into the GRPO run's folder)
         "executed_cost": {key: c for key, name, _ in reps
                           if (c := _optional(out / "models" / f"{name}-run" / "executed_cost.json")) is not None},
+        # the step whose weights each replicate kept (checkpoint_selection.json; 0: the checkpoint policy ended the
+        # replicate at its start, the SFT planner itself)
+        "chosen_step": {key: sel.get("chosen_step") for key, name, _ in reps
+                        if (sel := _optional(out / "models" / f"{name}-run" / "checkpoint_selection.json"))},
     }
 
 
@@ -129,6 +133,8 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
         # `single` as a list: the saved file reads back equal
         "seed": cfg.seed, "config": asdict(cfg) | {"single": list(cfg.single)}, "planners": planners_out,
         "paired_in_loop": [paired_in_loop(correct[a], correct[b], (a, b)) for a, b in pairs(arms)],
+        # trained planners below the teacher whose runs they learned from (test accuracy in the loop)
+        "below_teacher": below_teacher({n: p["accuracy"] for n, p in planners_out.items()}, arms),
         # the judge's figures without the machine path of the data folder (summaries are committed as results)
         "judge_eval": {k: v for k, v in judge.items() if k != "data"} if judge else None,
         "harvest": {"runs": harvest["runs"], "correct_runs": harvest["correct_runs"], "sft_rows": harvest["sft"],
@@ -195,6 +201,15 @@ def serving_parity(out: Path) -> dict[str, Any] | None:
     return {"planner": PARITY_ARM, "served": "vllm", "in_process": "local", **decision_agreement(served, local)}
 
 
+def below_teacher_lines(flag: dict[str, Any] | None) -> list[str]:
+    """The summary's line on trained planners below their teacher (nothing when none is, or without a teacher)."""
+    if not flag or not flag["below"]:
+        return []
+    gaps = ", ".join(f"{n} {d:+.3f}" for n, d in flag["below"].items())
+    return ["", f"**Below the teacher** ({flag['teacher']:.3f}, whose runs they learned from), test accuracy in the "
+                f"loop: {gaps}."]
+
+
 def table(summary: dict[str, Any]) -> str:
     """The summary as Markdown: planners, paired comparisons, families, the judge, budgets and wall times."""
     names = list(summary["planners"])
@@ -207,6 +222,7 @@ def table(summary: dict[str, Any]) -> str:
         reps = ", ".join(f"{v:.3f}" for v in p.get("replicates", {}).values())
         rows.append(f"| {name} | {p['data']} | {p['accuracy']:.3f} | [{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}] | "
                     f"{p['n']} | {outcomes} | {invalid} | {reps} |")
+    rows += below_teacher_lines(summary.get("below_teacher"))
     rows += ["", "Paired on the test tasks (exact McNemar; paired bootstrap 95% CI of b − a; a replicated arm by its "
                  "per-task mean over replicates):", "", *paired_rows(summary["paired_in_loop"])]
     families = sorted({f for p in summary["planners"].values() for f in p.get("by_family", {})})

@@ -37,6 +37,13 @@ class SFTScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
     max_eval_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N evaluation rows; None: all."}
     )
+    early_stopping_patience: int | None = field(
+        default=None, metadata={"help": "Stop once this many dev evaluations in a row bring no better "
+                                        "`metric_for_best_model` (needs load_best_model_at_end: the best is kept). "
+                                        "With an epoch budget (`max_steps -1`, `num_train_epochs`) SFT trains as long "
+                                        "as its data keeps helping. None: the whole budget."})
+    early_stopping_threshold: float = field(
+        default=0.0, metadata={"help": "How much better the metric must get to count as better (early stopping)."})
     enable_thinking: bool | None = field(
         default=None,
         metadata={
@@ -52,6 +59,8 @@ class SFTScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1 or None, got {value}")
+        if self.early_stopping_patience is not None and self.early_stopping_patience < 1:
+            raise ValueError(f"early_stopping_patience must be >= 1 or None, got {self.early_stopping_patience}")
         if self.max_train_seconds is not None and self.max_train_seconds <= 0:
             raise ValueError(f"max_train_seconds must be > 0 or None, got {self.max_train_seconds}")
         self.check_policy()
@@ -131,6 +140,10 @@ def parse_args(args: list[str] | None = None) -> tuple[SFTScriptArguments, Plann
     if script_args.checkpoint_policy == "dev_closure" and training_args.load_best_model_at_end:
         raise ValueError("checkpoint_policy=dev_closure chooses the saved weights itself: set "
                          "load_best_model_at_end false (one selection policy per run)")
+    if script_args.early_stopping_patience is not None and not training_args.load_best_model_at_end:
+        # transformers' EarlyStoppingCallback reads the best metric that load_best_model_at_end tracks
+        raise ValueError(f"early_stopping_patience={script_args.early_stopping_patience} needs "
+                         "load_best_model_at_end true and a dev split evaluated (eval_strategy steps or epoch)")
     return script_args, training_args, model_args
 
 

@@ -109,8 +109,7 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
         peft_config=get_peft_config(model_args),
         callbacks=callbacks,
     )
-    if script_args.max_train_seconds is not None:
-        trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))
+    add_stops(trainer, script_args)
     seed_length_grouped_sampler(trainer)  # a resume in a later epoch sees the uninterrupted run's batches
     if training_args.save_on_sigterm:
         trainer.add_callback(PreemptionCheckpoint())
@@ -145,6 +144,7 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
                   "policy": "best_dev_loss", "best_model_checkpoint": trainer.state.best_model_checkpoint}
     else:
         chosen = final_selection(trainer.state.global_step)
+    chosen["sizing"] = sizing(script_args, training_args, trainer.state, stats)
     eval_metrics = trainer.evaluate() if eval_ds is not None else {}
     metrics.update(eval_metrics)
 
@@ -176,7 +176,8 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
         write_selection(out, chosen)
     write_consumed(out, "sft", seed=training_args.seed, trainer=trainer, row_unit="rows (SFT examples)")
     record_training(out, stage="sft", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
-                    splits=None, recipe=run["recipe"], data={k: v for k, v in stats.items() if k != "training_tasks"},
+                    splits=None, recipe=run["recipe"],
+                    data={**{k: v for k, v in stats.items() if k != "training_tasks"}, "sizing": chosen["sizing"]},
                     metrics=metrics, global_step=trainer.state.global_step, write=main_process,
                     tasks=stats.get("training_tasks"))
     logger.info("rank %d/%d: trained %d steps, metrics %s, saved to %s", training_args.process_index,
@@ -184,6 +185,39 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     if hasattr(trainer, "end"):  # transformers >= 5.18: finish trackers, destroy the process group
         trainer.end()
     return run
+
+
+def add_stops(trainer: Any, script_args: SFTScriptArguments) -> None:
+    """What may end training before its budget: the wall-clock limit, early stopping on the dev metric."""
+    if script_args.max_train_seconds is not None:
+        trainer.add_callback(wall_clock_stop(script_args.max_train_seconds))
+    if script_args.early_stopping_patience is not None:
+        from transformers import EarlyStoppingCallback  # transformers loads with TRL's trainer, never at import
+
+        trainer.add_callback(EarlyStoppingCallback(script_args.early_stopping_patience,
+                                                   script_args.early_stopping_threshold))
+
+
+def sizing(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, state: Any,
+           stats: dict[str, Any]) -> dict[str, Any]:
+    """How long SFT trained on its data and why it stopped (checkpoint_selection.json, sft_run.json, provenance):
+    the budget asked for (epochs over the rows, or a fixed step count), the steps and epochs run, and the reason
+    training ended (early stopping, the wall-clock limit, or the budget spent)."""
+    by_epochs = training_args.max_steps is None or training_args.max_steps <= 0
+    planned = state.max_steps
+    patience = script_args.early_stopping_patience
+    if state.global_step < planned and patience is not None:
+        why = f"early stopping: no better {training_args.metric_for_best_model} in {patience} dev evaluation(s)"
+    elif state.global_step < planned:
+        why = "max_train_seconds reached" if script_args.max_train_seconds is not None else "stopped before budget"
+    else:
+        why = "budget spent"
+    budget = f"{training_args.num_train_epochs:g} epochs" if by_epochs else f"{training_args.max_steps} steps"
+    return {"budget": budget,
+            "train_rows": stats["train"]["rows"],
+            "planned_steps": planned, "steps": state.global_step, "epochs": round(float(state.epoch or 0.0), 3),
+            "early_stopping_patience": patience, "stopped": why,
+            "best_metric": state.best_metric, "metric": training_args.metric_for_best_model}
 
 
 def wall_clock_stop(seconds: float) -> Any:
