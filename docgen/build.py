@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docgen import bench_ref, cli_ref, recipe_ref, reward_ref, schema_ref
+from docgen import bench_ref, changelog_ref, cli_ref, recipe_ref, reward_ref, schema_ref
 from docgen.common import Page
 
 
 def render_all() -> list[Page]:
-    return [cli_ref.render(), recipe_ref.render(), schema_ref.render(), reward_ref.render(), bench_ref.render()]
+    return [cli_ref.render(), recipe_ref.render(), schema_ref.render(), reward_ref.render(), bench_ref.render(),
+            changelog_ref.render()]
 
 
 def generate(docs: Path | None) -> tuple[list[Page], list[str]]:
