@@ -54,6 +54,7 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.sft.cli", "sft", "sft"),
     ("omnidecision.sft.cli", "export", "export"),
     ("omnidecision.rl.cli", "grpo", "grpo"),
+    ("omnidecision.grounding.grpo_cli", "grpo_agent", "grpo-agent"),
     ("omnidecision.rl.judge_train", "judge_app", "judge"),
     ("omnidecision.rl.rft", "rft_select", "rft-select"),
     ("omnidecision.onpolicy.cli", "rounds", "rounds"),

@@ -56,9 +56,9 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
     reward_kwargs: dict | str | None = field(
         default=None,
         metadata={"help": "Keyword arguments of reward factories by reward name (mapping or JSON string), e.g. "
-                          "{omnidecision.grounding.reward.get_executed_reward: {policy: teacher}}: a name given by "
-                          "import path is then called as a factory with them. `${dataset_name}` and `${output_dir}` "
-                          "in a string value become the run's."},
+                          "{executed: {policy: teacher}} (`omnidecision grpo-agent`'s executed reward): a name given "
+                          "by import path is then called as a factory with them. `${dataset_name}` and "
+                          "`${output_dir}` in a string value become the run's."},
     )
     closure_weights: dict | str | None = field(
         default=None,
@@ -115,10 +115,10 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
     eval_batch_size: int = field(default=16, metadata={"help": "Prompts per generate() call in the evaluation."})
     environment: Literal["ledger"] | None = field(
         default=None,
-        metadata={"help": "ledger: trajectory-level GRPO through TRL's environment_factory (omnidecision.rollout."
-                          "environment): `dataset_name` is then a task file or folder, every rollout runs the agent "
-                          "on one task and is rewarded by its judged answer. Unset: decision-level GRPO on ledger "
-                          "states."},
+        metadata={"help": "ledger: trajectory-level GRPO through TRL's environment_factory, trained by "
+                          "`omnidecision grpo-agent` (GRPO with the agent in the loop): `dataset_name` is then a task "
+                          "file or folder, every rollout runs the agent on one task and is rewarded by its judged "
+                          "answer. Unset: decision-level GRPO on ledger states."},
     )
     task_format: str = field(default="auto", metadata={
         "help": "environment: the task format of `dataset_name` (omnidecision.tasks.loaders; auto detects)."})
@@ -260,22 +260,6 @@ def _substitute(value: Any, values: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_substitute(v, values) for v in value]
     return value
-
-
-# `environment:` name -> the TRL environment class ("module:attribute"). An environment runs the agent, which rl never
-# imports (docs/architecture.md): GRPO reaches it by this path, as it reaches a reward function a recipe names by path.
-ENVIRONMENTS: dict[str, str] = {"ledger": "omnidecision.rollout.environment:LedgerEnvironment"}
-
-
-def environment_class(name: str) -> Any:
-    """The environment class `environment: NAME` names (`ENVIRONMENTS`): TRL's `environment_factory`, with
-    `configure(...)`, `load_dataset(path, fmt)`, `use_tool_format(tokenizer)` and `finished` (the judged rollouts)."""
-    import importlib
-
-    if name not in ENVIRONMENTS:
-        raise ValueError(f"unknown environment {name!r} (known: {', '.join(sorted(ENVIRONMENTS))})")
-    module, _, attr = ENVIRONMENTS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def placebo_seed(seed: int, process_index: int = 0) -> int:

@@ -12,6 +12,7 @@ means the run does not refuse the same input.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +112,14 @@ def rows_check(files: dict[str, list[str]], where: str, folder: str, columns: tu
     return check
 
 
-def reward_checks(script: Any) -> list[Check]:
-    """The recipe's reward functions are registered; the judge they name is a folder or an endpoint URL."""
+def reward_checks(script: Any, given: Collection[str] = ()) -> list[Check]:
+    """The recipe's reward functions are registered (or among the names `given` by the caller's entry); the judge
+    they name is a folder or an endpoint URL."""
     from omnidecision.rewards.registry import reward_problems
 
     if script.environment is not None:  # the environment's own reward
         return []
-    problems = reward_problems(script.reward_funcs)
+    problems = reward_problems([name for name in script.reward_funcs if name not in given])
     checks = [Check(what="reward_funcs", status="error", detail="; ".join(problems)) if problems else
               Check(what="reward_funcs", status="ok", detail=", ".join(script.reward_funcs) + (
                   f" (judge inside closure, share {script.judge_weight})" if script.judge_weight else ""))]
@@ -128,16 +130,23 @@ def reward_checks(script: Any) -> list[Check]:
     return checks
 
 
-def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...] = RL_COLUMNS) -> list[Check]:
+def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...] = RL_COLUMNS, *,
+                rewards: Collection[str] = (), environments: Collection[str] = ()) -> list[Check]:
     """The checks `omnidecision grpo` makes before it starts, in its dry run and in its real run
     (`rl/train.py:main`): the start model, the attention implementation, the state folders (`columns` on every row),
-    the rewards."""
+    the rewards. `rewards` and `environments`: the reward and environment names the calling entry brings itself
+    (`omnidecision grpo-agent`'s, which run the agent: decision-level GRPO brings none)."""
     from omnidecision.launch import model_check_list, output_dir_checks
 
     inputs = [model.model_name_or_path, script.dataset_name, *(s["path"] for s in script.state_sources or []),
               getattr(script, "judge_path", None)]
-    return [*model_check_list(model), *rl_data_checks(script, columns), *reward_checks(script),
-            *output_dir_checks(training, inputs)]
+    checks = [*model_check_list(model), *rl_data_checks(script, columns), *reward_checks(script, rewards),
+              *output_dir_checks(training, inputs)]
+    if script.environment is not None and script.environment not in environments:
+        checks.append(Check(what="environment", status="error", detail=f"{script.environment}: an environment runs "
+                            "the agent in the loop, which decision-level GRPO never loads: `omnidecision grpo-agent` "
+                            "trains this recipe"))
+    return checks
 
 
 def judge_checks(script: Any, training: Any, model: Any) -> list[Check]:
@@ -220,13 +229,15 @@ def rft_checks(script: Any, training: Any, model: Any, *, out: Path, val: Path |
     return checks
 
 
-def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
-            num_processes: int | None = None) -> DryRunReport:
-    """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides)."""
+def dry_run(stage_args: list[str], *, accelerate_config: str | None = None, num_processes: int | None = None,
+            stage: Any = None, rewards: Collection[str] = (), environments: Collection[str] = ()) -> DryRunReport:
+    """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides); `stage`,
+    `rewards`, `environments`: another GRPO entry's (`omnidecision grpo-agent`'s), default decision-level GRPO's."""
     from omnidecision.launch import launch_checks
-    from omnidecision.rl.config import GRPO_STAGE, parse_args
+    from omnidecision.rl.config import GRPO_STAGE
 
-    report, parsed = parse_stage("grpo", stage_args, parse_args)
+    stage = stage or GRPO_STAGE
+    report, parsed = parse_stage(stage.name, stage_args, stage.parse)
     if parsed is None:
         return report
     script, training, model = parsed
@@ -243,9 +254,9 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
                        "not contacted)")
 
     # --- model, data, rewards (the checks the real run makes: grpo_checks)
-    report.extend(grpo_checks(script, training, model))
+    report.extend(grpo_checks(script, training, model, rewards=rewards, environments=environments))
     # --- the launch (the checks every trained stage ends with, and the command a real run starts)
-    launch_checks(report, GRPO_STAGE, stage_args, training, accelerate_config=accelerate_config,
+    launch_checks(report, stage, stage_args, training, accelerate_config=accelerate_config,
                   num_processes=num_processes)
     sharded = _accelerate_sharding(accelerate_config)
     if sharded and script.select_states == "balanced":

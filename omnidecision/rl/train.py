@@ -27,10 +27,10 @@ closure rubric"):
    reward on dev states (checkpoint_selection.json). The states the trainer scored go to states_seen.json, what the
    run consumed (steps, completions, tokens, threads, seed) to consumed.json.
 
-The trajectory-level alternative, through TRL's own API: `environment: ledger` in the recipe makes `main` hand
-over to `environment_main` (GRPOTrainer with `environment_factory=LedgerEnvironment`, reached by the path
-`rl.config.ENVIRONMENTS` names, omnidecision/rollout/environment.py: every rollout runs the agent on one task,
-rewarded by its judged answer; `dataset_name` is then a task set).
+GRPO with the agent in the loop (`environment: ledger`, TRL's environment API, and the executed reward) is trained by
+`omnidecision grpo-agent`, in the layer above this one and the rollout engine: it imports these phases
+(`prepare_run`, `load_policy`, `build_rewards`, `save_model`, `main` with the rewards it brings) and the agent. This
+module runs no agent and names none: a recipe with an environment is refused here, before anything loads.
 
 Placement: the policy is moved to this process's training device before the held-out evaluation and the state
 selection (on a GPU node they would otherwise decode an 8B model on the CPU while the other ranks wait). With
@@ -38,7 +38,6 @@ sharded parameters (ZeRO-3, FSDP) no rank holds the whole model: the in-run eval
 (evaluate afterwards with `python -m omnidecision.rl.evaluate`) and balanced selection is refused.
 
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml [--max_steps 50 ...]
-    omnidecision grpo --config configs/grpo/tiny-cpu-env.yaml --dataset_name TASKS   # environment: ledger
     omnidecision grpo --accelerate-config configs/accelerate/zero3.yaml \
         --config configs/grpo/qwen3-8b-vllm-colocate.yaml
     accelerate launch -m omnidecision.rl.train --config configs/grpo/qwen3-8b-lora-vllm-server.yaml
@@ -50,6 +49,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,11 +66,11 @@ from omnidecision.modeling import compact_lm_head, is_adapter, load_planner
 from omnidecision.preflight import require, require_attention, sharded_parameters, wandb_offline_fallback
 from omnidecision.provenance import record_training
 from omnidecision.rewards import get_reward_funcs
+from omnidecision.rewards.registry import bind_params
 from omnidecision.rl.config import (
     GRPOScriptArguments,
     PlannerGRPOConfig,
     PlannerModelConfig,
-    environment_class,
     parse_args,
 )
 from omnidecision.rl.dryrun import grpo_checks
@@ -135,7 +135,7 @@ class TrainedRun:
     trainer: Any
     result: Any  # transformers' TrainOutput
     seconds: float
-    recorder: StateRecorder  # the states this run scored, for consumed.json
+    recorder: StateRecorder | None  # the states this run scored, for consumed.json (None: no ledger states)
     chooser: CheckpointSelection | None  # the dev_closure checkpoint policy, when the recipe asks for it
     averager: Any | None  # rl/averaging.TailWeightAverage, when the recipe averages
 
@@ -150,12 +150,16 @@ class FinalWeights:
     chosen: dict[str, Any]  # the checkpoint policy's record (checkpoint_selection.json)
 
 
-def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-         model_args: PlannerModelConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
-    """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget."""
-    if script_args.environment is not None:  # trajectory-level GRPO through TRL's environment API
-        return environment_main(script_args, training_args, model_args, callbacks)
-    out = prepare_run(script_args, training_args, model_args)
+# reward name -> factory `(**reward_kwargs) -> reward function`: rewards an entry above this layer brings by import
+RewardFactories = Mapping[str, Callable[..., Any]]
+
+
+def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig, model_args: PlannerModelConfig,
+         callbacks: list[Any] | None = None, rewards: RewardFactories | None = None) -> dict[str, Any]:
+    """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget;
+    `rewards`: reward factories by name that the calling entry brings (`omnidecision grpo-agent`'s executed reward),
+    beside the reward registry's."""
+    out = prepare_run(script_args, training_args, model_args, rewards=rewards or {})
 
     # --- data: RL states (train) and the held-out split (rl/states.py: the same states rft-select samples on;
     # `dataset_name`, or the recipe's `state_sources` mixed by weight: rl/sources.py)
@@ -165,7 +169,7 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     logger.info("RL states: %d train, %d held-out", len(train), len(heldout))
 
     # --- rewards from the recipe
-    reward_funcs = build_rewards(script_args, training_args)
+    reward_funcs = build_rewards(script_args, training_args, rewards)
 
     # --- policy: SFT checkpoint or adapter
     model, tokenizer, peft_config = load_policy(model_args)
@@ -198,28 +202,43 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
     return report
 
 
-def prepare_run(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-                model_args: PlannerModelConfig) -> Path:
+def prepare_run(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig, model_args: PlannerModelConfig,
+                *, rewards: Collection[str] = (), environments: Collection[str] = ()) -> Path:
     """Refuse a launch that cannot work (vLLM without CUDA, a missing attention kernel, what the dry run refuses:
-    `rl/dryrun.py:grpo_checks`), fall back to offline wandb without a key, and create the output folder (returned)."""
+    `rl/dryrun.py:grpo_checks`, with the reward and environment names the calling entry brings), fall back to offline
+    wandb without a key, and create the output folder (returned)."""
     _check_backend(training_args)
     require_attention(model_args.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(training_args.report_to)
-    require(grpo_checks(script_args, training_args, model_args))  # the dry run's checks, before anything loads
+    # the dry run's checks, before anything loads
+    require(grpo_checks(script_args, training_args, model_args, rewards=rewards, environments=environments))
     out = Path(training_args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     return out
 
 
-def build_rewards(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig) -> list[Any]:
-    """The recipe's reward functions, with their judges' logging; `reward_weights` must give one weight each."""
+def build_rewards(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+                  rewards: RewardFactories | None = None) -> list[Any]:
+    """The recipe's reward functions in its order (a name in `rewards` from that factory, the others from the
+    reward registry), with their judges' logging; `reward_weights` must give one weight each."""
+    given = rewards or {}
     # each process gets its share of the judge's concurrency and its own judge-cache file
-    reward_funcs = with_judge_logging(get_reward_funcs(script_args.reward_funcs, **script_args.reward_params(
-        training_args.process_index, training_args.world_size, training_args.output_dir, seed=training_args.seed)))
+    params = script_args.reward_params(training_args.process_index, training_args.world_size,
+                                       training_args.output_dir, seed=training_args.seed)
+    registered = iter(get_reward_funcs([n for n in script_args.reward_funcs if n not in given],
+                                       **{n: p for n, p in params.items() if n not in given}))
+    reward_funcs = with_judge_logging([_given_reward(n, given[n], params.get(n) or {}) if n in given
+                                       else next(registered) for n in script_args.reward_funcs])
     if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
         raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
                          f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
     return reward_funcs
+
+
+def _given_reward(name: str, factory: Callable[..., Any], params: Mapping[str, Any]) -> Any:
+    """The reward function a given factory builds from the recipe's keyword arguments (checked against it first)."""
+    bind_params(name, factory, params)
+    return factory(**params)
 
 
 def closure_eval_kwargs(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
@@ -237,9 +256,7 @@ def train_policy(model: Any, tokenizer: Any, peft_config: Any, train: Any, rewar
     (resuming from a checkpoint when the recipe asks)."""
     from trl import GRPOTrainer
 
-    # TailWeightAverage is a transformers TrainerCallback: importing it loads transformers
-    from omnidecision.preemption import PreemptionCheckpoint
-    from omnidecision.rl.averaging import TailWeightAverage, check_supported
+    from omnidecision.rl.averaging import TailWeightAverage, check_supported  # a TrainerCallback: loads transformers
 
     compact_lm_head()  # on the CPU, the policy's log-probs only at completion positions (modeling.py)
     recorder = StateRecorder(training_args.num_generations)
@@ -260,11 +277,35 @@ def train_policy(model: Any, tokenizer: Any, peft_config: Any, train: Any, rewar
         averager = TailWeightAverage(trainer.model, script_args.weight_average_start,
                                      script_args.weight_average_every, resume_from=resume)
         trainer.add_callback(averager)
+    result, seconds = fit(trainer, training_args, resume)
+    return TrainedRun(trainer, result, seconds, recorder, chooser, averager)
+
+
+def train_environment(model: Any, tokenizer: Any, peft_config: Any, train: Any, environment: Any,
+                      training_args: PlannerGRPOConfig, callbacks: list[Any] | None) -> TrainedRun:
+    """Build TRL's GRPOTrainer over an `environment_factory` (its `get_reward` the only reward; no checkpoint
+    policy, no averaging) and train, resuming when the recipe asks. The environment is the caller's: this module
+    runs none."""
+    from trl import GRPOTrainer
+
+    compact_lm_head()
+    trainer = GRPOTrainer(model=model, reward_funcs=None, args=training_args, train_dataset=train,
+                          processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
+                          environment_factory=environment)
+    result, seconds = fit(trainer, training_args, resolve_resume(training_args.resume_from_checkpoint,
+                                                                 training_args.output_dir))
+    return TrainedRun(trainer, result, seconds, None, None, None)
+
+
+def fit(trainer: Any, training_args: PlannerGRPOConfig, resume: Any) -> tuple[Any, float]:
+    """Train (with the SIGTERM checkpoint when the recipe keeps it): TRL's TrainOutput and the seconds it took."""
+    from omnidecision.preemption import PreemptionCheckpoint  # a TrainerCallback: importing it loads transformers
+
     if training_args.save_on_sigterm:
         trainer.add_callback(PreemptionCheckpoint())
     start = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
-    return TrainedRun(trainer, result, time.perf_counter() - start, recorder, chooser, averager)
+    return result, time.perf_counter() - start
 
 
 def finish_weights(run: TrainedRun, heldout: Any, eval_kwargs: dict[str, Any] | None) -> FinalWeights:
@@ -286,9 +327,10 @@ def finish_weights(run: TrainedRun, heldout: Any, eval_kwargs: dict[str, Any] | 
 
 
 def save_model(run: TrainedRun, tokenizer: Any, script_args: GRPOScriptArguments,
-               training_args: PlannerGRPOConfig) -> bool:
+               training_args: PlannerGRPOConfig, tags: tuple[str, ...] = ()) -> bool:
     """Save the planner, its tokenizer and what the ecosystem reads (metrics, trainer_state.json, model card);
-    returns whether this is the main process (the one writer of the shared output folder)."""
+    returns whether this is the main process (the one writer of the shared output folder). `tags`: the model card's,
+    besides omnidecision, planner and grpo."""
     trainer = run.trainer
     trainer.save_model(training_args.output_dir)  # TRL saves on the main process only, the tokenizer with it
     main_process = trainer.accelerator.is_main_process
@@ -296,7 +338,7 @@ def save_model(run: TrainedRun, tokenizer: Any, script_args: GRPOScriptArguments
         tokenizer.save_pretrained(training_args.output_dir)
     # what the ecosystem reads (metrics, trainer_state.json, model card) before this project's files
     save_ecosystem_outputs(trainer, {"train": dict(run.result.metrics)}, script_args.dataset_name,
-                           tags=["omnidecision", "planner", "grpo"])
+                           tags=["omnidecision", "planner", "grpo", *tags])
     return main_process
 
 
@@ -343,7 +385,7 @@ def write_records(out: Path, run: TrainedRun, final: FinalWeights, report: dict[
     checkpoint_selection.json, states_seen.json and consumed.json (the main process writes the shared ones)."""
     trainer = run.trainer
     record_training(out, stage="grpo", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
-                    splits=splits, recipe=_recipe(script_args, training_args, model_args), data=data,
+                    splits=splits, recipe=run_recipe(script_args, training_args, model_args), data=data,
                     metrics=dict(run.result.metrics), global_step=trainer.state.global_step, write=main_process)
     if main_process:
         (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
@@ -370,90 +412,13 @@ def log_closure(report: dict[str, Any]) -> None:
                     average["last"]["closure"]["mean"], average["paired_last"]["delta_mean"])
 
 
-def _recipe(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+def run_recipe(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
             model_args: PlannerModelConfig) -> dict[str, Any]:
     """The run's full recipe for its provenance (the same three blocks as the SFT run card)."""
     import dataclasses
 
     return {"script": dataclasses.asdict(script_args), "model": dataclasses.asdict(model_args),
             "training": json.loads(training_args.to_json_string())}
-
-
-def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-                     model_args: PlannerModelConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
-    """`environment: ledger`: TRL's GRPOTrainer with `environment_factory=LedgerEnvironment` over tasks; every
-    rollout runs the agent on one task, rewarded by its judged answer (omnidecision/rollout/environment.py). Writes
-    `output_dir/environment_rollouts.jsonl` (every finished rollout: task, outcome, answer, judged, reward)."""
-    from trl import GRPOTrainer
-
-
-    _check_backend(training_args)
-    require_attention(model_args.attn_implementation, "GRPO recipe")
-    wandb_offline_fallback(training_args.report_to)
-    require(grpo_checks(script_args, training_args, model_args))  # the dry run's checks, before anything loads
-    if training_args.reward_weights is not None:
-        raise ValueError("environment: ledger: the environment's get_reward is the only reward; unset reward_weights")
-    environment = environment_class(script_args.environment)
-    out = Path(training_args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-
-    # --- data: one row per training task (the digest comes from the environment's reset)
-    train = environment.load_dataset(script_args.dataset_name, script_args.task_format)
-    if script_args.max_train_samples:
-        train = train.select(range(min(script_args.max_train_samples, len(train))))
-    train = train.shuffle(seed=training_args.seed)
-    logger.info("environment GRPO: %d training tasks", len(train))
-
-    # --- policy; the planner's action JSON becomes the tool-call format (the served template is restored on save)
-    model, tokenizer, peft_config = load_policy(model_args)
-    served_template = tokenizer.chat_template
-    environment.use_tool_format(tokenizer)
-    environment.configure(digest_max_chars=script_args.environment_digest_max_chars,
-                                step_budget=script_args.environment_step_budget,
-                                closure_weight=script_args.environment_closure_weight)
-
-    # --- train
-    compact_lm_head()
-    trainer = GRPOTrainer(model=model, reward_funcs=None, args=training_args, train_dataset=train,
-                          processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
-                          environment_factory=environment)
-    if training_args.save_on_sigterm:
-        from omnidecision.preemption import PreemptionCheckpoint  # imports transformers
-
-        trainer.add_callback(PreemptionCheckpoint())
-    start = time.perf_counter()
-    train_result = trainer.train(resume_from_checkpoint=resolve_resume(training_args.resume_from_checkpoint,
-                                                                       training_args.output_dir))
-    train_s = time.perf_counter() - start
-
-    # --- save with the served chat template (the tool format is a training-time rendering only)
-    tokenizer.chat_template = served_template
-    if hasattr(tokenizer, "response_template"):
-        tokenizer.response_template = None
-    trainer.save_model(training_args.output_dir)
-    main_process = trainer.accelerator.is_main_process
-    if main_process:  # one writer into the shared output folder (a torn tokenizer.json on NFS otherwise)
-        tokenizer.save_pretrained(training_args.output_dir)
-    save_ecosystem_outputs(trainer, {"train": dict(train_result.metrics)}, script_args.dataset_name,
-                           tags=["omnidecision", "planner", "grpo", "environment"])
-    rollouts = list(environment.finished)
-    report = {"environment": script_args.environment, "model": model_args.model_name_or_path,
-              "dataset": script_args.dataset_name, "steps": trainer.state.global_step,
-              "train_seconds": round(train_s, 2), "rollouts": len(rollouts),
-              "judged_correct_rate": round(sum(r["correct"] for r in rollouts) / len(rollouts), 4) if rollouts
-              else None, "train_metrics": train_result.metrics}
-    record_training(out, stage="grpo", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
-                    splits={"train": train}, recipe=_recipe(script_args, training_args, model_args),
-                    data={"environment": script_args.environment, "train_tasks": len(train)},
-                    metrics=dict(train_result.metrics), global_step=trainer.state.global_step, write=main_process)
-    if trainer.is_world_process_zero():
-        with (out / "environment_rollouts.jsonl").open("w") as f:
-            f.writelines(json.dumps(r, default=str) + "\n" for r in rollouts)
-        (out / "environment_eval.json").write_text(json.dumps(report, indent=2, default=str))
-        (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
-    logger.info("environment GRPO: %d steps, %d rollouts, judged correct %s", report["steps"], len(rollouts),
-                report["judged_correct_rate"])
-    return report
 
 
 if __name__ == "__main__":

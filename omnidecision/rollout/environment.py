@@ -3,9 +3,9 @@
 This is what a TRL user who wanted to train this planner end to end would write: `GRPOTrainer(environment_factory=
 LedgerEnvironment, ...)`. One environment instance per rollout runs the REAL agent loop (`agent.loop.run_task`:
 decompose, critic, finalizer, reducer, the offline tools) over one task; only the planner is the policy being
-trained. `omnidecision grpo --config configs/grpo/tiny-cpu-env.yaml --model_name_or_path SFT --dataset_name TASKS`
-(`environment: ledger` in the recipe) builds it; decision-level GRPO (`rl/train.py` without `environment`) scores K
-decisions per ledger state without executing them instead.
+trained. `omnidecision grpo-agent --config configs/grpo/tiny-cpu-env.yaml --model_name_or_path SFT --dataset_name
+TASKS` (`environment: ledger` in the recipe; grounding/grpo.py) builds it; decision-level GRPO (`rl/train.py`) scores
+K decisions per ledger state without executing them instead.
 
 How TRL drives it (trl 1.16, `GRPOTrainer._generate_and_score_completions` / `_tool_call_loop`):
 
@@ -39,11 +39,11 @@ How TRL drives it (trl 1.16, `GRPOTrainer._generate_and_score_completions` / `_t
 
 The roles other than the planner and the tools are the offline suite's, as the demo's evaluation uses: the
 noise-free scripted teacher (`backends.teacher.TeacherBackend(noise=0)`) and the offline tools. It sits in the
-rollout layer, where running the agent is allowed; GRPO (`rl/train.py`, which never imports the agent) reaches it by
-the path its recipe's `environment:` names (`rl.config.ENVIRONMENTS`), through `LedgerEnvironment.load_dataset`,
-`use_tool_format`, `configure` and `finished`.
+rollout layer, where running the agent is allowed; GRPO with the agent in the loop (`grounding/grpo.py`, above both
+this layer and `rl`, which never loads the agent) imports it and drives the decision GRPO's phases through
+`LedgerEnvironment.load_dataset`, `use_tool_format`, `configure` and `finished`.
 
-    omnidecision grpo --config configs/grpo/tiny-cpu-env.yaml --model_name_or_path M --dataset_name TASKS.jsonl
+    omnidecision grpo-agent --config configs/grpo/tiny-cpu-env.yaml --model_name_or_path M --dataset_name TASKS.jsonl
 """
 
 from __future__ import annotations

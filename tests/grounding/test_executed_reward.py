@@ -34,8 +34,7 @@ def test_the_reward_scores_each_candidate_by_its_executed_return(habits_runs, tm
 
 
 def test_grpo_exec_trains_two_steps_and_records_its_cost(habits_runs, tiny_planner, tmp_path):
-    from omnidecision.rl.config import parse_args
-    from omnidecision.rl.train import main
+    from omnidecision.grounding.grpo import main, parse_args
 
     out = tmp_path / "grpo_exec"
     report = main(*parse_args([
@@ -51,3 +50,28 @@ def test_grpo_exec_trains_two_steps_and_records_its_cost(habits_runs, tiny_plann
     assert cost["candidates"] == 8 and 1 <= cost["executions"] <= 8 and cost["policy"] == "teacher"
     assert cost["cpu_s"] > 0
     assert (out / "executed_returns.sqlite").is_file()
+
+
+def test_the_old_reward_path_still_reads_with_a_warning(tmp_path, capsys):
+    """A recipe naming the executed reward by its old import path is read as `executed` (CHANGELOG.md, Deprecated),
+    its keyword arguments with it; decision-level GRPO's checks know no `executed` and refuse an environment."""
+    from omnidecision.grounding.grpo import REWARDS, parse_args, runs_the_agent
+    from omnidecision.rl.config import parse_args as parse_decision_args
+    from omnidecision.rl.dryrun import grpo_checks
+
+    old = "omnidecision.grounding.reward.get_executed_reward"
+    base = ["--config", str(RECIPE), "--model_name_or_path", str(tmp_path), "--dataset_name", str(tmp_path)]
+    script, training, model = parse_args([*base, "--reward_funcs", old, "format",
+                                          "--reward_kwargs", json.dumps({old: {"policy": "teacher"}})])
+    assert script.reward_funcs == ["executed", "format"]
+    assert script.reward_kwargs == {"executed": {"policy": "teacher"}}
+    assert f"reward `{old}` is deprecated, use `executed`" in capsys.readouterr().err
+    assert runs_the_agent(script) and REWARDS["executed"] is get_executed_reward
+    refused = {c.what: c.detail for c in grpo_checks(script, training, model) if c.status == "error"}
+    assert "unknown reward 'executed'" in refused["reward_funcs"]
+    assert "reward_funcs" not in {c.what for c in grpo_checks(script, training, model, rewards=REWARDS)
+                                  if c.status == "error"}
+    env_recipe = str(RECIPE.with_name("tiny-cpu-env.yaml"))
+    env, training, model = parse_decision_args(["--config", env_recipe, *base[2:]])
+    refused = {c.what: c.detail for c in grpo_checks(env, training, model) if c.status == "error"}
+    assert "omnidecision grpo-agent" in refused["environment"]

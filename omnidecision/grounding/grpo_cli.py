@@ -1,0 +1,44 @@
+"""`omnidecision grpo-agent --config RECIPE.yaml [--field value ...]`: GRPO with the agent in the loop
+(grounding/grpo.py): a recipe with `environment: ledger` (TRL's environment API) or a reward that runs the agent
+(`executed`). Options as `omnidecision grpo`'s: unknown options are TrlParser overrides of the recipe,
+`--accelerate-config` / `--num-processes` run it under `accelerate launch`, `--dry-run` checks and starts nothing.
+
+    omnidecision grpo-agent --config configs/grpo/tiny-cpu-exec.yaml --model_name_or_path SFT --dataset_name RL
+    omnidecision grpo-agent --config configs/grpo/tiny-cpu-env.yaml --model_name_or_path SFT --dataset_name TASKS
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from omnidecision.launch import launch_stage, stage_args
+
+
+def grpo_agent(
+    ctx: typer.Context,
+    config: str = typer.Option(..., "--config", help="GRPO recipe (configs/grpo/*.yaml)."),
+    accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
+    num_processes: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
+) -> None:
+    """GRPO with the agent in the loop (an environment, or the executed reward); writes output_dir/closure_eval.json
+    or environment_eval.json."""
+    from omnidecision.grounding import grpo  # loads TRL and the agent: inside the command, so --help stays fast
+
+    report = launch_stage(grpo.AGENT_GRPO_STAGE, stage_args(grpo.AGENT_GRPO_STAGE, config, ctx.args), main=grpo.main,
+                          check=grpo.dry_run, accelerate_config=accelerate_config, num_processes=num_processes,
+                          dry_run=dry_run)
+    summary = {k: report[k] for k in ("steps", "train_seconds", "delta_mean", "rollouts", "judged_correct_rate")
+               if k in report}
+    for key in ("start", "trained"):
+        if report.get(key):
+            summary[key] = report[key]["closure"]
+    print(json.dumps(summary, indent=2))
+
+
+grpo_agent.passthrough = True  # type: ignore[attr-defined]
