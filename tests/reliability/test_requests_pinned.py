@@ -114,10 +114,19 @@ def _assert_request(got: Received, spec: BackendSpec, who: str, kind: str | None
     assert ("response_format" in body) == spec.structured_output, (who, body.get("response_format"))
     assert got.header("Authorization") == f"Bearer {KEYS[spec.api_key_env]}", f"{who}: wrong Authorization"
     assert got.header("Content-Type") == "application/json", who
+    _assert_no_other_secret(got, spec.api_key_env, who)
+
+
+def _assert_no_other_secret(got: Received, key_env: str, who: str) -> None:
+    """No planted value but `key_env`'s anywhere in the request, and no credential-like header beside
+    Authorization (the specs here set no `default_headers`)."""
     text = got.raw.decode() + json.dumps(got.headers)
     for var, value in {**KEYS, **DECOYS}.items():
-        if var != spec.api_key_env:
+        if var != key_env:
             assert value not in text, f"{who}: the value of ${var} leaked into the request"
+    credential_like = [h for h in got.headers if h != "authorization" and any(
+        word in h for word in ("key", "token", "secret", "cookie", "auth"))]
+    assert not credential_like, f"{who}: credential-like headers sent: {credential_like}"
 
 
 def test_the_specs_pin_values_other_than_the_defaults():
