@@ -1,19 +1,22 @@
 """What the project SENDS to a real endpoint, pinned (issue 65, item 7): the stub endpoints record every request
 (tests/stub_chat.py: path, headers, JSON body) and these tests assert the request as well as what the project did
 with the answer, for each client the project has: the agent's roles through a collect recipe (planner, critic, the
-`default` roles, the OmniGAIA answer judge), the eval's planner, the LLM reward judge (`RewardJudge.from_options`)
-and GRPO's judge (`GRPOScriptArguments.judge_*` → reward factory → request).
+`default` roles, the OmniGAIA answer judge), the eval's planner, the LLM reward judge (`RewardJudge.from_options`),
+GRPO's judge (`GRPOScriptArguments.judge_*` → reward factory → request) and a live recipe's perception endpoint.
 
 The expected values are read from the recipe / config objects the test builds (never a copy of a default), and
 every pinned field holds a value other than its default, so a client that sends the default instead of the
 recipe's value (or drops a field) fails here. The Authorization header carries the key of the variable the
-spec's `*_env` names, and no other planted secret appears anywhere in any request.
+spec's `*_env` names, and no other planted secret appears anywhere in any request. Planted "the backend sends
+BackendSpec's default temperature instead of the spec's" (backends/openai_backend.py `request_kwargs`): the collect,
+eval and reward-judge tests fail; planted "the key is read from OPENAI_API_KEY": collect and the reward judge fail.
 
     .venv/bin/pytest tests/reliability/test_requests_pinned.py -q
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import json
@@ -245,3 +248,29 @@ def test_grpo_judge_sends_the_recipes_judge_fields(endpoint, tmp_path):
                        api_key_env=script.judge_api_key_env, max_tokens=_judge_default("max_tokens"),
                        temperature=_judge_default("temperature"), structured_output=_judge_default("structured"))
     _assert_request(got, spec, "grpo judge", kind="openai")
+
+
+def test_perception_endpoint_sends_its_spec(endpoint, tmp_path):
+    """A live recipe's perception endpoint (`environment.perception.<tool>`): free text, the spec's model, temperature,
+    max tokens and extra_body, the key of its own variable."""
+    from PIL import Image  # Pillow: only this test draws an image
+
+    from omnidecision.backends.perception import OpenAIPerception, PerceptionSpec
+    from omnidecision.tasks.schema import Asset
+
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(tmp_path / "photo.jpg")
+    spec = PerceptionSpec(base_url=endpoint.url, model="vlm-pinned", api_key_env="PINNED_CRITIC_KEY",
+                          temperature=0.21, max_tokens=99, extra_body={"seed": 5, "mm_processor_kwargs": {"fps": 1}})
+    for name in ("model", "api_key_env", "temperature", "max_tokens", "extra_body"):
+        assert getattr(spec, name) != PerceptionSpec.model_fields[name].get_default(call_default_factory=True), name
+    service = OpenAIPerception(spec, media_root=tmp_path)
+    obs = asyncio.run(service.perceive("frame_confirmation", Asset(id="photo", type="image", path="photo.jpg"),
+                                       "what colour is it"))
+    assert obs is not None and obs.ok and obs.text == "Correct" and obs.source.asset_id == "photo"  # the reply
+    (got,) = [r for r in endpoint.received() if r.method == "POST"]
+    # the stub's /models says "openai": vLLM's own field (mm_processor_kwargs) is dropped, OpenAI's seed is sent
+    _assert_request(got, spec.backend_spec(), "perception", kind="openai")
+    assert (got.body["model"], got.body["temperature"], got.body["max_tokens"]) == (spec.model, spec.temperature,
+                                                                                   spec.max_tokens)
+    assert got.body["seed"] == spec.extra_body["seed"] and "mm_processor_kwargs" not in got.body
+    assert got.body["messages"][1]["content"][1]["type"] == "image_url"
