@@ -121,7 +121,7 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
                           "answer. Unset: decision-level GRPO on ledger states."},
     )
     task_format: str = field(default="auto", metadata={
-        "help": "environment: the task format of `dataset_name` (omnidecision.tasks.loaders; auto detects)."})
+        "help": "environment: the task format of `dataset_name` (a registered task format; auto detects)."})
     environment_closure_weight: float = field(default=0.0, metadata={
         "help": "environment: reward = (judged + w * closure) / (1 + w), closure = share of the blocking needs "
                 "filled at the run's end (0: the judged answer only)."})

@@ -14,6 +14,13 @@ Checked twice:
 - measured from `sys.modules` in a fresh interpreter: what importing each package (and every module inside it)
   loads, through any chain of module-level imports (`test_package_loads_only_what_it_may`).
 
+- read from the strings (`string_path_violations`): a dotted path to project code in a string of the package
+  ("omnidecision.x.y:Name" or "omnidecision.x.y.Name", docstrings aside: prose) or in a recipe under `configs/`
+  (whose folder's reader is `CONFIG_READERS`) is a tie that `importlib` makes at run time, so it obeys the same
+  table as an import inside a function. Planting "omnidecision.agent.loop:X" in `omnidecision/rl/` or a rollout
+  path in a GRPO recipe fails `test_every_string_path_follows_the_rules`
+  (`test_a_planted_string_path_is_reported` does it in copies).
+
 No import circles among the project's modules, read from the source (`ast`): a module imports another when any
 `import`/`from … import` statement in it names that module (or a name inside it). Two graphs are checked: the
 module-level imports (a circle there is an import-order failure waiting to happen) and every import, those inside
@@ -26,9 +33,11 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,6 +113,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("omnidecision.serving.vllm_server", "omnidecision.protocol.redaction"):
         "vLLM's command line and log tail are printed with `--api-key` values hidden (the one redactor)",
 }
+# configs/<folder>/ -> the package whose command reads those recipes (the row a string path in them obeys)
+CONFIG_READERS: dict[str, str] = {"ablate": "eval", "accelerate": "launch", "collect": "collect", "eval": "eval",
+                                  "experiment": "pipeline", "grpo": "rl", "judge": "rl", "prices": "eval",
+                                  "rounds": "onpolicy", "sft": "sft"}
 # Top-level modules without a row: the command line (it mounts every stage, so it may load everything) and the demo
 # (the pipeline's command lists, above every stage).
 UNRULED = {"cli", "demo", "__init__", "__main__"}
@@ -259,6 +272,122 @@ def test_a_planted_lazy_import_is_reported(tmp_path: Path) -> None:
         f"{checks}:{len(lines) + 4}: omnidecision.rewards.checks imports omnidecision.agent.loop inside a function: "
         "rewards may not import agent",
     ]
+
+
+STRING_PATH = re.compile(r"\bomnidecision(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
+
+
+def _module_owner(root: Path) -> Any:
+    """A function: dotted name (or "module:attr") -> the project module it lives in, or None (`root`: the package)."""
+    modules = {".".join(p[:-1] if p[-1] == "__init__" else p)
+               for p in (list(path.relative_to(root.parent).with_suffix("").parts) for path in root.rglob("*.py"))}
+
+    def owner(name: str) -> str | None:
+        name = name.partition(":")[0]
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    return owner
+
+
+def _code_strings(path: Path) -> list[tuple[str, int]]:
+    """(text, line) of every string constant of a module but its docstrings (prose, not paths a program follows)."""
+    tree = ast.parse(path.read_text("utf-8"), str(path))
+    scopes = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree) if isinstance(node, scopes) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.value, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def _recipe_strings(path: Path) -> list[tuple[str, int]]:
+    """(text, line) of every scalar of a YAML recipe, keys included (comments are not read)."""
+    import yaml
+
+    found: list[tuple[str, int]] = []
+    stack = [yaml.compose(path.read_text("utf-8"))]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            found.append((str(node.value), node.start_mark.line + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in node.value for n in pair)
+    return found
+
+
+def string_path_violations(root: Path, configs: Path | None, allowed: dict[str, set[str]],
+                           exceptions: dict[tuple[str, str], str], unruled: set[str]) -> list[str]:
+    """Every dotted path to project code in a string of the package at `root` (docstrings aside) or in a recipe
+    under `configs` (read by `CONFIG_READERS[folder]`) that the reader's row of `allowed` forbids, as
+    "path:line: reader names target in a string (…)". The command line (`unruled`, e.g. `python -m omnidecision.cli`
+    started as a process) is no code path."""
+    owner = _module_owner(root)
+    places: list[tuple[str, str, Path, list[tuple[str, int]]]] = []  # (reader module, its row, file, strings)
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        places.append((module, _layer(module), path, _code_strings(path)))
+    for path in sorted(configs.rglob("*.yaml")) if configs is not None else []:
+        reader = CONFIG_READERS.get(path.relative_to(configs).parts[0], "")
+        places.append((f"configs/{path.relative_to(configs)}", reader, path, _recipe_strings(path)))
+    problems: list[str] = []
+    for module, layer, path, strings in places:
+        if layer in unruled:
+            continue
+        for text, line in strings:
+            for hit in STRING_PATH.findall(text):
+                target = owner(hit)
+                other = _layer(target) if target else ""
+                if not target or other in (layer, "__init__") or other in unruled or (module, target) in exceptions:
+                    continue
+                if other not in allowed.get(layer, set()):
+                    problems.append(f"{path}:{line}: {module} names {hit} in a string: {layer or 'no reader'} may "
+                                    f"not import {other}")
+    return problems
+
+
+def test_every_string_path_follows_the_rules() -> None:
+    """A string naming project code (a recipe's reward or environment path, an entry's `module:attr`) is an import
+    made at run time: it keeps the table, in the package and in the shipped recipes; every recipe folder has a
+    reader."""
+    import omnidecision
+
+    root = Path(omnidecision.__file__).parent
+    configs = root.parent / "configs"
+    assert {p.name for p in configs.iterdir() if p.is_dir()} <= set(CONFIG_READERS), \
+        "a new configs/ folder needs its reader in CONFIG_READERS"
+    problems = string_path_violations(root, configs, ALLOWED, EXCEPTIONS, UNRULED)
+    assert not problems, "string paths docs/architecture.md forbids:\n" + "\n".join(problems)
+
+
+def test_a_planted_string_path_is_reported(tmp_path: Path) -> None:
+    """The test of the test: a planted "omnidecision.agent.loop:X" in a copy of rl, and a rollout path in a copy of
+    a GRPO recipe, are both reported with file and line; the unchanged copies are clean."""
+    import shutil
+
+    import omnidecision
+
+    source = Path(omnidecision.__file__).parent
+    root, configs = tmp_path / "omnidecision", tmp_path / "configs"
+    shutil.copytree(source, root, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(source.parent / "configs", configs)
+    assert string_path_violations(root, configs, ALLOWED, EXCEPTIONS, UNRULED) == []
+    config = root / "rl" / "config.py"
+    lines = config.read_text("utf-8").splitlines()
+    config.write_text("\n".join([*lines, "", '_PLANTED = {"ledger": "omnidecision.agent.loop:X"}', ""]), "utf-8")
+    recipe = configs / "grpo" / "tiny-cpu.yaml"
+    recipe.write_text(recipe.read_text("utf-8") + "reward_funcs: [omnidecision.rollout.runner.judge_record]\n",
+                      "utf-8")
+    recipe_line = len(recipe.read_text("utf-8").splitlines())
+    assert sorted(string_path_violations(root, configs, ALLOWED, EXCEPTIONS, UNRULED)) == sorted([
+        f"{config}:{len(lines) + 2}: omnidecision.rl.config names omnidecision.agent.loop:X in a string: rl may not "
+        "import agent",
+        f"{recipe}:{recipe_line}: configs/grpo/tiny-cpu.yaml names omnidecision.rollout.runner.judge_record in a "
+        "string: rl may not import rollout",
+    ])
 
 
 def test_eval_imports_nothing_from_collect() -> None:
