@@ -1,7 +1,8 @@
 """The import rules (docs/architecture.md, "Layers and import direction") as a table: for each package, the
 `omnidecision.*` packages its modules may import (`ALLOWED`), some of them only inside functions (`LAZY_ONLY`), and
 one table of named module-to-module exceptions, each with its reason (`EXCEPTIONS`).
-`python tests/architecture/test_import_rules.py` prints the table the doc shows.
+`python tests/architecture/test_import_rules.py` prints the layer picture and the table the doc shows (both drawn from
+`ALLOWED`, `LAZY_ONLY` and `EXCEPTIONS`; a test checks the page holds them).
 
 Checked twice:
 
@@ -480,5 +481,81 @@ def test_every_package_has_a_rule() -> None:
     assert modules - set(ALLOWED) == set(), "a new top-level module needs its row in ALLOWED"
 
 
+def floors(allowed: dict[str, set[str]]) -> dict[str, int]:
+    """package -> its floor: 1 for a package that may import no other, else one above the highest it may import
+    (the table is a layering: a circle in it is an error)."""
+    found: dict[str, int] = {}
+
+    def floor(package: str, seen: tuple[str, ...] = ()) -> int:
+        if package in seen:
+            raise ValueError(f"the table has a circle: {' -> '.join((*seen, package))}")
+        if package not in found:
+            below = [floor(q, (*seen, package)) for q in allowed.get(package, set()) - {package}]
+            found[package] = 1 + max(below, default=0)
+        return found[package]
+
+    for package in allowed:
+        floor(package)
+    return found
+
+
+def direct_uses(allowed: dict[str, set[str]], lazy_only: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """package -> what it may import that no other package of its row already may (the table without the edges a
+    longer way implies: the arrows the picture draws); a way through a package of the row that `lazy_only` defers
+    implies no module-level arrow."""
+    lazy_only = lazy_only or {}
+    reach: dict[str, set[str]] = {}
+
+    def below(package: str) -> set[str]:
+        if package not in reach:
+            reach[package] = set()
+            for q in allowed.get(package, set()) - {package}:
+                reach[package] |= {q} | below(q)
+        return reach[package]
+
+    def implied(p: str, q: str) -> bool:
+        lazy = lazy_only.get(p, set())
+        return any(q in below(r) and (r not in lazy or q in lazy) for r in allowed[p] - {p, q})
+
+    return {p: {q for q in allowed[p] - {p} if not implied(p, q)} for p in allowed}
+
+
+def render_picture() -> str:
+    """The layer picture docs/architecture.md shows, drawn from ALLOWED and LAZY_ONLY: every package on its floor
+    (top: the most dependent), each with the packages it uses directly (`*`: only inside functions)."""
+    level, uses = floors(ALLOWED), direct_uses(ALLOWED, LAZY_ONLY)
+    width = max(len(p) for p in ALLOWED)
+    lines = ["floor  package" + " " * (width - 7) + "  uses (directly; * only inside functions)"]
+    for package in sorted(ALLOWED, key=lambda p: (-level[p], p)):
+        lazy = LAZY_ONLY.get(package, set())
+        used = sorted(uses[package], key=lambda q: (-level[q], q))
+        cells = ", ".join(f"{q}*" if q in lazy else q for q in used) or "—"
+        lines.append(f"{level[package]:>5}  {package:<{width}}  → {cells}")
+    return "\n".join(lines)
+
+
+def test_architecture_doc_shows_this_picture() -> None:
+    """The layer picture of docs/architecture.md is the one the table draws (`render_picture`), every package in
+    it: the page cannot drift from the rules the tests hold."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text("utf-8")
+    picture = render_picture()
+    assert all(f"  {p} " in picture or picture.endswith(f"  {p}") for p in ALLOWED)
+    assert picture in doc, "docs/architecture.md: paste the picture `python tests/architecture/" \
+        "test_import_rules.py` prints"
+
+
+def test_the_picture_places_every_package_on_its_floor() -> None:
+    """The picture's floors and arrows follow the table: a toy table's floors, and the arrow a longer way implies
+    left out."""
+    toy = {"a": {"a"}, "b": {"a", "b"}, "c": {"a", "b", "c"}, "d": {"d", "a"}}
+    assert floors(toy) == {"a": 1, "b": 2, "c": 3, "d": 2}
+    assert direct_uses(toy) == {"a": set(), "b": {"a"}, "c": {"b"}, "d": {"a"}}
+    # c reaches a through b only inside functions: its own module-level use of a is drawn
+    assert direct_uses(toy, {"c": {"b"}})["c"] == {"a", "b"}
+    with pytest.raises(ValueError, match="circle"):
+        floors({"a": {"b"}, "b": {"a"}})
+
+
 if __name__ == "__main__":
+    print("```\n" + render_picture() + "\n```\n")
     print(render_table())
