@@ -198,7 +198,7 @@ def _write_export(src: Path, dst: Path, merge: bool, base_model: str | None) -> 
     # Provenance card: the training stage's provenance.json (every trained stage writes one; an old SFT run: its
     # sft_run.json), with the export's own block; the flat keys of earlier cards kept for their readers
     run, history = run_info(src)
-    trained = read_provenance(src) or _from_run_card(run)
+    trained = read_provenance(src) or _from_run_card(run, run_card_time(src))
     exported = ExportInfo(exported_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                           source_checkpoint=str(src.resolve()), mode=mode, git_revision=git_revision())
     if adapter:  # the base this export rides on (or was merged into): --base-model when given, both spellings
@@ -225,17 +225,32 @@ def _write_export(src: Path, dst: Path, merge: bool, base_model: str | None) -> 
     return mode
 
 
-def _from_run_card(run: dict) -> Provenance:
+def run_card_time(ckpt: Path) -> str | None:
+    """When the run card `run_info` reads was written (its file's modification time, UTC), or None."""
+    for folder in (ckpt, ckpt.parent):
+        if (folder / "sft_run.json").is_file():
+            stamp = (folder / "sft_run.json").stat().st_mtime
+            return _dt.datetime.fromtimestamp(stamp, _dt.timezone.utc).isoformat(timespec="seconds")
+    return None
+
+
+def _from_run_card(run: dict, written_at: str | None = None) -> Provenance:
     """The provenance an SFT run written before provenance.json existed implies (its sft_run.json), or an empty
-    record (`training_tasks` None: eval reports the planner as having no provenance)."""
+    record (`training_tasks` None: eval reports the planner as having no provenance). Every field the run card
+    holds is carried as a written provenance.json carries it: the dataset (from the recipe) in `data`, the start
+    model's absolute path, the card's time."""
     data = dict(run.get("data") or {})
     tasks = data.pop("training_tasks", None)
-    return Provenance(stage="sft" if run else "unknown", output_dir=run.get("output_dir"),
+    dataset = ((run.get("recipe") or {}).get("script") or {}).get("dataset_name")
+    if data and dataset:
+        data = {"dataset": str(dataset), **data}
+    start = run.get("base_model")
+    return Provenance(stage="sft" if run else "unknown", output_dir=run.get("output_dir"), written_at=written_at,
                       git_revision=run.get("git_revision"),
                       training_tasks=TrainingTasks.model_validate(tasks) if tasks else None, data=data or None,
-                      recipe=run.get("recipe"), base_model=run.get("base_model"),
-                      lineage=Lineage(start_model=run.get("base_model")), metrics=run.get("metrics"),
-                      global_step=run.get("global_step"))
+                      recipe=run.get("recipe"), base_model=start,
+                      lineage=Lineage(start_model=start, start_model_resolved=resolved_path(start)),
+                      metrics=run.get("metrics"), global_step=run.get("global_step"))
 
 
 def render_card(prov: dict) -> str:

@@ -7,8 +7,9 @@ says what the field must hold on a branch (the stage, the start model, the adapt
 had, the export's mode...), so an absent, empty or stale field fails.
 
 - fast: the writers' own branches on the session's tiny planner, no trainer: `record_training` of full weights from
-  a start without provenance and of a LoRA adapter from a start with one; `export` full, adapter, merged, and an
-  adapter with `--base-model` naming another copy of its base. The harvest's data card (a plain dict, no model: its
+  a start without provenance and of a LoRA adapter from a start with one; `export` full, adapter, merged, an
+  adapter with `--base-model` naming another copy of its base, and a run from before provenance.json (its
+  sft_run.json only). The harvest's data card (a plain dict, no model: its
   keys are the union over the branches, each with a rule) with and without a tokenizer, with and without the
   collection's manifest.
 - long: the same checks on the cards real tiny runs write: sft (full, LoRA), grpo (full, LoRA), judge train, an SFT
@@ -164,7 +165,8 @@ def check_provenance(folder: Path, b: Branch) -> dict[str, Any]:
     rules = provenance_rules(b)
     if b.export_mode:
         rules.update({k: r for k, r in export_flat_rules(b).items() if k not in rules})
-        assert set(card) == set(rules), f"{b.name}: keys without a rule {sorted(set(card) - set(rules))}"
+        assert set(card) == set(rules), (f"{b.name}: keys without a rule {sorted(set(card) - set(rules))}, "
+                                         f"keys missing {sorted(set(rules) - set(card))}")
     try:
         _check(card, rules, b.name)
     except AssertionError as exc:
@@ -241,6 +243,24 @@ def test_export_full_adapter_merged_and_another_base(written):
                      Branch("export adapter --base-model", export_mode="adapter", export_base=str(other), **lora_b))
 
 
+def test_export_of_a_run_from_before_provenance_json(written):
+    """An SFT run from before provenance.json (its sft_run.json, in the keys sft/train.py writes, is all there is):
+    the export's card carries every field, as for a run with provenance.json."""
+    w = written
+    legacy = w["root"] / "legacy"
+    shutil.copytree(w["full"], legacy)
+    prov = json.loads((legacy / PROVENANCE_FILE).read_text("utf-8"))
+    (legacy / PROVENANCE_FILE).unlink()
+    run = {"output_dir": str(legacy), "global_step": 1, "metrics": METRICS,
+           "data": {"train": {"rows": 8}, "training_tasks": prov["training_tasks"]}, "base_model": str(w["start"]),
+           "use_peft": False, "git_revision": prov["git_revision"],
+           "recipe": {**RECIPE, "script": {"dataset_name": str(w["data"])}}}
+    (legacy / "sft_run.json").write_text(json.dumps(run), "utf-8")
+    check_provenance(export(legacy, w["root"] / "x-legacy"),
+                     Branch("export of a run card", "sft", legacy, w["start"], w["data"], w["ids"],
+                            export_mode="full"))
+
+
 # ---------------------------------------------------------------- the harvest's data card
 
 
@@ -314,7 +334,8 @@ def test_data_card_every_field_on_every_harvest_branch(collection, tiny_model_di
         used = tokenizer or (str(tiny_model_dir) if runs == served else None)
         rules = card_rules(used, runs, manifest=runs != bare, tokenizer_from=source,
                            tasks_dir=collection.parent / "tasks")
-        assert set(card) == set(rules), f"{name}: keys without a rule {sorted(set(card) - set(rules))}"
+        assert set(card) == set(rules), (f"{name}: keys without a rule {sorted(set(card) - set(rules))}, "
+                                         f"keys missing {sorted(set(rules) - set(card))}")
         bad = [f"{k}={card[k]!r}" for k, rule in rules.items() if not rule(card[k])]
         assert not bad, f"{name}: data card fields wrong: {bad}"
         keys |= set(card)
