@@ -148,7 +148,8 @@ class StrictOpenAIStub:
                 self._send(200, chat_completion(reply(body)))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: close() (shutdown) returns within 0.05 s, not serve_forever's default 0.5 s
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def schema_names(self) -> list[str]:
