@@ -12,6 +12,14 @@ from docgen.common import NOTE, Page, one_line
 from docgen.recipe_ref import _anchor, _table, load, model_fields
 
 SCHEMAS: tuple[tuple[str, str, str], ...] = (
+    ("The task record", "omnidecision.tasks.schema:Task",
+     "One task per line of a JSONL task file (`format: jsonl`, or `auto` on a `.jsonl` file): what `collect` and "
+     "`eval` read with `tasks.path`, and what `omnidecision tasks check` validates. Relative paths (assets, "
+     "`corpus`, `base_dir`) resolve against the file's folder. An example line, from "
+     "`tests/data/jsonl/tasks.jsonl`:\n\n```json\n"
+     '{"id": "j1", "question": "How many moons does Mars have?", "answer": "2", "answer_type": "number", '
+     '"level": "easy", "category": "science", "pages": [{"url": "https://example.org/mars", '
+     '"text": "Mars has two moons, Phobos and Deimos."}]}\n```'),
     ("The trajectory record", "omnidecision.protocol.records:RunRecord",
      "One JSON line per run in `trajectories*.jsonl` (collect, eval, rounds): every step the agent took, the "
      "outcome and the judge's verdict. Replaying `initial_events`, each step's `events` and `final_events` with "
@@ -26,6 +34,8 @@ SCHEMAS: tuple[tuple[str, str, str], ...] = (
 # Models documented by name only: the ledger's own schema and its typed events have their pages in the code
 # (omnidecision/ledger/schema.py, events.py); the records hold them as they are.
 SHALLOW = ("omnidecision.ledger.",)
+# the synthetic suite's gold decomposition (read by the rule planner and the teacher, never written by a user)
+SHALLOW_MODELS = ("GoldDecomposition",)
 
 
 def render() -> Page:
@@ -46,7 +56,8 @@ def render() -> Page:
             rows = []
             for row, nested in model_fields(cls):
                 rows.append(row)
-                queue += [m for m in nested if m not in queue and not m.__module__.startswith(SHALLOW)]
+                queue += [m for m in nested if m not in queue and not m.__module__.startswith(SHALLOW)
+                          and m.__name__ not in SHALLOW_MODELS]
             lines += _table(rows, f"schema {cls.__module__}.{cls.__name__}", problems)
     lines += ["The ledger (`Ledger`, with its needs, slots, evidence and conflicts) and its typed events are "
               "defined in `omnidecision/ledger/schema.py` and `omnidecision/ledger/events.py`; "
@@ -68,5 +79,6 @@ def all_fields() -> dict[str, list[str]]:
             out[key] = []
             for row, nested in model_fields(cls):
                 out[key].append(row.name)
-                queue += [m for m in nested if not m.__module__.startswith(SHALLOW)]
+                queue += [m for m in nested
+                          if not m.__module__.startswith(SHALLOW) and m.__name__ not in SHALLOW_MODELS]
     return out

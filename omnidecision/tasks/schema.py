@@ -22,18 +22,45 @@ class _Rec(BaseModel):
 
 
 class AudioEvent(_Rec):
+    """A labelled sound in an asset's audio (an offline surrogate the perception tools read).
+
+    Attributes:
+        start: seconds from the start of the asset
+        end: seconds from the start of the asset
+        label: what is heard ("applause", "a siren")
+    """
+
     start: float
     end: float
     label: str
 
 
 class FrameCaption(_Rec):
+    """A caption of the frame at one moment of a video (an offline surrogate the frame tools read).
+
+    Attributes:
+        t: seconds from the start of the video
+        caption: what the frame shows
+    """
+
     t: float
     caption: str
 
 
 class Asset(_Rec):
-    """A media asset with optional offline surrogates (used when the media file is absent or perception is off)."""
+    """A media asset with optional offline surrogates (used when the media file is absent or perception is off).
+
+    Attributes:
+        id: the asset's id, unique within its task (the ledger's `asset_id`)
+        type: video, audio or image
+        path: the media file (relative paths resolve against the task's `base_dir` or the task file's folder)
+        duration: seconds (video, audio)
+        subtitles: an .srt / .vtt file of the asset's subtitles
+        transcript: an .srt / .vtt file of its speech
+        audio_events: labelled sounds, offline
+        frame_captions: captions of frames at given times, offline
+        description: a text description of the asset (an image's content), offline
+    """
 
     id: str
     type: AssetType
@@ -47,6 +74,14 @@ class Asset(_Rec):
 
 
 class Page(_Rec):
+    """A web page the task ships, read by the offline page reader and search (`pages`, or a shared `corpus`).
+
+    Attributes:
+        url: the page's address (what search returns and the page reader is asked for)
+        title: its title
+        text: its readable text
+    """
+
     url: str
     title: str = ""
     text: str
@@ -84,6 +119,29 @@ class GoldDecomposition(_Rec):
 
 
 class Task(_Rec):
+    """One task: the question, its gold answer and what the agent may use to answer it.
+
+    Attributes:
+        id: unique within the task file
+        question: the question as the agent sees it
+        answer: the gold answer (a string; for `mcq` the option letter); None when unknown
+        answer_type: number, text, list or mcq: how the answer is compared
+        options: the choices of an `mcq` task ("A. red", "B. blue", ...)
+        level: difficulty (easy, medium, hard), reported per level
+        category: the task's domain, reported per category
+        source: where the task comes from (jsonl, omnigaia, worldsense, synthetic)
+        assets: the media of the task (video, audio, image), with offline surrogates
+        pages: web pages the offline tools may return for this task
+        corpus: a JSONL file of pages (url, title, text) shared by many tasks
+        blocked_domains: hosts (or host + path prefix) search and the page reader must not reach (the answer's pages)
+        tools: the tools this task allows (None: every tool); shown in the digest
+        gold: the gold decomposition (the synthetic suite's needs and slots; the rule planner reads it)
+        answerable: False for a task whose evidence cannot be found (the right outcome is to abstain)
+        max_tool_calls: the task's tool-call budget (None: the recipe's)
+        base_dir: the folder relative asset and corpus paths resolve against (default: the task file's folder)
+        meta: anything else the loader keeps (OmniGAIA: the raw record, its sources and annotated solution)
+    """
+
     id: str
     question: str
     answer: str | None = None

@@ -1,5 +1,5 @@
-"""Every command of the cluster docs resolves: docs/cluster-workflow.md, the README's cluster quick start and the
-CPU walk-through of docs/getting-started.md.
+"""Every command of the cluster docs resolves: docs/cluster-workflow.md and its step pages (docs/cluster/), the
+README's cluster quick start and the CPU walk-through of docs/getting-started.md.
 
 Each ```bash block runs in bash as written (loops, variables, `export`, `cd`), in a scratch project that holds
 small local stand-ins at the paths the docs name (a harvested SFT/RL dataset, a tiny Qwen3 and LoRA adapters over
@@ -28,7 +28,10 @@ import pytest
 pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs" / "cluster-workflow.md"
+# the cluster guide: its first page (set-up) and its steps, one page each, read in order as one shell session
+CLUSTER_PAGES = ["cluster-workflow.md", "cluster/collect.md", "cluster/train.md", "cluster/serve.md",
+                 "cluster/evaluate.md"]
+DOCS_TEXT = "\n".join((ROOT / "docs" / page).read_text("utf-8") for page in CLUSTER_PAGES)
 DRY_RUN_COMMANDS = {"sft", "grpo", "serve", "collect", "eval", "ablate"}
 SETUP_PROGRAMS = {"git", "python", "pip"}
 RECORDED_ENV = ("OD_", "OPENAI_", "WANDB_", "HF_")
@@ -52,7 +55,7 @@ def readme_cluster_section() -> str:
     return text[start:end if end != -1 else None]
 
 
-SOURCES = {"docs/cluster-workflow.md": DOCS.read_text("utf-8"), "README cluster section": readme_cluster_section(),
+SOURCES = {"docs/cluster-workflow.md": DOCS_TEXT, "README cluster section": readme_cluster_section(),
            "docs/getting-started.md": (ROOT / "docs" / "getting-started.md").read_text("utf-8")}
 
 

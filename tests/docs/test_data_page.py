@@ -55,3 +55,16 @@ def test_the_first_check_prints_the_pages_output(monkeypatch: pytest.MonkeyPatch
     assert lang == "text"
     printed = run(shipped_checks()[0], monkeypatch)
     assert [line for line in printed.splitlines() if line.strip()] == expected.strip().splitlines()
+
+
+def test_the_task_schema_pages_example_line_loads():
+    """The example line on the generated Records and datasets page is a Task, the first line of the shipped JSONL."""
+    from docgen.schema_ref import SCHEMAS
+    from omnidecision.tasks.schema import Task
+
+    intro = next(intro for title, _, intro in SCHEMAS if title == "The task record")
+    line = re.search(r"```json\n(.*?)\n```", intro, re.S).group(1)
+    task = Task.model_validate_json(line)
+    assert task.id == "j1" and task.answer_type == "number"
+    shipped = (ROOT / "tests" / "data" / "jsonl" / "tasks.jsonl").read_text("utf-8").splitlines()[0]
+    assert Task.model_validate_json(shipped) == task

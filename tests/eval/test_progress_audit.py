@@ -176,8 +176,8 @@ def test_replay_runs_of_the_dev_subset(replay_eval):
     assert all(r["k"] >= k_led[r["run_id"]] for r in every["per_run"])
     assert sum(r["k"] > k_led[r["run_id"]] for r in every["per_run"]) > 10
     assert led["counts"]["zero"] > 0 and every["counts"]["partial"] > 0  # the replay runs are far from full
-    # the figures docs/cluster-workflow.md quotes are these runs' (the same recipe as its reproduce command)
-    doc = " ".join((ROOT / "docs" / "cluster-workflow.md").read_text("utf-8").split())
+    # the figures the cluster guide's step 7 quotes are these runs' (the same recipe as its reproduce command)
+    doc = " ".join((ROOT / "docs" / "cluster" / "evaluate.md").read_text("utf-8").split())
     weights = {r["partial_weight"]: r["weighted_progress"] for r in led["sensitivity"]["rows"]}
     c, e = led["counts"], every["counts"]
     assert (f"ledger evidence gives {c['full']} full / {c['partial']} partial / {c['zero']} zero "
