@@ -45,11 +45,13 @@ from omnidecision.provenance import (
     Provenance,
     TrainingTasks,
     record_training,
+    training_tasks,
     write_task_ids,
 )
 from omnidecision.rollout.options import CollectOptions
 from omnidecision.rollout.runner import collect_runs
 from omnidecision.rollout.store import shard_path
+from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 
@@ -388,9 +390,6 @@ LORA = ("--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_targ
 @pytest.mark.long  # eight tiny training runs and five exports (~60 s): `make long-test` (CI runs it)
 @pytest.mark.requires("trl")
 def test_cards_of_real_stage_runs(collection, tmp_path):
-    from omnidecision.provenance import training_tasks
-    from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
-
     h = tmp_path / "h"
     run_harvest([str(collection)], h, HarvestOptions(val_fraction=0.3))
     ids = set(json.loads((h / "task_ids.json").read_text("utf-8"))["ids"])

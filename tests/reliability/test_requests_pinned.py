@@ -28,6 +28,7 @@ import yaml
 from typer.testing import CliRunner
 
 from omnidecision.backends.openai_backend import openai_request_fields
+from omnidecision.backends.perception import OpenAIPerception, PerceptionSpec
 from omnidecision.cli import app
 from omnidecision.ledger import Ledger
 from omnidecision.protocol.chat import BackendSpec
@@ -36,6 +37,7 @@ from omnidecision.rewards.closure import EXAMPLE_LEDGER
 from omnidecision.rewards.llm_judge import RewardJudge
 from omnidecision.rl.judge_stats import judges_of
 from omnidecision.rollout.recipe import CollectRecipe, EvalRecipe, load_recipe
+from omnidecision.tasks.schema import Asset
 from tests.agent.test_endpoint_kind import AgentReplies
 from tests.stub_chat import Received, StrictOpenAIStub
 
@@ -254,9 +256,6 @@ def test_perception_endpoint_sends_its_spec(endpoint, tmp_path):
     """A live recipe's perception endpoint (`environment.perception.<tool>`): free text, the spec's model, temperature,
     max tokens and extra_body, the key of its own variable."""
     from PIL import Image  # Pillow: only this test draws an image
-
-    from omnidecision.backends.perception import OpenAIPerception, PerceptionSpec
-    from omnidecision.tasks.schema import Asset
 
     Image.new("RGB", (40, 30), (200, 30, 30)).save(tmp_path / "photo.jpg")
     spec = PerceptionSpec(base_url=endpoint.url, model="vlm-pinned", api_key_env="PINNED_CRITIC_KEY",
