@@ -16,20 +16,13 @@ In process (typer's CliRunner) on six synthetic tasks and three teacher runs: a 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from omnidecision.agent.config import AgentConfig
-from omnidecision.backends.factory import build_backends
 from omnidecision.cli import app
-from omnidecision.protocol.chat import BackendSpec
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
-from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 from tests.architecture.test_flag_spelling import commands, visible_options
@@ -43,11 +36,10 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """synth/ (six tasks), runs/ (three teacher runs of them), bad files: what the commands read."""
     root = tmp_path_factory.mktemp("inputs")
     write_suite(6, 0, root / "synth")
-    (root / "runs").mkdir()
-    tasks = load_tasks(root / "synth", "synthetic")[:3]
-    asyncio.run(collect_runs(tasks, AgentConfig(), build_backends({"default": BackendSpec(kind="teacher")}),
-                             CollectOptions(out_file=shard_path(root / "runs", 0, 1), samples=1, concurrency=3,
-                                            progress=False)))
+    for task in load_tasks(root / "synth", "synthetic")[:3]:  # three teacher runs, through the command itself
+        res = CliRunner().invoke(app, ["run", "--tasks", str(root / "synth"), "--task-id", task.id, "--teacher",
+                                       "--out", str(root / "runs" / "trajectories.jsonl")])
+        assert res.exit_code == 0, res.output
     (root / "empty.jsonl").write_text("", "utf-8")
     (root / "not-a-report.json").write_text('{"accuracy": 0.5}', "utf-8")
     (root / "bad-tasks.jsonl").write_text('{"id": "a", "question": "q"}\n{"id": "b"}\n', "utf-8")
@@ -84,8 +76,8 @@ REFUSED: dict[str, list[str]] = {
     "tasks synth": ["tasks", "synth", "--n", "3", "--out", "{i}/runs"],
     "tasks check": ["tasks", "check", "{i}/bad-tasks.jsonl"],
     "tasks split": ["tasks", "split", "{i}/synth", "--folds", "2", "--out", "{i}/synth/folds"],
-    "collect merge": ["collect", "merge", "{i}/runs/trajectories.shard-0-of-1.jsonl", "--out",
-                      "{i}/runs/trajectories.shard-0-of-1.jsonl"],
+    "collect merge": ["collect", "merge", "{i}/runs/trajectories.jsonl", "--out",
+                      "{i}/runs/trajectories.jsonl"],
     "judge eval": ["judge", "eval", "--data", "{i}/rows", "--out", "{o}/judge.json"],
     "audit progress": ["audit", "progress", "{i}/none.jsonl", "--tasks", "{i}/synth", "--out", "{o}/progress"],
     "audit rewards": ["audit", "rewards", "--data", "{i}/rows", "--runs", "{i}/runs", "--out", "{o}/audit"],
@@ -120,7 +112,7 @@ def test_the_refusals_cover_every_new_dry_run():
 # command -> argv that passes every check
 PASSES: dict[str, list[str]] = {
     "run": ["run", "--tasks", "{i}/synth", "--teacher", "--out", "{o}/one.jsonl"],
-    "replay": ["replay", "{i}/runs/trajectories.shard-0-of-1.jsonl"],
+    "replay": ["replay", "{i}/runs/trajectories.jsonl"],
     "tool": ["tool", "code_executor", "--args", '{{"code": "open(\'x\', \'w\')"}}'],
     "view": ["view", "{i}/runs", "--out", "{o}/view"],
     "tasks synth": ["tasks", "synth", "--n", "3", "--out", "{o}/synth"],

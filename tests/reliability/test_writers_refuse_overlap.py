@@ -10,21 +10,14 @@ In process (typer's CliRunner) on six synthetic tasks and three teacher runs: a 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from omnidecision.agent.config import AgentConfig
-from omnidecision.backends.factory import build_backends
 from omnidecision.cli import app
 from omnidecision.outputs import MARKER
-from omnidecision.protocol.chat import BackendSpec
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
-from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 
@@ -34,11 +27,10 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """synth/ (six tasks), eval/ (three teacher runs of them and an eval report), rows/ (an RL folder)."""
     root = tmp_path_factory.mktemp("inputs")
     write_suite(6, 0, root / "synth")
-    (root / "eval").mkdir()
-    tasks = load_tasks(root / "synth", "synthetic")[:3]
-    asyncio.run(collect_runs(tasks, AgentConfig(), build_backends({"default": BackendSpec(kind="teacher")}),
-                             CollectOptions(out_file=shard_path(root / "eval", 0, 1), samples=1, concurrency=3,
-                                            progress=False)))
+    for task in load_tasks(root / "synth", "synthetic")[:3]:  # three teacher runs, through the command itself
+        res = CliRunner().invoke(app, ["run", "--tasks", str(root / "synth"), "--task-id", task.id, "--teacher",
+                                       "--out", str(root / "eval" / "trajectories.jsonl")])
+        assert res.exit_code == 0, res.output
     (root / "eval" / "report.json").write_text(json.dumps({"accuracy": 1.0, "ci95": [0.4, 1.0], "n": 3,
                                                            "outcomes": {"answered": 3}}), "utf-8")
     (root / "rows").mkdir()
