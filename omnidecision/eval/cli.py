@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shlex
 import signal
 import time
 from pathlib import Path
@@ -55,9 +56,11 @@ def serve(
     model: str = typer.Argument(..., help="merged checkpoint folder (or the base model when serving adapters)"),
     lora: list[str] = typer.Option([], "--lora", help="NAME=DIR: serve a LoRA adapter under NAME (repeatable)"),
     port: int = typer.Option(8000, help="port"),
-    host: str = typer.Option("127.0.0.1", help="interface to bind (0.0.0.0 for other machines)"),
+    host: str = typer.Option("127.0.0.1", help="interface to bind: 127.0.0.1 answers this machine only; 0.0.0.0 "
+                                               "lets other machines (another node, a client) connect"),
     tensor_parallel_size: Optional[int] = typer.Option(None, help="GPUs per model (vLLM on GPUs)"),  # noqa: UP045
-    max_model_len: int = typer.Option(4096, help="context length"),
+    max_model_len: int = typer.Option(4096, help="context length in tokens (vLLM's --max-model-len): 4096 holds a "
+                                                 "planner digest and its decision; raise it for longer prompts"),
     max_lora_rank: Optional[int] = typer.Option(  # noqa: UP045
         None, help="--max-lora-rank of vLLM (default: the adapters' largest rank, from adapter_config.json)"),
     served_name: Optional[str] = typer.Option(None, help="name clients request (default: folder name)"),  # noqa: UP045
@@ -69,6 +72,10 @@ def serve(
                                      "(default: the persistent one, $VLLM_CACHE_ROOT or ~/.cache/omnidecision/vllm)"),
     limit_mm_per_prompt: Optional[str] = typer.Option(  # noqa: UP045
         None, help='a perception model: media items per request, as JSON (e.g. \'{"image": 16, "audio": 2}\')'),
+    vllm_args: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--vllm-args", help="any other `vllm serve` arguments, one quoted string passed verbatim (e.g. "
+        "'--gpu-memory-utilization 0.85 --max-num-seqs 256'; an eval recipe's serve.extra_args); --dry-run checks "
+        "them with vLLM's parser"),
 ) -> None:
     """Serve a planner or a multimodal perception model (a local folder or a hub id such as Qwen/Qwen3-8B) with
     vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp dir, persistent compile cache)."""
@@ -93,6 +100,7 @@ def serve(
             typer.echo(f"error: --limit-mm-per-prompt {limit_mm_per_prompt!r}: not JSON ({exc})", err=True)
             raise typer.Exit(2) from None
         extra += ["--limit-mm-per-prompt", limit_mm_per_prompt]
+    extra += shlex.split(vllm_args or "")
     server = VLLMServer(model, port=port, lora_modules=loras, extra_args=extra, served_name=served_name,
                         max_model_len=max_model_len, max_lora_rank=max_lora_rank, host=host,
                         startup_timeout_s=startup_timeout, fresh_cache=fresh_cache)

@@ -54,3 +54,22 @@ def test_serve_then_sigterm(tmp_path):
             proc.wait()
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+
+
+@pytest.mark.long  # two dry runs import vLLM's argument parser: ~30 s
+@pytest.mark.requires("vllm")
+def test_serve_passes_vllm_args_through(tmp_path):
+    """`--vllm-args` reaches the vLLM command verbatim (as an eval recipe's serve.extra_args), and the dry run checks
+    them with vLLM's own parser: an argument vLLM does not know fails it."""
+    import json
+
+    from omnidecision.synthetic.tiny import build_tiny_planner
+
+    model = build_tiny_planner(tmp_path / "tiny", hidden=64, layers=2, heads=2)
+    extra = "--gpu-memory-utilization 0.85 --max-num-seqs 8"
+    res = CliRunner().invoke(app, ["serve", str(model), "--vllm-args", extra, "--dry-run"])
+    assert res.exit_code == 0, res.output
+    command = json.loads(res.stdout)["extra"]["vllm_command"]
+    assert command[-4:] == ["--gpu-memory-utilization", "0.85", "--max-num-seqs", "8"]
+    res = CliRunner().invoke(app, ["serve", str(model), "--vllm-args", "--no-such-flag 1", "--dry-run"])
+    assert res.exit_code == 2 and "--no-such-flag" in res.stdout
