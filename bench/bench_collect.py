@@ -37,12 +37,12 @@ logger = logging.getLogger(__name__)
 
 
 async def collection(tasks, config, backends, out: Path, concurrency: int) -> tuple[dict[str, float], list]:
-    from omnidecision.rollout.options import CollectOptions
-    from omnidecision.rollout.runner import collect_runs
+    from omnidecision.rollout.options import RolloutOptions
+    from omnidecision.rollout.runner import run_tasks
     from omnidecision.rollout.store import read_records
 
     t0 = time.perf_counter()
-    summary = await collect_runs(tasks, config, backends, CollectOptions(out_file=out, concurrency=concurrency,
+    summary = await run_tasks(tasks, config, backends, RolloutOptions(out_file=out, concurrency=concurrency,
                                                                         progress=False))
     wall = time.perf_counter() - t0
     for backend in {id(b): b for b in backends.values()}.values():  # close clients inside this event loop

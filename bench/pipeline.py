@@ -34,7 +34,7 @@ def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, sample
     demo does); returns the harvest folder holding `sft/` and `rl/`. `teacher`: the teacher's options instead of
     `noise` (e.g. `backends.teacher.HABIT_TEACHER`, the demo's collection teacher), seeded by `seed`.
     `tasks_path`: the folder `tasks` were loaded from; given, the collection goes through its collect recipe
-    (`rollout.runner.collect`, as `omnidecision collect`), which writes the manifest.json a run is resumed from (the
+    (`rollout.runner.run_rollouts`, as `omnidecision collect`), which writes the manifest.json a run resumes from (the
     executed returns of grounding/ need it)."""
     from omnidecision.agent.config import AgentConfig
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
@@ -43,23 +43,23 @@ def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, sample
     if tasks_path is None:
         from omnidecision.backends.factory import build_backends
         from omnidecision.protocol.chat import BackendSpec
-        from omnidecision.rollout.options import CollectOptions
-        from omnidecision.rollout.runner import collect_runs
+        from omnidecision.rollout.options import RolloutOptions
+        from omnidecision.rollout.runner import run_tasks
 
         backends = build_backends({"default": BackendSpec(kind="teacher", options=options)})
         config = AgentConfig(digest_max_chars=DIGEST_MAX_CHARS)
-        asyncio.run(collect_runs(tasks, config, backends, CollectOptions(
+        asyncio.run(run_tasks(tasks, config, backends, RolloutOptions(
             out_file=work / "runs" / "trajectories.jsonl", samples=samples, concurrency=8, progress=False)))
     else:
         from omnidecision.rollout.recipe import recipe_from_dict
-        from omnidecision.rollout.runner import collect
+        from omnidecision.rollout.runner import run_rollouts
 
         recipe = recipe_from_dict({
             "tasks": {"path": str(tasks_path), "format": "synthetic"},
             "backends": {"default": {"kind": "teacher", "options": options}},
             "agent": AgentConfig(digest_max_chars=DIGEST_MAX_CHARS).model_dump(mode="json"),
             "samples": samples, "concurrency": 8, "out": str(work / "runs"), "progress": False}, "bench.pipeline")
-        asyncio.run(collect(recipe))
+        asyncio.run(run_rollouts(recipe))
     run_harvest([str(work / "runs")], work / "data", HarvestOptions(
         advancing_only=True, dedup=True, val_fraction=val_fraction, digest_max_chars=DIGEST_MAX_CHARS))
     return work / "data"

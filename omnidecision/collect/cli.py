@@ -75,9 +75,10 @@ def collect(
     `collect merge DIR… --out FILE` merges shard files (see `collect merge --help`)."""
     if ctx.invoked_subcommand is not None:
         return
-    from omnidecision.rollout.breaker import CollectionStopped
-    from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe
-    from omnidecision.rollout.runner import collect as run_collect
+    from omnidecision.collect.recipe import CollectRecipe  # with the engine below: loaded when it runs (fast --help)
+    from omnidecision.rollout.breaker import RolloutsStopped  # as above
+    from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe  # as above
+    from omnidecision.rollout.runner import run_rollouts  # as above
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -98,11 +99,11 @@ def collect(
 
         raise typer.Exit(emit(make_report(config, overrides)))
     try:
-        recipe = load_recipe(config, overrides)
-        summary = asyncio.run(run_collect(recipe))
+        recipe = load_recipe(config, overrides, model=CollectRecipe)
+        summary = asyncio.run(run_rollouts(recipe))
     except (RecipeError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from exc
-    except CollectionStopped as exc:  # an endpoint stayed down: exit 3, the message names it
+    except RolloutsStopped as exc:  # an endpoint stayed down: exit 3, the message names it
         raise _fail(str(exc), code=3) from exc
     s = summary.as_dict()
     acc = f"{s['accuracy']:.3f}" if s["accuracy"] is not None else "n/a"

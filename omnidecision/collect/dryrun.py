@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from omnidecision.collect.harvest import HarvestError, HarvestOptions, assign_splits, harvest_runs, ordered_runs
+from omnidecision.collect.recipe import CollectRecipe
 from omnidecision.outputs import output_problems
 from omnidecision.preflight import DryRunReport
 from omnidecision.rollout.checks import live_checks, recipe_checks
@@ -21,7 +22,7 @@ from omnidecision.rollout.recipe import RecipeError, load_recipe
 def dry_run(config: Path | None, overrides: list[str]) -> DryRunReport:
     report = DryRunReport(command="collect", recipe=str(config) if config else None)
     try:
-        recipe = load_recipe(config, overrides)
+        recipe = load_recipe(config, overrides, model=CollectRecipe)
     except (RecipeError, ValueError) as exc:
         # an unset-variables error lists every variable ("...: a; b; c"): one failed check each
         head, sep, rest = str(exc).partition(": ")

@@ -39,7 +39,7 @@ def _logging() -> None:
 def _exit_codes():
     """A run's failures as exit codes with the message: 2 for bad input (recipe, files), 3 when an endpoint stayed
     down (rollout/breaker.py: the message names it)."""
-    from omnidecision.rollout.breaker import CollectionStopped
+    from omnidecision.rollout.breaker import RolloutsStopped
     from omnidecision.rollout.recipe import RecipeError
 
     try:
@@ -47,7 +47,7 @@ def _exit_codes():
     except (RecipeError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    except CollectionStopped as exc:
+    except RolloutsStopped as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(3) from exc
 

@@ -220,7 +220,7 @@ def overlap_problem(info: dict[str, Any]) -> str | None:
 
 
 def trajectories_path(out: str | Path, i: int = 0, n: int = 1) -> Path:
-    """OUT/trajectories.jsonl, or collect's shard file name when the eval is sharded (n > 1)."""
+    """OUT/trajectories.jsonl, or the engine's shard file name when the eval is sharded (n > 1)."""
     if n > 1:
         from omnidecision.rollout.store import shard_path
 
@@ -285,9 +285,9 @@ def _run_eval_locked(recipe: EvalRecipe, *, progress: bool, specs: dict[str, Bac
                      overlap: dict[str, Any]) -> dict[str, Any]:
     """`run_eval` under the lock of its trajectory file: prepare, (serve,) run, report."""
     from omnidecision.eval.report import write_report
-    from omnidecision.rollout.runner import collect, prepare
+    from omnidecision.rollout.runner import prepare, run_rollouts
 
-    # -- tasks, pre-flight, manifest and services: collect's (a served role is checked once its server runs)
+    # -- tasks, pre-flight, manifest and services: the rollout engine's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
     prepared = prepare(recipe, specs, served_roles=served)
     tasks, all_tasks = prepared.tasks, prepared.selected
@@ -302,9 +302,10 @@ def _run_eval_locked(recipe: EvalRecipe, *, progress: bool, specs: dict[str, Bac
     serving = contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe)
     with serving as role_specs:
         planner = planner_info(role_specs)
-        summary = asyncio.run(collect(recipe, prepared=prepared, specs=role_specs,
-                                      out_file=trajectories_path(out, i, n), progress=progress and recipe.progress,
-                                      desc=f"eval {recipe.name or out.name}"))
+        summary = asyncio.run(run_rollouts(recipe, prepared=prepared, specs=role_specs,
+                                           out_file=trajectories_path(out, i, n),
+                                           progress=progress and recipe.progress,
+                                           desc=f"eval {recipe.name or out.name}"))
     wall = time.perf_counter() - t0
     # -- report over the records of these tasks (a resumed eval reports every finished run)
     ids = {t.id for t in all_tasks}

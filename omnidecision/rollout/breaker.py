@@ -6,7 +6,7 @@ timeouts, 502/503/504, each already retried by the backend itself) the breaker o
 wait while it probes the endpoint (`GET {base_url}/models`; any HTTP answer means the server is up) with
 exponential backoff (tenacity), `pauses` times. A probe that answers closes the breaker and the waiting runs go on;
 when none answers, the breaker stops the collection: waiting runs are refused with `EndpointDown` and the runner
-raises `CollectionStopped`, whose message names the endpoint and says how to continue (run the same command again).
+raises `RolloutsStopped`, whose message names the endpoint and says how to continue (run the same command again).
 
 A run whose call failed because its endpoint was unreachable is marked (`endpoint_failed()`, a per-job context
 variable) so the runner neither writes its `error` record as finished nor counts it as a wrong answer: it is run
@@ -28,6 +28,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest, ChatResponse
 from omnidecision.protocol.secrets import endpoint_url
+from omnidecision.rollout.deprecated import aliases
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +59,8 @@ class EndpointDown(BackendError):
         self.endpoint = endpoint
 
 
-class CollectionStopped(RuntimeError):
-    """Raised by the runner once a breaker stopped the collection; the message names the endpoint."""
+class RolloutsStopped(RuntimeError):
+    """Raised by the runner once a breaker stopped the rollouts; the message names the endpoint."""
 
     def __init__(self, endpoint: str, message: str) -> None:
         super().__init__(message)
@@ -249,3 +250,6 @@ def guard(backends: dict[str, ChatBackend], breaker: EndpointBreaker | None) -> 
         return backends
     return {role: b if (ep := endpoint_of(b)) is None or isinstance(b, GuardedBackend)
             else GuardedBackend(b, ep, breaker) for role, b in backends.items()}
+
+
+__getattr__ = aliases(__name__, {"CollectionStopped": "RolloutsStopped"}, globals())  # the old name, one release

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from omnidecision.preflight import DryRunReport, check_url
 from omnidecision.rollout.live import probe_openai
-from omnidecision.rollout.recipe import CollectRecipe, RecipeError
+from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
 
 PROBE_TIMEOUT_S = 3.0
 
 
-def recipe_checks(report: DryRunReport, recipe: CollectRecipe) -> None:
+def recipe_checks(report: DryRunReport, recipe: RolloutRecipe) -> None:
     """The checks `collect` and `eval` share: tasks, backends, judge, environment, output folder."""
     from omnidecision.rollout.runner import select_tasks
     from omnidecision.rollout.store import shard_path
@@ -84,7 +84,7 @@ def backend_check(report: DryRunReport, what: str, spec) -> None:
                                       f"{', '.join(BACKEND_KINDS.names())})")
 
 
-def live_checks(report: DryRunReport, recipe: CollectRecipe) -> None:
+def live_checks(report: DryRunReport, recipe: RolloutRecipe) -> None:
     """A live environment: every endpoint is asked (GET /models), every media file looked for, every key read."""
     if recipe.environment.kind != "live":
         return

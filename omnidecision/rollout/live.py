@@ -27,7 +27,7 @@ from omnidecision.backends.perception import PerceptionRouter
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, WEB_TOOLS
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.secrets import endpoint_url
-from omnidecision.rollout.recipe import CollectRecipe, Environment
+from omnidecision.rollout.recipe import Environment, RolloutRecipe
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.web_live import LiveWeb
 
@@ -110,7 +110,7 @@ def _backend_problems(name: str, spec: BackendSpec, probe: bool, timeout_s: floa
     return []
 
 
-def live_problems(recipe: CollectRecipe, tasks: list[Task], probe: bool = False, timeout_s: float = 3.0) -> list[str]:
+def live_problems(recipe: RolloutRecipe, tasks: list[Task], probe: bool = False, timeout_s: float = 3.0) -> list[str]:
     """Everything missing before `recipe` can collect `tasks` (an empty list: ready). See the module docstring."""
     env = recipe.environment
     problems: list[str] = []

@@ -1,6 +1,6 @@
-"""How one collection runs (`CollectOptions`): where its records go and the knobs of the run loop, one typed object
-that `rollout.runner.collect_runs` takes. A recipe gives one with `CollectOptions.from_recipe`; tests and benchmarks
-build one directly.
+"""How one run of the engine goes (`RolloutOptions`): where its records go and the knobs of the run loop, one typed
+object that `rollout.runner.run_tasks` takes. A recipe gives one with `RolloutOptions.from_recipe`; tests and
+benchmarks build one directly.
 
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --out runs/synth-teacher   # from_recipe
 """
@@ -13,12 +13,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnidecision.rollout.breaker import BreakerSettings
-from omnidecision.rollout.recipe import CollectRecipe
+from omnidecision.rollout.deprecated import aliases
+from omnidecision.rollout.recipe import RolloutRecipe
 from omnidecision.rollout.store import shard_path
 
 
-class CollectOptions(BaseModel):
-    """The run loop's options (the recipe fields of the same names; see `CollectRecipe`)."""
+class RolloutOptions(BaseModel):
+    """The run loop's options (the recipe fields of the same names; see `RolloutRecipe`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -36,11 +37,14 @@ class CollectOptions(BaseModel):
     desc: str = Field("collect", description="the progress bar's label")
 
     @classmethod
-    def from_recipe(cls, recipe: CollectRecipe, *, out_file: str | Path | None = None, progress: bool | None = None,
-                    desc: str | None = None) -> CollectOptions:
+    def from_recipe(cls, recipe: RolloutRecipe, *, out_file: str | Path | None = None, progress: bool | None = None,
+                    desc: str | None = None) -> RolloutOptions:
         """The options of a recipe's shard: its shard file under `recipe.out` unless `out_file` is given."""
         i, n = recipe.shard_index
         return cls(out_file=Path(out_file) if out_file is not None else shard_path(recipe.out, i, n),
                    samples=recipe.samples, concurrency=recipe.concurrency, judge=recipe.judge.enabled,
                    judge_scorer=recipe.judge.scorer, retry_errors=recipe.retry_errors, breaker=recipe.breaker,
                    progress=recipe.progress if progress is None else progress, desc=desc or f"collect {i}/{n}")
+
+
+__getattr__ = aliases(__name__, {"CollectOptions": "RolloutOptions"}, globals())  # the old name, one release

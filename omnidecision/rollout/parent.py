@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from omnidecision.protocol.records import RunRecord
-from omnidecision.rollout.recipe import CollectRecipe, RecipeError, load_recipe, recipe_from_dict
+from omnidecision.rollout.recipe import RecipeError, RolloutRecipe, load_recipe, recipe_from_dict
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def load_parent_recipe(trajectories: Path, recipe: Path | None, tasks: Path | No
             data = json.loads(manifest.read_text("utf-8"))["recipe"]
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
             raise BadInput(f"{manifest}: no readable recipe in it ({type(exc).__name__}: {exc})") from exc
-        data = {k: v for k, v in data.items() if k in CollectRecipe.model_fields}
+        data = {k: v for k, v in data.items() if k in RolloutRecipe.model_fields}
         return recipe_from_dict(data, str(manifest), overrides)
     except RecipeError as exc:
         raise BadInput(str(exc)) from exc
@@ -153,7 +153,7 @@ class ParentRun:
 
     record: RunRecord
     task: Task
-    recipe: CollectRecipe
+    recipe: RolloutRecipe
     services: Any
 
     async def judge(self, record: RunRecord) -> RunRecord:

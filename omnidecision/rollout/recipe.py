@@ -1,4 +1,4 @@
-"""The collection recipe: a YAML file (configs/collect/*.yaml) parsed into a pydantic model, with CLI overrides.
+"""The rollout recipe: a YAML file (configs/collect/*.yaml) parsed into a pydantic model, with CLI overrides.
 
 Overrides come from the command line as `--key.path VALUE` (or `--key.path=VALUE`), the same syntax as TRL's
 `--learning_rate 1e-4` for `sft` / `grpo` (`--agent.step_budget 10`, `--backends.planner.temperature 0.7`);
@@ -27,6 +27,7 @@ from omnidecision.backends.perception import PerceptionSpec
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.redaction import register_in
 from omnidecision.rollout.breaker import BreakerSettings
+from omnidecision.rollout.deprecated import aliases
 from omnidecision.tasks.formats import TASK_FORMATS
 from omnidecision.tools.page_fetch import PageReaderSpec
 from omnidecision.tools.search_apis import SearchSpec
@@ -131,14 +132,18 @@ class Environment(_Model):
         return v
 
 
-class CollectRecipe(_Model):
+class RolloutRecipe(_Model):
+    """What every run of the agent over tasks reads (the rollout engine's recipe): the tasks, the backend of each role,
+    the agent, samples, concurrency, shard, output folder, judge, environment and breaker. Collect's recipe
+    (omnidecision/collect/recipe.py) and eval's (`EvalRecipe`) subclass it."""
+
     tasks: TaskSource
     backends: dict[str, BackendSpec] = Field(..., description="role -> backend (roles fall back to 'default')")
     agent: AgentConfig = Field(default_factory=AgentConfig)
     samples: int = Field(1, ge=1, description="runs per task (sample k seeds the teacher / is a separate draw)")
     concurrency: int = Field(8, ge=1, description="runs in flight at once")
-    shard: str = Field("0/1", description="i/n: this process collects the tasks with stable_hash(id) % n == i")
-    out: str = Field("runs/collect", description="output folder: trajectories.shard-i-of-n.jsonl, manifest.json")
+    shard: str = Field("0/1", description="i/n: this process runs the tasks with stable_hash(id) % n == i")
+    out: str = Field("runs/rollouts", description="output folder: trajectories.shard-i-of-n.jsonl, manifest.json")
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     environment: Environment = Field(default_factory=Environment)
     progress: bool = Field(True, description="show a progress bar")
@@ -199,8 +204,8 @@ class ServeSpec(BaseModel):
         return self.served_name or Path(self.model).name
 
 
-class EvalRecipe(CollectRecipe):
-    """An eval (`omnidecision eval`, `eval.runner.run_eval`): a collection, optionally with a served model, and a
+class EvalRecipe(RolloutRecipe):
+    """An eval (`omnidecision eval`, `eval.runner.run_eval`): rollouts, optionally with a served model, and a
     report."""
 
     name: str | None = Field(None, description="label of this eval in reports and comparisons")
@@ -311,9 +316,9 @@ RecipeT = TypeVar("RecipeT", bound=BaseModel)
 
 
 def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None,
-                     model: type[RecipeT] = CollectRecipe,  # type: ignore[assignment]
+                     model: type[RecipeT] = RolloutRecipe,  # type: ignore[assignment]
                      recipe_dir: str | Path | None = None) -> RecipeT:
-    """Validate a recipe mapping (a `CollectRecipe`, a subclass such as `EvalRecipe`, or another recipe model such
+    """Validate a recipe mapping (a `RolloutRecipe`, a subclass such as `EvalRecipe`, or another recipe model such
     as the rounds') after overrides and ${VAR} expansion (`recipe_dir` is ${RECIPE_DIR}); errors name `source` and
     the field."""
     data = dict(data)
@@ -342,7 +347,7 @@ def read_yaml(path: Path, what: str, error: type[Exception] = RecipeError) -> An
 
 
 def load_recipe(path: str | Path | None, overrides: list[str] | None = None,
-                model: type[RecipeT] = CollectRecipe) -> RecipeT:  # type: ignore[assignment]
+                model: type[RecipeT] = RolloutRecipe) -> RecipeT:  # type: ignore[assignment]
     """Read a YAML recipe (or start from an empty one when `path` is None) and apply `key.path=value` overrides;
     errors name the file (and YAML line) and the field."""
     if path is None:
@@ -354,3 +359,7 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None,
     if not isinstance(data, dict):
         raise RecipeError(f"{p}: the recipe must be a mapping (tasks:, backends:, agent:, …)")
     return recipe_from_dict(data, str(p), overrides, model, recipe_dir=p.parent)
+
+
+# the old name of the rollout recipe (collect's own is omnidecision/collect/recipe.py), one release
+__getattr__ = aliases(__name__, {"CollectRecipe": "RolloutRecipe"}, globals())

@@ -1,23 +1,22 @@
 """Run the agent over many (task, sample) jobs concurrently, judge each run, append records to a shard file.
 
-`collect_runs(tasks, config, backends, options)` is the reusable core (the eval stage calls it too; `options` is a
-`rollout.options.CollectOptions`, from a recipe by `CollectOptions.from_recipe`): a fixed pool of `concurrency`
-workers (`Collection.worker`) pulls jobs from a queue, each job = `Collection.run_job` (`run_task`, then
-`Collection.judge_job`), every record goes to ONE `RecordWriter` (flush + fsync per line) and is counted
-(`CollectSummary.count`). One writer per shard: the shard's lock (`outputs.exclusive`) is held from before the first
-read of what is done to the last record; a second process on the same shard stops with one line naming the holder.
-Resumable: jobs whose (task_id, sample) already has a complete record
-in the output file are skipped; a torn last line is cut away before appending. Runs that ended with outcome
-`error` are not finished: a restart runs them again (their old records move to `errors-superseded*.jsonl`,
+`run_tasks(tasks, config, backends, options)` is the reusable core (`options` is a `rollout.options.RolloutOptions`,
+from a recipe by `RolloutOptions.from_recipe`): a fixed pool of `concurrency` workers (`Rollouts.worker`) pulls jobs
+from a queue, each job = `Rollouts.run_job` (`run_task`, then `Rollouts.judge_job`), every record goes to ONE
+`RecordWriter` (flush + fsync per line) and is counted (`RolloutSummary.count`). One writer per shard: the shard's
+lock (`outputs.exclusive`) is held from before the first read of what is done to the last record; a second process
+on the same shard stops with one line naming the holder. Resumable: jobs whose (task_id, sample) already has a
+complete record in the output file are skipped; a torn last line is cut away before appending. Runs that ended
+with outcome `error` are not finished: a restart runs them again (their old records move to `errors-superseded*.jsonl`,
 `store.supersede_errors`) unless `options.retry_errors` is False (`--no-retry-errors`). A progress bar (tqdm)
 shows running accuracy and the outcome counts.
 
 Endpoints are watched by a circuit breaker (`rollout/breaker.py`): a run that failed because its endpoint was
-unreachable is not written (`Collection.requeue_after_endpoint_failure`); it runs again after the breaker's pause,
-and when the endpoint stays down the collection stops with `CollectionStopped` naming it (a restart of the same
-command continues).
+unreachable is not written (`Rollouts.requeue_after_endpoint_failure`); it runs again after the breaker's pause,
+and when the endpoint stays down the rollouts stop with `RolloutsStopped` naming it (a restart of the same command
+continues).
 
-`collect(recipe)` is the engine's one entry (the collect command, eval and the on-policy rounds go through it): it
+`run_rollouts(recipe)` is the engine's one entry (the collect command, eval and the on-policy rounds go through it): it
 calls `prepare(recipe)` (load + filter tasks, keep this shard's tasks (`shard_of(task.id, n) == i`), the live
 environment's pre-flight, `manifest.json`, the tool services), builds the backends and runs.
 
@@ -40,9 +39,10 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.outputs import exclusive
 from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
-from omnidecision.rollout.breaker import CollectionStopped, EndpointBreaker, guard, start_job
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.recipe import CollectRecipe, RecipeError
+from omnidecision.rollout.breaker import EndpointBreaker, RolloutsStopped, guard, start_job
+from omnidecision.rollout.deprecated import aliases
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
 from omnidecision.rollout.store import (
     RecordWriter,
     finished_keys,
@@ -59,9 +59,9 @@ Services = dict[str, Any] | Callable[[Task], dict[str, Any]] | None
 
 
 @dataclass
-class CollectSummary:
-    """What one collection did. `accuracy` counts judged answered runs only: error runs (no answer: a dead endpoint,
-    a crash) are counted apart in `errors`, judge failures in `judge_failures`; neither is a wrong answer."""
+class RolloutSummary:
+    """What one run of the engine did. `accuracy` counts judged answered runs only: error runs (no answer: a dead
+    endpoint, a crash) are counted apart in `errors`, judge failures in `judge_failures`; neither is a wrong answer."""
 
     out_file: str
     jobs: int = 0
@@ -124,7 +124,7 @@ async def judge_draft(task: Task, record: RunRecord, llm: ChatBackend | None,
                               llm, scorer)
 
 
-def _postfix(s: CollectSummary) -> str:
+def _postfix(s: RolloutSummary) -> str:
     acc = f"{s.accuracy:.3f}" if s.accuracy is not None else "-"
     counts = " ".join(f"{o}={s.outcomes[o]}" for o in OUTCOMES if s.outcomes.get(o))
     errors = f" errors={s.errors}" if s.errors else ""
@@ -135,14 +135,14 @@ Job = tuple[Task, int, int]  # (task, sample, times requeued after an endpoint f
 
 
 @dataclass
-class Collection:
-    """One start of `collect_runs`: what its workers share (the queue of jobs, the one writer, the summary, the
+class Rollouts:
+    """One start of `run_tasks`: what its workers share (the queue of jobs, the one writer, the summary, the
     breaker, the progress bar). A worker's loop is `worker`; each step of it is a method of its own."""
 
     config: AgentConfig
     backends: dict[str, ChatBackend]
-    options: CollectOptions
-    summary: CollectSummary
+    options: RolloutOptions
+    summary: RolloutSummary
     writer: RecordWriter
     judge_llm: ChatBackend | None = None
     services: Services = None
@@ -153,7 +153,7 @@ class Collection:
 
     @property
     def stopped(self) -> bool:
-        """The breaker stopped the collection: workers write nothing more (the next start runs what is left)."""
+        """The breaker stopped the rollouts: workers write nothing more (the next start runs what is left)."""
         return self.watch is not None and self.watch.stopped is not None
 
     async def run_job(self, task: Task, sample: int) -> RunRecord:
@@ -194,7 +194,7 @@ class Collection:
             self.bar.set_postfix_str(_postfix(self.summary), refresh=False)
 
     async def worker(self) -> None:
-        """Take jobs until the queue is empty (or the breaker stopped the collection): run, judge, write, count."""
+        """Take jobs until the queue is empty (or the breaker stopped the rollouts): run, judge, write, count."""
         while not self.stopped:
             try:
                 job = self.queue.get_nowait()
@@ -211,27 +211,27 @@ class Collection:
             self.show_progress()
 
 
-async def collect_runs(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
-                       options: CollectOptions, *, judge_llm: ChatBackend | None = None, services: Services = None,
-                       tool_runner: Any = None) -> CollectSummary:
+async def run_tasks(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
+                    options: RolloutOptions, *, judge_llm: ChatBackend | None = None, services: Services = None,
+                    tool_runner: Any = None) -> RolloutSummary:
     """Run every (task, sample) not yet in `options.out_file`, `options.concurrency` at a time; append each judged
     record (`options.judge_scorer`: the string scorer, "gaia" or "lenient", see tasks/grading.py).
     `services`: one dict for every run, or a function task -> dict (per-task environments such as replay).
     `options.retry_errors`: runs recorded with outcome `error` are run again (their records moved aside first).
-    `options.breaker`: the endpoint circuit breaker's settings (`enabled: false`: none). Raises `CollectionStopped`
+    `options.breaker`: the endpoint circuit breaker's settings (`enabled: false`: none). Raises `RolloutsStopped`
     (after writing every finished run) when an endpoint stayed unreachable."""
     out = Path(options.out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
     # one writer per shard: the lock is held from before the first read of what is done to the last record
     with exclusive(out):
-        return await _collect_locked(tasks, config, backends, options, judge_llm=judge_llm, services=services,
-                                     tool_runner=tool_runner)
+        return await _run_locked(tasks, config, backends, options, judge_llm=judge_llm, services=services,
+                                 tool_runner=tool_runner)
 
 
-async def _collect_locked(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
-                          options: CollectOptions, *, judge_llm: ChatBackend | None, services: Services,
-                          tool_runner: Any) -> CollectSummary:
-    """`collect_runs` under the shard's lock."""
+async def _run_locked(tasks: list[Task], config: AgentConfig, backends: dict[str, ChatBackend],
+                      options: RolloutOptions, *, judge_llm: ChatBackend | None, services: Services,
+                      tool_runner: Any) -> RolloutSummary:
+    """`run_tasks` under the shard's lock."""
     t0 = time.perf_counter()
     out = Path(options.out_file)
     # what is finished already: every complete line read first (a file that is not JSONL is refused untouched),
@@ -242,7 +242,7 @@ async def _collect_locked(tasks: list[Task], config: AgentConfig, backends: dict
     done_keys = finished_keys(out)
     jobs = [(t, k) for t in tasks for k in range(options.samples)]
     todo = [(t, k) for t, k in jobs if (t.id, k) not in done_keys]
-    summary = CollectSummary(out_file=str(out), jobs=len(jobs), skipped=len(jobs) - len(todo), retried_errors=retried)
+    summary = RolloutSummary(out_file=str(out), jobs=len(jobs), skipped=len(jobs) - len(todo), retried_errors=retried)
     if summary.skipped or retried:
         logger.info("%s: %d of %d runs already finished (%d earlier error runs to retry); %d to go", out,
                     summary.skipped, len(jobs), retried, len(todo))
@@ -258,8 +258,8 @@ async def _collect_locked(tasks: list[Task], config: AgentConfig, backends: dict
         bar = tqdm(total=len(jobs), initial=summary.skipped, desc=options.desc, unit="run", dynamic_ncols=True)
     # the workers
     async with RecordWriter(out) as writer:
-        run = Collection(config=config, backends=backends, options=options, summary=summary, writer=writer,
-                         judge_llm=judge_llm, services=services, tool_runner=tool_runner, watch=watch, bar=bar)
+        run = Rollouts(config=config, backends=backends, options=options, summary=summary, writer=writer,
+                       judge_llm=judge_llm, services=services, tool_runner=tool_runner, watch=watch, bar=bar)
         for t, k in todo:
             run.queue.put_nowait((t, k, 0))
         try:
@@ -272,7 +272,7 @@ async def _collect_locked(tasks: list[Task], config: AgentConfig, backends: dict
     summary.wall_s = time.perf_counter() - t0
     if watch is not None and watch.stopped is not None:
         left = summary.jobs - summary.skipped - summary.done
-        raise CollectionStopped(watch.stopped.endpoint, (
+        raise RolloutsStopped(watch.stopped.endpoint, (
             f"collection stopped: {watch.stopped.reason}. {summary.done} runs were written to {out} in this start "
             f"({summary.skipped} before it); the other {left} are not written. Run the same command again once "
             f"{watch.stopped.endpoint} answers: finished runs are kept, the rest run then."))
@@ -280,7 +280,7 @@ async def _collect_locked(tasks: list[Task], config: AgentConfig, backends: dict
 
 
 # -- recipe plumbing ---------------------------------------------------------------------------------------
-def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
+def select_tasks(recipe: RolloutRecipe) -> tuple[list[Task], list[Task]]:
     """(this shard's tasks, all selected tasks) after the recipe's filters, offset and limit."""
     from omnidecision.tasks.loaders import load_tasks
 
@@ -321,7 +321,7 @@ def select_tasks(recipe: CollectRecipe) -> tuple[list[Task], list[Task]]:
     return mine, tasks
 
 
-def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
+def build_services(recipe: RolloutRecipe, tasks: list[Task]) -> Services:
     """Tool services from the recipe's environment. kind "replay": the OmniGAIA replay environment built over all
     selected tasks (`omnidecision.tasks.replay_env.build_replay_services`, per-task services); kind "live": real
     perception endpoints, search API and page reader (`rollout.live.build_live_services`). Each extra
@@ -351,7 +351,7 @@ def build_services(recipe: CollectRecipe, tasks: list[Task]) -> Services:
     return services_for
 
 
-def write_manifest(recipe: CollectRecipe, out_dir: Path, n_tasks: int) -> None:
+def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
     """OUT/manifest.json: the recipe, the agent config digest, the git revision. Every shard writes the same
     content (shard-specific fields left out; written atomically). A restart with a different agent config or
     backends into the same folder is refused (the records would mix two experiments)."""
@@ -388,7 +388,7 @@ class Prepared:
     services: Services
 
 
-def prepare(recipe: CollectRecipe, specs: dict[str, BackendSpec] | None = None,
+def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
             served_roles: Iterable[str] = ()) -> Prepared:
     """Select the tasks, check a live environment before the first run, write OUT/manifest.json, build the tool
     services. The pre-flight checks `specs` (default: the recipe's backends) except `served_roles`, the roles a
@@ -413,15 +413,15 @@ def prepare(recipe: CollectRecipe, specs: dict[str, BackendSpec] | None = None,
     return Prepared(tasks, selected, build_services(recipe, selected))
 
 
-async def collect(recipe: CollectRecipe, tool_runner=None, *, prepared: Prepared | None = None,
-                  specs: dict[str, BackendSpec] | None = None, out_file: str | Path | None = None,
-                  progress: bool | None = None, desc: str | None = None) -> CollectSummary:
-    """Collect the recipe's shard (see the module docstring). A caller that needs the tasks before the runs (eval:
+async def run_rollouts(recipe: RolloutRecipe, tool_runner=None, *, prepared: Prepared | None = None,
+                       specs: dict[str, BackendSpec] | None = None, out_file: str | Path | None = None,
+                       progress: bool | None = None, desc: str | None = None) -> RolloutSummary:
+    """Run the recipe's shard (see the module docstring). A caller that needs the tasks before the runs (eval:
     to start its server only once the pre-flight passed) passes what `prepare` returned; `specs` replaces the
     recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`."""
     from omnidecision.backends.factory import build_backend, build_backends
 
-    options = CollectOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
+    options = RolloutOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
     # one writer per shard, from before the manifest and the services (a second start stops before any work)
     Path(options.out_file).parent.mkdir(parents=True, exist_ok=True)
     with exclusive(options.out_file):
@@ -430,5 +430,10 @@ async def collect(recipe: CollectRecipe, tool_runner=None, *, prepared: Prepared
         backends = build_backends(specs if specs is not None else recipe.backends)
         judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None
         # run
-        return await collect_runs(prepared.tasks, recipe.agent, backends, options, judge_llm=judge_llm,
-                                  services=prepared.services, tool_runner=tool_runner)
+        return await run_tasks(prepared.tasks, recipe.agent, backends, options, judge_llm=judge_llm,
+                               services=prepared.services, tool_runner=tool_runner)
+
+
+# the engine's old names (collect's vocabulary), one release
+__getattr__ = aliases(__name__, {"CollectSummary": "RolloutSummary", "collect": "run_rollouts",
+                                 "collect_runs": "run_tasks"}, globals())

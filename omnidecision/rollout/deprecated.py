@@ -1,0 +1,31 @@
+"""Old public names of the rollout engine (collect's vocabulary, before the engine had its own), kept one release
+as deprecated aliases: reading one warns once (`DeprecationWarning`, naming the new name) and returns the new object.
+Listed in CHANGELOG.md, "Deprecated".
+
+    >>> from omnidecision.rollout import runner
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     assert runner.CollectSummary is runner.RolloutSummary
+    >>> str(caught[0].message)
+    'omnidecision.rollout.runner.CollectSummary is deprecated, use RolloutSummary (CHANGELOG.md)'
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def aliases(module: str, old_to_new: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A module `__getattr__` (PEP 562) that serves each old name of `old_to_new` as its new one, with a warning."""
+
+    def __getattr__(name: str) -> Any:
+        if name in old_to_new:
+            warnings.warn(f"{module}.{name} is deprecated, use {old_to_new[name]} (CHANGELOG.md)",
+                          DeprecationWarning, stacklevel=2)
+            return namespace[old_to_new[name]]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -1,0 +1,55 @@
+"""The rollout engine speaks its own vocabulary (docs/architecture.md, "Layers"): recipe, runner, summary, options and
+stop error are named for rollouts; collect and eval are two users of it, and eval's recipe is not collect's. The old
+collect-named API answers for one release, each name with a DeprecationWarning (CHANGELOG.md, "Deprecated")."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+import omnidecision
+
+OLD = re.compile(r"Collect(Recipe|Summary|Options)|CollectionStopped|runner\.collect")
+# (module, old name, new name)
+RENAMED = [("omnidecision.rollout.recipe", "CollectRecipe", "RolloutRecipe"),
+           ("omnidecision.rollout.runner", "collect", "run_rollouts"),
+           ("omnidecision.rollout.runner", "collect_runs", "run_tasks"),
+           ("omnidecision.rollout.runner", "CollectSummary", "RolloutSummary"),
+           ("omnidecision.rollout.options", "CollectOptions", "RolloutOptions"),
+           ("omnidecision.rollout.breaker", "CollectionStopped", "RolloutsStopped")]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), RENAMED)
+def test_an_old_name_is_the_new_object_with_a_warning(module: str, old: str, new: str) -> None:
+    mod = importlib.import_module(module)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert getattr(mod, old) is getattr(mod, new)
+    assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
+        f"{module}.{old} is deprecated, use {new} (CHANGELOG.md)"]
+    with pytest.raises(AttributeError):
+        getattr(mod, old + "_nope")
+
+
+def test_collect_and_eval_recipes_are_two_users_of_the_rollout_recipe() -> None:
+    from omnidecision.collect.recipe import CollectRecipe
+    from omnidecision.rollout.recipe import EvalRecipe, RolloutRecipe
+
+    assert CollectRecipe.__bases__ == (RolloutRecipe,) and EvalRecipe.__bases__ == (RolloutRecipe,)
+    assert not issubclass(EvalRecipe, CollectRecipe)
+    assert set(CollectRecipe.model_fields) == set(RolloutRecipe.model_fields)
+
+
+def test_eval_and_the_engine_name_only_the_aliases() -> None:
+    """`grep -rE "Collect(Recipe|Summary|Options)|CollectionStopped|runner\\.collect" omnidecision/eval
+    omnidecision/rollout` finds only the deprecated aliases (and deprecated.py's doctest of one)."""
+    root = Path(omnidecision.__file__).parent
+    found = [f"{path.relative_to(root)}:{i}: {line.strip()}"
+             for folder in ("eval", "rollout") for path in sorted((root / folder).rglob("*.py"))
+             for i, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+             if OLD.search(line) and "aliases(" not in line and path.name != "deprecated.py"]
+    assert not found, "\n".join(found)
