@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from omnidecision.outputs import report_out
+from omnidecision.outputs import OutputBusy, exclusive, report_out
 from omnidecision.protocol.redaction import redact_text
 
 logger = logging.getLogger(__name__)
@@ -119,11 +120,18 @@ def run(
                      "endpoints": "not contacted (a dry run starts no request)",
                      "would_append": str(out) if out is not None else None})
         return
-    record = asyncio.run(run_task(chosen, config, build_backends(specs), sample=sample))
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("a", encoding="utf-8") as fh:
-            fh.write(record.model_dump_json() + "\n")
+    with ExitStack() as held:
+        if out is not None:  # one writer per output, from before the run to its line (a second is refused now)
+            try:
+                held.enter_context(exclusive(out))
+            except OutputBusy as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(2) from exc
+        record = asyncio.run(run_task(chosen, config, build_backends(specs), sample=sample))
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(record.model_dump_json() + "\n")
     t = record.totals
     typer.echo(f"{record.run_id}: outcome={record.outcome} answer={record.answer!r} gold={record.gold_answer!r} "
                f"steps={len(record.steps)} tool_calls={sum(t.tool_calls.values())} invalid={t.invalid_actions} "
