@@ -192,8 +192,11 @@ def judge_eval_rows(rows: list[dict[str, Any]], judge_dir: str | None) -> dict[s
 @judge_app.command("eval")
 def evaluate(
     data: Path = typer.Option(..., help="an RL dataset folder (DIR/rl) of held-out tasks"),
-    judge: Path = typer.Option(None, help="the judge folder (`judge train --out`); omitted: closure checks only"),
-    split: str = typer.Option("train", help="the split to read"),
+    judge: Path = typer.Option(None, help="the judge folder `judge train` wrote (its --output_dir); omitted: the "
+                               "closure checks only"),
+    split: str = typer.Option("train", help="the split of --data to read: `validation` for the held-out split of "
+                              "the training harvest (what the demo reads); `train` (the default) for a harvest of "
+                              "held-out tasks alone, whose rows all sit under train"),
     out: Path = typer.Option(None, help="write the figures here as JSON"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check the rows (the split, its columns, every row's "
                                  "prompt), the judge folder and --out as the run does; print the report; load no "

@@ -85,7 +85,8 @@ def branch(
     decision: Optional[str] = typer.Option(  # noqa: UP045
         None, help='the decision applied at step t, as JSON: \'{"action": "call", "need": 1}\' or '
                    '\'{"action": "finish"}\' (exclusive with --recorded)'),
-    recorded: bool = typer.Option(False, "--recorded", help="apply the parent's own decision at step t (a resume)"),
+    recorded: bool = typer.Option(False, "--recorded", metavar="(flag)",  # a flag: no value follows it
+                                  help="apply the parent's own decision at step t (a resume)"),
     policy: str = typer.Option("recorded", help="what decides after step t: recorded (the parent's role outputs "
                                "while on its path, then the recipe's backends), teacher, recipe (the parent's "
                                "backends), or a backends YAML file (a served or local planner, the teacher)"),
