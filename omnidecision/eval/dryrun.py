@@ -1,6 +1,7 @@
 """`--dry-run` of `omnidecision serve`, `eval` and `ablate`: the vLLM command a real run would start (checked by the
 installed vLLM's own argument parser when vLLM is importable here), its environment, the model and adapters, and
-for eval the collect checks of its recipe; start nothing, write nothing.
+for eval the checks its run makes (`eval.runner`: environment, train/test, on the one `TaskSelection` the run
+reads); start nothing, write nothing.
 
     omnidecision serve Qwen/Qwen3-8B --lora planner=runs/export/grpo-adapter --max-lora-rank 64 --dry-run
     omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --serve.model runs/export/qwen3-8b-grpo --dry-run
@@ -11,8 +12,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from omnidecision.eval.runner import environment_checks, environment_label, overlap_checks
 from omnidecision.preflight import DryRunReport, check_adapter, check_model
-from omnidecision.rollout.checks import recipe_checks
+from omnidecision.rollout.checks import live_checks, recipe_checks
+from omnidecision.rollout.recipe import RecipeError
+from omnidecision.rollout.runner import TaskSelection
 from omnidecision.serving.vllm_server import API_SERVER_MODULE as API_SERVER
 
 
@@ -54,56 +58,27 @@ def serve_report(report: DryRunReport, server) -> None:
         report.add("vllm arguments", "error" if error else "ok", error or "accepted by the installed vLLM's parser")
 
 
-def environment_checks(report: DryRunReport, recipe) -> None:
-    """What the runs' tools will be: a benchmark that needs tools refused offline (unless `allow_offline`, then
-    labelled "offline: no tools"); a live environment's endpoints asked and media files looked for, as collect's
-    dry run does (the roles a `serve:` block points at its own server are checked once it runs)."""
-    from omnidecision.eval.runner import OFFLINE_NO_TOOLS, environment_label, environment_problem
-    from omnidecision.rollout.checks import live_checks
-
-    label = environment_label(recipe)
-    if (why := environment_problem(recipe)) is not None:
-        report.add("environment", "error", why)
-    elif label == OFFLINE_NO_TOOLS:
-        report.add("environment", "warning", "offline: no tools (--allow-offline): every report says so; not a "
-                                             "result on this benchmark")
-    elif label != "live":
-        report.add("environment", "ok", label)
-    report.extra["environment"] = label
+def environment_report(report: DryRunReport, recipe, selection: TaskSelection) -> None:
+    """The run's environment checks (`eval.runner.environment_checks`), and a live environment's endpoints asked and
+    media files looked for on the run's tasks, as collect's dry run does (the roles a `serve:` block points at its
+    own server are checked once it runs)."""
+    report.checks.extend(environment_checks(recipe))
+    report.extra["environment"] = environment_label(recipe)
     served = set(recipe.serve.roles) if recipe.serve is not None else set()
     checked = {role: spec for role, spec in recipe.backends.items() if role not in served}
-    live_checks(report, recipe.model_copy(update={"backends": checked}))
+    live_checks(report, recipe.model_copy(update={"backends": checked}), selection)
 
 
-def overlap_check(report: DryRunReport, recipe) -> None:
-    """Train/test separation: the evaluated tasks against the training tasks in the served planner's provenance."""
-    from omnidecision.eval.runner import overlap_problem, train_overlap
-    from omnidecision.rollout.recipe import RecipeError
-
+def overlap_report(report: DryRunReport, recipe, selection: TaskSelection) -> None:
+    """The run's train/test checks (`eval.runner.overlap_checks`) on the run's tasks; an unreadable task file or
+    provenance is the check's error."""
     try:
-        info = train_overlap(recipe)
+        checks, info = overlap_checks(recipe, selection)
     except (RecipeError, ValueError, OSError) as exc:
         report.add("train/test", "error", str(exc))
         return
     report.extra["train_overlap"] = info
-    if info["no_provenance"]:
-        report.add("provenance", "warning", f"no provenance for the served planner {', '.join(info['no_provenance'])}"
-                                            " (no provenance.json with training_tasks): what it was trained on is "
-                                            "unknown, so train/test separation is NOT checked for it; serve a folder "
-                                            "that `omnidecision export` wrote from a trained stage")
-    if not info["known"]:
-        if recipe.serve is None:
-            report.add("train/test", "ok", "the planner is the recipe's endpoint (no served folder): its training "
-                                           "tasks are not known here")
-        else:
-            report.add("train/test", "warning", "not checked: no served planner has recorded training tasks")
-    elif (why := overlap_problem(info)) is not None:
-        report.add("train/test", "error", why)
-    elif info["overlap"]:
-        report.add("train/test", "warning", f"{info['overlap']} evaluated tasks are training tasks "
-                                            "(--allow-train-overlap): the report marks it")
-    else:
-        report.add("train/test", "ok", f"none of the {info['evaluated']} evaluated tasks is a training task")
+    report.checks.extend(checks)
 
 
 def prices_check(report: DryRunReport, recipe) -> None:
@@ -127,9 +102,10 @@ def eval_dry_run(recipe, config: Path, n_overrides: int, command: str = "eval") 
 
     report = DryRunReport(command=command, recipe=str(config), resolved=recipe.model_dump(mode="json"))
     report.add("recipe", "ok", f"{config} + {n_overrides} override(s)")
-    recipe_checks(report, recipe)
-    environment_checks(report, recipe)
-    overlap_check(report, recipe)
+    selection = TaskSelection(recipe)  # the tasks, selected once, as the run selects them
+    recipe_checks(report, recipe, selection)
+    environment_report(report, recipe, selection)
+    overlap_report(report, recipe, selection)
     prices_check(report, recipe)
     s = recipe.serve
     if s is None:

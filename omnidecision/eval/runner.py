@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from omnidecision.outputs import exclusive
+from omnidecision.preflight import Check
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
 from omnidecision.protocol.redaction import redact_text
@@ -40,6 +41,7 @@ from omnidecision.rollout.recipe import (  # the eval recipe is the rollout laye
     load_recipe,
     recipe_from_dict,
 )
+from omnidecision.rollout.runner import TaskSelection, prepare, run_rollouts
 from omnidecision.rollout.store import load_records
 from omnidecision.tasks.schema import Task
 
@@ -186,19 +188,19 @@ def training_tasks(recipe: EvalRecipe) -> tuple[dict[str, set[str]], dict[str, s
     return out, stages, unknown
 
 
-def train_overlap(recipe: EvalRecipe, task_ids: set[str] | None = None) -> dict[str, Any]:
+def train_overlap(recipe: EvalRecipe, task_ids: set[str] | None = None,
+                  selection: TaskSelection | None = None) -> dict[str, Any]:
     """How the evaluated tasks meet the served planner's training tasks: `known` (some provenance lists them),
     `provenance` (and `stages`: which stages trained it), `overlap` (how many evaluated tasks it trained on),
     `examples`, `allowed`, and `no_provenance`: served planner folders whose training tasks are unknown (not
-    checked; the dry run warns, the report says so)."""
+    checked; the dry run warns, the report says so). The evaluated tasks: `task_ids`, else those of `selection` (the
+    run's `TaskSelection`, made here when None)."""
     trained, stages, unknown = training_tasks(recipe)
     base = {"no_provenance": unknown, "allowed": recipe.allow_train_overlap}
     if not trained:
         return {"known": False, "provenance": [], "stages": {}, "overlap": 0, "examples": [], **base}
     if task_ids is None:
-        from omnidecision.rollout.runner import select_tasks
-
-        task_ids = {t.id for t in select_tasks(recipe)[1]}
+        task_ids = {t.id for t in (selection or TaskSelection(recipe))()[1]}
     seen = set().union(*trained.values()) & task_ids
     return {"known": True, "provenance": sorted(trained), "stages": stages, "overlap": len(seen),
             "evaluated": len(task_ids), "examples": sorted(seen)[:5], **base}
@@ -214,6 +216,59 @@ def overlap_problem(info: dict[str, Any]) -> str | None:
             "Evaluate on other tasks (`omnidecision tasks split FILE --folds K --out DIR`, then "
             "--tasks.ids_file DIR/fold-i/test_ids.json), or pass --allow-train-overlap (recipe field "
             "allow_train_overlap: true) to run it anyway, marked in the report")
+
+
+# ---------------------------------------------------------------- the checklist (the dry run's and the run's)
+
+
+def environment_checks(recipe: EvalRecipe) -> list[Check]:
+    """What the runs' tools will be: a benchmark that needs tools refused offline (unless `allow_offline`, then
+    a warning: every report says "offline: no tools"); a live environment is checked by the rollout engine's
+    `live_checks` (dry run) and `prepare` (run)."""
+    label = environment_label(recipe)
+    if (why := environment_problem(recipe)) is not None:
+        return [Check(what="environment", status="error", detail=why)]
+    if label == OFFLINE_NO_TOOLS:
+        return [Check(what="environment", status="warning", detail="offline: no tools (--allow-offline): every "
+                                                                   "report says so; not a result on this benchmark")]
+    return [] if label == "live" else [Check(what="environment", status="ok", detail=label)]
+
+
+def overlap_checks(recipe: EvalRecipe, selection: TaskSelection) -> tuple[list[Check], dict[str, Any]]:
+    """Train/test separation: the evaluated tasks (`selection`) against the training tasks in the served planner's
+    provenance; the checks and the figures the report keeps (`train_overlap`). Raises RecipeError when the tasks or
+    a provenance cannot be read."""
+    info = train_overlap(recipe, selection=selection)
+    checks: list[Check] = []
+    if info["no_provenance"]:
+        checks.append(Check(what="provenance", status="warning", detail=(
+            f"no provenance for the served planner {', '.join(info['no_provenance'])} (no provenance.json with "
+            "training_tasks): what it was trained on is unknown, so train/test separation is NOT checked for it; "
+            "serve a folder that `omnidecision export` wrote from a trained stage")))
+    if not info["known"]:
+        if recipe.serve is None:
+            checks.append(Check(what="train/test", status="ok", detail="the planner is the recipe's endpoint (no "
+                                                                       "served folder): its training tasks are not "
+                                                                       "known here"))
+        else:
+            checks.append(Check(what="train/test", status="warning", detail="not checked: no served planner has "
+                                                                            "recorded training tasks"))
+    elif (why := overlap_problem(info)) is not None:
+        checks.append(Check(what="train/test", status="error", detail=why))
+    elif info["overlap"]:
+        checks.append(Check(what="train/test", status="warning", detail=f"{info['overlap']} evaluated tasks are "
+                                                                        "training tasks (--allow-train-overlap): the "
+                                                                        "report marks it"))
+    else:
+        checks.append(Check(what="train/test", status="ok", detail=f"none of the {info['evaluated']} evaluated tasks "
+                                                                   "is a training task"))
+    return checks, info
+
+
+def refuse(checks: list[Check]) -> None:
+    """The run's side of a checklist: the first failed check stops it, in the dry run's words."""
+    if (failed := next((c for c in checks if c.status == "error"), None)) is not None:
+        raise RecipeError(failed.detail)
 
 
 # ---------------------------------------------------------------- the run
@@ -264,11 +319,10 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     `specs` (role → BackendSpec) replaces the recipe's backends and its `serve:` block (a caller that serves
     one model for several evals, like `ablate`, passes the served specs)."""
-    if (why := environment_problem(recipe)) is not None:  # before anything is written or served
-        raise RecipeError(why)
-    overlap = train_overlap(recipe)
-    if (why := overlap_problem(overlap)) is not None:
-        raise RecipeError(why)
+    refuse(environment_checks(recipe))  # before anything is written or served
+    selection = TaskSelection(recipe)  # the tasks, selected once: the checks below and `prepare` read them
+    checks, overlap = overlap_checks(recipe, selection)
+    refuse(checks)
     if recipe.prices:  # a broken price table fails now, not after the runs
         from omnidecision.eval.prices import load_prices
 
@@ -278,18 +332,17 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     out = Path(recipe.out)
     out.mkdir(parents=True, exist_ok=True)
     with exclusive(trajectories_path(out, i, n)):
-        return _run_eval_locked(recipe, progress=progress, specs=specs, overlap=overlap)
+        return _run_eval_locked(recipe, progress=progress, specs=specs, overlap=overlap, selection=selection)
 
 
 def _run_eval_locked(recipe: EvalRecipe, *, progress: bool, specs: dict[str, BackendSpec] | None,
-                     overlap: dict[str, Any]) -> dict[str, Any]:
+                     overlap: dict[str, Any], selection: TaskSelection) -> dict[str, Any]:
     """`run_eval` under the lock of its trajectory file: prepare, (serve,) run, report."""
     from omnidecision.eval.report import write_report
-    from omnidecision.rollout.runner import prepare, run_rollouts
 
     # -- tasks, pre-flight, manifest and services: the rollout engine's (a served role is checked once its server runs)
     served = recipe.serve.roles if specs is None and recipe.serve is not None else ()
-    prepared = prepare(recipe, specs, served_roles=served)
+    prepared = prepare(recipe, specs, served_roles=served, selection=selection)
     tasks, all_tasks = prepared.tasks, prepared.selected
     if not tasks:
         raise RecipeError(f"{recipe.tasks.path}: no tasks left after the filters")

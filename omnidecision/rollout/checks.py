@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
+from typing import Any
 
 from omnidecision.preflight import DryRunReport, check_url
 from omnidecision.rollout.live import probe_openai
@@ -21,13 +22,14 @@ from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
 PROBE_TIMEOUT_S = 3.0
 
 
-def recipe_checks(report: DryRunReport, recipe: RolloutRecipe) -> None:
-    """The checks `collect` and `eval` share: tasks, backends, judge, environment, output folder."""
-    from omnidecision.rollout.runner import select_tasks
+def recipe_checks(report: DryRunReport, recipe: RolloutRecipe, selection: Any = None) -> None:
+    """The checks `collect` and `eval` share: tasks, backends, judge, environment, output folder. `selection`: the
+    run's `runner.TaskSelection` (made here when None)."""
+    from omnidecision.rollout.runner import TaskSelection  # the runner loads the agent: only when a dry run checks
     from omnidecision.rollout.store import shard_path
 
     try:
-        mine, selected = select_tasks(recipe)
+        mine, selected = (selection or TaskSelection(recipe))()
     except (RecipeError, ValueError, OSError) as exc:
         report.add("tasks", "error", f"{recipe.tasks.path}: {exc}")
     else:
@@ -84,15 +86,16 @@ def backend_check(report: DryRunReport, what: str, spec) -> None:
                                       f"{', '.join(BACKEND_KINDS.names())})")
 
 
-def live_checks(report: DryRunReport, recipe: RolloutRecipe) -> None:
-    """A live environment: every endpoint is asked (GET /models), every media file looked for, every key read."""
+def live_checks(report: DryRunReport, recipe: RolloutRecipe, selection: Any = None) -> None:
+    """A live environment: every endpoint is asked (GET /models), every media file looked for, every key read (on
+    the tasks of `selection`, the run's `runner.TaskSelection`, made here when None)."""
     if recipe.environment.kind != "live":
         return
     from omnidecision.rollout.live import live_problems
-    from omnidecision.rollout.runner import select_tasks
+    from omnidecision.rollout.runner import TaskSelection  # the runner loads the agent: only when a dry run checks
 
     try:
-        tasks, _ = select_tasks(recipe)
+        tasks, _ = (selection or TaskSelection(recipe))()
     except (RecipeError, ValueError, OSError):
         return  # recipe_checks reported it
     problems = live_problems(recipe, tasks, probe=True)

@@ -379,6 +379,20 @@ def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
     write_json_atomic(path, manifest)
 
 
+class TaskSelection:
+    """A recipe's tasks, selected once (`select_tasks`: this shard's, and every selected task) and shared by what
+    follows: the checks of a dry run and of a run, and `prepare`, all read the one selection the run runs."""
+
+    def __init__(self, recipe: RolloutRecipe) -> None:
+        self.recipe = recipe
+        self._tasks: tuple[list[Task], list[Task]] | None = None
+
+    def __call__(self) -> tuple[list[Task], list[Task]]:
+        if self._tasks is None:
+            self._tasks = select_tasks(self.recipe)
+        return self._tasks
+
+
 @dataclass
 class Prepared:
     """A collection made ready by `prepare`: this shard's tasks, every selected task, the tool services."""
@@ -389,12 +403,13 @@ class Prepared:
 
 
 def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
-            served_roles: Iterable[str] = ()) -> Prepared:
+            served_roles: Iterable[str] = (), selection: TaskSelection | None = None) -> Prepared:
     """Select the tasks, check a live environment before the first run, write OUT/manifest.json, build the tool
     services. The pre-flight checks `specs` (default: the recipe's backends) except `served_roles`, the roles a
-    caller points at a server it starts itself once this has passed (eval's `serve:`)."""
+    caller points at a server it starts itself once this has passed (eval's `serve:`); `selection`: the tasks the
+    caller's checks read (selected here when None)."""
     # tasks and shard; a live environment must have every endpoint and media file before the first run
-    tasks, selected = select_tasks(recipe)
+    tasks, selected = (selection or TaskSelection(recipe))()
     if recipe.environment.kind == "live":
         from omnidecision.rollout.live import live_problems
 

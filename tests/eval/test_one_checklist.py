@@ -1,0 +1,59 @@
+"""One checklist per eval run (docs/architecture.md, "Layers"): the dry run and the run make the same checks
+(`eval.runner.environment_checks`, `overlap_checks`) on one `TaskSelection`, so the tasks are selected once per dry
+run and once per run, and what the dry run checks is the very selection the run prepares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import teacher_recipe
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every `select_tasks` call counted; the served planner's training tasks known (so train/test reads the
+    evaluated tasks too: before, the dry run selected them three times over for a live recipe)."""
+    from omnidecision.eval import runner as eval_runner
+    from omnidecision.rollout import runner
+
+    calls: list[str] = []
+    select = runner.select_tasks
+
+    def counting(recipe):
+        calls.append(recipe.tasks.path)
+        return select(recipe)
+
+    monkeypatch.setattr(runner, "select_tasks", counting)
+    monkeypatch.setattr(eval_runner, "training_tasks", lambda recipe: ({"p/provenance.json": {"nope"}},
+                                                                      {"p/provenance.json": "sft"}, []))
+    return calls
+
+
+def test_the_dry_run_selects_the_tasks_once(synth_dir, tmp_path, counted):
+    from omnidecision.eval.dryrun import eval_dry_run
+
+    report = eval_dry_run(teacher_recipe(synth_dir, tmp_path / "eval"), Path("recipe.yaml"), 0)
+    checks = {c.what: c for c in report.checks}
+    assert checks["tasks"].status == "ok" and checks["train/test"].status == "ok"
+    assert "none of the 16 evaluated tasks" in checks["train/test"].detail
+    assert len(counted) == 1
+
+
+def test_the_run_selects_once_and_refuses_in_the_dry_runs_words(synth_dir, tmp_path, counted, monkeypatch):
+    from omnidecision.eval import runner as eval_runner
+    from omnidecision.eval.dryrun import eval_dry_run
+    from omnidecision.rollout.recipe import RecipeError
+
+    recipe = teacher_recipe(synth_dir, tmp_path / "eval").model_copy(update={"samples": 1, "plots": False})
+    rep = eval_runner.run_eval(recipe, progress=False)
+    assert rep["train_overlap"]["evaluated"] == 16 and len(counted) == 1
+    # a planner trained on two of the tasks: the dry run's error line is the run's refusal
+    ids = sorted(t.id for t in eval_runner.TaskSelection(recipe)()[1])[:2]
+    monkeypatch.setattr(eval_runner, "training_tasks", lambda recipe: ({"p/provenance.json": set(ids)},
+                                                                      {"p/provenance.json": "sft"}, []))
+    error = next(c for c in eval_dry_run(recipe, Path("recipe.yaml"), 0).checks if c.status == "error")
+    with pytest.raises(RecipeError) as refused:
+        eval_runner.run_eval(recipe.model_copy(update={"out": str(tmp_path / "eval2")}), progress=False)
+    assert error.what == "train/test" and str(refused.value) == error.detail
