@@ -54,6 +54,8 @@ from omnidecision.rollout.store import shard_path
 from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
+from tests.eval.test_provenance_stages import _grpo as grpo_run
+from tests.eval.test_provenance_stages import _sft
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -349,29 +351,9 @@ def test_data_card_every_field_on_every_harvest_branch(collection, tiny_model_di
 # ---------------------------------------------------------------- long: the cards real tiny runs write
 
 
-def _sft(model: Path, data: Path, out: Path, *extra: str) -> Path:
-    from omnidecision.sft.config import parse_args  # imports trl: deferred to the long test
-    from omnidecision.sft.train import main  # as above
-
-    main(*parse_args(["--config", str(ROOT / "configs" / "sft" / "tiny-cpu.yaml"), "--model_name_or_path", str(model),
-                      "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", "1",
-                      "--per_device_train_batch_size", "2", "--max_length", "768", "--eval_strategy", "no",
-                      "--save_strategy", "no", "--load_best_model_at_end", "false", "--report_to", "none",
-                      "--disable_tqdm", "true", *extra]))
-    return out
-
-
 def _grpo(model: Path, data: Path, out: Path, *extra: str) -> Path:
-    from omnidecision.rl.config import parse_args  # imports trl: deferred to the long test
-    from omnidecision.rl.train import main  # as above
-
-    main(*parse_args(["--config", str(ROOT / "configs" / "grpo" / "tiny-cpu.yaml"), "--model_name_or_path",
-                      str(model), "--dataset_name", str(data), "--output_dir", str(out), "--max_steps", "1",
-                      "--num_generations", "2", "--per_device_train_batch_size", "2", "--generation_batch_size", "2",
-                      "--max_completion_length", "8", "--eval_closure_n", "0", "--select_states", "all",
-                      "--save_strategy", "no", "--log_completions", "false", "--report_to", "none",
-                      "--weight_average", "false", "--checkpoint_policy", "final", *extra]))
-    return out
+    """One GRPO step keeping its final weights (the card's fields do not depend on which are kept)."""
+    return grpo_run(model, data, out, "--checkpoint_policy", "final", *extra)
 
 
 def _judge(model: Path, data: Path, out: Path) -> Path:

@@ -23,9 +23,8 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.tasks.loaders import load_tasks
-from omnidecision.tasks.synth import write_suite
 from tests.architecture.test_flag_spelling import commands, visible_options
+from tests.reliability.conftest import teacher_runs
 
 # commands without --dry-run, and why: nothing to check before it, nothing written, nothing started
 NEITHER_WRITES_NOR_RUNS = {"version": "prints the package version"}
@@ -35,11 +34,7 @@ NEITHER_WRITES_NOR_RUNS = {"version": "prints the package version"}
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """synth/ (six tasks), runs/ (three teacher runs of them), bad files: what the commands read."""
     root = tmp_path_factory.mktemp("inputs")
-    write_suite(6, 0, root / "synth")
-    for task in load_tasks(root / "synth", "synthetic")[:3]:  # three teacher runs, through the command itself
-        res = CliRunner().invoke(app, ["run", "--tasks", str(root / "synth"), "--task-id", task.id, "--teacher",
-                                       "--out", str(root / "runs" / "trajectories.jsonl")])
-        assert res.exit_code == 0, res.output
+    teacher_runs(root, root / "runs" / "trajectories.jsonl")  # six tasks, three teacher runs, by `run` itself
     (root / "empty.jsonl").write_text("", "utf-8")
     (root / "not-a-report.json").write_text('{"accuracy": 0.5}', "utf-8")
     (root / "bad-tasks.jsonl").write_text('{"id": "a", "question": "q"}\n{"id": "b"}\n', "utf-8")

@@ -18,19 +18,14 @@ from typer.testing import CliRunner
 
 from omnidecision.cli import app
 from omnidecision.outputs import MARKER
-from omnidecision.tasks.loaders import load_tasks
-from omnidecision.tasks.synth import write_suite
+from tests.reliability.conftest import teacher_runs
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """synth/ (six tasks), eval/ (three teacher runs of them and an eval report), rows/ (an RL folder)."""
     root = tmp_path_factory.mktemp("inputs")
-    write_suite(6, 0, root / "synth")
-    for task in load_tasks(root / "synth", "synthetic")[:3]:  # three teacher runs, through the command itself
-        res = CliRunner().invoke(app, ["run", "--tasks", str(root / "synth"), "--task-id", task.id, "--teacher",
-                                       "--out", str(root / "eval" / "trajectories.jsonl")])
-        assert res.exit_code == 0, res.output
+    teacher_runs(root, root / "eval" / "trajectories.jsonl")  # six tasks, three teacher runs, by `run` itself
     (root / "eval" / "report.json").write_text(json.dumps({"accuracy": 1.0, "ci95": [0.4, 1.0], "n": 3,
                                                            "outcomes": {"answered": 3}}), "utf-8")
     (root / "rows").mkdir()
