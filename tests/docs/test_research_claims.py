@@ -77,6 +77,24 @@ def test_every_stated_comparison_is_a_contrast_of_a_result_file():
     assert not missing, "comparisons no result file under docs/results/ holds:\n" + "\n".join(missing)
 
 
+INTERVAL = re.compile(r"([+−-]?\d\.\d{3}) \[([+−-]?\d\.\d{3}), ([+−-]?\d\.\d{3})\]")
+
+
+def test_every_interval_in_the_prose_is_a_result_files():
+    """Wider than the comparisons: every `x [low, high]` figure a page writes outside its figures blocks (a mean, or
+    the second and later contrasts of a list) is an interval some result file holds."""
+    known, checked, missing = result_contrasts(), 0, []
+    for page in PAGES:
+        rel = page.relative_to(ROOT).as_posix()
+        prose = " ".join(FIGURES.sub("", page.read_text("utf-8")).split())
+        for m in INTERVAL.finditer(prose):
+            checked += 1
+            if (_figure(m[1]), _figure(m[2]), _figure(m[3])) not in known and rel not in HISTORICAL:
+                missing.append(f"{rel}: …{prose[max(0, m.start() - 60):m.end()]}")
+    assert checked >= 80, checked
+    assert not missing, "intervals no result file under docs/results/ holds:\n" + "\n".join(missing)
+
+
 def test_a_comparison_no_file_holds_is_caught():
     known = result_contrasts()
     [(_, good)] = claims("grpo_own − grpo_judge at N = 15 is +0.019 [−0.099, +0.136] (exploratory).")
