@@ -3,8 +3,8 @@
 
 The successor of `bench_grpo_signal`'s comparison: the baseline is no longer the project's home-made trajectory
 GRPO (bench/trajectory_grpo.py, kept as a cross-check of the gradient there) but what a TRL user would run, the
-ledger agent as a TRL environment (omnidecision/rollout/environment.py, `configs/grpo/tiny-cpu-env.yaml`), through the
-same `omnidecision.rl.train.main`.
+ledger agent as a TRL environment (omnidecision/rollout/environment.py, `configs/grpo/tiny-cpu-env.yaml`), through
+`omnidecision.grounding.grpo.main` (GRPO with the agent in the loop, on the decision GRPO's phases).
 
 Setup (once, in neither budget): training and dev suites (`omnidecision tasks synth`, distinct seeds), the
 collection teacher (default: the demo's teacher with habits, configs/collect/synthetic-habits.yaml) collected through
@@ -121,18 +121,17 @@ def executed_arm(start: Path, rl_dir: Path, runs: Path, out: Path, seed: int, bu
 
 def environment_arm(start: Path, tasks_dir: Path, out: Path, seed: int, budget: float,
                     batch: int, extra: list[str] | None = None) -> tuple[Path, dict]:
-    from omnidecision.rl import train as rl_train
-    from omnidecision.rl.config import parse_args
+    from omnidecision.grounding import grpo as agent_grpo  # GRPO with the agent in the loop trains the environment
 
     callback = cpu_budget_callback(budget)
-    args = parse_args(["--config", str(ENV_RECIPE), "--model_name_or_path", str(start), "--dataset_name",
+    args = agent_grpo.parse_args(["--config", str(ENV_RECIPE), "--model_name_or_path", str(start), "--dataset_name",
                        str(tasks_dir), "--output_dir", str(out), "--seed", str(seed), "--max_steps", "100000",
                        "--logging_steps", "1", "--log_completions", "false", "--save_strategy", "no",
                        "--per_device_train_batch_size", str(batch), "--generation_batch_size", str(batch),
                        *(extra or [])])
     averager = CpuTailAverage(lambda: cpu_seconds() - callback.start if callback.start is not None else 0.0,
                               budget, 0.5)
-    report = rl_train.main(*args, callbacks=[callback, averager.callback])
+    report = agent_grpo.main(*args, callbacks=[callback, averager.callback])
     history = json.loads((out / "log_history.json").read_text())
     steps = [h for h in history if "frac_reward_zero_std" in h]
     per_step = args[1].generation_batch_size
