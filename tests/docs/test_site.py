@@ -2,7 +2,7 @@
 every local link of every built page resolves (file and anchor), a broken link fails the build, and Material for
 MkDocs builds the same mkdocs.yml, and search works with the site opened from disk (file://) in headless Chromium.
 The site is built from a copy of docs/ in a scratch folder, so the checkout's docs/reference/ and site/ are left
-alone.
+alone; the references generated there must equal the committed ones (docs/reference/ reads unbuilt).
 
     pytest -q tests/docs/test_site.py
 """
@@ -127,6 +127,18 @@ def test_the_site_builds_strict_offline_within_the_limit(built):
     remote = [f"{p}: {link}" for p in site.rglob("*.html") for link in parse(p).links
               if urlsplit(link).scheme in ("http", "https") and re.search(r"\.(js|css|woff2?)(\?|$)|fonts\.", link)]
     assert not remote, remote[:5]
+
+
+def test_the_committed_references_are_current(built):
+    """docs/reference/ is committed, so its pages (and the links to them) read where the docs are read unbuilt; the
+    build regenerates them, and a help string, recipe field or schema changed without `python -m docgen` fails here,
+    naming the stale pages."""
+    generated = built[0].parent / "docs" / "reference"
+    committed = ROOT / "docs" / "reference"
+    names = sorted(p.name for p in generated.glob("*.md"))
+    assert names == sorted(p.name for p in committed.glob("*.md")), "run `python -m docgen` and commit docs/reference"
+    stale = [n for n in names if (generated / n).read_text("utf-8") != (committed / n).read_text("utf-8")]
+    assert not stale, f"docs/reference/{stale} out of date: run `python -m docgen` and commit docs/reference/"
 
 
 def test_every_local_link_of_the_built_site_resolves(built):
