@@ -141,6 +141,9 @@ def accelerate_command(stage: Stage, stage_args: Sequence[str], *, config_file: 
         raise ValueError(f"no accelerate launch for stage {stage.name!r}")
     if num_processes is not None and num_processes < 1:
         raise ValueError(f"--num-processes must be >= 1, got {num_processes}")
+    problem = cpu_processes_problem(config_file, num_processes)
+    if problem:
+        raise ValueError(problem)
     cmd = [python or sys.executable, "-m", "accelerate.commands.launch"]
     if config_file is not None:
         cmd += ["--config_file", str(config_file)]
@@ -149,6 +152,29 @@ def accelerate_command(stage: Stage, stage_args: Sequence[str], *, config_file: 
     if num_processes is not None:
         cmd += ["--num_processes", str(num_processes)]
     return [*cmd, "-m", stage.module, *stage_args]
+
+
+def cpu_processes_problem(config_file: str | Path | None, num_processes: int | None) -> str | None:
+    """Why `--num-processes` cannot run under a MULTI_CPU accelerate config, or None: accelerate's CPU launch starts
+    one process per machine (several on one machine need mpirun), so `--num-processes 2` with
+    configs/accelerate/cpu.yaml would silently train in one process. Across CPU nodes, each node launches its one
+    process with `--num_machines` (scripts/slurm/sft.slurm, grpo.slurm)."""
+    import yaml
+
+    if config_file is None or not num_processes or not Path(config_file).is_file():
+        return None
+    try:
+        cfg = yaml.safe_load(Path(config_file).read_text("utf-8"))
+    except yaml.YAMLError:
+        return None  # check_accelerate_config names a broken file
+    if not isinstance(cfg, dict) or cfg.get("distributed_type") != "MULTI_CPU":
+        return None
+    machines = int(cfg.get("num_machines") or 1)
+    if num_processes <= machines:
+        return None
+    return (f"{config_file}: MULTI_CPU starts one process per machine ({machines} in the config), so --num-processes "
+            f"{num_processes} would train in {machines}: on one machine give --num-processes {machines}; across CPU "
+            "nodes launch one process on each with --num_machines (scripts/slurm/sft.slurm)")
 
 
 def stage_command(stage: Stage, stage_args: Sequence[str], *, accelerate_config: str | None = None,
@@ -269,5 +295,8 @@ def launch_checks(report: Any, stage: Stage, args: Sequence[str], training: Any,
     if hasattr(training, "resume_from_checkpoint"):
         report.checks.append(check_resume(training.resume_from_checkpoint, training.output_dir))
     report.checks.append(check_accelerate_config(accelerate_config))
-    report.would_run = [render(stage_command(stage, args, accelerate_config=accelerate_config,
-                                             num_processes=num_processes))]
+    try:
+        report.would_run = [render(stage_command(stage, args, accelerate_config=accelerate_config,
+                                                 num_processes=num_processes))]
+    except ValueError as exc:  # the run refuses the launch in the same words
+        report.add("launch", "error", str(exc))

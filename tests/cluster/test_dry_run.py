@@ -272,6 +272,26 @@ def test_sft_dry_run_defers_the_device_and_prints_the_launch(tmp_path, hub_unrea
     assert code == 2 and _check(report, "dataset_name")["status"] == "error"
 
 
+def test_cpu_processes_beyond_the_machines_are_refused_by_the_dry_run_and_the_run(tmp_path, adapter):
+    """accelerate's MULTI_CPU launch starts one process per machine: `--num-processes 2` with the CPU config would
+    train in one. The dry run and the run refuse it in the same words; one process per machine passes."""
+    from omnidecision.synthetic.states import write_sft_dataset
+
+    data = write_sft_dataset(tmp_path / "sft", n_train=4, n_validation=2, seed=0)
+    args = ["sft", "--config", str(CFG / "sft/tiny-cpu.yaml"), "--model_name_or_path", str(adapter.parent / "base"),
+            "--dataset_name", str(data), "--output_dir", str(tmp_path / "out"), "--accelerate-config",
+            str(CFG / "accelerate/cpu.yaml")]
+    code, report = _report([*args, "--num-processes", "2", "--dry-run"])
+    detail = _check(report, "launch")["detail"]
+    assert code == 2 and "MULTI_CPU starts one process per machine (1 in the config)" in detail, report
+    res = CliRunner().invoke(app, [*args, "--num-processes", "2"])  # the run: refused before anything starts
+    said = " ".join(res.output.replace("│", " ").split())  # click's error box wraps the line
+    assert res.exit_code == 2 and "MULTI_CPU starts one process per machine (1 in the config)" in said, said
+    assert not (tmp_path / "out").exists()
+    code, report = _report([*args, "--num-processes", "1", "--dry-run"])
+    assert code == 0 and "--num_processes 1 -m omnidecision.sft.train" in report["would_run"][0], report
+
+
 # ---------------------------------------------------------------- serve
 
 
