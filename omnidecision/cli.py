@@ -49,7 +49,7 @@ _MOUNTS: list[tuple[str, str, str]] = [
     ("omnidecision.tools.cli", "tool", "tool"),
     ("omnidecision.collect.cli", "collect_app", "collect"),
     ("omnidecision.collect.cli", "harvest", "harvest"),
-    ("omnidecision.rollout.branch_cli", "branch", "branch"),
+    ("omnidecision.branch.cli", "branch", "branch"),
     ("omnidecision.sft.cli", "tiny_planner", "tiny-planner"),
     ("omnidecision.sft.cli", "sft", "sft"),
     ("omnidecision.sft.cli", "export", "export"),

@@ -126,7 +126,7 @@ async def run_task(task, config: AgentConfig, backends: dict[str, ChatBackend], 
 
 async def continue_run(run: Run, record: RunRecord, decision: ChatResponse | None = None) -> RunRecord:
     """Continue a ledger-mode run from the state `run` holds (restored at a recorded step by
-    `omnidecision.rollout.resume`) to its end, appending to `record`. `decision`, when given, stands in for the
+    `omnidecision.branch.resume`) to its end, appending to `record`. `decision`, when given, stands in for the
     planner's reply at the first step (its usage and cost are counted as the planner's); every later decision
     comes from `run.backends`. The same loop as `run_task`; never raises."""
     try:

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omnidecision.branch.parent import ParentRun, load_parent
 from omnidecision.grounding.metrics import Candidate, audit_metrics
 from omnidecision.grounding.report import write_report
 from omnidecision.grounding.returns import Executor, ReturnCache, parent_index
 from omnidecision.ledger import Ledger, actionable_need_indices, listed_tools
 from omnidecision.protocol.actions import CallAction, FinishAction, parse_planner_output
 from omnidecision.rewards import CHECKS, get_check_reward, get_reward
-from omnidecision.rollout.parent import ParentRun, load_parent
 
 logger = logging.getLogger(__name__)
 

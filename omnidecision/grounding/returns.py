@@ -4,7 +4,7 @@
         --decision '{"action": "finish"}' --policy teacher --n 2
 
 For a state of a recorded run (an RL row names it: `run_id`, `step`) and a candidate decision, the decision is
-applied at that step and the run continued to its end with a named continuation policy (`rollout.branch`: one
+applied at that step and the run continued to its end with a named continuation policy (`branch.branch`: one
 engine, the same loop as collection), `n` times with seeds 0..n-1; each continuation is judged as its collection
 judged its runs. The executed return is the mean judged outcome (1 correct, 0 not); `closure` is the mean share of
 the blocking needs filled at the end.
@@ -32,10 +32,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from omnidecision.branch.branch import Policy, branch_run, build_policy, policy_specs
+from omnidecision.branch.parent import ParentRun, load_parent
 from omnidecision.ledger import Ledger
 from omnidecision.protocol.chat import BackendSpec, ChatResponse
-from omnidecision.rollout.branch import Policy, branch_run, build_policy, policy_specs
-from omnidecision.rollout.parent import ParentRun, load_parent
 
 logger = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from omnidecision.branch.parent import ParentRun, load_parent
 from omnidecision.grounding.returns import Executor, ReturnCache, parent_index
 from omnidecision.outputs import write_json_atomic
 from omnidecision.rewards.decision import completion_text
-from omnidecision.rollout.parent import ParentRun, load_parent
 
 logger = logging.getLogger(__name__)
 

@@ -214,7 +214,7 @@ class RunRecord(BaseModel):
     judge: JudgeResult | None = None
     draft_judge: JudgeResult | None = None  # the judge on `draft_answer` (reports: accuracy with drafted answers)
     totals: Totals = Totals()
-    # a branch (omnidecision/rollout/branch.py, docs/rollout.md): a run resumed from step `parent_step` of another
+    # a branch (omnidecision/branch/branch.py, docs/rollout.md): a run resumed from step `parent_step` of another
     # record with a decision there; its steps before `parent_step` are the parent's, copied
     parent_run_id: str | None = Field(None, description="the run this one was branched from (None: not a branch)")
     parent_step: int | None = Field(None, description="the parent's step where the branch's decision was applied; "

@@ -62,6 +62,8 @@ ALLOWED: dict[str, set[str]] = {
     "backends": TOOLS | {"backends", "modeling"},
     "agent": AGENT,
     "rollout": ROLLOUT,
+    # resume a recorded run at any step and branch it: reads records and recipes through the engine, runs the agent
+    "branch": ROLLOUT | {"branch"},
     "collect": ROLLOUT | {"collect"},  # rollouts recorded for training: harvest, data card
     "eval": ROLLOUT | {"eval", "serving", "procs", "stats"},  # rollouts reported
     # rounds collect through eval (which serves the planner), harvest through collect
@@ -69,7 +71,8 @@ ALLOWED: dict[str, set[str]] = {
     # executed returns, the reward audit, the executed reward: on the rollout engine; scores proxies with rewards;
     # GRPO with the agent in the loop (grpo.py): the decision GRPO's phases (rl) with the environment and the
     # executed reward brought by import; the price table only inside functions
-    "grounding": ROLLOUT | {"grounding", "rewards", "stats", "rl", "eval", "modeling", "checkpoints", "launch"},
+    "grounding": ROLLOUT | {"grounding", "branch", "rewards", "stats", "rl", "eval", "modeling", "checkpoints",
+                            "launch"},
     "rewards": PROTOCOL | {"rewards"},  # never agent, never tasks: rewards score ledger states only
     "sft": PROTOCOL | OUTPUTS | INPUTS | {"sft", "rewards", "synthetic", "checkpoints", "modeling", "preflight",
                                           "provenance", "launch", "export", "preemption", "sampling"},
@@ -445,8 +448,8 @@ def test_no_import_circles(scope: str) -> None:
 def render_table() -> str:
     """ALLOWED as the Markdown table docs/architecture.md shows (rows and cells in layer order), with LAZY_ONLY
     marked and the exceptions below it."""
-    order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "collect", "eval", "onpolicy",
-             "grounding", "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling",
+    order = ["ledger", "protocol", "tasks", "tools", "backends", "agent", "rollout", "branch", "collect", "eval",
+             "onpolicy", "grounding", "rewards", "sft", "rl", "synthetic", "serving", "view", "preflight", "modeling",
              "preemption", "sampling", "procs", "checkpoints", "launch", "export", "stats", "gpustats", "smoke",
              "pipeline", "outputs", "inputs"]
     rank = {name: i for i, name in enumerate(order)}

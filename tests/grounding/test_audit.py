@@ -9,10 +9,10 @@ import shutil
 
 from typer.testing import CliRunner
 
+from omnidecision.branch.parent import load_parent
 from omnidecision.grounding.audit import AuditSettings, run_audit
 from omnidecision.grounding.metrics import Candidate, audit_metrics, proxy_metrics
 from omnidecision.grounding.returns import Executor, parent_index
-from omnidecision.rollout.parent import load_parent
 
 
 def test_the_audit_command_runs_on_a_harvest_and_writes_its_report(habits_runs, tmp_path):

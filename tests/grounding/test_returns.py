@@ -9,10 +9,10 @@ import asyncio
 import pytest
 import yaml
 
+from omnidecision.branch.parent import load_parent
 from omnidecision.grounding import returns as returns_module
 from omnidecision.grounding.returns import Executor, ReturnCache, parent_index
 from omnidecision.ledger import actionable_need_indices, can_advance, ready, unmet_blocking
-from omnidecision.rollout.parent import load_parent
 from omnidecision.rollout.store import load_records
 
 
@@ -82,8 +82,8 @@ def test_the_rule_planner_is_never_a_reward_source(habits_runs, tmp_path):
 def test_a_teacher_policy_over_a_served_planners_collection_is_the_rule_planner_and_refused():
     """`teacher` over a collection whose planner is not the teacher builds the default teacher (no habits, no noise):
     the rule planner, so it is refused as a reward source."""
+    from omnidecision.branch.branch import policy_specs
     from omnidecision.protocol.chat import BackendSpec
-    from omnidecision.rollout.branch import policy_specs
 
     served = {"default": BackendSpec(kind="teacher", options={"noise": 0.0}),
               "planner": BackendSpec(kind="local", model="runs/demo/models/sft")}

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from omnidecision.agent.replay import check_run
+from omnidecision.branch.branch import branch_id, branch_run, build_policy, decision_problem, decision_reply
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
 from omnidecision.eval.report import build_report
 from omnidecision.ledger import actionable_need_indices
 from omnidecision.protocol.records import RunRecord
-from omnidecision.rollout.branch import branch_id, branch_run, build_policy, decision_problem, decision_reply
 from omnidecision.rollout.runner import judge_record
 from omnidecision.view.load import load
 from omnidecision.view.render import write_site

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from omnidecision.agent.replay import check_run
 from omnidecision.backends.factory import build_backends
+from omnidecision.branch.branch import branch_run, build_policy
+from omnidecision.branch.recorded import RecordedPolicy, RecordedTools
+from omnidecision.branch.resume import first_difference, restore, resume, verify_record
 from omnidecision.ledger.schema import TOOL_NAMES
 from omnidecision.protocol.records import RunRecord
-from omnidecision.rollout.branch import branch_run, build_policy
-from omnidecision.rollout.recorded import RecordedPolicy, RecordedTools
-from omnidecision.rollout.resume import first_difference, restore, resume, verify_record
 
 from .conftest import HABITS_CONFIG, TEACHER_SPECS
 

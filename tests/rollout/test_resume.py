@@ -16,10 +16,8 @@ from typing import Any
 import pytest
 
 from omnidecision.backends.factory import build_backends
-from omnidecision.protocol.chat import Usage
-from omnidecision.protocol.records import RunRecord
-from omnidecision.rollout.recorded import RecordedPolicy, RecordedTools
-from omnidecision.rollout.resume import (
+from omnidecision.branch.recorded import RecordedPolicy, RecordedTools
+from omnidecision.branch.resume import (
     ResumeError,
     first_difference,
     given_decision,
@@ -28,6 +26,8 @@ from omnidecision.rollout.resume import (
     resume,
     verify_record,
 )
+from omnidecision.protocol.chat import Usage
+from omnidecision.protocol.records import RunRecord
 
 from .conftest import HABITS_CONFIG, TEACHER_SPECS
 

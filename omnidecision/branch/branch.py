@@ -1,4 +1,4 @@
-"""Branch a recorded run at a step: restore its state there (`rollout.resume`), apply a decision, continue with a
+"""Branch a recorded run at a step: restore its state there (`branch.resume`), apply a decision, continue with a
 continuation policy, and return the branch as an ordinary `RunRecord` that names its parent.
 
 - the branch's steps before t are the parent's (copied), so harvest, the eval report, the viewer and the replay
@@ -10,7 +10,7 @@ continuation policy, and return the branch as an ordinary `RunRecord` that names
   with), or a YAML file of backends (`backends:` of a recipe, or role -> BackendSpec): any served planner, the local
   one, the teacher, built with `backends.factory`;
 - tools (`tools=`): `recorded` answers a call the parent made with the parent's observation and runs the real tool
-  for any other (`rollout.recorded.RecordedTools`); `live` runs every call again;
+  for any other (`branch.recorded.RecordedTools`); `live` runs every call again;
 - `seed` 0: the backends draw as in the parent (same run id and sample in their request context), so a deterministic
   policy reproduces the parent after the recorded decision; seed k > 0: another draw of the same policy.
 
@@ -31,12 +31,12 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import why_rejected
 from omnidecision.agent.runtime import ToolRunner
 from omnidecision.backends.factory import build_backends, load_backend_specs
+from omnidecision.branch.recorded import RecordedPolicy, RecordedTools
+from omnidecision.branch.resume import ResumeError, given_decision, recorded_decision, restore, resume
 from omnidecision.ledger import Ledger
 from omnidecision.protocol.actions import CallAction, parse_planner_output
 from omnidecision.protocol.chat import BackendSpec, ChatBackend, ChatResponse
 from omnidecision.protocol.records import RunRecord
-from omnidecision.rollout.recorded import RecordedPolicy, RecordedTools
-from omnidecision.rollout.resume import ResumeError, given_decision, recorded_decision, restore, resume
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)

@@ -56,9 +56,9 @@ def written_before(out: Path | None, run_id: str) -> bool:
 
 def _dry_run_report(parent: Any, step: int, task: Any, recipe: Any, policy: Any, reply: Any, seed: int, tools: str,
                     out: Path | None) -> dict[str, Any]:
+    from omnidecision.branch.branch import branch_id, decision_problem
+    from omnidecision.branch.resume import restore
     from omnidecision.ledger import actionable_need_indices, finish_available
-    from omnidecision.rollout.branch import branch_id, decision_problem
-    from omnidecision.rollout.resume import restore
 
     point = restore(parent, step, task, recipe.agent, policy.backends)
     state = point.ledger
@@ -104,9 +104,9 @@ def branch(
 ) -> None:
     """Branch a recorded run at step t: restore its exact state, apply a decision, continue with a policy, and
     append the branch (an ordinary run record naming its parent and step) to --out."""
-    from omnidecision.rollout.branch import branch_id, branch_run, build_policy, decision_reply
-    from omnidecision.rollout.parent import BadInput, load_parent
-    from omnidecision.rollout.resume import ResumeError
+    from omnidecision.branch.branch import branch_id, branch_run, build_policy, decision_reply
+    from omnidecision.branch.parent import BadInput, load_parent
+    from omnidecision.branch.resume import ResumeError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     held = ExitStack()

@@ -4,7 +4,7 @@ The parent's task, agent config, environment and backends come from the collecti
 the trajectory file (what `omnidecision collect` and `omnidecision eval` write), or a recipe given. `branch` (the
 command) and the grounded rewards (`omnidecision.grounding`) load parents here.
 
-    python -c "from omnidecision.rollout.parent import load_parent; help(load_parent)"
+    python -c "from omnidecision.branch.parent import load_parent; help(load_parent)"
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def load_parent(trajectories: Path, run_id: str, recipe: Path | None = None, tas
     ValueError) name what is wrong. The task's question and gold answer must be the record's (a task file edited
     under the same ids would branch, and judge, another task), unless `tasks` names the task file explicitly: then
     a difference is a warning."""
-    from omnidecision.rollout.resume import verify_record
+    from omnidecision.branch.resume import verify_record
 
     record, lineno = find_run_line(trajectories, run_id)
     verify_record(record)

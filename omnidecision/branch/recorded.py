@@ -19,7 +19,7 @@ the loop resolves them) with the observation the parent got for the same call (t
 n-th recorded observation), and runs the real tool for any other call. With it a resume reproduces observations that
 the environment itself would not reproduce (a live web page that changed, the sandbox's per-run uid).
 
-    python -c "from omnidecision.rollout.recorded import recorded_backends; help(recorded_backends)"
+    python -c "from omnidecision.branch.recorded import recorded_backends; help(recorded_backends)"
 """
 
 from __future__ import annotations

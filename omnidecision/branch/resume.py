@@ -13,7 +13,7 @@ The state at step t of a ledger-mode record (`protocol.records.RunRecord`) is re
 
 `resume` then runs the loop of `run_task` from there (`agent.loop.continue_run`, one engine): at step t the decision
 given (by default the parent's own planner output, `recorded_decision`), then whatever the backends decide until a
-stop. With the parent's role outputs as the backends (`rollout.recorded.RecordedPolicy`) or a deterministic policy
+stop. With the parent's role outputs as the backends (`branch.recorded.RecordedPolicy`) or a deterministic policy
 (the scripted teacher), the rest of the record comes out as recorded (docs/rollout.md, "What exact means").
 
     omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id synth-0003-s0-1a2b3c4d \
