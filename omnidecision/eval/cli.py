@@ -52,6 +52,21 @@ def _exit_codes():
         raise typer.Exit(3) from exc
 
 
+def _lora_modules(lora: list[str], dry_run: bool) -> dict[str, str]:
+    """`--lora NAME=DIR` items as {NAME: DIR}; a malformed item, or (for a real start) a missing folder, is exit 2."""
+    loras = {}
+    for item in lora:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            typer.echo(f"error: --lora {item!r}: expected NAME=DIR", err=True)
+            raise typer.Exit(2)
+        if not dry_run and not Path(path).is_dir():
+            typer.echo(f"error: --lora {item!r}: {path} is not a folder", err=True)
+            raise typer.Exit(2)
+        loras[name] = path
+    return loras
+
+
 def serve(
     model: str = typer.Argument(..., help="merged checkpoint folder (or the base model when serving adapters)"),
     lora: list[str] = typer.Option([], "--lora", help="NAME=DIR: serve a LoRA adapter under NAME (repeatable)"),
@@ -82,16 +97,7 @@ def serve(
     from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
 
     _logging()
-    loras = {}
-    for item in lora:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            typer.echo(f"error: --lora {item!r}: expected NAME=DIR", err=True)
-            raise typer.Exit(2)
-        if not dry_run and not Path(path).is_dir():
-            typer.echo(f"error: --lora {item!r}: {path} is not a folder", err=True)
-            raise typer.Exit(2)
-        loras[name] = path
+    loras = _lora_modules(lora, dry_run)
     extra = ["--tensor-parallel-size", str(tensor_parallel_size)] if tensor_parallel_size else []
     if limit_mm_per_prompt:
         try:
