@@ -34,9 +34,19 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 logger = logging.getLogger(__name__)
+
+# The launcher options of every trained stage's command (sft, grpo, grpo-agent), declared once
+AccelerateConfigOption = Annotated[str | None, typer.Option(
+    "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/).")]
+NumProcessesOption = Annotated[int | None, typer.Option(
+    "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's).")]
+DryRunOption = Annotated[bool, typer.Option(
+    "--dry-run", help="Resolve and check; print the configuration; start nothing")]
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 

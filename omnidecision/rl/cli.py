@@ -13,22 +13,26 @@ GPU); `--dry-run` resolves and checks everything and prints the configuration an
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
+
+from omnidecision.launch import (
+    AccelerateConfigOption,
+    DryRunOption,
+    NumProcessesOption,
+    launch_stage,
+    stage_args,
+)
 
 
 def grpo(
     ctx: typer.Context,
     config: str = typer.Option(..., "--config", help="GRPO recipe (configs/grpo/*.yaml)."),
-    accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
-        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
-    num_processes: Optional[int] = typer.Option(  # noqa: UP045
-        None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
+    accelerate_config: AccelerateConfigOption = None,
+    num_processes: NumProcessesOption = None,
+    dry_run: DryRunOption = False,
 ) -> None:
     """GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."""
-    from omnidecision.launch import launch_stage, stage_args
     from omnidecision.rl.config import GRPO_STAGE
     from omnidecision.rl.dryrun import dry_run as check
     from omnidecision.rl.train import main

@@ -18,6 +18,13 @@ from typing import Optional
 
 import typer
 
+from omnidecision.launch import (
+    AccelerateConfigOption,
+    DryRunOption,
+    NumProcessesOption,
+    launch_stage,
+    stage_args,
+)
 from omnidecision.outputs import OutputError, output_problems, staged_output
 
 logger = logging.getLogger(__name__)
@@ -95,15 +102,12 @@ def tiny_planner(
 def sft(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="YAML recipe (configs/sft/*.yaml)."),
-    accelerate_config: Optional[str] = typer.Option(  # noqa: UP045
-        None, "--accelerate-config", help="Run under `accelerate launch` with this config (configs/accelerate/)."),
-    num_processes: Optional[int] = typer.Option(  # noqa: UP045
-        None, "--num-processes", help="Processes (GPUs) for `accelerate launch` (default: the config's)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
+    accelerate_config: AccelerateConfigOption = None,
+    num_processes: NumProcessesOption = None,
+    dry_run: DryRunOption = False,
 ) -> None:
     """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe (`--snake_case`, the
     field names of omnidecision.sft.config)."""
-    from omnidecision.launch import launch_stage, stage_args
     from omnidecision.sft.config import SFT_STAGE
     from omnidecision.sft.dryrun import dry_run as check
     from omnidecision.sft.train import main
