@@ -34,8 +34,13 @@ def admitted(schema: dict, action: dict) -> bool:
         return False
 
 
-@pytest.mark.parametrize("scope", ["allowed", "listed"])
-@pytest.mark.parametrize("tools", [None, ["web_search", "code_executor"]])
+# one combination in `make test`, the other three (about 40 s on 2 cores) in `make long-test`, which CI runs too
+@pytest.mark.parametrize(("tools", "scope"), [
+    (None, "allowed"),
+    pytest.param(None, "listed", marks=pytest.mark.long),
+    pytest.param(["web_search", "code_executor"], "allowed", marks=pytest.mark.long),
+    pytest.param(["web_search", "code_executor"], "listed", marks=pytest.mark.long),
+])
 def test_the_schema_admits_exactly_the_calls_the_loop_accepts(tools, scope):
     rng = random.Random(7)
     task = Task(id="t", question="q", tools=tools)

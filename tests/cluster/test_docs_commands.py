@@ -222,6 +222,7 @@ def test_no_command_hides_in_a_comment():
                 assert not match, f"{source}: a command inside a comment (make it a command of its own): {line}"
 
 
+@pytest.mark.long  # 44 s on 2 cores (every command of every page): make long-test, which CI runs
 def test_every_documented_command_resolves(project, tmp_path, monkeypatch):
     for key in [k for k in os.environ if k.startswith(RECORDED_ENV)]:
         monkeypatch.delenv(key)

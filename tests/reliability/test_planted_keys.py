@@ -80,6 +80,7 @@ def planner(tmp_path_factory) -> Path:
                               hidden=32, layers=1, heads=2, vocab_size=512)
 
 
+@pytest.mark.long  # 16 s on 2 cores (a GRPO start); make long-test, which CI runs
 def test_a_key_pasted_as_the_judge_key_variable_is_refused_unseen(planner, tmp_path):
     from omnidecision.rl.data import write_rl_dataset
 

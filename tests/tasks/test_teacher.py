@@ -145,6 +145,7 @@ def _score(tasks, records) -> float:
     return good / len(tasks)
 
 
+@pytest.mark.long  # 15 s on 2 cores; the default-noise acceptance beside it runs the same teacher in make test
 def test_acceptance_noise_off_solves_the_suite_and_trajectories_replay(tasks):
     records = asyncio.run(_run_all(tasks, 0.0))
     assert all(r.outcome != "error" for r in records), [r.error for r in records if r.error][:3]
