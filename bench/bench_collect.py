@@ -32,13 +32,13 @@ from typing import Any
 from bench.common import SERVER_NOTE, Run, parse_args, server_threading
 from bench.pipeline import synth_suite
 from bench.schema import Arm, measure
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_tasks
 
 logger = logging.getLogger(__name__)
 
 
 async def collection(tasks, config, backends, out: Path, concurrency: int) -> tuple[dict[str, float], list]:
-    from omnidecision.rollout.options import RolloutOptions
-    from omnidecision.rollout.runner import run_tasks
     from omnidecision.rollout.store import read_records
 
     t0 = time.perf_counter()

@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_rollouts, run_tasks
+
 ROOT = Path(__file__).resolve().parent.parent
 DIGEST_MAX_CHARS = 1000  # the demo's digest budget: collection, harvest, rollouts and evaluation all use it
 
@@ -43,8 +46,6 @@ def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, sample
     if tasks_path is None:
         from omnidecision.backends.factory import build_backends
         from omnidecision.protocol.chat import BackendSpec
-        from omnidecision.rollout.options import RolloutOptions
-        from omnidecision.rollout.runner import run_tasks
 
         backends = build_backends({"default": BackendSpec(kind="teacher", options=options)})
         config = AgentConfig(digest_max_chars=DIGEST_MAX_CHARS)
@@ -52,7 +53,6 @@ def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, sample
             out_file=work / "runs" / "trajectories.jsonl", samples=samples, concurrency=8, progress=False)))
     else:
         from omnidecision.rollout.recipe import recipe_from_dict
-        from omnidecision.rollout.runner import run_rollouts
 
         recipe = recipe_from_dict({
             "tasks": {"path": str(tasks_path), "format": "synthetic"},
