@@ -2,8 +2,8 @@
 
     omnidecision judge train --config configs/judge/tiny-cpu.yaml --dataset_name data/harvest/habits/rl \
         --model_name_or_path runs/demo/models/sft --output_dir runs/demo/models/judge [--max_steps 150]
-    omnidecision judge eval --judge runs/demo/models/judge --data data/harvest/habits-dev/rl --out judge_eval.json
-    omnidecision judge eval --data data/harvest/habits-dev/rl --dry-run   # check the rows, load nothing
+    omnidecision judge eval --judge runs/demo/models/judge --data data/harvest/habits/rl --out judge_eval.json
+    omnidecision judge eval --data data/harvest/habits-dev/rl --split train --dry-run   # a harvest of held-out tasks
 
 Labels come from the recorded runs, not from any planner's choice: a decision is a positive when its step moved the
 ledger (`collect.harvest.advanced`: the critic's verdict filled a need or verified a slot, a conflict got resolved,
@@ -194,9 +194,9 @@ def evaluate(
     data: Path = typer.Option(..., help="an RL dataset folder (DIR/rl) of held-out tasks"),
     judge: Path = typer.Option(None, help="the judge folder `judge train` wrote (its --output_dir); omitted: the "
                                "closure checks only"),
-    split: str = typer.Option("train", help="the split of --data to read: `validation` for the held-out split of "
-                              "the training harvest (what the demo reads); `train` (the default) for a harvest of "
-                              "held-out tasks alone, whose rows all sit under train"),
+    split: str = typer.Option("validation", help="the split of --data to read: `validation` (the default), the "
+                              "held-out split of the judge's training harvest (what the demo reads); `train` for a "
+                              "harvest of held-out tasks alone, whose rows all sit under train"),
     out: Path = typer.Option(None, help="write the figures here as JSON"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check the rows (the split, its columns, every row's "
                                  "prompt), the judge folder and --out as the run does; print the report; load no "
