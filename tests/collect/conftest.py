@@ -12,8 +12,8 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
@@ -43,7 +43,7 @@ def teacher_runs(synth_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     out = tmp_path_factory.mktemp("teacher-runs")
     tasks = load_tasks(synth_dir, "synthetic")
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.15, "seed": 0})})
-    asyncio.run(collect_runs(tasks, AgentConfig(), backends, CollectOptions(
+    asyncio.run(run_tasks(tasks, AgentConfig(), backends, RolloutOptions(
         out_file=shard_path(out, 0, 1), samples=2, concurrency=8, progress=False)))
     return out
 

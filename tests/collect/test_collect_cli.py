@@ -13,7 +13,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
-from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.recipe import load_recipe
 from omnidecision.rollout.store import read_records, shard_path
 
@@ -66,9 +66,9 @@ def test_options_and_overrides_mix_in_any_order(tmp_path):
 def test_options_come_from_the_recipe(tmp_path):
     recipe = load_recipe(TEACHER, [f"out={tmp_path}", "shard=1/3", "samples=2", "concurrency=5",
                                    "retry_errors=false", "judge.scorer=gaia", "breaker.requeue=0"])
-    options = CollectOptions.from_recipe(recipe)
+    options = RolloutOptions.from_recipe(recipe)
     assert options.out_file == shard_path(tmp_path, 1, 3) and options.desc == "collect 1/3"
     assert (options.samples, options.concurrency, options.retry_errors, options.judge_scorer) == (2, 5, False, "gaia")
     assert options.breaker.requeue == 0 and options.judge is recipe.judge.enabled
-    assert CollectOptions.from_recipe(recipe, out_file=tmp_path / "x.jsonl", progress=False).out_file == \
+    assert RolloutOptions.from_recipe(recipe, out_file=tmp_path / "x.jsonl", progress=False).out_file == \
         tmp_path / "x.jsonl"

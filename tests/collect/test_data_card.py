@@ -19,7 +19,7 @@ import pytest
 from omnidecision.collect.datacard import DATA_CARD_JSON, DATA_CARD_MD
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import collect
+from omnidecision.rollout.runner import run_rollouts
 from omnidecision.rollout.store import read_records, trajectory_files
 from omnidecision.tasks.synth import write_suite
 
@@ -34,7 +34,7 @@ def collection(tmp_path_factory) -> tuple[Path, Path]:
     write_suite(12, 3, suite)
     recipe = root / "collect.yaml"
     recipe.write_text(teacher_recipe(suite, root / "runs"))
-    asyncio.run(collect(load_recipe(recipe), progress=False))
+    asyncio.run(run_rollouts(load_recipe(recipe), progress=False))
     return suite, root / "runs"
 
 

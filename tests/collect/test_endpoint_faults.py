@@ -23,13 +23,13 @@ from omnidecision.protocol.chat import BackendError, ChatRequest
 from omnidecision.protocol.records import RunRecord
 from omnidecision.rollout.breaker import (
     BreakerSettings,
-    CollectionStopped,
     EndpointBreaker,
     GuardedBackend,
+    RolloutsStopped,
     is_unreachable,
 )
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import collect
+from omnidecision.rollout.runner import run_rollouts
 from omnidecision.rollout.store import read_records, shard_path, supersede_errors, superseded_path
 from omnidecision.tasks.synth import write_suite
 from tests.stub_chat import ChatStubHandler, chat_completion
@@ -151,7 +151,8 @@ def test_error_runs_are_retried_on_restart_and_moved_aside(suite: Path, tmp_path
     out = tmp_path / "runs"
     # 1) the endpoint is down and no breaker watches it: the old behaviour, every run is written as `error`
     Planner.down = True
-    first = asyncio.run(collect(load_recipe(None, overrides(suite, out, planner.base_url, "breaker.enabled=false"))))
+    first = asyncio.run(run_rollouts(load_recipe(None, overrides(suite, out, planner.base_url,
+                                                                 "breaker.enabled=false"))))
     assert first.outcomes == Counter({"error": N_TASKS})
     errors = records(out)
     report = build_report(errors)
@@ -163,12 +164,12 @@ def test_error_runs_are_retried_on_restart_and_moved_aside(suite: Path, tmp_path
 
     # 2) endpoint back; --no-retry-errors: the error runs count as finished
     Planner.down = False
-    kept = asyncio.run(collect(load_recipe(None, overrides(suite, out, planner.base_url, "retry_errors=false"))))
+    kept = asyncio.run(run_rollouts(load_recipe(None, overrides(suite, out, planner.base_url, "retry_errors=false"))))
     assert (kept.done, kept.skipped, kept.retried_errors) == (0, N_TASKS, 0)
     assert not superseded_path(shard).exists()
 
     # 3) the default: every error run runs again; the old records move aside byte for byte, nothing duplicated
-    again = asyncio.run(collect(load_recipe(None, overrides(suite, out, planner.base_url))))
+    again = asyncio.run(run_rollouts(load_recipe(None, overrides(suite, out, planner.base_url))))
     assert (again.done, again.skipped, again.retried_errors) == (N_TASKS, 0, N_TASKS)
     assert superseded_path(shard).read_bytes() == error_bytes
     assert_complete(out, task_ids(suite))
@@ -197,7 +198,7 @@ def test_breaker_pauses_and_the_collection_resumes_when_the_endpoint_answers(sui
     Planner.come_back_after_probes = 2
     shard = shard_path(out, 0, 1)
     Planner.down_when = lambda: _lines(shard) >= N_TASKS // 3
-    summary = asyncio.run(collect(load_recipe(None, overrides(suite, out, planner.base_url))))
+    summary = asyncio.run(run_rollouts(load_recipe(None, overrides(suite, out, planner.base_url))))
     assert Planner.probes == 2 and not Planner.down
     assert summary.requeued >= 3  # the failed in-flight runs were run again, not written
     assert_complete(out, task_ids(suite))
@@ -247,8 +248,8 @@ def test_endpoint_down_from_the_start_stops_after_the_breakers_limit(suite: Path
     out = tmp_path / "runs"
     planner.kill()
     t0 = time.perf_counter()
-    with pytest.raises(CollectionStopped) as info:
-        asyncio.run(collect(load_recipe(None, overrides(suite, out, planner.base_url))))
+    with pytest.raises(RolloutsStopped) as info:
+        asyncio.run(run_rollouts(load_recipe(None, overrides(suite, out, planner.base_url))))
     assert info.value.endpoint == planner.base_url
     msg = str(info.value)
     assert "3 connection failures in a row" in msg and "2 probes" in msg and f"the other {N_TASKS}" in msg, msg

@@ -39,9 +39,9 @@ from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import JudgeResult, RunRecord, StepRecord
 from omnidecision.protocol.rule import rule_decision_text
-from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.parity import check_row_parity, planner_prompt_ids
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import read_records, shard_path
 from omnidecision.tasks.loaders import load_tasks
 
@@ -351,7 +351,7 @@ def test_a_collection_without_the_system_turn_harvests_rows_without_it(synth_dir
     tasks = load_tasks(synth_dir, "synthetic")[:12]
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.15, "seed": 0})})
     runs = tmp_path / "runs"
-    asyncio.run(collect_runs(tasks, AgentConfig(planner_system_prompt=False), backends, CollectOptions(
+    asyncio.run(run_tasks(tasks, AgentConfig(planner_system_prompt=False), backends, RolloutOptions(
         out_file=shard_path(runs, 0, 1), samples=1, concurrency=4, progress=False)))
     stats = run_harvest([str(runs)], tmp_path / "h", HarvestOptions(val_fraction=0.0, label="rule"))
     assert stats["sft"]["train"] > 0 and "rl_prompt_rerender_differs" not in stats.get("skipped", {})

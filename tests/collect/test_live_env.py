@@ -79,12 +79,12 @@ def test_a_live_collection_refuses_to_start_while_something_is_missing(tmp_path,
     for k, v in live_env(tmp_path, dead_url).items():
         monkeypatch.setenv(k, v)
     recipe = load_recipe(LIVE, ["tasks.limit=2", f"out={tmp_path / 'out'}", "progress=false"])
-    from omnidecision.rollout.runner import collect
+    from omnidecision.rollout.runner import run_rollouts
 
     with pytest.raises(RecipeError, match=r"the live environment is not ready .*\n  - task 5: media file"):
         import asyncio
 
-        asyncio.run(collect(recipe))
+        asyncio.run(run_rollouts(recipe))
     assert not (tmp_path / "out" / "trajectories.shard-0-of-1.jsonl").exists()  # nothing ran
 
 

@@ -16,9 +16,9 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import collect, collect_runs
+from omnidecision.rollout.runner import run_rollouts, run_tasks
 from omnidecision.rollout.store import read_records, shard_path
 from omnidecision.tasks.loaders import load_tasks
 
@@ -66,7 +66,7 @@ def _reference(synth_dir: Path, tmp: Path) -> dict[tuple[str, int], tuple]:
     tasks = load_tasks(synth_dir, "synthetic")
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.15, "seed": 0})})
     f = tmp / "ref.jsonl"
-    asyncio.run(collect_runs(tasks, AgentConfig(), backends, CollectOptions(out_file=f, samples=2, concurrency=3,
+    asyncio.run(run_tasks(tasks, AgentConfig(), backends, RolloutOptions(out_file=f, samples=2, concurrency=3,
                                                                           progress=False)))
     return _outcomes(f)
 
@@ -93,18 +93,18 @@ def test_sigkill_then_restart_loses_and_duplicates_nothing(synth_dir: Path, tmp_
 def test_restart_after_a_torn_last_line(synth_dir: Path, tmp_path: Path) -> None:
     recipe = load_recipe(None, [f"tasks.path={synth_dir}", "backends.default.kind=teacher", f"out={tmp_path}",
                                 "tasks.limit=10", "progress=false"])
-    first = asyncio.run(collect(recipe))
+    first = asyncio.run(run_rollouts(recipe))
     shard = shard_path(tmp_path, 0, 1)
     data = shard.read_bytes()
     lines = data.splitlines(keepends=True)
     # simulate a kill in the middle of writing the last record: its line is cut in half
     shard.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
-    second = asyncio.run(collect(recipe))
+    second = asyncio.run(run_rollouts(recipe))
     assert (first.done, second.done, second.skipped) == (10, 1, 9)
     assert Counter((r.task_id, r.sample) for _, r in read_records(shard)) == Counter(
         {(r.task_id, r.sample): 1 for _, r in read_records(shard)})
     assert len(list(read_records(shard))) == 10
-    third = asyncio.run(collect(recipe))
+    third = asyncio.run(run_rollouts(recipe))
     assert (third.done, third.skipped) == (0, 10)
 
 
@@ -113,7 +113,7 @@ def test_shards_together_cover_the_task_set(synth_dir: Path, tmp_path: Path) -> 
     for i in range(3):
         recipe = load_recipe(None, [f"tasks.path={synth_dir}", "backends.default.kind=teacher", f"out={tmp_path}",
                                     f"shard={i}/3", "tasks.limit=24", "progress=false"])
-        asyncio.run(collect(recipe))
+        asyncio.run(run_rollouts(recipe))
         keys += [(r.task_id, r.sample) for _, r in read_records(shard_path(tmp_path, i, 3))]
     ids = [t.id for t in load_tasks(synth_dir, "synthetic")][:24]
     assert sorted(keys) == sorted((t, 0) for t in ids)
@@ -129,9 +129,9 @@ def test_shards_together_cover_the_task_set(synth_dir: Path, tmp_path: Path) -> 
 def test_a_different_agent_config_into_the_same_folder_is_refused(synth_dir: Path, tmp_path: Path) -> None:
     base = [f"tasks.path={synth_dir}", "backends.default.kind=teacher", f"out={tmp_path}", "tasks.limit=2",
             "progress=false"]
-    asyncio.run(collect(load_recipe(None, base)))
+    asyncio.run(run_rollouts(load_recipe(None, base)))
     with pytest.raises(ValueError, match="different agent config"):
-        asyncio.run(collect(load_recipe(None, [*base, "agent.step_budget=3"])))
+        asyncio.run(run_rollouts(load_recipe(None, [*base, "agent.step_budget=3"])))
 
 
 @pytest.mark.slow

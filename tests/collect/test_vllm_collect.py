@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import collect
+from omnidecision.rollout.runner import run_rollouts
 from omnidecision.rollout.store import read_records, shard_path
 
 pytestmark = [pytest.mark.vllm]
@@ -24,7 +24,7 @@ def test_collect_against_vllm_at_concurrency_16(vllm_server, synth_dir: Path, tm
         f"backends.planner.base_url={vllm_server.base_url}", "backends.planner.model=planner",
         "backends.planner.max_tokens=48", "agent.step_budget=3",
     ])
-    summary = asyncio.run(collect(recipe))
+    summary = asyncio.run(run_rollouts(recipe))
     assert summary.done == 32 and summary.jobs == 32
     records = [r for _, r in read_records(shard_path(tmp_path, 0, 1))]
     assert len({r.task_id for r in records}) == 32

@@ -10,7 +10,7 @@ import shutil
 from typer.testing import CliRunner
 
 from omnidecision.branch.parent import load_parent
-from omnidecision.grounding.audit import AuditSettings, run_audit
+from omnidecision.grounding.audit import AuditInputs, AuditSettings, run_audit
 from omnidecision.grounding.metrics import Candidate, audit_metrics, proxy_metrics
 from omnidecision.grounding.returns import Executor, parent_index
 
@@ -42,7 +42,7 @@ def test_a_proxy_that_negates_the_executed_return_correlates_below_zero(habits_r
             out.append(-asyncio.run(oracle.executed_return(parent, int(t), text))[0])
         return out
 
-    report = run_audit(habits_runs["data"] / "rl", [habits_runs["collect"]], tmp_path / "audit",
+    report = run_audit(AuditInputs(habits_runs["data"] / "rl", (habits_runs["collect"],)), tmp_path / "audit",
                        settings=AuditSettings(states=20, k=4, extra_proxies={"negated": negated}))
     planted = report["metrics"]["overall"]["negated"]
     assert planted["spearman_groups"] >= 1 and planted["within_group_spearman"] < 0

@@ -15,9 +15,9 @@ from omnidecision.onpolicy.relabel import relabel_runs, write_rows
 from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.rule import rule_decision_text
-from omnidecision.rollout.options import CollectOptions
+from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.recipe import RecipeError
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
@@ -29,7 +29,7 @@ ROUNDS_RECIPE = str(Path(__file__).resolve().parents[2] / "configs" / "rounds" /
 def collect(tasks, out: Path, planner_noise: float) -> Path:
     specs = {"default": BackendSpec(kind="teacher", options={"noise": 0.0, "seed": 0}),
              "planner": BackendSpec(kind="teacher", options={"noise": planner_noise, "seed": 7})}
-    asyncio.run(collect_runs(tasks, AgentConfig(), build_backends(specs), CollectOptions(
+    asyncio.run(run_tasks(tasks, AgentConfig(), build_backends(specs), RolloutOptions(
         out_file=shard_path(out, 0, 1), samples=1, concurrency=8, progress=False)))
     return out
 

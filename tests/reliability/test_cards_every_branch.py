@@ -48,8 +48,8 @@ from omnidecision.provenance import (
     training_tasks,
     write_task_ids,
 )
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import shard_path
 from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 from omnidecision.tasks.loaders import load_tasks
@@ -275,7 +275,7 @@ def collection(tmp_path_factory) -> Path:
     write_suite(6, 3, root / "tasks")
     tasks = load_tasks(root / "tasks", "synthetic")
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.1, "seed": 0})})
-    asyncio.run(collect_runs(tasks, AgentConfig(), backends, CollectOptions(
+    asyncio.run(run_tasks(tasks, AgentConfig(), backends, RolloutOptions(
         out_file=shard_path(root / "runs", 0, 1), samples=1, concurrency=6, progress=False)))
     manifest = {"recipe": {"tasks": {"path": str(root / "tasks"), "format": "synthetic", "limit": 6},
                            "backends": {"default": {"kind": "teacher", "model": ""}}},

@@ -22,9 +22,9 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.rollout.breaker import BreakerSettings, CollectionStopped
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.breaker import BreakerSettings, RolloutsStopped
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import read_records
 
 FAULTS = ("ok",) * 7 + ("http500", "http429", "slow", "truncated", "garbage", "drop")
@@ -103,7 +103,7 @@ def _collect(tasks, planner_url: str, out_file, timeout_s: float = TIMEOUT_S, br
         if hasattr(b, "retry_wait_s"):
             b.retry_wait_s, b.retry_max_wait_s = 0.01, MAX_WAIT_S
     config = AgentConfig(step_budget=STEP_BUDGET)
-    return asyncio.run(collect_runs(tasks, config, backends, CollectOptions(
+    return asyncio.run(run_tasks(tasks, config, backends, RolloutOptions(
         out_file=out_file, concurrency=CONCURRENCY, progress=False, breaker=breaker or BreakerSettings())))
 
 
@@ -135,6 +135,6 @@ def test_dead_endpoint_ends_every_run_with_error_and_reason(synth_tasks, tmp_pat
     records = [r for _, r in read_records(tmp_path / "runs.jsonl")]
     assert len(records) == 4
     assert all(r.outcome == "error" and "connection" in (r.error or "").lower() for r in records)
-    with pytest.raises(CollectionStopped, match=f"endpoint {url} is unreachable"):
+    with pytest.raises(RolloutsStopped, match=f"endpoint {url} is unreachable"):
         _collect(synth_tasks[:4], url, tmp_path / "stopped.jsonl", breaker=BreakerSettings(failures=2, pause_s=0.01))
     assert list(read_records(tmp_path / "stopped.jsonl")) == []

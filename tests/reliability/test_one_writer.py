@@ -20,8 +20,8 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import run_key
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import read_records, shard_path, supersede_errors
 from omnidecision.tasks.synth import write_suite
 
@@ -32,7 +32,7 @@ CLI = [sys.executable, "-m", "omnidecision.cli"]
 
 def _collect(tasks, out: Path) -> None:
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"seed": 0})})
-    asyncio.run(collect_runs(tasks, AgentConfig(), backends, CollectOptions(
+    asyncio.run(run_tasks(tasks, AgentConfig(), backends, RolloutOptions(
         out_file=shard_path(out, 0, 1), samples=1, concurrency=4, progress=False)))
 
 

@@ -26,8 +26,8 @@ from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import run_harvest
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import merge, shard_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def runs(synth_tasks, tmp_path_factory) -> Path:
     """A finished collection folder (12 tasks, one sample each, the teacher)."""
     out = tmp_path_factory.mktemp("c") / "runs"
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"seed": 0})})
-    asyncio.run(collect_runs(synth_tasks, AgentConfig(), backends, CollectOptions(
+    asyncio.run(run_tasks(synth_tasks, AgentConfig(), backends, RolloutOptions(
         out_file=shard_path(out, 0, 1), samples=1, concurrency=4, progress=False)))
     return out
 

@@ -36,7 +36,7 @@ from omnidecision.rewards import get_reward_funcs
 from omnidecision.rewards.closure import EXAMPLE_LEDGER
 from omnidecision.rewards.llm_judge import RewardJudge
 from omnidecision.rl.judge_stats import judges_of
-from omnidecision.rollout.recipe import CollectRecipe, EvalRecipe, load_recipe
+from omnidecision.rollout.recipe import EvalRecipe, RolloutRecipe, load_recipe
 from omnidecision.tasks.schema import Asset
 from tests.agent.test_endpoint_kind import AgentReplies
 from tests.stub_chat import Received, StrictOpenAIStub
@@ -158,7 +158,7 @@ def _by_role(stub: StrictOpenAIStub) -> dict[str, list[Received]]:
 
 def test_collect_sends_each_roles_recipe_values(endpoint, tmp_path):
     path = _write_recipe(tmp_path, endpoint.url)
-    recipe = load_recipe(path, model=CollectRecipe)  # the expected values: the recipe as the project reads it
+    recipe = load_recipe(path, model=RolloutRecipe)  # the expected values: the recipe as the project reads it
     res = CliRunner().invoke(app, ["collect", "--config", str(path), "--out", str(tmp_path / "out"), "--no-progress"])
     assert res.exit_code == 0, res.output
     records = [json.loads(line) for f in (tmp_path / "out").rglob("trajectories*.jsonl")

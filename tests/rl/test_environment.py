@@ -37,8 +37,8 @@ def sft_start(tasks_dir, tmp_path_factory) -> Path:
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
     from omnidecision.protocol.chat import BackendSpec
-    from omnidecision.rollout.options import CollectOptions
-    from omnidecision.rollout.runner import collect_runs
+    from omnidecision.rollout.options import RolloutOptions
+    from omnidecision.rollout.runner import run_tasks
     from omnidecision.sft.config import parse_args as sft_args
     from omnidecision.sft.train import main as sft_main
     from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
@@ -46,8 +46,8 @@ def sft_start(tasks_dir, tmp_path_factory) -> Path:
 
     work = tmp_path_factory.mktemp("env-sft")
     backends = build_backends({"default": BackendSpec(kind="teacher", options={"noise": 0.25, "seed": 0})})
-    asyncio.run(collect_runs(load_tasks(tasks_dir, "synthetic"), AgentConfig(digest_max_chars=1000), backends,
-                             CollectOptions(out_file=work / "runs" / "trajectories.jsonl", samples=2, concurrency=8,
+    asyncio.run(run_tasks(load_tasks(tasks_dir, "synthetic"), AgentConfig(digest_max_chars=1000), backends,
+                             RolloutOptions(out_file=work / "runs" / "trajectories.jsonl", samples=2, concurrency=8,
                                             progress=False)))
     run_harvest([str(work / "runs")], work / "data", HarvestOptions(advancing_only=True, dedup=True,
                                                                     val_fraction=0.0, digest_max_chars=1000))

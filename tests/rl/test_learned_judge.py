@@ -21,8 +21,8 @@ from omnidecision.ledger import Ledger, finish_available
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rewards import get_judge_reward
 from omnidecision.rl.judge_train import judge_eval_rows, judge_label, judge_pairs
-from omnidecision.rollout.options import CollectOptions
-from omnidecision.rollout.runner import collect_runs
+from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
@@ -37,8 +37,8 @@ def harvest(tmp_path_factory) -> Path:
     write_suite(40, 5, root / "tasks")
     tasks = load_tasks(root / "tasks", "synthetic")
     backends = build_backends({"default": BackendSpec(kind="teacher", options=HABITS)})
-    asyncio.run(collect_runs(tasks, AgentConfig(digest_max_chars=1000, planner_system_prompt=False), backends,
-                             CollectOptions(out_file=shard_path(root / "runs", 0, 1), samples=2, concurrency=8,
+    asyncio.run(run_tasks(tasks, AgentConfig(digest_max_chars=1000, planner_system_prompt=False), backends,
+                             RolloutOptions(out_file=shard_path(root / "runs", 0, 1), samples=2, concurrency=8,
                                             progress=False)))
     run_harvest([str(root / "runs")], root / "h", HarvestOptions(val_fraction=0.25))
     return root / "h"

@@ -25,8 +25,8 @@ def own_states(tmp_path_factory) -> Path:
     from omnidecision.backends.factory import build_backends
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
     from omnidecision.protocol.chat import BackendSpec
-    from omnidecision.rollout.options import CollectOptions
-    from omnidecision.rollout.runner import collect_runs
+    from omnidecision.rollout.options import RolloutOptions
+    from omnidecision.rollout.runner import run_tasks
     from omnidecision.rollout.store import shard_path
     from omnidecision.tasks.loaders import load_tasks
     from omnidecision.tasks.synth import write_suite
@@ -36,8 +36,8 @@ def own_states(tmp_path_factory) -> Path:
     specs = {"default": BackendSpec(kind="teacher", options={"noise": 0.0, "seed": 0}),
              "planner": BackendSpec(kind="teacher", options={"habits": 1.0, "habit_rate": 0.6, "noise": 0.1,
                                                              "seed": 3})}
-    asyncio.run(collect_runs(load_tasks(root / "tasks", "synthetic"), AgentConfig(digest_max_chars=1000),
-                             build_backends(specs), CollectOptions(out_file=shard_path(root / "runs", 0, 1),
+    asyncio.run(run_tasks(load_tasks(root / "tasks", "synthetic"), AgentConfig(digest_max_chars=1000),
+                             build_backends(specs), RolloutOptions(out_file=shard_path(root / "runs", 0, 1),
                                                                    samples=2, concurrency=8, progress=False)))
     stats = run_harvest([str(root / "runs")], root / "data", HarvestOptions(label="none", val_fraction=0.25))
     assert stats["sft"]["train"] == 0 and stats["rl"]["train"] > 0 and stats["rl"]["validation"] > 0
