@@ -28,6 +28,21 @@ from typing import Optional
 
 import typer
 
+from omnidecision.eval.checklist import prepare_eval
+from omnidecision.eval.compare import MODES, load_report, run_ablation, write_compare
+from omnidecision.eval.dryrun import dry_run_report, eval_dry_run
+from omnidecision.eval.grid import grid_dry_run, run_grid
+from omnidecision.eval.progress import LLMScorer, StringScorer, audit
+from omnidecision.eval.progress_report import load_runs, recipe_tasks, write_audit
+from omnidecision.eval.runner import run_prepared
+from omnidecision.eval.serve import serve_report
+from omnidecision.outputs import output_problems, staged_output
+from omnidecision.preflight import Check, DryRunReport, PreflightError, check_url, emit, require
+from omnidecision.rollout.breaker import RolloutsStopped
+from omnidecision.rollout.recipe import EvalRecipe, RecipeError, cli_overrides, load_recipe
+from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
+from omnidecision.tasks.loaders import load_tasks
+
 logger = logging.getLogger(__name__)
 
 
@@ -39,9 +54,6 @@ def _logging() -> None:
 def _exit_codes():
     """A run's failures as exit codes with the message: 2 for bad input (recipe, files), 3 when an endpoint stayed
     down (rollout/breaker.py: the message names it)."""
-    from omnidecision.rollout.breaker import RolloutsStopped
-    from omnidecision.rollout.recipe import RecipeError
-
     try:
         yield
     except (RecipeError, ValueError, OSError) as exc:
@@ -94,8 +106,6 @@ def serve(
 ) -> None:
     """Serve a planner or a multimodal perception model (a local folder or a hub id such as Qwen/Qwen3-8B) with
     vLLM's OpenAI-compatible server until Ctrl-C / SIGTERM (private temp dir, persistent compile cache)."""
-    from omnidecision.serving.vllm_server import VLLMServer, VLLMServerError
-
     _logging()
     loras = _lora_modules(lora, dry_run)
     extra = ["--tensor-parallel-size", str(tensor_parallel_size)] if tensor_parallel_size else []
@@ -111,9 +121,6 @@ def serve(
                         max_model_len=max_model_len, max_lora_rank=max_lora_rank, host=host,
                         startup_timeout_s=startup_timeout, fresh_cache=fresh_cache)
     if dry_run:
-        from omnidecision.eval.dryrun import serve_report
-        from omnidecision.preflight import DryRunReport, emit
-
         report = DryRunReport(command="serve", resolved={"model": model, "loras": loras, "host": host, "port": port})
         serve_report(report, server)
         raise typer.Exit(emit(report))
@@ -144,19 +151,14 @@ def serve(
 def _recipe(config: Path, extra: list[str], out: Path | None, dry_run: str | None = None):
     """The eval recipe with the command line's overrides. A bad recipe exits 2 naming the file and field; in a dry
     run (`dry_run` = the command's name) it prints the report first, one failed check per unset variable."""
-    from omnidecision.eval.runner import load_eval_recipe
-    from omnidecision.rollout.recipe import RecipeError, cli_overrides
-
     try:
         # `--no-retry-errors`, as in `collect`: earlier `error` runs count as finished
         overrides = cli_overrides(["--retry_errors=false" if a == "--no-retry-errors" else a for a in extra])
         if out is not None:
             overrides.append(f"out={out}")
-        return load_eval_recipe(config, overrides)
+        return load_recipe(config, overrides, model=EvalRecipe)
     except (RecipeError, ValueError) as exc:
         if dry_run is not None:
-            from omnidecision.preflight import DryRunReport, emit
-
             report = DryRunReport(command=dry_run, recipe=str(config))
             # an unset-variables error lists every variable ("FILE: field: ... VAR ...; field: ..."): one check each
             head, sep, rest = str(exc).partition(": ")
@@ -183,20 +185,15 @@ def eval_cmd(
                                              "marks it (recipe field allow_train_overlap)"),
 ) -> None:
     """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
-    from omnidecision.eval.runner import run_eval
-
     _logging()
     flags = (["--allow_offline=true"] if allow_offline else []) + \
         (["--allow_train_overlap=true"] if allow_train_overlap else [])
     recipe = _recipe(config, ctx.args + flags, out, dry_run="eval" if dry_run else None)
+    prepared = prepare_eval(recipe)  # one checklist: the dry run lists it, the run refuses on it and runs this object
     if dry_run:
-        from omnidecision.eval.dryrun import eval_dry_run
-        from omnidecision.preflight import emit
-        from omnidecision.rollout.recipe import cli_overrides
-
-        raise typer.Exit(emit(eval_dry_run(recipe, config, len(cli_overrides(ctx.args)) + (out is not None))))
+        raise typer.Exit(emit(dry_run_report(prepared, config, len(cli_overrides(ctx.args)) + (out is not None))))
     with _exit_codes():
-        rep = run_eval(recipe, progress=not no_progress)
+        rep = run_prepared(prepared, progress=not no_progress)
     low, high = rep["ci95"]
     acc = rep["accuracy"] or 0.0
     typer.echo(f"{rep.get('name')}: accuracy {100 * acc:.1f}% [{100 * low:.1f}, {100 * high:.1f}] over n={rep['n']} "
@@ -226,9 +223,6 @@ def compare(
 ) -> None:
     """Side-by-side table of eval runs: accuracy with CI, Δ and CI overlap, outcomes, closure, tokens, tools. The
     folder is written whole (a temporary sibling renamed into place)."""
-    from omnidecision.eval.compare import write_compare  # loaded when the command runs (fast --help)
-    from omnidecision.outputs import staged_output  # loaded when the command runs (fast --help)
-
     _logging()
     checks, loaded = compare_inputs(reports, out, replace)
     _checked("compare", checks, dry_run, would_write=[str(out / f) for f in ("compare.json", "compare.md",
@@ -242,10 +236,6 @@ def compare_inputs(reports: list[Path], out: Path, replace: bool) -> tuple[list,
     """What `compare` checks before it writes, and its dry run reports: --out (`outputs.output_problems`: never a
     report it reads or a folder holding or inside one; never a foreign folder unless `replace`), every report read
     (`eval.compare.load_report`). Returns the checks and the reports read."""
-    from omnidecision.eval.compare import load_report  # loaded when the command runs (fast --help)
-    from omnidecision.outputs import output_problems  # loaded when the command runs (fast --help)
-    from omnidecision.preflight import Check  # as above
-
     problems = output_problems(out, reports, replace=replace)
     checks = [Check(what="out", status="error", detail=p) for p in problems] or \
         [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
@@ -263,8 +253,6 @@ def compare_inputs(reports: list[Path], out: Path, replace: bool) -> tuple[list,
 def _checked(command: str, checks: list, dry_run: bool, **extra: object) -> None:
     """A dry run prints its report (`preflight.emit`) and exits (2 on a failed check); a run refuses the same
     failed checks in the same words (`preflight.require`: `error: what: detail`, exit 2) and goes on otherwise."""
-    from omnidecision.preflight import DryRunReport, PreflightError, emit, require  # loaded when it runs
-
     if dry_run:
         raise typer.Exit(emit(DryRunReport(command=command, checks=checks, extra=extra)))
     try:
@@ -291,8 +279,6 @@ def ablate(
 ) -> None:
     """Budget-matched ablation: the same tasks in ledger / react / memory modes with equal tool-call caps; or, with
     --grid, the backend-swap grid (planner × perception) with its saturation reading."""
-    from omnidecision.eval.compare import MODES, run_ablation
-
     _logging()
     if (config is None) == (grid is None):
         typer.echo("error: give --config RECIPE (the modes ablation) or --grid GRID.yaml (the backend-swap grid)",
@@ -314,10 +300,6 @@ def ablate(
     assert config is not None
     recipe = _recipe(config, ctx.args, None, dry_run="ablate" if dry_run else None)
     if dry_run:
-        from omnidecision.eval.dryrun import eval_dry_run
-        from omnidecision.preflight import emit
-        from omnidecision.rollout.recipe import cli_overrides
-
         report = eval_dry_run(recipe, config, len(cli_overrides(ctx.args)), command="ablate")
         report.extra.update({"modes": list(chosen), "max_tool_calls": max_tool_calls, "out": str(out)})
         raise typer.Exit(emit(report))
@@ -332,9 +314,6 @@ ablate.passthrough = True  # type: ignore[attr-defined]
 def _ablate_grid(grid: Path, args: list[str], out: Path, max_tool_calls: int | None, progress: bool,
                  dry_run: bool) -> None:
     """`ablate --grid`: every cell of planner × perception (`eval.grid`); `--max-tool-calls N` caps every cell."""
-    from omnidecision.eval.grid import grid_dry_run, run_grid
-    from omnidecision.rollout.recipe import cli_overrides
-
     try:
         overrides = cli_overrides(args)
     except ValueError as exc:
@@ -343,8 +322,6 @@ def _ablate_grid(grid: Path, args: list[str], out: Path, max_tool_calls: int | N
     if max_tool_calls is not None:
         overrides.append(f"agent.max_tool_calls={max_tool_calls}")
     if dry_run:
-        from omnidecision.preflight import emit
-
         raise typer.Exit(emit(grid_dry_run(grid, overrides, out)))
     with _exit_codes():
         run_grid(grid, overrides, out, progress=progress)
@@ -381,10 +358,6 @@ def audit_progress(
     """Progress audit of the FAILED runs: subgoals of each task's annotated solution reached by the run's evidence,
     full / partial / zero progress, weighted progress, sensitivity → progress.json, progress.md (written whole: a
     temporary sibling renamed into place; --out may lie inside the eval folder, never over a file it reads)."""
-    from omnidecision.eval.progress import LLMScorer, audit  # loaded when the command runs (fast --help)
-    from omnidecision.eval.progress_report import write_audit  # loaded when the command runs (fast --help)
-    from omnidecision.outputs import staged_output  # loaded when the command runs (fast --help)
-
     _logging()
     checks, got = progress_inputs(source, out, tasks, fmt, scorer, evidence, endpoint, model, min_coverage, replace)
     _checked("audit progress", checks, dry_run, would_write=[str(out / "progress.json"), str(out / "progress.md")],
@@ -414,12 +387,6 @@ def progress_inputs(source: Path, out: Path, tasks: Path | None, fmt: str, score
     the tasks (given, or the eval folder's recipe.yaml), --out (`outputs.output_problems` against the files it
     reads: the report may go inside the eval folder, never over its trajectories or tasks), the llm endpoint's URL
     (not contacted). Returns the checks and what was read (records, task_list, tasks, read)."""
-    from omnidecision.eval.progress import StringScorer  # loaded when the command runs (fast --help)
-    from omnidecision.eval.progress_report import load_runs, recipe_tasks  # as above
-    from omnidecision.outputs import output_problems  # loaded when the command runs (fast --help)
-    from omnidecision.preflight import Check, check_url  # as above
-    from omnidecision.tasks.loaders import load_tasks  # loaded when the command runs (fast --help)
-
     checks: list[Check] = []
     got: dict = {}
     if scorer not in ("string", "llm"):

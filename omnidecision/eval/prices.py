@@ -54,7 +54,9 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
+from omnidecision.preflight import Check
 from omnidecision.protocol.chat import Usage
+from omnidecision.rollout.recipe import EvalRecipe, read_yaml
 
 CallKind = Literal["planner", "decompose", "critic", "finalizer", "summarizer", "judge", "perception",
                    "subtitle_grounding", "audio_scouting", "clip_grounding", "frame_confirmation", "web_search",
@@ -125,8 +127,6 @@ class PriceTable(BaseModel):
 
 def load_prices(path: str | Path) -> PriceTable:
     """Read a price table; errors name the file and the field."""
-    from omnidecision.rollout.recipe import read_yaml
-
     p = Path(path)
     data = read_yaml(p, "the price table", PriceTableError)
     if not isinstance(data, dict):
@@ -278,3 +278,17 @@ def cost_lines(cost: dict[str, Any] | None) -> list[str]:
         lines += ["", "Incomplete (priced, but the record lacks the tokens or seconds the price needs; not counted): "
                   + ", ".join(f"{kind} ({cost['by_kind'][kind]['missing']} calls)" for kind in cost["incomplete"])]
     return lines
+
+
+def price_checks(recipe: EvalRecipe) -> tuple[list[Check], PriceTable | None]:
+    """The recipe's price table parses (the report's cost per call kind), or the error names the file and field;
+    the check and the table read."""
+    if not recipe.prices:
+        return [Check(what="prices", status="ok", detail="no price table: the report lists every call kind as "
+                                                         "unpriced")], None
+    try:
+        table = load_prices(recipe.prices)
+    except ValueError as exc:  # PriceTableError: the file and field
+        return [Check(what="prices", status="error", detail=str(exc))], None
+    return [Check(what="prices", status="ok", detail=f"{recipe.prices}: {len(table.models)} model(s), kinds "
+                                                     f"{', '.join(table.kinds)}")], table

@@ -1,8 +1,9 @@
 """The pre-flight checks of a rollout recipe that `collect --dry-run` and `eval --dry-run` share: the tasks (loaded,
 filtered, this shard's share), the backends' endpoints (each asked GET /models with a short timeout, as the run will
 ask them: one that does not answer is a warning that says so), the judge, the environment's services and the output
-folder (`recipe_checks`), and with a live environment every endpoint asked (GET /models) and every media file looked
-for (`live_checks`, through `rollout.live`). They run no agent and write nothing.
+folder (`engine_checks`), and with a live environment every endpoint asked (GET /models) and every media file looked
+for (`environment_checks`, through `rollout.live`); `rollout_checks` is all of them, each a `preflight.Check`
+(`recipe_checks` and `live_checks` add them to a report). They run no agent and write nothing.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
     omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --dry-run
@@ -12,94 +13,127 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from omnidecision.preflight import DryRunReport, check_url
-from omnidecision.rollout.live import probe_openai
+from omnidecision.backends.factory import BACKEND_KINDS
+from omnidecision.preflight import Check, DryRunReport, check_url
+from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.live import live_problems, probe_openai
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
+from omnidecision.rollout.runner import TaskSelection
+from omnidecision.rollout.store import shard_path
 
 PROBE_TIMEOUT_S = 3.0
 
 
-def recipe_checks(report: DryRunReport, recipe: RolloutRecipe, selection: Any = None) -> None:
-    """The checks `collect` and `eval` share: tasks, backends, judge, environment, output folder. `selection`: the
-    run's `runner.TaskSelection` (made here when None)."""
-    from omnidecision.rollout.runner import TaskSelection  # the runner loads the agent: only when a dry run checks
-    from omnidecision.rollout.store import shard_path
+def rollout_checks(recipe: RolloutRecipe, selection: TaskSelection | None = None,
+                   served_roles: Iterable[str] = ()) -> list[Check]:
+    """Every check `collect --dry-run` and `eval --dry-run` share, in the order they print: tasks, backends, judge,
+    environment services, output folder, and a live environment's endpoints and media files. `selection`: the run's
+    `runner.TaskSelection` (made here when None); `served_roles`: the roles a caller points at a server it starts
+    itself (eval's `serve:`), left out of the live environment's probes."""
+    selection = selection or TaskSelection(recipe)
+    served = set(served_roles)
+    probed = recipe.model_copy(update={"backends": {r: s for r, s in recipe.backends.items() if r not in served}})
+    return engine_checks(recipe, selection) + environment_checks(probed, selection)
 
-    try:
-        mine, selected = (selection or TaskSelection(recipe))()
-    except (RecipeError, ValueError, OSError) as exc:
-        report.add("tasks", "error", f"{recipe.tasks.path}: {exc}")
-    else:
-        i, n = recipe.shard_index
-        status = "ok" if mine else "error"
-        report.add("tasks", status, f"{recipe.tasks.path} ({recipe.tasks.format}): {len(selected)} tasks after the "
-                                    f"filters; shard {i}/{n} runs {len(mine)} x {recipe.samples} samples")
-    for role, spec in recipe.backends.items():
-        backend_check(report, f"backends.{role}", spec)
+
+def engine_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
+    """Tasks, backends, judge, environment services, output folder (in that order)."""
+    # the checks that read only the recipe first; those that load files or ask endpoints after them
+    services = [service_check(name, target) for name, target in recipe.environment.services.items()]
+    out = out_check(recipe)
+    tasks = task_checks(recipe, selection)
+    endpoints = {f"backends.{role}": spec for role, spec in recipe.backends.items()}
     if recipe.judge.enabled and recipe.judge.llm is not None:
-        backend_check(report, "judge.llm", recipe.judge.llm)
-    for name, target in recipe.environment.services.items():
-        module, _, attr = target.partition(":")
-        try:
-            getattr(importlib.import_module(module), attr or "build")
-            report.add(f"environment.services.{name}", "ok", target)
-        except (ImportError, AttributeError) as exc:
-            report.add(f"environment.services.{name}", "error", f"cannot import {target!r}: {exc}")
+        endpoints["judge.llm"] = recipe.judge.llm
+    backends = [backend_check(what, spec) for what, spec in endpoints.items()]
+    return [*tasks, *backends, *services, out]
+
+
+def task_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
+    """The tasks load, and this shard runs some of them."""
+    try:
+        mine, selected = selection()
+    except (RecipeError, ValueError, OSError) as exc:
+        return [Check(what="tasks", status="error", detail=f"{recipe.tasks.path}: {exc}")]
+    i, n = recipe.shard_index
+    return [Check(what="tasks", status="ok" if mine else "error",
+                  detail=f"{recipe.tasks.path} ({recipe.tasks.format}): {len(selected)} tasks after the filters; "
+                         f"shard {i}/{n} runs {len(mine)} x {recipe.samples} samples")]
+
+
+def service_check(name: str, target: str) -> Check:
+    """An extra `environment.services` entry (`module:factory`) imports."""
+    module, _, attr = target.partition(":")
+    try:
+        getattr(importlib.import_module(module), attr or "build")
+    except (ImportError, AttributeError) as exc:
+        return Check(what=f"environment.services.{name}", status="error", detail=f"cannot import {target!r}: {exc}")
+    return Check(what=f"environment.services.{name}", status="ok", detail=target)
+
+
+def out_check(recipe: RolloutRecipe) -> Check:
+    """The output folder: a run there resumes this shard's file."""
     out = Path(recipe.out)
     i, n = recipe.shard_index
     shard = shard_path(out, i, n)
-    report.add("out", "ok", f"{out}: resumes {shard.name} (finished runs are skipped)" if shard.exists()
-               else f"{out} (created by the run)")
+    return Check(what="out", status="ok", detail=f"{out}: resumes {shard.name} (finished runs are skipped)"
+                 if shard.exists() else f"{out} (created by the run)")
 
 
-def backend_check(report: DryRunReport, what: str, spec) -> None:
+def backend_check(what: str, spec: BackendSpec) -> Check:
+    """One backend: an OpenAI-compatible endpoint is asked GET /models (a short timeout); a teacher or any other
+    registered kind runs in-process."""
     if spec.kind == "teacher":
-        report.add(what, "ok", "scripted teacher (offline)")
-    elif spec.kind == "openai":
-        if spec.base_url is None:
-            # filled in by eval's serve: block, or the OpenAI client's own default
-            report.add(what, "ok", f"model {spec.model!r}; base_url set by the serve: block or OPENAI_BASE_URL")
-            return
-        check = check_url(spec.base_url, what)
-        if check.status == "ok":
-            key = spec.api_key_env
-            check.detail = f"{spec.base_url} model {spec.model!r}, key from ${key}" + (
-                "" if os.environ.get(key) else " (unset: sends EMPTY, enough for a vLLM server)")
-            # contacted, as the run will (a short timeout): a server that is down is said here, not 110 s into
-            # the run; a warning, since a job may start the server after its dry run (scripts/slurm)
-            why = probe_openai(spec.base_url, key, what, PROBE_TIMEOUT_S)
-            check.detail += f"; {why.removeprefix(what + ': ')}: the run needs it up" if why else \
-                "; answers GET /models"
-            check.status = "warning" if why else "ok"
-        report.checks.append(check)
-    else:
+        return Check(what=what, status="ok", detail="scripted teacher (offline)")
+    if spec.kind != "openai":
         # any other registered kind (replay, first-actionable, a user's own) runs in-process: nothing to ask
-        from omnidecision.backends.factory import BACKEND_KINDS
-
         if spec.kind in BACKEND_KINDS:
-            report.add(what, "ok", f"{spec.kind} backend (in-process)")
-        else:
-            report.add(what, "error", f"unknown backend kind {spec.kind!r} (registered: "
-                                      f"{', '.join(BACKEND_KINDS.names())})")
+            return Check(what=what, status="ok", detail=f"{spec.kind} backend (in-process)")
+        return Check(what=what, status="error", detail=f"unknown backend kind {spec.kind!r} (registered: "
+                                                       f"{', '.join(BACKEND_KINDS.names())})")
+    if spec.base_url is None:
+        # filled in by eval's serve: block, or the OpenAI client's own default
+        return Check(what=what, status="ok", detail=f"model {spec.model!r}; base_url set by the serve: block or "
+                                                    "OPENAI_BASE_URL")
+    check = check_url(spec.base_url, what)
+    if check.status == "ok":
+        key = spec.api_key_env
+        check.detail = f"{spec.base_url} model {spec.model!r}, key from ${key}" + (
+            "" if os.environ.get(key) else " (unset: sends EMPTY, enough for a vLLM server)")
+        # contacted, as the run will (a short timeout): a server that is down is said here, not 110 s into
+        # the run; a warning, since a job may start the server after its dry run (scripts/slurm)
+        why = probe_openai(spec.base_url, key, what, PROBE_TIMEOUT_S)
+        check.detail += f"; {why.removeprefix(what + ': ')}: the run needs it up" if why else \
+            "; answers GET /models"
+        check.status = "warning" if why else "ok"
+    return check
 
 
-def live_checks(report: DryRunReport, recipe: RolloutRecipe, selection: Any = None) -> None:
+def environment_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
     """A live environment: every endpoint is asked (GET /models), every media file looked for, every key read (on
-    the tasks of `selection`, the run's `runner.TaskSelection`, made here when None)."""
+    the tasks of `selection`); nothing for another environment."""
     if recipe.environment.kind != "live":
-        return
-    from omnidecision.rollout.live import live_problems
-    from omnidecision.rollout.runner import TaskSelection  # the runner loads the agent: only when a dry run checks
-
+        return []
     try:
-        tasks, _ = (selection or TaskSelection(recipe))()
+        tasks, _ = selection()
     except (RecipeError, ValueError, OSError):
-        return  # recipe_checks reported it
+        return []  # the tasks check reported it
     problems = live_problems(recipe, tasks, probe=True)
-    for problem in problems:
-        report.add("environment", "error", problem)
-    if not problems:
-        report.add("environment", "ok", "live: every endpoint answers and every media file is there")
+    return [Check(what="environment", status="error", detail=p) for p in problems] or \
+        [Check(what="environment", status="ok", detail="live: every endpoint answers and every media file is there")]
+
+
+# -- the report-taking forms (collect's dry run, the GRPO environment's, the cluster scripts' tests)
+
+
+def recipe_checks(report: DryRunReport, recipe: RolloutRecipe, selection: TaskSelection | None = None) -> None:
+    """`engine_checks` (tasks, backends, judge, services, out), added to `report`."""
+    report.checks.extend(engine_checks(recipe, selection or TaskSelection(recipe)))
+
+
+def live_checks(report: DryRunReport, recipe: RolloutRecipe, selection: TaskSelection | None = None) -> None:
+    """A live environment's checks (`environment_checks`), added to `report`."""
+    report.checks.extend(environment_checks(recipe, selection or TaskSelection(recipe)))

@@ -3,15 +3,12 @@ an unknown kind is an error that lists the registered ones."""
 
 from __future__ import annotations
 
-from omnidecision.preflight import DryRunReport
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.checks import backend_check
 
 
 def _status(kind: str) -> tuple[str, str]:
-    report = DryRunReport(command="eval")
-    backend_check(report, "backend planner", BackendSpec(kind=kind, model="m"))
-    (check,) = report.checks
+    check = backend_check("backend planner", BackendSpec(kind=kind, model="m"))
     return check.status, check.detail
 
 

@@ -1,6 +1,7 @@
-"""One checklist per eval run (docs/architecture.md, "Layers"): the dry run and the run make the same checks
-(`eval.runner.environment_checks`, `overlap_checks`) on one `TaskSelection`, so the tasks are selected once per dry
-run and once per run, and what the dry run checks is the very selection the run prepares."""
+"""One checklist per eval run (docs/architecture.md, "Layers"): the recipe is resolved once (`eval.checklist.
+prepare_eval`: environment, train/test, prices on one `TaskSelection`), the dry run lists those checks and the run
+refuses on them, so the tasks are selected once per dry run and once per run, and what the dry run checks is the very
+selection the run prepares."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .conftest import teacher_recipe
 def counted(monkeypatch):
     """Every `select_tasks` call counted; the served planner's training tasks known (so train/test reads the
     evaluated tasks too: before, the dry run selected them three times over for a live recipe)."""
-    from omnidecision.eval import runner as eval_runner
+    from omnidecision.eval import overlap
     from omnidecision.rollout import runner
 
     calls: list[str] = []
@@ -26,8 +27,8 @@ def counted(monkeypatch):
         return select(recipe)
 
     monkeypatch.setattr(runner, "select_tasks", counting)
-    monkeypatch.setattr(eval_runner, "training_tasks", lambda recipe: ({"p/provenance.json": {"nope"}},
-                                                                      {"p/provenance.json": "sft"}, []))
+    monkeypatch.setattr(overlap, "training_tasks", lambda recipe: ({"p/provenance.json": {"nope"}},
+                                                                   {"p/provenance.json": "sft"}, []))
     return calls
 
 
@@ -42,6 +43,7 @@ def test_the_dry_run_selects_the_tasks_once(synth_dir, tmp_path, counted):
 
 
 def test_the_run_selects_once_and_refuses_in_the_dry_runs_words(synth_dir, tmp_path, counted, monkeypatch):
+    from omnidecision.eval import overlap
     from omnidecision.eval import runner as eval_runner
     from omnidecision.eval.dryrun import eval_dry_run
     from omnidecision.rollout.recipe import RecipeError
@@ -51,9 +53,22 @@ def test_the_run_selects_once_and_refuses_in_the_dry_runs_words(synth_dir, tmp_p
     assert rep["train_overlap"]["evaluated"] == 16 and len(counted) == 1
     # a planner trained on two of the tasks: the dry run's error line is the run's refusal
     ids = sorted(t.id for t in eval_runner.TaskSelection(recipe)()[1])[:2]
-    monkeypatch.setattr(eval_runner, "training_tasks", lambda recipe: ({"p/provenance.json": set(ids)},
-                                                                      {"p/provenance.json": "sft"}, []))
+    monkeypatch.setattr(overlap, "training_tasks", lambda recipe: ({"p/provenance.json": set(ids)},
+                                                                   {"p/provenance.json": "sft"}, []))
     error = next(c for c in eval_dry_run(recipe, Path("recipe.yaml"), 0).checks if c.status == "error")
     with pytest.raises(RecipeError) as refused:
         eval_runner.run_eval(recipe.model_copy(update={"out": str(tmp_path / "eval2")}), progress=False)
     assert error.what == "train/test" and str(refused.value) == error.detail
+
+
+def test_the_dry_run_lists_the_checks_the_run_prepared(synth_dir, tmp_path, counted):
+    """The dry run reports the prepared eval's own checklist, not a second one made from the recipe."""
+    from omnidecision.eval.checklist import prepare_eval
+    from omnidecision.eval.dryrun import dry_run_report
+    from omnidecision.preflight import Check
+
+    prepared = prepare_eval(teacher_recipe(synth_dir, tmp_path / "eval"))
+    planted = Check(what="planted", status="error", detail="only in the prepared checklist")
+    prepared.checks.append(planted)
+    report = dry_run_report(prepared, Path("recipe.yaml"), 0)
+    assert planted in report.checks and len(counted) == 1

@@ -1,0 +1,64 @@
+"""One checklist per eval: the recipe resolved once into a `PreparedEval` (the tasks selected once, the environment
+labelled, the served planner's training tasks read, the price table read, the served roles and server named), and
+the checks made on it (each in the module of its subject: `eval.environment`, `eval.overlap`, `eval.prices`).
+`eval --dry-run` lists the checks (`eval.dryrun.dry_run_report`); the run (`eval.runner.run_prepared`) refuses the
+first failed one in the same words (`eval.runner.refuse`), then runs the very object checked.
+
+    omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --dry-run
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnidecision.eval.environment import label_and_checks
+from omnidecision.eval.overlap import overlap_checks
+from omnidecision.eval.prices import PriceTable, price_checks
+from omnidecision.preflight import Check
+from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, recipe_from_dict
+from omnidecision.rollout.runner import TaskSelection
+
+# ---------------------------------------------------------------- recipe loading
+
+
+def eval_recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None
+                          ) -> EvalRecipe:
+    return recipe_from_dict(data, source, overrides, model=EvalRecipe)
+
+
+def load_eval_recipe(path: str | Path, overrides: list[str] | None = None) -> EvalRecipe:
+    """Read a YAML eval recipe and apply `key.path=value` overrides; errors name the file (and line) and field."""
+    return load_recipe(path, overrides, model=EvalRecipe)
+
+
+# ---------------------------------------------------------------- the prepared eval
+
+
+@dataclass
+class PreparedEval:
+    """An eval recipe resolved once: what its dry run checks and its run runs."""
+
+    recipe: EvalRecipe
+    selection: TaskSelection  # the tasks, selected once: the checks, the dry run and `rollout.runner.prepare` read it
+    environment: str  # `environment_label`: what every report says about the runs' tools
+    checks: list[Check] = field(default_factory=list)  # environment, provenance, train/test, prices
+    overlap: dict[str, Any] = field(default_factory=dict)  # `train_overlap`'s figures ({} when unreadable)
+    prices: PriceTable | None = None
+    served_roles: tuple[str, ...] = ()  # the roles the `serve:` block points at its own server
+
+
+def prepare_eval(recipe: EvalRecipe) -> PreparedEval:
+    """Resolve `recipe` once: select its tasks, label its environment, read the served planner's training tasks and
+    the price table, and make the checks of all of it (an unreadable task file or provenance is the train/test
+    check's error). Writes nothing, starts nothing."""
+    selection = TaskSelection(recipe)
+    label, checks = label_and_checks(recipe)
+    try:
+        overlap_list, overlap = overlap_checks(recipe, selection)
+    except (RecipeError, ValueError, OSError) as exc:
+        overlap_list, overlap = [Check(what="train/test", status="error", detail=str(exc))], {}
+    prices_list, table = price_checks(recipe)
+    served = tuple(recipe.serve.roles) if recipe.serve is not None else ()
+    return PreparedEval(recipe, selection, label, [*checks, *overlap_list, *prices_list], overlap, table, served)
