@@ -12,13 +12,21 @@ import asyncio
 import json
 import logging
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.loop import run_task
+from omnidecision.agent.replay import MalformedLine, check_file
+from omnidecision.backends.factory import build_backends, load_backend_specs
 from omnidecision.outputs import OutputBusy, exclusive, report_out
+from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.redaction import redact_text
+from omnidecision.tasks.loaders import load_tasks
+from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +38,6 @@ def replay(
                                  "mismatch)"),
 ) -> None:
     """Re-apply each run's events with the reducer and compare every ledger snapshot byte for byte."""
-    from omnidecision.agent.replay import MalformedLine, check_file  # loaded when the command runs (fast --help)
-
     try:
         if not file.is_file():
             raise MalformedLine(f"{file}: no such file")
@@ -60,23 +66,36 @@ class _Refused(ValueError):
     """An input `run` refuses before it starts; the message is the one error line (file, id or option named)."""
 
 
-def run_inputs(tasks: Path, task_id: str | None, backends: Path | None, teacher: bool, mode: str,
-               step_budget: int, max_tool_calls: int | None, fmt: str, out: Path | None) -> tuple:
+@dataclass(frozen=True)
+class RunRequest:
+    """What `run` was asked: the task file and id, the backends (a file, or the teacher), the agent's mode and
+    budgets, the output (its command line, typed)."""
+
+    tasks: Path
+    task_id: str | None
+    backends: Path | None
+    teacher: bool
+    mode: str
+    step_budget: int
+    max_tool_calls: int | None
+    fmt: str
+    out: Path | None
+
+
+def run_inputs(request: RunRequest) -> tuple[dict[str, BackendSpec], AgentConfig, Task]:
     """What `run` resolves before it starts the agent, and its dry run reports: (backend specs, agent config,
     the task); `_Refused` names what is wrong."""
-    from omnidecision.agent.config import AgentConfig  # loaded when the command runs (fast --help)
-    from omnidecision.backends.factory import load_backend_specs  # loaded when the command runs (fast --help)
-    from omnidecision.protocol.chat import BackendSpec  # loaded when the command runs (fast --help)
-    from omnidecision.tasks.loaders import load_tasks  # loaded when the command runs (fast --help)
-
+    tasks, task_id, backends, teacher, out = request.tasks, request.task_id, request.backends, request.teacher, \
+        request.out
     if (backends is None) == (not teacher):
         raise _Refused("give exactly one of --backends FILE or --teacher")
     if out is not None and out.is_dir():
         raise _Refused(f"--out {out} is a folder: --out is the JSONL file the run is appended to")
     try:
         specs = {"default": BackendSpec(kind="teacher")} if teacher else load_backend_specs(backends)  # type: ignore[arg-type]
-        config = AgentConfig(mode=mode, step_budget=step_budget, max_tool_calls=max_tool_calls)  # type: ignore[arg-type]
-        all_tasks = load_tasks(tasks, fmt)
+        config = AgentConfig(mode=request.mode, step_budget=request.step_budget,  # type: ignore[arg-type]
+                             max_tool_calls=request.max_tool_calls)
+        all_tasks = load_tasks(tasks, request.fmt)
     except (ValueError, OSError) as exc:
         raise _Refused(str(exc)) from exc
     chosen = next((t for t in all_tasks if task_id is None or t.id == task_id), None)
@@ -100,13 +119,11 @@ def run(
                                  "--out, as the run does; print them as JSON; contact no endpoint, append nothing"),
 ) -> None:
     """Run the agent on one task and print the outcome (the full record goes to --out)."""
-    from omnidecision.agent.loop import run_task  # loaded when the command runs (fast --help)
-    from omnidecision.backends.factory import build_backends  # loaded when the command runs (fast --help)
-
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        specs, config, chosen = run_inputs(tasks, task_id, backends, teacher, mode, step_budget, max_tool_calls,
-                                           fmt, out)
+        specs, config, chosen = run_inputs(RunRequest(tasks=tasks, task_id=task_id, backends=backends,
+                                                      teacher=teacher, mode=mode, step_budget=step_budget,
+                                                      max_tool_calls=max_tool_calls, fmt=fmt, out=out))
     except _Refused as exc:
         if dry_run:
             _dry_report({"command": "run", "error": str(exc)})

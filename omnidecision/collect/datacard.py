@@ -17,7 +17,7 @@ What a card holds:
   filters), the task ids (their count per split; the ids themselves are in `task_ids.json`, which SFT, export and
   `eval` read for the train/test separation).
 
-`build_card(...)` returns the card's dict; `render_card(card)` its markdown.
+`build_card(CardInputs(...))` returns the card's dict; `render_card(card)` its markdown.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,11 +106,30 @@ def _length(values: list[int], stats: dict[str, float]) -> dict[str, Any]:
     return {**stats, "total": sum(values)}
 
 
-def build_card(*, stats: dict[str, Any], records: list[RunRecord], manifests: dict[str, dict[str, Any]],
-               sft: list[dict[str, Any]], rl: list[dict[str, Any]], lengths: dict[str, list[int]],
-               length_stats: dict[str, dict[str, float]], tokenizer: str | None, tokenizer_from: str | None,
-               split: dict[str, str], task_ids_file: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CardInputs:
+    """What `run_harvest` built and the card describes: its stats, the kept runs and their manifests, both datasets'
+    rows, their lengths, the tokenizer that measured them, the task split."""
+
+    stats: dict[str, Any]
+    records: list[RunRecord]
+    manifests: dict[str, dict[str, Any]]
+    sft: list[dict[str, Any]]
+    rl: list[dict[str, Any]]
+    lengths: dict[str, list[int]]
+    length_stats: dict[str, dict[str, float]]
+    tokenizer: str | None
+    tokenizer_from: str | None
+    split: dict[str, str]
+    task_ids_file: str
+
+
+def build_card(inputs: CardInputs) -> dict[str, Any]:
     """The card's dict (module docstring) from what `run_harvest` built."""
+    stats, records, manifests, sft, rl = inputs.stats, inputs.records, inputs.manifests, inputs.sft, inputs.rl
+    lengths, length_stats, split, task_ids_file = inputs.lengths, inputs.length_stats, inputs.split, \
+        inputs.task_ids_file
+    tokenizer, tokenizer_from = inputs.tokenizer, inputs.tokenizer_from
     runs = stats["runs"]
     return {
         "sources": stats["sources"],

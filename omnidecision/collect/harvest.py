@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omnidecision.collect.datacard import build_card, read_manifests, recipe_tokenizer, write_card
+from omnidecision.collect.datacard import CardInputs, build_card, read_manifests, recipe_tokenizer, write_card
 from omnidecision.ledger import (
     DigestBudget,
     EventRejected,
@@ -311,6 +311,17 @@ class _Harvested:
     all_tasks: set[str] = field(default_factory=set)
     val_tasks: set[str] = field(default_factory=set)  # tasks with a run under `validation_from`
     train_tasks: set[str] = field(default_factory=set)  # ... and elsewhere
+    split: dict[str, str] = field(default_factory=dict)  # task id -> split (`assign_splits`)
+    switches: Counter = field(default_factory=Counter)  # switch rows per split, before their copies
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What the harvest read: the files given, their runs in a fixed order, the lines it could not read."""
+
+    paths: list[str]
+    runs: list[tuple[str, int, RunRecord]]
+    bad: list[str]
 
 
 def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None = None, *,
@@ -329,12 +340,12 @@ def run_harvest(paths: list[str], out: str | Path, opts: HarvestOptions | None =
     if not runs:
         raise HarvestError(f"no runs found in {', '.join(paths)}")
     # split by task, then the switch copies of the train split
-    split = assign_splits(got, opts)
-    switches = Counter(split[r["task_id"]] for r in got.sft if r.get(SWITCH))
+    got.split = split = assign_splits(got, opts)
+    got.switches = Counter(split[r["task_id"]] for r in got.sft if r.get(SWITCH))
     got.sft = with_switch_copies(got.sft, split, opts.switch_copies)
     # write into a temp folder, then rename
     with staged_output(out, inputs, command="harvest", replace=replace) as tmp:
-        stats = write_dataset(tmp, paths, runs, bad, got, split, switches, opts)
+        stats = write_dataset(tmp, _Sources(paths, runs, bad), got, opts)
     logger.info("harvest → %s: sft %s, rl %s", out, _sizes(stats["sft"]), _sizes(stats["rl"]))
     return stats
 
@@ -430,10 +441,10 @@ def _load_tokenizer(opts: HarvestOptions, manifests: Any) -> tuple[Any, str | No
     return tokenizer, tok_name, tok_from
 
 
-def write_dataset(tmp: Path, paths: list[str], runs: list[tuple[str, int, RunRecord]], bad: list[str],
-                  got: _Harvested, split: dict[str, str], switches: Counter, opts: HarvestOptions) -> dict[str, Any]:
+def write_dataset(tmp: Path, sources: _Sources, got: _Harvested, opts: HarvestOptions) -> dict[str, Any]:
     """Write both datasets' splits, stats.json, task_ids.json and the data card into `tmp`; returns the stats."""
-    sft, rl, counts = got.sft, got.rl, got.counts
+    paths, runs, bad = sources.paths, sources.runs, sources.bad
+    sft, rl, counts, split, switches = got.sft, got.rl, got.counts, got.split, got.switches
     sft_sizes = write_splits(sft, "sft", tmp / "sft", split)
     rl_sizes = write_splits(rl, "rl", tmp / "rl", split)
     manifests = read_manifests(path for path, _, _ in runs)
@@ -463,9 +474,10 @@ def write_dataset(tmp: Path, paths: list[str], runs: list[tuple[str, int, RunRec
                 "splits": {s: sorted(t for t, v in split.items() if v == s) for s in SPLITS}}
     (tmp / TASK_IDS).write_text(json.dumps(task_ids, indent=1) + "\n", encoding="utf-8")
     (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    write_card(tmp, build_card(stats=stats, records=got.kept, manifests=manifests, sft=sft, rl=rl, lengths=lengths,
-                               length_stats=length_stats, tokenizer=tok_name if tokenizer is not None else None,
-                               tokenizer_from=tok_from, split=split, task_ids_file=TASK_IDS))
+    write_card(tmp, build_card(CardInputs(stats=stats, records=got.kept, manifests=manifests, sft=sft, rl=rl,
+                                          lengths=lengths, length_stats=length_stats,
+                                          tokenizer=tok_name if tokenizer is not None else None,
+                                          tokenizer_from=tok_from, split=split, task_ids_file=TASK_IDS)))
     return stats
 
 

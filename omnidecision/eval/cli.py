@@ -23,6 +23,7 @@ import logging
 import shlex
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -32,7 +33,7 @@ from omnidecision.eval.checklist import prepare_eval
 from omnidecision.eval.compare import MODES, load_report, run_ablation, write_compare
 from omnidecision.eval.dryrun import dry_run_report, eval_dry_run
 from omnidecision.eval.grid import grid_dry_run, run_grid
-from omnidecision.eval.progress import LLMScorer, StringScorer, audit
+from omnidecision.eval.progress import LLMScorer, ScorerEndpoint, StringScorer, audit
 from omnidecision.eval.progress_report import load_runs, recipe_tasks, write_audit
 from omnidecision.eval.runner import run_prepared
 from omnidecision.eval.serve import serve_report
@@ -359,14 +360,17 @@ def audit_progress(
     full / partial / zero progress, weighted progress, sensitivity → progress.json, progress.md (written whole: a
     temporary sibling renamed into place; --out may lie inside the eval folder, never over a file it reads)."""
     _logging()
-    checks, got = progress_inputs(source, out, tasks, fmt, scorer, evidence, endpoint, model, min_coverage, replace)
+    checks, got = progress_inputs(AuditRequest(source=source, out=out, tasks=tasks, fmt=fmt, scorer=scorer,
+                                               evidence=evidence, endpoint=endpoint, model=model,
+                                               min_coverage=min_coverage, replace=replace))
     _checked("audit progress", checks, dry_run, would_write=[str(out / "progress.json"), str(out / "progress.md")],
              runs=len(got.get("records", [])), tasks=str(got.get("tasks")))
     records, task_list, tasks, string = got["records"], got["task_list"], got["tasks"], got["string"]
     # -- scoring
     if scorer == "llm":
-        main = LLMScorer.from_endpoint(endpoint, model, api_key_env=api_key_env, timeout_s=timeout,
-                                       concurrency=concurrency, structured=structured)
+        main = LLMScorer.from_endpoint(ScorerEndpoint(base_url=endpoint or "", model=model or "",
+                                                      api_key_env=api_key_env, timeout_s=timeout,
+                                                      concurrency=concurrency, structured=structured))
         res = audit(records, task_list, main, evidence=evidence, second=string, concurrency=concurrency)
     else:
         res = audit(records, task_list, string, evidence=evidence)
@@ -381,12 +385,29 @@ def audit_progress(
                f"{res['runs']['no_subgoals']} without subgoals → {out}/progress.md")
 
 
-def progress_inputs(source: Path, out: Path, tasks: Path | None, fmt: str, scorer: str, evidence: str,
-                    endpoint: str | None, model: str | None, min_coverage: float, replace: bool) -> tuple[list, dict]:
+@dataclass(frozen=True)
+class AuditRequest:
+    """What `audit progress` was asked: the runs, the tasks, the scorer and --out (its command line, typed)."""
+
+    source: Path  # an eval/collect folder or one JSONL file
+    out: Path
+    tasks: Path | None  # None: the tasks of the folder's recipe.yaml
+    fmt: str
+    scorer: str  # string or llm
+    evidence: str  # ledger or all
+    endpoint: str | None
+    model: str | None
+    min_coverage: float
+    replace: bool
+
+
+def progress_inputs(request: AuditRequest) -> tuple[list, dict]:
     """What `audit progress` checks and reads before it scores, and its dry run reports: the options, the runs,
     the tasks (given, or the eval folder's recipe.yaml), --out (`outputs.output_problems` against the files it
     reads: the report may go inside the eval folder, never over its trajectories or tasks), the llm endpoint's URL
     (not contacted). Returns the checks and what was read (records, task_list, tasks, read)."""
+    source, out, tasks, fmt = request.source, request.out, request.tasks, request.fmt
+    scorer, evidence, endpoint, model = request.scorer, request.evidence, request.endpoint, request.model
     checks: list[Check] = []
     got: dict = {}
     if scorer not in ("string", "llm"):
@@ -399,7 +420,7 @@ def progress_inputs(source: Path, out: Path, tasks: Path | None, fmt: str, score
         else:
             checks.append(check_url(endpoint, "--endpoint"))
     try:
-        got["string"] = StringScorer(min_coverage)
+        got["string"] = StringScorer(request.min_coverage)
     except ValueError as exc:
         checks.append(Check(what="--min-coverage", status="error", detail=str(exc)))
     if any(c.status == "error" for c in checks):
@@ -421,7 +442,7 @@ def progress_inputs(source: Path, out: Path, tasks: Path | None, fmt: str, score
         checks.append(Check(what="runs and tasks", status="error", detail=f"{exc}{from_recipe}"))
         return checks, got
     got["read"] = [*(sorted(source.glob("trajectories*.jsonl")) if source.is_dir() else [source]), tasks]
-    problems = output_problems(out, got["read"], replace=replace)
+    problems = output_problems(out, got["read"], replace=request.replace)
     checks += [Check(what="out", status="error", detail=p) for p in problems] or \
         [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
     return checks, got

@@ -37,11 +37,12 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from omnidecision.backends.openai_backend import OpenAIBackend
 from omnidecision.eval.correctness import is_correct, judge_failed
 from omnidecision.protocol.actions import parse_with
-from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest
+from omnidecision.protocol.chat import BackendError, BackendSpec, ChatBackend, ChatRequest
 from omnidecision.protocol.records import RunRecord
 from omnidecision.stats import mean, rate
 from omnidecision.tasks.schema import Task
@@ -212,6 +213,28 @@ def reply_schema(n: int) -> dict[str, Any]:
             "properties": {"reached": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": n}}}}
 
 
+class ScorerEndpoint(BaseModel):
+    """The LLM scorer's endpoint and request settings (`omnidecision audit progress --scorer llm`)."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    concurrency: int = 8  # requests in flight
+    max_tokens: int = 128
+    structured: bool = True  # JSON-schema constrained replies (response_format)
+    max_evidence_chars: int = 8000
+    options: dict[str, Any] = Field(default_factory=dict)  # the backend's own (e.g. extra_body)
+
+    def backend_spec(self) -> BackendSpec:
+        """The OpenAI backend's spec: greedy decoding, the settings above."""
+        return BackendSpec(base_url=self.base_url, model=self.model, api_key_env=self.api_key_env,
+                           timeout_s=self.timeout_s, max_retries=self.max_retries, max_tokens=self.max_tokens,
+                           temperature=0.0, structured_output=self.structured, max_concurrency=self.concurrency,
+                           options=self.options)
+
+
 class LLMScorer:
     """Asks an OpenAI-compatible model which subgoals a run's evidence reached (one request per run)."""
 
@@ -221,18 +244,15 @@ class LLMScorer:
         self.backend, self.model, self.max_evidence_chars = backend, model, max_evidence_chars
 
     @classmethod
-    def from_endpoint(cls, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
-                      max_retries: int = 3, concurrency: int = 8, max_tokens: int = 128, structured: bool = True,
-                      max_evidence_chars: int = 8000, **options: Any) -> LLMScorer:
-        """A scorer on an endpoint, through the project's one OpenAI backend (its retries on 429/5xx/timeouts);
-        `options` are the backend's (e.g. `extra_body`)."""
-        from omnidecision.backends.openai_backend import OpenAIBackend
-        from omnidecision.protocol.chat import BackendSpec
-
-        spec = BackendSpec(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s,
-                           max_retries=max_retries, max_tokens=max_tokens, temperature=0.0,
-                           structured_output=structured, max_concurrency=concurrency, options=options)
-        return cls(OpenAIBackend(spec), model=model, max_evidence_chars=max_evidence_chars)
+    def from_endpoint(cls, endpoint: ScorerEndpoint | str, model: str | None = None, **settings: Any) -> LLMScorer:
+        """A scorer on an endpoint, through the project's one OpenAI backend (its retries on 429/5xx/timeouts).
+        `endpoint`: a `ScorerEndpoint`, or its base URL with `model` and any of its fields as `settings` (a key that
+        is no field of it is the backend's option, e.g. `extra_body`)."""
+        if isinstance(endpoint, str):
+            fields = {k: settings.pop(k) for k in list(settings) if k in ScorerEndpoint.model_fields}
+            endpoint = ScorerEndpoint(base_url=endpoint, model=model or "", **fields, options=settings)
+        return cls(OpenAIBackend(endpoint.backend_spec()), model=endpoint.model,
+                   max_evidence_chars=endpoint.max_evidence_chars)
 
     async def aclose(self) -> None:
         if (close := getattr(self.backend, "aclose", None)) is not None:
