@@ -20,9 +20,11 @@ SlotKind = Literal["fact", "computation"]
 
 SOURCES: tuple[str, ...] = ("subtitle", "audio", "clip", "frame", "web", "code")
 
-# The tool names, defined once here, at the lowest layer that needs them (a need's source implies a tool; the
-# planner's action schema in `protocol.actions` validates against them). The tools registry cannot be imported from
-# here (docs/architecture.md), so `tests/architecture/test_registries.py` checks that the registered tools agree.
+# The built-in tool names, defined once here, at the lowest layer that needs them (a need's source implies a tool;
+# the prompts' tool list, the tiny model's vocabulary and the reference show them). The tools registry cannot be
+# imported from here (docs/architecture.md), so `tests/architecture/test_registries.py` checks that the package's
+# registered tools agree. A user's own tool (registered from a plugin module, docs/guide/own-tasks.md) is not here:
+# the names a planner's call may use are `protocol.actions.tool_names()`, these and the registered ones.
 ToolName = Literal[
     "subtitle_grounding",
     "audio_scouting",

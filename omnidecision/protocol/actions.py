@@ -20,20 +20,100 @@ Parsing never raises: `parse_planner_output(text)` returns `(action, None)` or `
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from omnidecision.ledger.events import NeedSpec
 from omnidecision.ledger.readiness import SLOT_TOOL, sources_to_try
 
-# The tool names are defined once, in ledger.schema (re-exported here for the action schema's users).
-from omnidecision.ledger.schema import TOOL_NAMES, Ledger, NeedRole, NeedStatus, Slot, ToolName
+# The built-in tool names are defined once, in ledger.schema (re-exported here for the action schema's users).
+from omnidecision.ledger.schema import TOOL_NAMES, Ledger, NeedRole, NeedStatus, Slot
+from omnidecision.protocol.registry import PLUGINS_ENV, PLUGINS_GROUP, load_plugins
 
-# The argument a planner's free-text `query` goes into, per tool (the tools registry and the closure checks use it).
+# The argument a planner's free-text `query` goes into, per tool (the tools registry and the closure checks use it);
+# any other tool, a user's own included, takes it as `query`.
 PRIMARY_FIELD: dict[str, str] = dict.fromkeys(TOOL_NAMES, "query") | {"code_executor": "code", "page_reader": "url"}
+
+# What a message about an unknown tool says after the registered ones (the tools registry's errors say it too).
+HOW_TO_ADD_A_TOOL = (f"; a tool of your own is registered with the tools' @register_tool decorator in a module "
+                     f"named in {PLUGINS_ENV} or by an entry point of the group {PLUGINS_GROUP!r} "
+                     "(docs/guide/own-tasks.md)")
+
+# The tools registered beyond the built-in ones are in the tools registry, which this layer may not import
+# (docs/architecture.md): the tools package hands its registry's view here when it loads (`use_tool_registry`).
+# A user's tool is registered by a plugin module, which imports the tools package; so after `load_plugins` the
+# view is set wherever a user's tool exists, and until then only the built-in names are known.
+_registered_tools: Callable[[], tuple[str, ...]] = tuple
+
+
+def use_tool_registry(names: Callable[[], tuple[str, ...]]) -> None:
+    """Called once by `omnidecision.tools.base`: `names()` gives the tools registered so far (no discovery)."""
+    global _registered_tools
+    _registered_tools = names
+
+
+def tool_names() -> tuple[str, ...]:
+    """Every tool a planner may name: the built-in ones (`TOOL_NAMES`, in their order), then the tools registered
+    from elsewhere: the user's plugin modules (loaded here, `protocol.registry.load_plugins`) and any registered in
+    this process (a test's toy tool). The built-in list alone is what prompts, the tiny model's vocabulary and the
+    reference show; this one is what a call is checked against.
+
+    >>> tool_names()[:2]
+    ('subtitle_grounding', 'audio_scouting')
+    """
+    load_plugins()
+    return TOOL_NAMES + tuple(n for n in _registered_tools() if n not in TOOL_NAMES)
+
+
+def check_tool_name(name: str) -> str:
+    """`name` if a planner may name it, else a ValueError that lists the tools and says how to register one (for a
+    recipe's or a command's tool list).
+
+    >>> check_tool_name("web_search")
+    'web_search'
+    """
+    if name in TOOL_NAMES or name in tool_names():
+        return name
+    raise ValueError(f"unknown tool {name!r}; registered: {', '.join(tool_names())}{HOW_TO_ADD_A_TOOL}")
+
+
+def _expected(names: tuple[str, ...]) -> str:
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _planner_tool(value: Any) -> str:
+    # The built-in names need no lookup (every decision of a run is checked here). Any other name loads the
+    # plugins once and is checked against every registered tool. The error is the one a closed Literal gives
+    # (`Input should be 'a', ... or 'z'`): the planner reads it back in its digest, and without a tool of one's own
+    # its text is what the trained planners saw; how to register a tool is for a person, in `check_tool_name`.
+    if isinstance(value, str) and value in TOOL_NAMES:
+        return value
+    names = tool_names()
+    if isinstance(value, str) and value in names:
+        return value
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": _expected(names)})
+
+
+# A tool's name in a call: any registered tool (`tool_names`). Its static JSON schema lists the built-in names, as
+# the closed Literal did (the reference); `planner_json_schema` puts the registered ones in at run time.
+PlannerTool = Annotated[str, PlainValidator(_planner_tool),
+                        WithJsonSchema({"enum": list(TOOL_NAMES), "type": "string"})]
 
 
 class _Out(BaseModel):
@@ -46,7 +126,7 @@ class CallAction(_Out):
     action: Literal["call"] = "call"
     need: int | None = Field(None, ge=0, le=10_000)
     slot: str | None = Field(None, min_length=1, max_length=200)
-    tool: ToolName | None = None
+    tool: PlannerTool | None = None
     query: str | None = Field(None, max_length=2000)
     arguments: dict[str, Any] | None = None
 
@@ -112,8 +192,19 @@ class FinalizerOutput(_Out):
 
 
 def planner_json_schema() -> dict[str, Any]:
-    """JSON schema for `response_format` (vLLM/OpenAI structured outputs)."""
-    return PLANNER_ADAPTER.json_schema()
+    """JSON schema for `response_format` (vLLM/OpenAI structured outputs): a call's `tool` is one of `tool_names()`,
+    the built-in tools and those registered from the user's own modules (a grammar-constrained planner can name
+    them; without any, the schema is the static one).
+
+    >>> planner_json_schema()["$defs"]["CallAction"]["properties"]["tool"]["anyOf"][0]["enum"][-1]
+    'code_executor'
+    """
+    schema = PLANNER_ADAPTER.json_schema()
+    names = tool_names()
+    if names != TOOL_NAMES:
+        schema = copy.deepcopy(schema)
+        schema["$defs"]["CallAction"]["properties"]["tool"]["anyOf"][0]["enum"] = list(names)
+    return schema
 
 
 T = TypeVar("T")

@@ -1,9 +1,11 @@
 """What every tool shares: the tool registry and protocol, the per-run tool context and its typed settings.
 
-A tool is one module of this package with a class decorated `@register_tool("name")` (the name must be one of
-`ledger.schema.ToolName`, the action schema's list); the registry imports every module of the package the first
-time it is read. A tool never raises into the agent loop: errors and timeouts come back as
-`Observation(ok=False, error=...)`, which the critic sees like any other observation.
+A built-in tool is one module of this package with a class decorated `@register_tool("name")` (its name one of
+`ledger.schema.ToolName`, the list prompts and the reference show); the registry imports every module of the
+package the first time it is read, then the user's plugin modules (`OMNIDECISION_PLUGINS`, entry points of the group
+`omnidecision.plugins`: `protocol.registry.load_plugins`), where a tool of one's own is registered with the same
+decorator under any new name (docs/guide/own-tasks.md). A tool never raises into the agent loop: errors and
+timeouts come back as `Observation(ok=False, error=...)`, which the critic sees like any other observation.
 
     >>> TOOLS["web_search"].name
     'web_search'
@@ -11,12 +13,14 @@ time it is read. A tool never raises into the agent loop: errors and timeouts co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from omnidecision.protocol.actions import HOW_TO_ADD_A_TOOL, use_tool_registry
 from omnidecision.protocol.observations import Observation, SearchHit
 from omnidecision.protocol.registry import Registry
 from omnidecision.tasks.schema import Task
@@ -73,12 +77,24 @@ class Tool(Protocol):
     async def run(self, args: BaseModel, ctx: ToolContext) -> Observation: ...
 
 
-TOOLS: Registry[Tool] = Registry("tool", package="omnidecision.tools")
+TOOLS: Registry[Tool] = Registry("tool", package="omnidecision.tools", plugins=True, how_to_add=HOW_TO_ADD_A_TOOL)
+# the planner's action schema checks a call's tool against what is registered here (it may not import this package)
+use_tool_registry(TOOLS.registered_names)
 ToolClass = TypeVar("ToolClass", bound=type)
+_TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
 def register_tool(name: str) -> Callable[[ToolClass], ToolClass]:
-    """Class decorator: sets `cls.name` and registers one instance of the tool under `name`."""
+    """Class decorator: sets `cls.name` and registers one instance of the tool under `name` (letters, digits and
+    `_`, starting with a letter: a name the planner writes in JSON and a tokenizer splits plainly).
+
+    >>> register_tool("my tool")
+    Traceback (most recent call last):
+    ...
+    ValueError: tool name 'my tool': letters, digits and _, starting with a letter (at most 64)
+    """
+    if not _TOOL_NAME.fullmatch(name):
+        raise ValueError(f"tool name {name!r}: letters, digits and _, starting with a letter (at most 64)")
 
     def add(cls: ToolClass) -> ToolClass:
         cls.name = name  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ its observation as JSON (for debugging tools, corpora and endpoints).
     omnidecision tool code_executor --args '{"code": "print(2**10)"}'
     omnidecision tool web_search --args '{"query": "bridge opened"}' --tasks runs/synth/tasks.jsonl --task-id t0001
     omnidecision tool code_executor --args '{"code": "print(1)"}' --dry-run   # check and build; run nothing
+    OMNIDECISION_PLUGINS=my_tools omnidecision tool unit_convert --args '{"query": "3 mi in km"}'  # one's own tool
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typer
 
 from omnidecision.outputs import report_out
 from omnidecision.protocol.redaction import redact_text
+from omnidecision.protocol.registry import PluginError
 
 
 def _load_tasks(path: Path) -> list:
@@ -66,11 +68,18 @@ def tool(
 def tool_inputs(name: str, args: str, task: Path | None, task_id: str | None, timeout: float) -> tuple[dict, Any]:
     """What `tool` checks and builds before it runs the tool, and its dry run reports: (arguments, tool context);
     a bad name, JSON, task file or id is a `typer.BadParameter` naming the option (exit 2)."""
-    from omnidecision.tasks.schema import Task  # loaded when the command runs (fast --help)
+    from omnidecision.protocol.actions import HOW_TO_ADD_A_TOOL  # loaded when the command runs (fast --help)
+    from omnidecision.tasks.schema import Task  # as above
     from omnidecision.tools.registry import TOOLS, build_tool_context  # as above
 
-    if name not in TOOLS:
-        raise typer.BadParameter(f"unknown tool {name!r}; known: {', '.join(TOOLS)}", param_hint="NAME")
+    try:
+        known = name in TOOLS  # the first lookup imports the tools and the user's plugin modules
+    except PluginError as exc:  # which variable or entry point, which module, its import error
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    if not known:
+        raise typer.BadParameter(f"unknown tool {name!r}; known: {', '.join(TOOLS)}{HOW_TO_ADD_A_TOOL}",
+                                 param_hint="NAME")
     try:
         arguments = json.loads(args)
     except json.JSONDecodeError as exc:
