@@ -31,11 +31,12 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-# The user's own modules, imported as plugins. Two ways in, as vLLM loads its plugins (entry-point groups such as
-# `vllm.general_plugins`) and as TRL takes a dotted path in a recipe: a variable for a module that is only on the
-# PYTHONPATH (no packaging needed, one line in a job script), and an entry point for an installed package (its
-# tools are there wherever it is installed, nothing to set). Both are read by every process at the first lookup,
-# so the driver, the vLLM workers and the reward processes see the same names without a recipe field per stage.
+# The user's own modules, imported as plugins, the two ways vLLM loads its plugins (the entry-point group
+# `vllm.general_plugins`, with a variable to choose among them): a variable naming modules that are only on the
+# PYTHONPATH (no packaging, one line in a job script), and the entry points of an installed package (there wherever
+# it is installed, nothing to set). Not a recipe field: every process reads them at its first lookup, so the
+# driver, accelerate's workers and the reward processes that check a planner's calls see the same names, with no
+# field to repeat in each stage's recipe.
 PLUGINS_ENV = "OMNIDECISION_PLUGINS"
 PLUGINS_GROUP = "omnidecision.plugins"
 _called: set[str] = set()  # the "module:function" plugins whose function has run (once per process)
@@ -168,6 +169,8 @@ class Registry(MutableMapping[str, T]):
 
     def __getitem__(self, name: str) -> T:
         self._discover()
+        if name not in self._entries and self.plugins:
+            load_plugins()  # a plugin named since the first lookup (the variable set later in this process)
         try:
             return self._entries[name]
         except KeyError:

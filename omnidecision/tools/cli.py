@@ -38,7 +38,8 @@ def _load_tasks(path: Path) -> list:
 
 
 def tool(
-    name: str = typer.Argument(..., help="tool name, e.g. web_search, code_executor"),
+    name: str = typer.Argument(..., help="tool name, e.g. web_search, code_executor, or one of your own "
+                               "(registered by a module named in OMNIDECISION_PLUGINS)"),
     args: str = typer.Option("{}", "--args", help="the tool's arguments as a JSON object"),
     task: Path | None = typer.Option(None, "--tasks", help="task file (any format `load_tasks` reads)"),
     task_id: str | None = typer.Option(None, "--task-id", help="which task of the file (default: the first)"),

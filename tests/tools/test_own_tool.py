@@ -167,3 +167,14 @@ def test_a_tool_name_the_planner_could_not_write_is_refused():
     for bad in ("my tool", "1st", "", "x" * 65, 'quo"te'):
         with pytest.raises(ValueError, match="letters, digits and _"):
             register_tool(bad)
+
+
+def test_a_plugin_named_after_the_first_lookup_is_found_by_the_registry(tmp_path, monkeypatch):
+    assert "late_reverse" not in TOOLS.names()  # the registry has looked its package up already
+    monkeypatch.syspath_prepend(str(write_plugin(tmp_path / "plugins", "my_late_reverse", "late_reverse")))
+    monkeypatch.setenv(PLUGINS_ENV, "my_late_reverse")
+    try:
+        assert TOOLS["late_reverse"].name == "late_reverse"  # a miss reads the variable again
+    finally:
+        TOOLS.unregister("late_reverse")
+        sys.modules.pop("my_late_reverse", None)
