@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
+from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.rewards.decision import Decision, completion_text, load_ledger
 from omnidecision.rewards.registry import register_reward
 
@@ -83,8 +84,6 @@ def learned_judge_reward(path: str, device: str = "cpu") -> Callable[..., list[f
     def judge_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
         prompts = kwargs.get("prompts")
         if prompts is None:
-            from omnidecision.protocol.prompts import render_planner_messages
-
             prompts = [render_planner_messages(load_ledger(v), system_prompt=False) for v in kwargs["ledger"]]
         return _judge(str(path), device).score(prompts, completions)
 

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from omnidecision.ledger import DigestBudget, Ledger, render_digest
 from omnidecision.protocol.actions import parse_with, render_action
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatBackend, ChatRequest
-from omnidecision.rewards.decision import Decision
+from omnidecision.rewards.decision import Decision, load_ledger
 from omnidecision.rewards.registry import register_reward
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class RewardJudge:
                      temperature: float = 0.0, structured: bool = True, cache_rank: int | None = None) -> RewardJudge:
         """A judge on an OpenAI-compatible endpoint (the options a YAML recipe gives under `judge_*`), through the
         project's one OpenAI backend. No retries: a failed call is left out of the reward (the failure policy)."""
-        from omnidecision.backends.openai_backend import OpenAIBackend
+        from omnidecision.backends.openai_backend import OpenAIBackend  # heavy: loads openai (~2 s); endpoint only
 
         spec = BackendSpec(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s,
                            max_retries=0, max_tokens=max_tokens, temperature=temperature,
@@ -271,8 +271,6 @@ class RewardJudge:
 
 def judge_reward_func(judge: RewardJudge) -> Callable[..., list[float | None]]:
     """The judge as a TRL reward function named `judge_reward`; logs `judge/failures` and `judge/cache_hits`."""
-    from omnidecision.rewards.decision import load_ledger
-
     def judge_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
         ledgers = kwargs.get("ledger")
         if ledgers is None:

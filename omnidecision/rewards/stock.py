@@ -31,17 +31,17 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-# The registry imports every module of this package to find the names registered in it, closure.py among them:
-# this module reads the registry and closure.py only inside functions, so that discovery never meets a half-built
-# module.
+from omnidecision.rewards.registry import CHECKS, get_check_reward, get_reward
+
+# The registry imports every module of this package to find the names registered in it, closure.py among them, and
+# closure.py looks names up while it loads: this module reaches closure.py through the registry (by name), never by
+# an import, so that discovery never meets a half-built module.
 RewardFunc = Callable[..., list[float | None]]
 
 
 @functools.cache
 def _closure() -> RewardFunc:
-    from omnidecision.rewards.closure import get_closure_reward
-
-    return get_closure_reward()
+    return get_reward("closure")
 
 
 def closure_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
@@ -73,10 +73,8 @@ def judge_options(env: dict[str, str] | os._Environ[str] = os.environ) -> tuple[
 
 @functools.cache
 def _judged() -> RewardFunc:
-    from omnidecision.rewards.closure import get_closure_reward
-
     options, weight = judge_options()
-    return get_closure_reward(judge=options, judge_share=weight)
+    return get_reward("closure", judge=options, judge_share=weight)
 
 
 def closure_judge_reward(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
@@ -87,8 +85,6 @@ def closure_judge_reward(completions: Sequence[object], **kwargs: Any) -> list[f
 
 @functools.cache
 def _check_function(name: str) -> RewardFunc:
-    from omnidecision.rewards.registry import get_check_reward
-
     reward = get_check_reward(name)
 
     def check(completions: Sequence[object], **kwargs: Any) -> list[float | None]:
@@ -103,8 +99,6 @@ def _check_function(name: str) -> RewardFunc:
 def __getattr__(attr: str) -> RewardFunc:
     """`<check>_reward` for every registered closure check (`format_reward`, `tool_reward`, ...), made on first use:
     TRL's CLI reads the attribute with getattr, which lands here (PEP 562)."""
-    from omnidecision.rewards.registry import CHECKS
-
     if attr.endswith("_reward") and attr[: -len("_reward")] in CHECKS:
         return _check_function(attr[: -len("_reward")])
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

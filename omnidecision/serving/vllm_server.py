@@ -17,6 +17,9 @@ rounded up to a rank vLLM takes, unless given explicitly.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import io
 import json
 import logging
 import os
@@ -29,10 +32,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from omnidecision.preflight import is_hub_id
 from omnidecision.procs import die_with_parent
+from omnidecision.provenance import ProvenanceError, recorded_base, same_model
 
 logger = logging.getLogger(__name__)
 
@@ -57,26 +63,22 @@ _PARSER_MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launche
 _FLEXIBLE_PARSER_MODULES = ("vllm.utils.argparse_utils", "vllm.utils")
 
 
+def _first_attr(modules: Sequence[str], attr: str) -> Any:
+    """`attr` of the first of `modules` that imports and has it (vLLM moves its helpers between releases); None
+    when none does."""
+    for name in modules:
+        try:
+            return getattr(importlib.import_module(name), attr)
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
 def vllm_arg_error(server_args: Sequence[str]) -> str | None:
     """Parse the server's arguments (everything after `-m vllm.entrypoints.openai.api_server`) with the installed
     vLLM's own parser: None when it accepts them, else its error line. ImportError when vLLM is not installed."""
-    import contextlib
-    import importlib
-    import io
-
-    make_arg_parser = flexible = None
-    for name in _PARSER_MODULES:
-        try:
-            make_arg_parser = importlib.import_module(name).make_arg_parser
-            break
-        except (ImportError, AttributeError):
-            continue
-    for name in _FLEXIBLE_PARSER_MODULES:
-        try:
-            flexible = importlib.import_module(name).FlexibleArgumentParser
-            break
-        except (ImportError, AttributeError):
-            continue
+    make_arg_parser = _first_attr(_PARSER_MODULES, "make_arg_parser")
+    flexible = _first_attr(_FLEXIBLE_PARSER_MODULES, "FlexibleArgumentParser")
     if make_arg_parser is None or flexible is None:
         raise ImportError("vLLM's OpenAI server argument parser is not importable here (vllm not installed?)")
     parser = make_arg_parser(flexible())
@@ -180,9 +182,9 @@ class VLLMServer:
         self.host = host
         self.lora_modules = dict(lora_modules or {})
         self.extra_args = list(extra_args)
-        from omnidecision.protocol.redaction import credential_args, register
+        from omnidecision.protocol import redaction  # above serving's row: the one redactor (a listed exception)
 
-        register(credential_args(self.extra_args))  # `--api-key X`: X hidden in every error and log line
+        redaction.register(redaction.credential_args(self.extra_args))  # `--api-key X`: X hidden everywhere
         self.served_name = served_name or self.model_dir.name
         self.max_model_len = max_model_len
         self.max_lora_rank = max_lora_rank
@@ -261,9 +263,9 @@ class VLLMServer:
     def display_command(self) -> list[str]:
         """`command()` as it may be shown or logged: the value of a credential flag (`--api-key X`, vLLM's own
         server key) and every registered secret hidden (protocol/redaction.py)."""
-        from omnidecision.protocol.redaction import redact_args
+        from omnidecision.protocol import redaction  # above serving's row: the one redactor (a listed exception)
 
-        return redact_args(self.command())
+        return redaction.redact_args(self.command())
 
     @property
     def is_local(self) -> bool:
@@ -272,8 +274,6 @@ class VLLMServer:
 
     def check(self) -> None:
         """Raise VLLMServerError when the model is neither a local folder nor a hub id, or an adapter is no folder."""
-        from omnidecision.preflight import is_hub_id
-
         if not self.is_local and not is_hub_id(self.model):
             raise VLLMServerError(f"model {self.model}: no such folder, and not a hub id (`org/name`)")
         for name, path in self.lora_modules.items():
@@ -287,8 +287,6 @@ class VLLMServer:
         base_model_name_or_path and its provenance lineage, omnidecision/provenance.py) is not the served
         `--model`. vLLM would apply it silently (e.g. a GRPO adapter trained from a merged SFT export, served on the
         SFT planner's own base, loses the SFT delta). None when every adapter's base is the served model."""
-        from omnidecision.provenance import ProvenanceError, recorded_base, same_model
-
         for name, path in self.lora_modules.items():
             try:
                 base, spellings = recorded_base(path)
@@ -330,9 +328,10 @@ class VLLMServer:
     def log_tail(self, n: int = LOG_TAIL_CHARS) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""
-        from omnidecision.protocol.redaction import redact_text
+        from omnidecision.protocol import redaction  # above serving's row: the one redactor (a listed exception)
 
-        return redact_text(self.log_path.read_text("utf-8", errors="replace")[-n:])  # vLLM logs its arguments
+        tail = self.log_path.read_text("utf-8", errors="replace")[-n:]
+        return redaction.redact_text(tail)  # vLLM logs its arguments
 
     def start(self) -> VLLMServer:
         self.check()

@@ -24,10 +24,14 @@ import json
 import logging
 import random
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from omnidecision.modeling import load_planner
 from omnidecision.protocol.actions import TOOL_NAMES
+from omnidecision.synthetic.qwen3_tokenizer import QWEN3_SPECIAL_START, QWEN3_VOCAB_SIZE, qwen3_tokenizer
+from omnidecision.synthetic.states import sft_rows
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +60,23 @@ CHAT_TEMPLATE = (
 )
 
 
+@contextmanager
+def seeded_init(seed: int) -> Iterator[None]:
+    """Seed torch and `random` for a model's initialisation, then restore the caller's torch RNG: the weights
+    depend on `seed` alone, and the caller's later draws do not depend on the build."""
+    import torch
+
+    rng_state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        random.seed(seed)
+        yield
+    finally:
+        torch.random.set_rng_state(rng_state)
+
+
 def default_corpus(n: int = 1500, seed: int = 0) -> Iterator[str]:
     """Chat-formatted planner prompts + rule actions over random ledgers (what the tiny planner reads and writes)."""
-    from omnidecision.synthetic.states import sft_rows
-
     for row in sft_rows(n, seed):
         yield "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in row["messages"])
 
@@ -150,7 +167,6 @@ def build_tiny_planner(
     `head_dim` defaults to hidden/heads but at least 32: vLLM's CPU attention rejects smaller heads
     ("Unsupported CPU attention configuration: head_dim=16"); Qwen3 allows heads×head_dim ≠ hidden.
     """
-    import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     if head_dim is None:
@@ -182,14 +198,8 @@ def build_tiny_planner(
         use_cache=True,
         dtype="float32",
     )
-    # Seed only a private generator's worth of global state: restore the caller's RNG afterwards.
-    rng_state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(seed)
-        random.seed(seed)
+    with seeded_init(seed):
         model = Qwen3ForCausalLM(config)
-    finally:
-        torch.random.set_rng_state(rng_state)
     model.generation_config = GenerationConfig(
         bos_token_id=config.bos_token_id,
         eos_token_id=[config.eos_token_id, config.pad_token_id],
@@ -209,8 +219,6 @@ def widen_weights(planner: str | Path, out_dir: str | Path, *, seed: int = 0, st
     from-scratch init's near-uniform logits repeat one token in every state, so any two decoders would agree on it;
     parity tests need a planner that can disagree."""
     import torch
-
-    from omnidecision.modeling import load_planner
 
     model, tok = load_planner(planner)
     gen = torch.Generator().manual_seed(seed)
@@ -242,8 +250,6 @@ def shape_config(shape: str, dtype: str = "bfloat16") -> Any:
     """The `Qwen3Config` of a published shape, with Qwen3's vocabulary size and special ids."""
     from transformers import Qwen3Config
 
-    from omnidecision.synthetic.qwen3_tokenizer import QWEN3_SPECIAL_START, QWEN3_VOCAB_SIZE
-
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
     im_end = QWEN3_SPECIAL_START + 2
@@ -273,8 +279,6 @@ def build_shaped_planner(out_dir: str | Path, shape: str, *, dtype: str = "bfloa
     directly in `dtype`, so a 1.7B model needs ~4 GB, not a float32 copy first."""
     import torch
     from transformers import GenerationConfig, Qwen3ForCausalLM
-
-    from omnidecision.synthetic.qwen3_tokenizer import qwen3_tokenizer
 
     tokenizer = qwen3_tokenizer()
     config = shape_config(shape, dtype)

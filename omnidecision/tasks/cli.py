@@ -15,6 +15,9 @@ import typer
 
 from omnidecision.outputs import OutputError, check_output, report_out, staged_output
 from omnidecision.protocol.redaction import redact_text
+from omnidecision.tasks.folds import fold_files, plan_folds, write_folds
+from omnidecision.tasks.loaders import TaskFileError, format_names, load_tasks
+from omnidecision.tasks.synth import FAMILIES, generate, load_suite, write_suite
 
 app = typer.Typer(no_args_is_help=True,
                   help="Task suites: generate the synthetic suite, check task files, split a benchmark into folds.")
@@ -32,8 +35,6 @@ def synth(
 ) -> None:
     """Write the seeded synthetic closure suite (multi-hop tasks across modalities) to OUT (written whole: a
     temporary sibling renamed into place; never over a folder this project did not write, unless --replace)."""
-    from omnidecision.tasks.synth import FAMILIES, generate, load_suite, write_suite  # loaded when it runs
-
     try:
         if dry_run:  # the run's own output check and generator, then nothing written
             check_output(out, [], replace=replace)
@@ -89,8 +90,6 @@ def check(
 
     A bad record is reported with its file, record (line or key) and field; the exit code is then 1.
     """
-    from omnidecision.tasks.loaders import TaskFileError, format_names, load_tasks  # loaded when it runs
-
     if fmt not in format_names():
         choices = ", ".join(format_names())
         raise typer.BadParameter(f"unknown format {fmt!r}; expected one of {choices}", param_hint="--format")
@@ -136,9 +135,6 @@ def split(
     """Split a benchmark's tasks into k disjoint folds by task id (every task in exactly one fold), for k-fold
     training and evaluation: collect/train on `fold-i/train_ids.json`, evaluate on `fold-i/test_ids.json`
     (recipe field `tasks.ids_file`)."""
-    from omnidecision.tasks.folds import fold_files, plan_folds, write_folds  # loaded when it runs (fast --help)
-    from omnidecision.tasks.loaders import TaskFileError  # as above
-
     try:
         if dry_run:  # the run's own output check, loading and dealing, then nothing written
             check_output(out, [path], replace=replace)

@@ -17,6 +17,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from omnidecision.tasks.loaders import load_tasks
+
 FOLDS_FILE = "folds.json"
 
 
@@ -44,8 +46,6 @@ def split_folds(task_ids: list[str], folds: int, seed: int) -> list[list[str]]:
 def plan_folds(path: str | Path, fmt: str, folds: int, seed: int, **options: Any) -> dict[str, Any]:
     """Load the tasks of `path` (format `fmt`) and split their ids into `folds`: what folds.json will hold. The
     whole of `tasks split --dry-run` (it reads and refuses what the run reads and refuses, and writes nothing)."""
-    from omnidecision.tasks.loaders import load_tasks
-
     tasks = load_tasks(path, fmt, **options)
     parts = split_folds([t.id for t in tasks], folds, seed)
     return {"source": str(path), "format": fmt, "seed": seed, "folds": folds, "tasks": len(tasks),

@@ -28,6 +28,7 @@ from rank_bm25 import BM25Plus
 
 from omnidecision.ledger.schema import SourceRef
 from omnidecision.protocol.observations import Observation, SearchHit
+from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.schema import Asset, Task
 
 logger = logging.getLogger(__name__)
@@ -338,8 +339,6 @@ def build_replay_services(tasks: list[Task]) -> Callable[[Task], dict[str, Any]]
 
 
 def main(argv: list[str]) -> None:
-    from omnidecision.tasks.loaders import load_tasks
-
     tasks = load_tasks(argv[0], fmt="omnigaia")
     search = build_replay_services(tasks)(tasks[0])["search"]
     for hit in search.search_sync(" ".join(argv[1:]) or tasks[0].question, k=5):
