@@ -78,6 +78,19 @@ def _has_cycle(needs: list[Need]) -> bool:
     return any(state[i] == 0 and visit(i) for i in range(len(needs)))
 
 
+def _open_target(state: Ledger, event: ToolCalled | ConflictRaised, names: str, why_not: str) -> Need | None:
+    """The need `event` targets, or None when it targets a slot: exactly one of the two (else "`names` exactly
+    one of ..."), and a need that is not unfillable (else "need i is unfillable; `why_not`")."""
+    if (event.need is None) == (event.slot is None):
+        raise EventRejected(event, f"{names} exactly one of `need` or `slot`")
+    if event.need is None:
+        return None
+    need = _need(state, event, event.need)
+    if need.status == "unfillable":
+        raise EventRejected(event, f"need {event.need} is unfillable; {why_not}")
+    return need
+
+
 def _require_init(state: Ledger, event: LedgerEvent) -> None:
     if not state.initialized:
         raise EventRejected(event, "the ledger is not initialised yet (the first event must be `init`)")
@@ -90,12 +103,8 @@ def reduce(state: Ledger, event: LedgerEvent) -> Ledger:
     _require_init(state, event)
     new = state.model_copy(deep=True)
     if isinstance(event, ToolCalled):
-        if (event.need is None) == (event.slot is None):
-            raise EventRejected(event, "a tool call targets exactly one of `need` or `slot`")
-        if event.need is not None:
-            need = _need(new, event, event.need)
-            if need.status == "unfillable":
-                raise EventRejected(event, f"need {event.need} is unfillable; no tool call can target it")
+        need = _open_target(new, event, "a tool call targets", "no tool call can target it")
+        if need is not None:
             need.attempts += 1
             if event.tool not in need.tried:
                 need.tried.append(event.tool)
@@ -213,12 +222,8 @@ def _apply_need_update(new: Ledger, event: NeedUpdated) -> None:
 
 
 def _apply_conflict(new: Ledger, event: ConflictRaised) -> None:
-    if (event.need is None) == (event.slot is None):
-        raise EventRejected(event, "a conflict names exactly one of `need` or `slot`")
-    if event.need is not None:
-        need = _need(new, event, event.need)
-        if need.status == "unfillable":
-            raise EventRejected(event, f"need {event.need} is unfillable; nothing to conflict over")
+    need = _open_target(new, event, "a conflict names", "nothing to conflict over")
+    if need is not None:
         if need.status == "filled":
             need.status = "partial"  # a filled value under dispute is no longer settled
     elif new.slot(event.slot or "") is None:

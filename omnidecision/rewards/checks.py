@@ -25,7 +25,9 @@ Run the doctests: `.venv/bin/pytest --doctest-modules omnidecision/rewards`.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 
 from omnidecision.ledger import (
     SLOT_TOOL,
@@ -54,6 +56,7 @@ from omnidecision.rewards.decision import Decision, completion_text, ledgers_col
 from omnidecision.rewards.registry import (  # noqa: F401  (re-exported: a check's module names its registry)
     CHECKS,
     DEFAULT_WEIGHTS,
+    Check,
     get_check_reward,
     register_check,
     unregister_check,
@@ -142,6 +145,19 @@ def _gate(decision: Decision, state: Ledger, actionable_only: bool = True) -> fl
     return None
 
 
+def _gated(actionable_only: bool = True) -> Callable[[Check], Check]:
+    """A call check that judges the call alone: `_gate`'s final score first (no decision, a finish, a slot call, a
+    need that is not there or, with `actionable_only`, not actionable), the check itself only where it gives none."""
+
+    def wrap(judge: Check) -> Check:
+        @functools.wraps(judge)
+        def check(decision: Decision, state: Ledger) -> float:
+            gated = _gate(decision, state, actionable_only=actionable_only)
+            return gated if gated is not None else judge(decision, state)
+
+        return check
+
+    return wrap
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------
@@ -181,6 +197,7 @@ def finish_check(decision: Decision, state: Ledger) -> float:
 
 
 @register_check("target", weight=1.5)
+@_gated(actionable_only=False)
 def target_check(decision: Decision, state: Ledger) -> float:
     """The call targets an actionable need (open, dependencies filled, attempts left): 1; an actionable
     supplementary need while an actionable blocking one waits (readiness depends on the blocking ones): 0.5; a
@@ -190,9 +207,6 @@ def target_check(decision: Decision, state: Ledger) -> float:
     >>> [target_check(Decision.parse('{"action": "call", "need": %d}' % i), s) for i in (0, 2, 1)]
     [1.0, 0.5, 0.0]
     """
-    gated = _gate(decision, state, actionable_only=False)
-    if gated is not None:
-        return gated
     actionable = actionable_need_indices(state)
     index = decision.action.need  # type: ignore[union-attr]
     if index not in actionable:
@@ -202,6 +216,7 @@ def target_check(decision: Decision, state: Ledger) -> float:
 
 
 @register_check("tool", weight=1.0)
+@_gated()
 def tool_check(decision: Decision, state: Ledger) -> float:
     """The tool can serve the need: it is the tool of one of the need's listed sources (preferred source or
     `alt_sources`; page_reader stands in for web_search; an omitted tool is the one the loop runs, the first of
@@ -215,9 +230,6 @@ def tool_check(decision: Decision, state: Ledger) -> float:
     >>> tool_check(Decision.parse('{"action": "call", "need": 0}'), s)  # no tool: the untried subtitles run
     1.0
     """
-    gated = _gate(decision, state)
-    if gated is not None:
-        return gated
     action = decision.action
     need = state.needs[action.need]  # type: ignore[union-attr]
     tool = effective_tool(state, action)  # type: ignore[arg-type]
@@ -231,6 +243,7 @@ def tool_check(decision: Decision, state: Ledger) -> float:
 
 
 @register_check("budget", weight=1.0)
+@_gated()
 def budget_check(decision: Decision, state: Ledger) -> float:
     """The remaining tool budget still covers the blocking needs after this call: a call on a supplementary need
     that leaves fewer calls than the open blocking needs (and computation slots) require scores 0; 1 otherwise
@@ -240,9 +253,6 @@ def budget_check(decision: Decision, state: Ledger) -> float:
     >>> [budget_check(Decision.parse('{"action": "call", "need": %d}' % i), s) for i in (0, 2)]
     [1.0, 0.0]
     """
-    gated = _gate(decision, state)
-    if gated is not None:
-        return gated
     left = tool_calls_left(state)
     need = state.needs[decision.action.need]  # type: ignore[union-attr]
     if left is None or need.role == "blocking":
@@ -251,6 +261,7 @@ def budget_check(decision: Decision, state: Ledger) -> float:
 
 
 @register_check("conflict", weight=1.0)
+@_gated()
 def conflict_check(decision: Decision, state: Ledger) -> float:
     """A call on a need with an open conflict goes to an independent source: a tool none of the competing values
     came from (asking the same kind of source again settles nothing): 1; a source already in the dispute: 0. A need
@@ -261,9 +272,6 @@ def conflict_check(decision: Decision, state: Ledger) -> float:
     ...  for t in ("audio_scouting", "subtitle_grounding")]
     [1.0, 0.0]
     """
-    gated = _gate(decision, state)
-    if gated is not None:
-        return gated
     action = decision.action
     disputed = [c for c in state.conflicts if c.need == action.need and not c.resolved]  # type: ignore[union-attr]
     if not disputed:
@@ -274,6 +282,7 @@ def conflict_check(decision: Decision, state: Ledger) -> float:
 
 
 @register_check("query", weight=1.0)
+@_gated()
 def query_check(decision: Decision, state: Ledger) -> float:
     """The query is built from the need's `query_focus` and filled anchor values, not the question verbatim.
 
@@ -287,9 +296,6 @@ def query_check(decision: Decision, state: Ledger) -> float:
     >>> [query_check(Decision.parse(call % q), s) for q in ("narrator name", s.question)]
     [1.0, 0.0]
     """
-    gated = _gate(decision, state)
-    if gated is not None:
-        return gated
     action: CallAction = decision.action  # type: ignore[assignment]
     query = effective_query(state, action)
     composed = composed_query(state, action.need)
@@ -307,6 +313,7 @@ def query_check(decision: Decision, state: Ledger) -> float:
 
 
 @register_check("no_repeat", weight=1.0)
+@_gated()
 def no_repeat_check(decision: Decision, state: Ledger) -> float:
     """0 when the call repeats one that already failed for the same need (same tool, same query), else 1.
 
@@ -317,9 +324,6 @@ def no_repeat_check(decision: Decision, state: Ledger) -> float:
     ...  '{"action": "call", "need": 0}')]  # no tool: the loop calls the untried subtitles
     [0.0, 1.0, 1.0]
     """
-    gated = _gate(decision, state)
-    if gated is not None:
-        return gated
     action: CallAction = decision.action  # type: ignore[assignment]
     tool, query = effective_tool(state, action), _norm(effective_query(state, action))
     for failed in state.failed_calls:
@@ -332,6 +336,7 @@ def no_repeat_check(decision: Decision, state: Ledger) -> float:
 
 
 @register_check("modality", weight=0.5)
+@_gated()
 def modality_check(decision: Decision, state: Ledger) -> float:
     """Prefer the least-used modality among the needs worth calling now (actionable blocking needs, else all
     actionable ones): 1 when the targeted need's modality has the lowest call count among theirs, 0.5 otherwise;
@@ -343,9 +348,6 @@ def modality_check(decision: Decision, state: Ledger) -> float:
     ...  for t in ("subtitle_grounding", "audio_scouting")]
     [1.0, 0.0]
     """
-    gated = _gate(decision, state)
-    if gated is not None:
-        return gated
     action: CallAction = decision.action  # type: ignore[assignment]
     if tool_check(decision, state) < 1.0:
         return 0.0

@@ -14,6 +14,7 @@ import argparse
 import json
 import logging
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from omnidecision.ledger import (
@@ -145,24 +146,37 @@ def sft_rows(n: int, seed: int = 0) -> list[dict]:
     return [sft_row(random_ledger(rng), task_id=f"syn-{seed}-{k}", step=0) for k in range(n)]
 
 
-def write_sft_dataset(out_dir: str | Path, n_train: int = 2000, n_validation: int = 200, seed: int = 0) -> Path:
-    """Write `train.jsonl` and `validation.jsonl` under `out_dir` (disjoint seeds) and return the folder."""
-    out = Path(out_dir)
+def write_splits(out: Path, rows: Callable[[int, int], list[dict]], n_train: int, n_validation: int,
+                 seed: int) -> None:
+    """`train.jsonl` (`rows(n_train, seed)`) and `validation.jsonl` (`rows(n_validation, seed + 1_000_003)`: a seed
+    no train set near `seed` uses, so the splits share no state) under `out`, created if missing."""
     out.mkdir(parents=True, exist_ok=True)
     for name, n, s in (("train", n_train, seed), ("validation", n_validation, seed + 1_000_003)):
         with (out / f"{name}.jsonl").open("w", encoding="utf-8") as f:
-            for row in sft_rows(n, s):
+            for row in rows(n, s):
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def write_sft_dataset(out_dir: str | Path, n_train: int = 2000, n_validation: int = 200, seed: int = 0) -> Path:
+    """Write `train.jsonl` and `validation.jsonl` under `out_dir` (disjoint seeds) and return the folder."""
+    out = Path(out_dir)
+    write_splits(out, sft_rows, n_train, n_validation, seed)
     logger.info("wrote %d train and %d validation rows to %s", n_train, n_validation, out)
     return out
 
 
-if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def splits_main(write: Callable[[str, int, int, int], Path], doc: str | None, argv: list[str] | None = None) -> None:
+    """The command line of a synthetic split writer (`write(out_dir, n_train, n_validation, seed)`, this module's
+    `write_sft_dataset`): OUT_DIR [--train 2000] [--validation 200] [--seed 0]."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir")
     p.add_argument("--train", type=int, default=2000)
     p.add_argument("--validation", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args()
+    a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    write_sft_dataset(a.out_dir, a.train, a.validation, a.seed)
+    write(a.out_dir, a.train, a.validation, a.seed)
+
+
+if __name__ == "__main__":
+    splits_main(write_sft_dataset, __doc__)

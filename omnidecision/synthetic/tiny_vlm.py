@@ -17,10 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import random
 from pathlib import Path
 
-from omnidecision.synthetic.tiny import ENDOFTEXT, IM_END, IM_START, build_tokenizer
+from omnidecision.synthetic.tiny import ENDOFTEXT, IM_END, IM_START, build_tokenizer, seeded_init
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +53,6 @@ def build_tiny_vlm(out_dir: str | Path, hidden: int = 64, layers: int = 2, heads
     """Build and save the tiny Idefics3 under `out_dir`; returns the folder. hidden / heads must be a head size
     vLLM's CPU attention serves (32 with the defaults). An image becomes (image_size / patch_size)² / scale_factor²
     tokens (4 with the defaults), without splitting."""
-    import torch
     from transformers import GenerationConfig, Idefics3Config, Idefics3ForConditionalGeneration
 
     out = Path(out_dir)
@@ -75,13 +73,8 @@ def build_tiny_vlm(out_dir: str | Path, hidden: int = 64, layers: int = 2, heads
         scale_factor=scale_factor, image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
         tie_word_embeddings=False, pad_token_id=pad,
     )
-    rng_state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(seed)
-        random.seed(seed)
+    with seeded_init(seed):
         model = Idefics3ForConditionalGeneration(config)
-    finally:
-        torch.random.set_rng_state(rng_state)
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=False)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

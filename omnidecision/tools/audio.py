@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 
+from omnidecision.tasks.schema import Asset
 from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
-from omnidecision.tools.media import Cue, WindowArgs, ask_media, get_asset, in_window, load_cues, search_cues
+from omnidecision.tools.media import Cue, MediaTool, WindowArgs, in_window, load_cues, search_cues
 from omnidecision.tools.subtitles import cue_observation
 from omnidecision.tools.text import rank
 
@@ -22,15 +23,11 @@ class AudioArgs(WindowArgs):
 
 
 @register_tool("audio_scouting")
-class AudioScouting:
-    name: str  # set by @register_tool
+class AudioScouting(MediaTool):
     args_model = AudioArgs
+    prefer = ("audio", "video")
 
-    async def run(self, args: AudioArgs, ctx: ToolContext) -> Observation:
-        asset = get_asset(ctx, args.asset_id, prefer=("audio", "video"))
-        obs = await ask_media(ctx, self.name, asset, args.query, args.start, args.end)
-        if obs is not None:
-            return obs
+    def surrogate(self, args: AudioArgs, ctx: ToolContext, asset: Asset) -> Observation:
         speech_path = ctx.task.resolve(asset.transcript or asset.subtitles)
         if speech_path is None and not asset.audio_events:
             raise ToolError(f"asset {asset.id!r} has no transcript, subtitles or audio events to scout")

@@ -16,7 +16,7 @@ from pydantic import Field
 from omnidecision.ledger.schema import SourceRef
 from omnidecision.tasks.schema import Asset
 from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
-from omnidecision.tools.media import WindowArgs, ask_media, fmt_span, get_asset, media_file, video_duration
+from omnidecision.tools.media import MediaTool, WindowArgs, fmt_span, media_file, video_duration
 from omnidecision.tools.text import rank
 
 logger = logging.getLogger(__name__)
@@ -69,22 +69,20 @@ def caption_moments(asset: Asset, query: str, lo: float | None, hi: float | None
 
 
 @register_tool("clip_grounding")
-class ClipGrounding:
-    name: str  # set by @register_tool
+class ClipGrounding(MediaTool):
     args_model = ClipArgs
+    prefer = ("video", "image")
 
-    async def run(self, args: ClipArgs, ctx: ToolContext) -> Observation:
-        asset = get_asset(ctx, args.asset_id, prefer=("video", "image"))
-        times = None
+    def frame_times(self, args: ClipArgs, ctx: ToolContext, asset: Asset) -> list[float] | None:
+        """`frames` times spread over the window (default: the whole video) of a real video a service looks at."""
         path = media_file(ctx, asset)
-        if path is not None and asset.type == "video" and "media" in ctx.services:
-            hi = args.end if args.end is not None else (asset.duration or video_duration(path) or 0.0)
-            lo = args.start or 0.0
-            n = args.frames or ctx.settings.clip_frames
-            times = sample_times(lo, max(hi, lo), n)
-        obs = await ask_media(ctx, self.name, asset, args.query, args.start, args.end, frame_times=times)
-        if obs is not None:
-            return obs
+        if path is None or asset.type != "video" or "media" not in ctx.services:
+            return None
+        hi = args.end if args.end is not None else (asset.duration or video_duration(path) or 0.0)
+        lo = args.start or 0.0
+        return sample_times(lo, max(hi, lo), args.frames or ctx.settings.clip_frames)
+
+    def surrogate(self, args: ClipArgs, ctx: ToolContext, asset: Asset) -> Observation:
         if not asset.frame_captions:
             raise ToolError(f"asset {asset.id!r} has no frame captions and no media service can look at it")
         moments = caption_moments(asset, args.query, args.start, args.end, args.k)

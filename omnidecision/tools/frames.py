@@ -13,9 +13,10 @@ import logging
 from pydantic import Field
 
 from omnidecision.ledger.schema import SourceRef
+from omnidecision.tasks.schema import Asset
 from omnidecision.tools.base import Observation, ToolContext, ToolError, register_tool
 from omnidecision.tools.clips import caption_moments, sample_times
-from omnidecision.tools.media import WindowArgs, ask_media, get_asset, media_file
+from omnidecision.tools.media import MediaTool, WindowArgs, media_file
 from omnidecision.tools.text import rank
 
 logger = logging.getLogger(__name__)
@@ -26,23 +27,21 @@ class FrameArgs(WindowArgs):
 
 
 @register_tool("frame_confirmation")
-class FrameConfirmation:
-    name: str  # set by @register_tool
+class FrameConfirmation(MediaTool):
     args_model = FrameArgs
+    prefer = ("video", "image")
 
-    async def run(self, args: FrameArgs, ctx: ToolContext) -> Observation:
-        asset = get_asset(ctx, args.asset_id, prefer=("video", "image"))
-        times = None
-        if media_file(ctx, asset) is not None and asset.type == "video" and "media" in ctx.services:
-            if args.t is not None:
-                times = [args.t]
-            elif args.start is not None and args.end is not None:
-                times = sample_times(args.start, args.end, 3)
-            else:
-                times = [args.start or 0.0]
-        obs = await ask_media(ctx, self.name, asset, args.query, args.start, args.end, frame_times=times)
-        if obs is not None:
-            return obs
+    def frame_times(self, args: FrameArgs, ctx: ToolContext, asset: Asset) -> list[float] | None:
+        """The frame at `t`, else three across the window, else the one at its start (a real video a service sees)."""
+        if media_file(ctx, asset) is None or asset.type != "video" or "media" not in ctx.services:
+            return None
+        if args.t is not None:
+            return [args.t]
+        if args.start is not None and args.end is not None:
+            return sample_times(args.start, args.end, 3)
+        return [args.start or 0.0]
+
+    def surrogate(self, args: FrameArgs, ctx: ToolContext, asset: Asset) -> Observation:
         if not asset.frame_captions:
             raise ToolError(f"asset {asset.id!r} has no frame captions and no media service can look at it")
         if args.t is None:  # no timestamp: the best matching frame in the window

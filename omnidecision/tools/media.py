@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pysubs2
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omnidecision.tasks.schema import Asset
 from omnidecision.tools.base import DecodedFrame, Observation, ToolContext, ToolError
@@ -218,15 +219,6 @@ async def ask_media(
     return obs
 
 
-if __name__ == "__main__":
-    for f in decode_frames(Path(sys.argv[1]), [float(x) for x in sys.argv[2:]]):
-        print(f"requested {f.requested_t:.3f}s -> frame at {f.t:.3f}s ({f.width}x{f.height}, {len(f.jpeg)} bytes)")
-
-
-# Shared argument shape of the time-based perception tools.
-from pydantic import BaseModel, ConfigDict, Field, model_validator  # noqa: E402
-
-
 class WindowArgs(BaseModel):
     """A query (keywords or a description), an optional asset and an optional time window in seconds."""
 
@@ -243,3 +235,31 @@ class WindowArgs(BaseModel):
         if self.start is not None and self.end is not None and self.end < self.start:
             raise ValueError("end: must not be before start")
         return self
+
+
+class MediaTool:
+    """A perception tool on one asset (audio_scouting, clip_grounding, frame_confirmation): the "media" service
+    answers first (shown the decoded frames at `frame_times`, else asked about the window); without one, or when it
+    declines, the asset's text surrogates answer (`surrogate`)."""
+
+    name: str  # set by @register_tool
+    prefer: tuple[str, ...] = ()  # the asset types looked at when the call names none, the most preferred first
+
+    def frame_times(self, args: Any, ctx: ToolContext, asset: Asset) -> list[float] | None:
+        """The timestamps to decode and show the service; None: no frames (the service gets the window)."""
+        return None
+
+    def surrogate(self, args: Any, ctx: ToolContext, asset: Asset) -> Observation:
+        """The answer from the asset's text surrogates (transcripts, captions, labelled events)."""
+        raise NotImplementedError
+
+    async def run(self, args: Any, ctx: ToolContext) -> Observation:
+        asset = get_asset(ctx, args.asset_id, prefer=self.prefer)
+        obs = await ask_media(ctx, self.name, asset, args.query, args.start, args.end,
+                              frame_times=self.frame_times(args, ctx, asset))
+        return obs if obs is not None else self.surrogate(args, ctx, asset)
+
+
+if __name__ == "__main__":
+    for f in decode_frames(Path(sys.argv[1]), [float(x) for x in sys.argv[2:]]):
+        print(f"requested {f.requested_t:.3f}s -> frame at {f.t:.3f}s ({f.width}x{f.height}, {len(f.jpeg)} bytes)")
