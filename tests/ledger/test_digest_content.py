@@ -19,7 +19,6 @@ from omnidecision.ledger import (
     DigestBudget,
     EvidenceAdded,
     FinalizerChecked,
-    InitLedger,
     Ledger,
     NeedSpec,
     NeedUpdated,
@@ -31,13 +30,15 @@ from omnidecision.ledger import (
 )
 from omnidecision.ledger.schema import AssetRef, TaskContext
 
+from .builders import start
+
 AUDIO = SourceRef(tool="audio_scouting", asset_id="v1", start=40.0, end=44.0)
 WEB = SourceRef(tool="web_search", url="https://a.example")
 PAGE = SourceRef(tool="page_reader", url="https://b.example")
 
 
 def _ledger(n_evidence: int = 3, n_failed: int = 5) -> Ledger:
-    s = reduce(Ledger(), InitLedger(
+    s = start(
         question="Where was the person who speaks at the bell born?",
         context=TaskContext(assets=[AssetRef(id="v1", type="video", duration=120.0)], answer_format="a city name",
                             tools=["audio_scouting", "subtitle_grounding", "web_search"]),
@@ -50,7 +51,7 @@ def _ledger(n_evidence: int = 3, n_failed: int = 5) -> Ledger:
             NeedSpec(description="capacity of the venue", role="supplementary", query_focus="venue capacity"),
             NeedSpec(description="year of the event", query_focus="event year"),
         ],
-        slots=[Slot(name="answer", needs=[2])], step_budget=15, max_attempts=9))
+        slots=[Slot(name="answer", needs=[2])], step_budget=15, max_attempts=9)
     s = reduce(s, ToolCalled(need=0, tool="audio_scouting", query="bell"))
     s = reduce(s, NeedUpdated(need=0, status="filled", value="00:42", filled_by="audio_scouting"))
     s = reduce(s, NeedUpdated(need=3, status="unfillable"))
@@ -146,13 +147,13 @@ def test_a_tight_budget_cuts_evidence_before_the_needs() -> None:
 
 def _three_actionable(question: str) -> Ledger:
     """Two short supplementary needs, then the long blocking one the rule calls, then a blocked one (tight_budget)."""
-    return reduce(Ledger(), InitLedger(question=question, needs=[
+    return start(question=question, needs=[
         NeedSpec(description="colour of the van", role="supplementary", preferred_source="frame", query_focus="van"),
         NeedSpec(description="colour of the case", role="supplementary", preferred_source="frame", query_focus="case"),
         NeedSpec(description="the birth year of the guest introduced by the name spoken after the owl " * 2,
                  preferred_source="web", query_focus="guest born year"),
         NeedSpec(description="compute", depends_on=[2], preferred_source="code"),
-    ]))
+    ])
 
 
 @pytest.mark.parametrize("room", [0, 30, 90, 150])

@@ -28,6 +28,8 @@ from omnidecision.ledger import (
 )
 from omnidecision.protocol.rule import rule_action, rule_decision_text
 
+from .builders import start
+
 CONTEXT = TaskContext(assets=[AssetRef(id="video_x1", type="video", duration=62.5),
                               AssetRef(id="audio_a", type="audio")],
                       options=["A. Piano", "B. Drums", "C. Violin"], answer_format="mcq",
@@ -37,7 +39,7 @@ CONTEXT = TaskContext(assets=[AssetRef(id="video_x1", type="video", duration=62.
 def init(**kw) -> Ledger:
     needs = kw.pop("needs", [NeedSpec(description="the instrument heard first", preferred_source="audio",
                                       asset_id="audio_a")])
-    return reduce(Ledger(), InitLedger(question="Which instrument is heard first?", needs=needs, **kw))
+    return start(question="Which instrument is heard first?", needs=needs, **kw)
 
 
 def test_digest_starts_with_r0():

@@ -31,27 +31,14 @@ from omnidecision.ledger import (
     replay,
 )
 
+from .builders import accepted, start
 from .strategies import event_sequences
-
-
-def _apply_valid(init, candidates):
-    """Run candidates through the reducer, keeping only the events it accepts; returns (events, states)."""
-    state = reduce(Ledger(), init)
-    events, states = [init], [state]
-    for ev in candidates:
-        try:
-            state = reduce(state, ev)
-        except EventRejected:
-            continue
-        events.append(ev)
-        states.append(state)
-    return events, states
 
 
 @given(event_sequences())
 @settings(max_examples=150, deadline=None)
 def test_replay_reproduces_every_intermediate_state(seq):
-    events, states = _apply_valid(*seq)
+    events, states = accepted(*seq)
     # Round-trip the events through JSON, as a trajectory file would.
     stored = [EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(e)) for e in events]
     replayed = replay(stored)
@@ -92,7 +79,7 @@ def _ready_by_the_three_conditions(s: Ledger) -> bool:
 @given(event_sequences())
 @settings(max_examples=150, deadline=None)
 def test_ready_holds_exactly_when_the_definition_holds(seq):
-    _, states = _apply_valid(*seq)
+    _, states = accepted(*seq)
     for s in states:
         assert ready(s) == _ready_by_the_three_conditions(s)
         act, blk = set(actionable_need_indices(s)), set(blocked_need_indices(s))
@@ -104,11 +91,11 @@ def test_ready_holds_exactly_when_the_definition_holds(seq):
 
 
 def _base() -> Ledger:
-    return reduce(Ledger(), InitLedger(
+    return start(
         question="Who spoke after the bell, and what year was she born?",
         needs=[NeedSpec(description="moment of the bell", preferred_source="audio", query_focus="bell"),
                NeedSpec(description="speaker", preferred_source="subtitle", depends_on=[0], query_focus="at {#0}")],
-        slots=[Slot(name="speaker", needs=[1])]))
+        slots=[Slot(name="speaker", needs=[1])])
 
 
 @pytest.mark.parametrize(

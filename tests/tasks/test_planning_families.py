@@ -18,7 +18,6 @@ from omnidecision.ledger import (
     ConflictRaised,
     ConflictResolved,
     ConflictValue,
-    InitLedger,
     Ledger,
     NeedSpec,
     NeedUpdated,
@@ -34,6 +33,7 @@ from omnidecision.protocol.rule import rule_action
 from omnidecision.rewards.checks import CHECKS, Decision
 from omnidecision.tasks.synth import FAMILIES, PLANNING_FAMILIES, load_suite, write_suite
 from omnidecision.tools.base import Observation
+from tests.ledger.builders import start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ def test_acceptance_teacher_solves_the_mix_and_the_copy_rule_does_not():  # are 
 
 
 def _ledger(*specs: NeedSpec, max_tool_calls: int | None = None) -> Ledger:
-    return reduce(Ledger(), InitLedger(question="q?", needs=list(specs), max_tool_calls=max_tool_calls))
+    return start(question="q?", needs=list(specs), max_tool_calls=max_tool_calls)
 
 
 def _fill(state: Ledger, i: int, tool: str, value: str = "v") -> Ledger:
@@ -133,8 +133,8 @@ def conflict_needs_second_source() -> Ledger:
 
 
 def computable_slot() -> Ledger:
-    s = reduce(Ledger(), InitLedger(question="q?", needs=[NeedSpec(description="born")], slots=[
-        Slot(name="answer", kind="computation", needs=[0], expression="abs(n0 - 2083)")]))
+    s = start(question="q?", needs=[NeedSpec(description="born")], slots=[
+        Slot(name="answer", kind="computation", needs=[0], expression="abs(n0 - 2083)")])
     return _fill(s, 0, "web_search", "1963")
 
 
@@ -204,9 +204,9 @@ def test_teacher_critic_settles_a_conflict_only_from_the_independent_source(suit
     task = next(t for t in suite if t.category == "conflict_second_source")
     i, g = next((i, n) for i, n in enumerate(task.gold.needs) if n.resolved_by)
     teacher = TeacherBackend()
-    state = reduce(Ledger(), InitLedger(question=task.question, needs=[
+    state = start(question=task.question, needs=[
         NeedSpec(description=n.description, preferred_source=n.preferred_source, depends_on=n.depends_on,
-                 alt_sources=n.alt_sources, query_focus=n.query_focus) for n in task.gold.needs]))
+                 alt_sources=n.alt_sources, query_focus=n.query_focus) for n in task.gold.needs])
     for d in g.depends_on:
         state = _fill(state, d, "frame_confirmation", task.gold.needs[d].value)
     state = reduce(state, ToolCalled(need=i, tool="web_search"))

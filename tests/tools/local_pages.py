@@ -1,11 +1,20 @@
-"""A local HTTP server on 127.0.0.1 for the page reader's tests: one page, redirects, and every request counted."""
+"""A local HTTP server on 127.0.0.1 for the tests (`serving`, any handler: the page reader's pages, a stub chat
+endpoint), and what the page reader's tests share: the handler (one page, redirects, every request counted), the
+module's `port` fixture, the patched resolver, one read."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from omnidecision.tools import page_fetch
+from omnidecision.tools.page_fetch import PageFetcher
 
 
 class PageHandler(BaseHTTPRequestHandler):
@@ -45,3 +54,43 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def port_fixture(handler: type[BaseHTTPRequestHandler]) -> Any:
+    """A module-scoped fixture `port`: `handler` served on 127.0.0.1 for the module's tests (`port =
+    port_fixture(Handler)` in the test module)."""
+
+    @pytest.fixture(scope="module")
+    def port() -> Iterator[int]:
+        with serving(handler) as p:
+            yield p
+
+    return port
+
+
+def patch_resolver(monkeypatch: pytest.MonkeyPatch, table: Mapping[str, list[str]]) -> list[str]:
+    """Patch the page reader's one resolver (`page_fetch.resolve_host`): a name of `table` resolves to its
+    addresses, any other is no such host (no DNS, no network). Returns the list each looked-up name is appended to."""
+    lookups: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        if host not in table:
+            raise OSError(f"no such host {host}")
+        return table[host]
+
+    monkeypatch.setattr(page_fetch, "resolve_host", resolve)
+    return lookups
+
+
+def read_once(url: str, fetcher: PageFetcher | None = None) -> str:
+    """The page text `fetcher` (default: a fresh one) reads at `url`; the fetcher is closed afterwards."""
+
+    async def go() -> str:
+        f = fetcher or PageFetcher()
+        try:
+            return await f.fetch(url)
+        finally:
+            await f.aclose()
+
+    return asyncio.run(go())

@@ -15,13 +15,12 @@ import pytest
 
 from omnidecision.tasks.loaders.omnigaia import BLOCKED_DOMAINS
 from omnidecision.tasks.schema import Task
-from omnidecision.tools import page_fetch
 from omnidecision.tools.page_fetch import ALLOW_ENV, FetchError, PageFetcher, PageReaderSpec
 from omnidecision.tools.registry import build_tool_context, run_tool
 from omnidecision.tools.search import is_blocked
 from omnidecision.tools.web_live import LiveWeb
 
-from .local_pages import PageHandler, serving
+from .local_pages import PageHandler, patch_resolver, port_fixture, read_once
 
 PAGE = b"<html><head><title>Page</title></head><body><article><p>The bridge opened in 1932.</p></article></body>"
 HOSTS = ("huggingface.co", "hf.co", "github.com", "www.github.com", "raw.example.org")
@@ -79,20 +78,12 @@ class Counting(PageHandler):
                 "/to-repo-dotted": "/RUC-NLPIR/x/../OmniGAIA", "/to-repo-backslash": "\\RUC-NLPIR\\OmniGAIA"}
 
 
-@pytest.fixture(scope="module")
-def port():
-    with serving(Counting) as p:
-        yield p
+port = port_fixture(Counting)
 
 
 @pytest.fixture(autouse=True)
 def benchmark_hosts_on_the_local_server(monkeypatch):
-    async def resolve(host: str, port: int) -> list[str]:
-        if host not in HOSTS:
-            raise OSError(f"no such host {host}")
-        return ["127.0.0.1"]
-
-    monkeypatch.setattr(page_fetch, "resolve_host", resolve)
+    patch_resolver(monkeypatch, dict.fromkeys(HOSTS, ["127.0.0.1"]))
     monkeypatch.delenv(ALLOW_ENV, raising=False)
     Counting.hits.clear()
 
@@ -117,14 +108,7 @@ def read_with_tool(url: str, port: int):
 def read_with_fetcher(url: str, port: int) -> str:
     fetcher = reader(port)
     fetcher.is_blocked = lambda u: is_blocked(u, BLOCKED_DOMAINS)
-
-    async def go() -> str:
-        try:
-            return await fetcher.fetch(url)
-        finally:
-            await fetcher.aclose()
-
-    return asyncio.run(go())
+    return read_once(url, fetcher)
 
 
 def refused_twice(url: str, port: int) -> str:

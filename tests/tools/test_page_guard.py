@@ -18,7 +18,8 @@ from omnidecision.tools.page_fetch import ALLOW_ENV, FetchError, PageFetcher, Pa
 from omnidecision.tools.registry import build_tool_context, run_tool
 from omnidecision.tools.web_live import LiveWeb
 
-from .local_pages import PageHandler, serving
+from .local_pages import PageHandler, patch_resolver, port_fixture
+from .local_pages import read_once as fetch
 
 PAGE = b"<html><head><title>Harbour</title></head><body><article><p>The bridge opened in 1932.</p></article></body>"
 
@@ -31,10 +32,7 @@ class Local(PageHandler):
         return {"/to-loopback": f"http://127.0.0.1:{self.server.server_address[1]}/page"}
 
 
-@pytest.fixture(scope="module")
-def port():
-    with serving(Local) as p:
-        yield p
+port = port_fixture(Local)
 
 
 @pytest.fixture(autouse=True)
@@ -47,26 +45,7 @@ def no_env_allow(monkeypatch):
 def dns(monkeypatch):
     """Patch the reader's resolver: name -> addresses; records every lookup."""
     table: dict[str, list[str]] = {}
-    lookups: list[str] = []
-
-    async def resolve(host: str, port: int) -> list[str]:
-        lookups.append(host)
-        if host not in table:
-            raise OSError(f"no such host {host}")
-        return table[host]
-
-    monkeypatch.setattr(page_fetch, "resolve_host", resolve)
-    return table, lookups
-
-
-def fetch(url: str, fetcher: PageFetcher) -> str:
-    async def go() -> str:
-        try:
-            return await fetcher.fetch(url)
-        finally:
-            await fetcher.aclose()
-
-    return asyncio.run(go())
+    return table, patch_resolver(monkeypatch, table)
 
 
 def recording_client(sent: list[httpx.Request]) -> httpx.AsyncClient:
@@ -75,6 +54,14 @@ def recording_client(sent: list[httpx.Request]) -> httpx.AsyncClient:
         return httpx.Response(200, headers={"Content-Type": "text/html"}, content=PAGE)
 
     return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+def refused_unsent(url: str, why: str) -> None:
+    """The reader refuses `url` for `why` (a pattern) and sends no request anywhere."""
+    sent: list[httpx.Request] = []
+    with pytest.raises(FetchError, match=f"refused.*({why})"):
+        fetch(url, PageFetcher(client=recording_client(sent)))
+    assert sent == []
 
 
 @pytest.mark.parametrize(("url", "why"), [
@@ -161,10 +148,7 @@ def test_the_page_reader_observation_says_why(port):
     ("198.18.0.1", "private|benchmarking"), ("[2620:4f:8000::1]", "AS112"),
 ])
 def test_wrapped_and_special_purpose_addresses_are_refused(host, why):
-    sent: list[httpx.Request] = []
-    with pytest.raises(FetchError, match=f"refused.*({why})"):
-        fetch(f"http://{host}/latest/meta-data/", PageFetcher(client=recording_client(sent)))
-    assert sent == []
+    refused_unsent(f"http://{host}/latest/meta-data/", why)
 
 
 def test_a_name_resolving_to_a_6to4_wrapped_metadata_address_is_refused(dns):
@@ -220,10 +204,7 @@ def test_translated_forms_of_a_public_address_are_admitted(host, address):
     ("[64:ff9b::7f00:1]", "NAT64 address wrapping 127.0.0.1, a loopback"), ("[64:ff9b::a00:1]", "private"),
 ])
 def test_translated_forms_of_an_internal_address_are_refused(host, why):
-    sent: list[httpx.Request] = []
-    with pytest.raises(FetchError, match=f"refused.*{why}"):
-        fetch(f"http://{host}/page", PageFetcher(client=recording_client(sent)))
-    assert sent == []
+    refused_unsent(f"http://{host}/page", why)
 
 
 def test_an_allow_entry_opens_only_the_port_it_names(port, dns):

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from fractions import Fraction
 from pathlib import Path
 
-import av
 import numpy as np
 import pytest
 
 from omnidecision.tasks.schema import Asset, Task
 from omnidecision.tools.base import DecodedFrame, Observation
 from omnidecision.tools.registry import build_tool_context, run_tool
+
+from .videos import write_gray_video
 
 
 def run(name, args, task, services=None, settings=None):
@@ -109,21 +109,7 @@ def test_frame_confirmation_offline(media_task):
 @pytest.fixture
 def tiny_video(tmp_path: Path) -> Path:
     """20 frames at 10 fps; frame i is a flat gray of level 10 * i (so the decoded frame identifies itself)."""
-    path = tmp_path / "tiny.mp4"
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("mpeg4", rate=10)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        stream.codec_context.gop_size = 5
-        stream.codec_context.qmin, stream.codec_context.qmax = 1, 3
-        for i in range(20):
-            img = np.full((48, 64, 3), 10 * i, dtype=np.uint8)
-            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
-            frame.pts, frame.time_base = i, Fraction(1, 10)
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    return path
+    return write_gray_video(tmp_path / "tiny.mp4", frames=20, step=10, gop_size=5, qmin=1, qmax=3)
 
 
 def _gray(jpeg: bytes) -> float:

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -170,6 +171,28 @@ def _in_process(job: Callable[[], object], env: dict[str, str]) -> tuple[object,
     return result, handler.messages
 
 
+def _reply_and_exit(write: int, work: Callable[[], str]) -> NoReturn:
+    """The end of a forked child: `work()`'s JSON (or {"crashed": the traceback}) sent through the pipe `write`, then
+    an exit that never returns into pytest."""
+    try:
+        payload = work()
+    except BaseException:
+        payload = json.dumps({"crashed": traceback.format_exc()})
+    with os.fdopen(write, "w") as fh:
+        fh.write(payload)
+    os._exit(0)
+
+
+def _reply(read: int, pid: int) -> Any:
+    """The forked child's JSON reply, read from the pipe `read` once the child is reaped; a crash fails the test with
+    the child's traceback."""
+    with os.fdopen(read) as fh:
+        data = json.loads(fh.read())
+    os.waitpid(pid, 0)
+    assert "crashed" not in data, data
+    return data
+
+
 def as_who(who: Who, job: Callable[[], object], env: dict[str, str] | None = None) -> tuple[object, list[str]]:
     """`job()` (JSON-serialisable result) run by `who`: here, or in a child forked from this process that drops to
     the ordinary user first (the package is already imported, so it needs no read access to the checkout)."""
@@ -179,24 +202,17 @@ def as_who(who: Who, job: Callable[[], object], env: dict[str, str] | None = Non
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns into pytest
-        try:
+        def drop_and_run() -> str:
             os.close(read)
             os.setgroups([])
             os.setgid(who.gid)  # type: ignore[arg-type]
             os.setuid(who.uid)
             os.chdir(who.home)
-            payload = json.dumps(_in_process(job, env | {"HOME": str(who.home)}))
-        except BaseException:
-            payload = json.dumps({"crashed": traceback.format_exc()})
-        with os.fdopen(write, "w") as fh:
-            fh.write(payload)
-        os._exit(0)
+            return json.dumps(_in_process(job, env | {"HOME": str(who.home)}))
+
+        _reply_and_exit(write, drop_and_run)
     os.close(write)
-    with os.fdopen(read) as fh:
-        data = json.loads(fh.read())
-    os.waitpid(pid, 0)
-    assert "crashed" not in data, data
-    result, errors = data
+    result, errors = _reply(read, pid)
     assert _wait_gone(who.uid) == [], "processes of the ordinary user outlived the run"
     return result, errors
 
@@ -466,7 +482,7 @@ def test_no_bubblewrap_and_no_user_namespaces_refuses_to_run(ordinary_user: Who,
     ns_r, ns_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        try:
+        def unshare_and_run() -> str:
             os.close(read)
             os.close(go_w)
             import ctypes
@@ -480,13 +496,9 @@ def test_no_bubblewrap_and_no_user_namespaces_refuses_to_run(ordinary_user: Who,
             os.setgid(ordinary_user.gid)  # type: ignore[arg-type]
             os.setuid(ordinary_user.uid)  # type: ignore[arg-type]
             os.environ["HOME"] = str(ordinary_user.home)
-            res = asyncio.run(run_python(code, SandboxLimits(wall_s=5), method="auto", bwrap=""))
-            payload = res.model_dump_json()
-        except BaseException:
-            payload = json.dumps({"crashed": traceback.format_exc()})
-        with os.fdopen(write, "w") as fh:
-            fh.write(payload)
-        os._exit(0)
+            return asyncio.run(run_python(code, SandboxLimits(wall_s=5), method="auto", bwrap="")).model_dump_json()
+
+        _reply_and_exit(write, unshare_and_run)
     os.close(write)
     os.close(go_r)
     os.close(ns_w)
@@ -497,10 +509,7 @@ def test_no_bubblewrap_and_no_user_namespaces_refuses_to_run(ordinary_user: Who,
     Path(f"/proc/{pid}/gid_map").write_text(f"0 0 1\n{g} {g} 1\n")
     os.write(go_w, b"x")
     os.close(go_w)
-    with os.fdopen(read) as fh:
-        data = json.loads(fh.read())
-    os.waitpid(pid, 0)
-    assert "crashed" not in data, data
+    data = _reply(read, pid)
     assert data["stdout"] == "" and data["isolation"] == {} and not marker.exists()
     assert "bubblewrap" in data["error"] and "user namespaces" in data["error"], data["error"]
     assert Path("/proc/sys/user/max_user_namespaces").read_text().strip() != "0"  # the host is untouched

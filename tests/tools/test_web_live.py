@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -28,6 +27,9 @@ from omnidecision.tools.search_apis import (
     parse_searxng,
 )
 from omnidecision.tools.web_live import LiveWeb
+
+from .local_pages import read_once as fetch
+from .local_pages import serving
 
 WEB = Path(__file__).resolve().parents[1] / "data" / "web"
 
@@ -89,25 +91,9 @@ class Site(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    with pytest.MonkeyPatch.context() as mp:  # the reader refuses loopback unless allowed explicitly
-        mp.setenv(ALLOW_ENV, f"127.0.0.1:{server.server_address[1]}")
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def fetch(url: str, fetcher: PageFetcher | None = None) -> str:
-    async def go() -> str:
-        f = fetcher or PageFetcher()
-        try:
-            return await f.fetch(url)
-        finally:
-            await f.aclose()
-
-    return asyncio.run(go())
+    with serving(Site) as port, pytest.MonkeyPatch.context() as mp:  # the reader refuses loopback unless allowed
+        mp.setenv(ALLOW_ENV, f"127.0.0.1:{port}")
+        yield f"http://127.0.0.1:{port}"
 
 
 # ---------------------------------------------------------------- the page reader over real HTTP
