@@ -25,6 +25,7 @@ from typing import Any
 
 from omnidecision.modeling import is_adapter, load_planner
 from omnidecision.outputs import output_problems, staged_output
+from omnidecision.preflight import Check, DryRunReport, PreflightError, check_folder, check_model, require
 from omnidecision.provenance import (
     PROVENANCE_FILE,
     ExportInfo,
@@ -80,8 +81,6 @@ def export_checks(ckpt: str | Path, out: str | Path, merge: bool = False, base_m
     or inside one; not a non-empty folder the project did not write unless `replace`), an adapter's base, the
     provenance, where the tokenizer comes from. One function for the dry run and the real run (`export` refuses
     through `preflight.require`)."""
-    from omnidecision.preflight import Check, check_folder, check_model
-
     src, dst = Path(ckpt), Path(out)
     check = check_model(str(src), "checkpoint", local_only=True)
     if check.status != "ok":
@@ -128,8 +127,6 @@ def export_checks(ckpt: str | Path, out: str | Path, merge: bool = False, base_m
 def export_dry_run(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: str | None = None,
                    replace: bool = False) -> Any:
     """The `--dry-run` report of `export`: what the checkpoint is, the base a merge loads, what would be written."""
-    from omnidecision.preflight import DryRunReport
-
     src, dst = Path(ckpt), Path(out)
     report = DryRunReport(command="export", resolved={"checkpoint": str(src), "out": str(dst), "merge": merge,
                                                       "base_model": base_model})
@@ -146,8 +143,6 @@ def export(ckpt: str | Path, out: str | Path, merge: bool = False, base_model: s
     (`preflight.PreflightError`, the dry run's words) before writing anything when `export_checks` fails; the files
     are written into a temp sibling renamed to `out` at the end (`outputs.staged_output`): a failure leaves `out`
     as it was."""
-    from omnidecision.preflight import require
-
     src, dst = Path(ckpt), Path(out)
     require(export_checks(src, dst, merge=merge, base_model=base_model, replace=replace)[0])
     with staged_output(dst, [src, base_model], command="export", replace=replace) as tmp:
@@ -303,8 +298,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--replace", action="store_true", help="replace a non-empty out folder the project did not write")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    from omnidecision.preflight import PreflightError
-
     try:
         export(a.ckpt, a.out, merge=a.merge, base_model=a.base_model, replace=a.replace)
     except PreflightError as exc:

@@ -38,6 +38,20 @@ from typing import Annotated, Any
 
 import typer
 
+from omnidecision.outputs import overlap_problems
+from omnidecision.preflight import (
+    Check,
+    PreflightError,
+    check_accelerate_config,
+    check_attention,
+    check_folder,
+    check_model,
+    check_resume,
+    check_tracking,
+    emit,
+    hide_argv_secrets,
+)
+
 logger = logging.getLogger(__name__)
 
 # The launcher options of every trained stage's command (sft, grpo, grpo-agent), declared once
@@ -222,16 +236,10 @@ def launch_stage(stage: Stage, args: Sequence[str], *, main: Callable[..., Any],
     exit code); else the recipe is parsed here (a bad recipe or override: a usage error naming it) and the stage
     trains in this process, returning what `main` returns. `main` and `check` are the stage's own functions, passed
     by its command; `options`: the stage's own (non-recipe) options, passed to `main`."""
-    import typer
-
-    from omnidecision.preflight import hide_argv_secrets
-
     args = hide_argv_secrets(list(args))  # the hub token into HF_TOKEN; every key on the line hidden when printed
     if dry_run:
         if check is None:
             raise typer.BadParameter(f"{stage.name} has no --dry-run", param_hint="--dry-run")
-        from omnidecision.preflight import emit
-
         raise typer.Exit(emit(check(args, accelerate_config=accelerate_config, num_processes=num_processes,
                                     **options)))
     recipe = args[args.index("--config") + 1] if "--config" in args else None
@@ -250,8 +258,6 @@ def launch_stage(stage: Stage, args: Sequence[str], *, main: Callable[..., Any],
         parsed = parse_stage_args(stage, args)
     except (ValueError, FileNotFoundError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--config / overrides") from exc
-    from omnidecision.preflight import PreflightError
-
     try:
         return main(*parsed, **options)
     except PreflightError as exc:  # refused before it started: the dry run's error line, no traceback
@@ -272,8 +278,6 @@ def render(cmd: Sequence[str]) -> str:
 def model_check_list(model_args: Any) -> list[Any]:
     """The checks of the starting model every trained stage makes before it starts (its dry run and its real run):
     the checkpoint, the tokenizer when named apart, the attention implementation."""
-    from omnidecision.preflight import check_attention, check_model
-
     checks = [check_model(model_args.model_name_or_path, "model_name_or_path")]
     if getattr(model_args, "tokenizer_name_or_path", None):
         checks.append(check_model(model_args.tokenizer_name_or_path, "tokenizer_name_or_path"))
@@ -284,9 +288,6 @@ def model_check_list(model_args: Any) -> list[Any]:
 def output_dir_checks(training: Any, inputs: list[Any]) -> list[Any]:
     """A trained stage's `output_dir` is written in place (and resumed): never one of its inputs (the start model,
     the data) nor inside one (a checkpoint inside a dataset folder becomes part of what a loader reads)."""
-    from omnidecision.outputs import overlap_problems
-    from omnidecision.preflight import Check
-
     output_dir = getattr(training, "output_dir", None)
     if not output_dir:
         return []
@@ -298,8 +299,6 @@ def launch_checks(report: Any, stage: Stage, args: Sequence[str], training: Any,
                   accelerate_config: str | None = None, num_processes: int | None = None) -> None:
     """The checks every trained stage's dry run ends with (tracking, output_dir, resume, the accelerate config) and
     the command the real run starts (`stage_command`)."""
-    from omnidecision.preflight import check_accelerate_config, check_folder, check_resume, check_tracking
-
     report.checks.append(check_tracking(training.report_to))
     report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
     if hasattr(training, "resume_from_checkpoint"):

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field
 
+from omnidecision.checkpoints import resolve_resume
 from omnidecision.inputs import Ref, local_looking, resolve
 from omnidecision.outputs import report_out
 
@@ -96,8 +98,6 @@ def require(checks: list[Check]) -> list[Check]:
 def run_refusing(main: Any, *args: Any, **kwargs: Any) -> Any:
     """`main(*args, **kwargs)`; a `PreflightError` (the stage's checks refused its input) exits 2 with the one error
     line, as the CLI does, instead of a traceback (the `python -m` entries `accelerate launch` runs)."""
-    import sys
-
     try:
         return main(*args, **kwargs)
     except PreflightError as exc:
@@ -205,17 +205,15 @@ def hide_hub_token(args: Any) -> None:
     configs' `__post_init__`, so `training_args.bin`, which the Trainer pickles into every checkpoint, never holds
     it, whichever way the run started (the CLI, `accelerate launch -m`, a recipe field). tests/reliability/
     test_planted_keys.py plants one and greps every file the run writes."""
-    import sys
-
-    from omnidecision.protocol.redaction import REDACTED, register
+    from omnidecision.protocol import redaction  # above preflight's row: the one redactor (a listed exception)
 
     token = getattr(args, "hub_token", None)
     if not token:
         return
-    register([token])
+    redaction.register([token])
     os.environ["HF_TOKEN"] = token
     args.hub_token = None
-    sys.argv[:] = [REDACTED if a == token else a.replace(token, REDACTED) for a in sys.argv]
+    sys.argv[:] = [redaction.REDACTED if a == token else a.replace(token, redaction.REDACTED) for a in sys.argv]
 
 
 def hide_argv_secrets(args: list[str]) -> list[str]:
@@ -224,19 +222,17 @@ def hide_argv_secrets(args: list[str]) -> list[str]:
     line (a provider-shaped value, the value of a credential flag other than an `*_env` variable name) hidden by
     value from what this process prints next (the `launching:` line, the dry run's report) and blanked in its argv.
     Called by `launch.launch_stage` before anything else (tests/reliability/test_planted_keys.py)."""
-    import sys
-
-    from omnidecision.protocol.redaction import CREDENTIAL_PARAM, SHAPED, redact_text, register
+    from omnidecision.protocol import redaction  # above preflight's row: the one redactor (a listed exception)
 
     out: list[str] = []
-    values: list[str] = [m.group(0) for a in args for m in SHAPED.finditer(a)]
+    values: list[str] = [m.group(0) for a in args for m in redaction.SHAPED.finditer(a)]
     i = 0
     while i < len(args):
         flag, eq, value = args[i].partition("=")
         takes_next = not eq and i + 1 < len(args) and not args[i + 1].startswith("-")
         if not eq and takes_next:
             value = args[i + 1]
-        named_key = flag.startswith("-") and CREDENTIAL_PARAM.search(flag.lstrip("-")) is not None
+        named_key = flag.startswith("-") and redaction.CREDENTIAL_PARAM.search(flag.lstrip("-")) is not None
         if named_key and not flag.endswith(("_env", "-env")) and (eq or takes_next):
             values.append(value)
         if flag in ("--hub_token", "--hub-token") and (eq or takes_next):
@@ -245,9 +241,9 @@ def hide_argv_secrets(args: list[str]) -> list[str]:
             continue
         out.append(args[i])
         i += 1
-    register(values)
+    redaction.register(values)
     # this process's own argv too: wandb records it in its run files when the stage trains in this process
-    sys.argv[:] = [redact_text(a) for a in sys.argv]
+    sys.argv[:] = [redaction.redact_text(a) for a in sys.argv]
     return out
 
 
@@ -376,8 +372,6 @@ def check_adapter(name: str, path: str) -> Check:
 
 def check_resume(value: str | bool | None, output_dir: str) -> Check:
     """Where `omnidecision sft|grpo` would start: the checkpoint it resumes from, or from scratch."""
-    from omnidecision.checkpoints import resolve_resume
-
     try:
         start = resolve_resume(value, output_dir)
     except FileNotFoundError as exc:
@@ -568,11 +562,9 @@ def parse_stage(command: str, stage_args: list[str], parse_args: Any
 def emit(report: DryRunReport) -> int:
     """Print the report on stdout and the failed checks on stderr, every secret hidden (protocol/redaction.py: a
     resolved recipe shows its URLs, headers and options); the exit code (0 ok, 2 some check failed)."""
-    import sys
+    from omnidecision.protocol import redaction  # above preflight's row: the one redactor (a listed exception)
 
-    from omnidecision.protocol.redaction import redact_text
-
-    print(redact_text(report.render()), file=report_out())
+    print(redaction.redact_text(report.render()), file=report_out())
     for check in report.errors:
-        print(redact_text(f"error: {check.what}: {check.detail}"), file=sys.stderr)
+        print(redaction.redact_text(f"error: {check.what}: {check.detail}"), file=sys.stderr)
     return 2 if report.errors else 0

@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from omnidecision.modeling import CHAT_TEMPLATE_KWARGS
+from omnidecision.synthetic.states import sft_rows
+
 
 def wait_ready(base_url: str, timeout_s: float, interval_s: float = 2.0) -> float:
     """Poll `base_url`/models until it answers 200; returns the seconds waited. Raises TimeoutError."""
@@ -42,16 +45,12 @@ def wait_ready(base_url: str, timeout_s: float, interval_s: float = 2.0) -> floa
 
 def planner_prompts(n: int, seed: int = 0) -> list[list[dict[str, str]]]:
     """`n` real planner prompts (system + ledger digest) over random ledgers: what the served planner reads."""
-    from omnidecision.synthetic.states import sft_rows
-
     return [row["messages"][:-1] for row in sft_rows(n, seed)]
 
 
 async def _probe(base_url: str, model: str, prompts: list[list[dict[str, str]]], max_tokens: int,
                  concurrency: int) -> dict[str, Any]:
     from openai import AsyncOpenAI
-
-    from omnidecision.modeling import CHAT_TEMPLATE_KWARGS
 
     client = AsyncOpenAI(base_url=base_url, api_key="EMPTY", timeout=120.0)
     gate = asyncio.Semaphore(concurrency)

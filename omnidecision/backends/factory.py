@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from omnidecision.backends.teacher import TeacherBackend
 from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.registry import Registry
 
@@ -37,10 +38,7 @@ def register_backend(kind: str) -> Callable[[Any], Any]:
 
 @register_backend("teacher")
 def build_teacher(spec: BackendSpec) -> ChatBackend:
-    """The scripted teacher, `TeacherBackend(**spec.options)`. (Registered here rather than in
-    backends/teacher.py only because that module was being changed on another branch; it belongs there.)"""
-    from omnidecision.backends.teacher import TeacherBackend
-
+    """The scripted teacher, `TeacherBackend(**spec.options)`."""
     return TeacherBackend(**spec.options)
 
 

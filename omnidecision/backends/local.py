@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.backends.factory import register_backend
+from omnidecision.modeling import load_planner
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, ChatResponse, Usage
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,6 @@ class LocalPlannerBackend:
         if self._loaded is None:
             import torch
             import xgrammar as xgr
-
-            from omnidecision.modeling import load_planner
 
             model, tok = load_planner(self.spec.model, dtype=torch.float32)
             eos = model.generation_config.eos_token_id

@@ -21,6 +21,7 @@ import asyncio
 import base64
 import logging
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -129,11 +130,25 @@ def frames_note(asset: Asset, frames: list[DecodedFrame]) -> str:
 # ---------------------------------------------------------------- the service
 
 
+@dataclass(frozen=True)
+class PerceptionQuestion:
+    """One question to the perception model: the tool that asks, the asset, the query, the media parts with the note
+    that introduces them, the source an answer cites, and what the observation records besides the answer."""
+
+    tool: str
+    asset: Asset
+    query: str
+    parts: list[dict[str, Any]]
+    note: str
+    source: SourceRef
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
 class OpenAIPerception:
     """`FrameMediaService` over one OpenAI-compatible multimodal endpoint (see the module docstring)."""
 
     def __init__(self, spec: PerceptionSpec, media_root: str | Path | None = None, backend: Any = None) -> None:
-        from omnidecision.backends.openai_backend import OpenAIBackend
+        from omnidecision.backends.openai_backend import OpenAIBackend  # heavy: the openai SDK (~1 s to import)
 
         self.spec = spec
         self.media_root = Path(media_root) if media_root is not None else None
@@ -159,7 +174,8 @@ class OpenAIPerception:
         source = SourceRef(tool=tool, asset_id=asset.id, start=min(f.t for f in frames), end=max(f.t for f in frames))
         parts = [image_part(f.jpeg) for f in frames]
         fields = {"frames": [f.t for f in frames]}
-        return await self._ask(key, tool, asset, query, parts, frames_note(asset, frames), source, fields)
+        return await self._ask(key, PerceptionQuestion(tool, asset, query, parts, frames_note(asset, frames), source,
+                                                      fields))
 
     async def perceive(self, tool: str, asset: Any, query: str, start: float | None = None,
                        end: float | None = None) -> Observation | None:
@@ -172,24 +188,26 @@ class OpenAIPerception:
             jpeg, w, h = await asyncio.to_thread(image_jpeg, path, self.spec.frame_max_side)
             key = (tool, asset.id, None, None, query.strip())
             note = f"Asset {asset.id} (image, {w}x{h})."
-            return await self._ask(key, tool, asset, query, [image_part(jpeg)], note,
-                                   SourceRef(tool=tool, asset_id=asset.id), {})
+            return await self._ask(key, PerceptionQuestion(tool, asset, query, [image_part(jpeg)], note,
+                                                          SourceRef(tool=tool, asset_id=asset.id)))
         if tool in ("audio_scouting", "subtitle_grounding") or asset.type == "audio":
             if "audio" not in self.spec.inputs:
                 return None
             wav, lo, hi = await asyncio.to_thread(audio_segment_wav, path, start, end, self.spec.audio_max_s)
             key = (tool, asset.id, lo, hi, query.strip())
             note = f"Asset {asset.id} ({asset.type}); audio from {lo:.2f}s to {hi:.2f}s of the asset."
-            return await self._ask(key, tool, asset, query, [audio_part(wav)], note,
-                                   SourceRef(tool=tool, asset_id=asset.id, start=lo, end=hi), {"window": [lo, hi]})
+            return await self._ask(key, PerceptionQuestion(tool, asset, query, [audio_part(wav)], note,
+                                                          SourceRef(tool=tool, asset_id=asset.id, start=lo, end=hi),
+                                                          {"window": [lo, hi]}))
         # a video window without decoded frames: the file as video, else frames sampled here
         if "video" in self.spec.inputs and path.stat().st_size <= self.spec.max_video_bytes:
             data = await asyncio.to_thread(path.read_bytes)
             key = (tool, asset.id, start, end, query.strip(), "video")
             window = f" Look at {start or 0:.2f}s to {end:.2f}s." if end is not None else ""
             note = f"Asset {asset.id} (video).{window}"
-            return await self._ask(key, tool, asset, query, [video_part(data)], note,
-                                   SourceRef(tool=tool, asset_id=asset.id, start=start, end=end), {})
+            return await self._ask(key, PerceptionQuestion(tool, asset, query, [video_part(data)], note,
+                                                          SourceRef(tool=tool, asset_id=asset.id, start=start,
+                                                                    end=end)))
         if "image" not in self.spec.inputs:
             return None
         lo = start or 0.0
@@ -200,8 +218,7 @@ class OpenAIPerception:
         return await self.perceive_frames(tool, asset, query, frames)
 
     # -- one cached request -------------------------------------------------------------------------------
-    async def _ask(self, key: tuple, tool: str, asset: Asset, query: str, parts: list[dict[str, Any]], note: str,
-                   source: SourceRef, fields: dict[str, Any]) -> Observation:
+    async def _ask(self, key: tuple, question: PerceptionQuestion) -> Observation:
         if key in self._cache:
             return self._cache[key].model_copy(update={"fields": {**self._cache[key].fields, "cached": True}})
         if key in self._inflight:  # the same question already on its way: share the answer
@@ -209,7 +226,7 @@ class OpenAIPerception:
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            obs = await self._request(tool, asset, query, parts, note, source, fields)
+            obs = await self._request(question)
             if obs.ok:
                 self._cache[key] = obs
             future.set_result(obs)
@@ -221,9 +238,9 @@ class OpenAIPerception:
         finally:
             self._inflight.pop(key, None)
 
-    async def _request(self, tool: str, asset: Asset, query: str, parts: list[dict[str, Any]], note: str,
-                       source: SourceRef, fields: dict[str, Any]) -> Observation:
-        messages = perception_messages(tool, query, parts, note)
+    async def _request(self, question: PerceptionQuestion) -> Observation:
+        tool, asset, source, fields = question.tool, question.asset, question.source, question.fields
+        messages = perception_messages(tool, question.query, question.parts, question.note)
         try:
             resp = await self.backend.chat(ChatRequest(role="perception", messages=messages))
         except BackendError as exc:

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from omnidecision.rollout.recipe import read_yaml  # the project's one YAML reader (errors name file and line)
+
 logger = logging.getLogger(__name__)
 
 
@@ -66,8 +68,6 @@ def consumed(run: Path, grad_accum: int | None = None) -> Consumed:
 
 def recipe_batch(recipe: Path) -> tuple[int, int]:
     """(per_device_train_batch_size, gradient_accumulation_steps) of a training recipe."""
-    from omnidecision.rollout.recipe import read_yaml  # the project's one YAML reader (errors name file and line)
-
     data = read_yaml(Path(recipe), "training recipe", ValueError) or {}
     batch = data.get("per_device_train_batch_size")
     if not isinstance(batch, int) or batch < 1:

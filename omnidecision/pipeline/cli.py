@@ -24,14 +24,22 @@ Writes OUT/summary.json, OUT/summary.md, OUT/steps.json, OUT/compare/, OUT/view/
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shlex
 from pathlib import Path
 
 import typer
 
+from omnidecision.outputs import report_out
+from omnidecision.pipeline.curve import run_cells, write_curve
+from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
+from omnidecision.pipeline.merge import MergeError, merge_results, read_result
 from omnidecision.pipeline.plan import DemoConfig, build_plan, needed, script
+from omnidecision.pipeline.scheduler import run_plan
 from omnidecision.pipeline.slurm import dry_run as slurm_script
+from omnidecision.pipeline.summary import summarise, table
+from omnidecision.provenance import git_revision
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +71,6 @@ def demo(
     sbatch_args: str = typer.Option("", "--sbatch-args", help=SBATCH_HELP),
 ) -> None:
     """synth → collect (teacher with habits) → harvest → SFT → judge → GRPO arms → controls → eval, on CPU, offline."""
-    from omnidecision.pipeline.scheduler import run_plan
-    from omnidecision.pipeline.summary import summarise, table
-
     cfg = DemoConfig.quick() if quick else DemoConfig()
     cfg.seed, cfg.threads = seed, threads
     cfg.test_tasks = test_tasks or cfg.test_tasks
@@ -78,8 +83,6 @@ def demo(
     if only:
         plan = needed(plan, only)
     if dry_run:
-        from omnidecision.outputs import report_out  # stdout, held for the plan (cli.py: a dry run's stdout)
-
         print(slurm_script(plan, out, threads, shlex.split(sbatch_args)) if executor == "slurm" else script(plan, out),
               end="", file=report_out())
         return
@@ -118,13 +121,6 @@ def experiment(
     sbatch_args: str = typer.Option("", "--sbatch-args", help=SBATCH_HELP),
 ) -> None:
     """The protocol over several starts with RL replicates, pooled; the recipe's planned contrasts first."""
-    import hashlib
-
-    from omnidecision.pipeline.curve import run_cells, write_curve
-    from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
-    from omnidecision.pipeline.merge import MergeError, merge_results, read_result
-    from omnidecision.provenance import git_revision
-
     overrides = [f"{k}={v}" for k, v in (("replicates", replicates), ("test_tasks", test_tasks),
                                          ("sft_steps", sft_steps), ("judge_steps", judge_steps)) if v is not None]
     if starts is not None:

@@ -16,17 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from omnidecision.eval.plots import forest_plot
+from omnidecision.rollout.deprecated import aliases
+from omnidecision.stats import ContrastEstimate, hierarchical_contrast, hierarchical_mean, holm
+from omnidecision.stats import paired_in_loop as _paired_in_loop
+
 logger = logging.getLogger(__name__)
 
 Nested = Mapping[str, Mapping[str, Mapping[str, float]]]
-
-
-def paired_in_loop(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """The per-task paired comparison of one start (omnidecision.stats.paired_in_loop: exact McNemar, bootstrap CI);
-    the pipeline loads other packages lazily (tests/architecture)."""
-    from omnidecision.stats import paired_in_loop as impl
-
-    return impl(*args, **kwargs)
 
 
 def per_task_mean(nested: dict[str, Any]) -> dict[str, float]:
@@ -50,8 +47,6 @@ def contrast_section(outcomes: Mapping[str, Nested], planned: list[tuple[str, st
     """{"means": {arm: estimate}, "planned": {"b-a": estimate}, "exploratory": {...}, "method": ...}: each contrast is
     accuracy(b) − accuracy(a) with its hierarchical 95% interval and per-replicate deltas; exploratory contrasts
     carry Holm-adjusted p-values. `plot`: the forest plot of the planned contrasts is written there."""
-    from omnidecision.stats import hierarchical_contrast, hierarchical_mean, holm
-
     missing = sorted({n for pair in (*planned, *exploratory) for n in pair} - set(outcomes))
     if missing:
         raise ValueError(f"contrasts name arms without outcomes: {missing} (arms: {sorted(outcomes)})")
@@ -65,10 +60,12 @@ def contrast_section(outcomes: Mapping[str, Nested], planned: list[tuple[str, st
     for k, v in explore.items():
         v["p_holm"] = adjusted[k]
     if plot is not None and planned_out:
-        from omnidecision.eval.plots import forest_plot  # matplotlib, only when a plot is asked for
-        from omnidecision.stats import ContrastEstimate
-
         forest_plot({k: ContrastEstimate.model_validate(v) for k, v in planned_out.items()}, plot)
     means = {a: hierarchical_mean(outcomes[a], n_boot=n_boot, seed=seed).model_dump() for a in outcomes}
     return {"method": "hierarchical (omnidecision.stats: start → replicate → task)", "means": means,
             "planned": planned_out, "exploratory": explore, "level": 0.95}
+
+
+# paired_in_loop was a wrapper here while the pipeline loaded omnidecision.stats inside functions only
+__getattr__ = aliases(__name__, {"paired_in_loop": "omnidecision.stats.paired_in_loop"},
+                      {"omnidecision.stats.paired_in_loop": _paired_in_loop})

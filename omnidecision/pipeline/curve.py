@@ -23,7 +23,17 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from omnidecision.outputs import report_out
 from omnidecision.pipeline.arms import ARMS
+from omnidecision.pipeline.experiment import pool, write_result
+from omnidecision.pipeline.plan import build_plan, script
+from omnidecision.pipeline.scheduler import read_state, run_plan
+from omnidecision.pipeline.slurm import dry_run as slurm_script
+from omnidecision.pipeline.summary import summarise, units
+from omnidecision.provenance import git_revision
+from omnidecision.rollout.store import load_records
+from omnidecision.stats import hierarchical_contrast
+from omnidecision.view import write_view
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +48,6 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = 
     """Run (or, with `dry_run`, print) every (N, start) cell's plan; a cell with a `summary.json` is kept and
     summarised again from its files, so its figures follow the current report and statistics code. N -> the cells'
     (summary, folder); N is None outside a curve."""
-    from omnidecision.pipeline.plan import build_plan, script
-    from omnidecision.pipeline.scheduler import read_state, run_plan
-    from omnidecision.pipeline.slurm import dry_run as slurm_script
-    from omnidecision.pipeline.summary import summarise
-
     arms = recipe.arm_table()
     cells: dict[int | None, list[tuple[dict, Path]]] = {}
     for n, start in recipe.cells():
@@ -50,8 +55,6 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = 
         cfg = recipe.start_config(start, n)
         plan = build_plan(cfg, folder, arms)
         if dry_run:
-            from omnidecision.outputs import report_out  # stdout, held for the plan (cli.py: a dry run's stdout)
-
             print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}",
                   file=report_out())
             print(slurm_script(plan, folder, recipe.threads, sbatch_args or []) if executor == "slurm" else
@@ -67,9 +70,6 @@ def write_curve(recipe: Any, cells: dict[int | None, list[tuple[dict, Path]]], o
                 ) -> str:
     """Pool the curve's cells, write OUT/experiment.json (and `results`) and the plot OUT/curve.png, put the plot at
     the top of every cell's viewer index; return the result's page."""
-    from omnidecision.pipeline.experiment import write_result
-    from omnidecision.provenance import git_revision
-
     done = {n: d for n, d in cells.items() if n is not None}
     curve = pool_curve(recipe, done)
     curve["git_revision"] = git_revision()
@@ -85,8 +85,6 @@ def write_curve_view(cells: dict[int, list[tuple[dict, Path]]], plot: Path) -> l
     step): the index is rewritten over the same evaluation folders, the run and side-by-side pages are kept. One site
     over every cell's runs would pair every two sources that ran a test task (the cells of a start share their test
     suite): hundreds of thousands of side-by-side pages at 12 cells. Returns the rewritten index files."""
-    from omnidecision.view import write_view
-
     written = []
     for n, done in sorted(cells.items()):
         for summary, folder in done:
@@ -103,8 +101,6 @@ def write_curve_view(cells: dict[int, list[tuple[dict, Path]]], plot: Path) -> l
 def teacher_cost(folder: Path, price_per_call: float) -> dict[str, Any]:
     """The teacher's collected runs of one cell (train and dev), counted from their trajectory files and priced at
     `price_per_call` per tool call. Dev runs are the same at every N (checkpoint choice reads them): kept apart."""
-    from omnidecision.rollout.store import load_records
-
     out: dict[str, Any] = {}
     for split in ("train", "dev"):
         runs = tool_calls = planner_calls = tokens = 0
@@ -125,8 +121,6 @@ def headline(by_n: dict[int, dict[str, Any]], outcomes: dict[int, dict[str, Any]
              margin: float, *, seed: int = 0) -> dict[str, Any]:
     """At each N, each declared RL arm against SFT at the largest N (hierarchical, paired per start and task); the
     smallest N at which the best of them (highest pooled mean at that N) matches: low > −margin."""
-    from omnidecision.stats import hierarchical_contrast
-
     top = max(by_n)
     reference = outcomes[top]["sft"]
     rows: dict[str, Any] = {}
@@ -167,8 +161,6 @@ def arm_cost(recipe: Any, n: int, done: list[tuple[dict[str, Any], Path]], means
     None when the gain over sft is not above 0 (no finite price of a gain that did not happen). `kept_start`: of an
     RL arm's replicates, how many the checkpoint policy ended at step 0, i.e. the SFT planner itself (its
     `checkpoint_selection.json`): such a replicate scores what sft scores by construction."""
-    from omnidecision.pipeline.summary import units
-
     shared_steps = ("judge-train", "collect-own", "harvest-own")
     rows: dict[str, Any] = {}
     sft = (means.get("sft") or {}).get("estimate")
@@ -206,8 +198,6 @@ def arm_cost(recipe: Any, n: int, done: list[tuple[dict[str, Any], Path]], means
 def pool_curve(recipe: Any, cells: dict[int, list[tuple[dict[str, Any], Path]]]) -> dict[str, Any]:
     """The curve's result: each N pooled as the experiment pools its starts, the teacher's cost per N (mean over the
     starts' cells), and the declared headline."""
-    from omnidecision.pipeline.experiment import pool
-
     by_n, outcomes, cost = {}, {}, {}
     for n, done in sorted(cells.items()):
         summaries, folders = [s for s, _ in done], [f for _, f in done]

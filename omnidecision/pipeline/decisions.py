@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from omnidecision.eval.decisions import KINDS
+
 logger = logging.getLogger(__name__)
 
 
@@ -21,8 +23,6 @@ def decision_rates(per_replicate: dict[str, dict[str, Any] | None]) -> dict[str,
     """The eval reports' decision diagnostics (eval/decisions.py) of one arm: per kind the mean of the replicates'
     rates (those with such a state), each replicate's rate, and the states and events summed over replicates; per
     family the pooled rate (events / states over replicates). None when no report has them (an older report)."""
-    from omnidecision.eval.decisions import KINDS
-
     reps = {k: d for k, d in per_replicate.items() if d}
     if not reps:
         return None
@@ -79,8 +79,6 @@ def _pool_one(summaries: list[dict[str, Any]], n: str) -> dict[str, Any] | None:
 def merge_rates(found: list[tuple[str | None, dict[str, Any]]]) -> dict[str, Any] | None:
     """Decision rates pooled over parts: the mean of the per-replicate rates (keyed `prefix:replicate`, or as they
     are where the prefix is None: parts already pooled), states and events summed, per family events/states."""
-    from omnidecision.eval.decisions import KINDS
-
     if not found:
         return None
     out: dict[str, Any] = {}

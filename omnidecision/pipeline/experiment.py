@@ -20,7 +20,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from omnidecision.pipeline.arms import ALL_ARMS, ARMS, Arm, below_teacher, pairs, planners
+from omnidecision.pipeline.contrasts import contrast_section, paired_rows, per_task_mean
+from omnidecision.pipeline.decisions import decision_rows, pooled_decisions
 from omnidecision.pipeline.plan import SWITCH_COPIES, DemoConfig
+from omnidecision.rollout.recipe import load_recipe
+from omnidecision.stats import Estimate, excludable_effect, min_detectable_effect, paired_in_loop
 
 logger = logging.getLogger(__name__)
 
@@ -185,8 +189,6 @@ class ExperimentRecipe(BaseModel):
 
 def load_experiment(path: Path, overrides: list[str] | None = None) -> ExperimentRecipe:
     """Read a recipe; a bad file or field raises an error naming the file (YAML line) and the field."""
-    from omnidecision.rollout.recipe import load_recipe
-
     return load_recipe(path, overrides, model=ExperimentRecipe)
 
 
@@ -207,8 +209,6 @@ def pool(summaries: list[dict[str, Any]], folders: list[Path], recipe: Experimen
          plot: Path | None = None) -> dict[str, Any]:
     """Per-start accuracies, the pooled paired comparisons over every (start, task) unit, and (with a recipe) the
     planned contrasts' hierarchical intervals over start → replicate → task."""
-    from omnidecision.pipeline.decisions import pooled_decisions
-
     names = list(summaries[0]["planners"]) if summaries else list(planners(ARMS))
     nested: dict[str, dict[str, Any]] = {n: {} for n in names}
     for s in summaries:
@@ -253,8 +253,6 @@ def derived(result: dict[str, Any], names: list[str], recipe: ExperimentRecipe |
             plot: Path | None) -> dict[str, Any]:
     """Add what is computed from the per-task outcomes: pooled accuracy and n, the per-(start, task) paired table,
     and with a recipe the planned and exploratory contrasts (pool and pipeline/merge.py share it)."""
-    from omnidecision.pipeline.contrasts import contrast_section, paired_in_loop, per_task_mean
-
     nested = result["outcomes"]
     correct: dict[str, dict[str, float]] = {n: {} for n in names}
     for n in names:
@@ -275,8 +273,6 @@ def derived(result: dict[str, Any], names: list[str], recipe: ExperimentRecipe |
 
 def contrast_rows(section: dict[str, Any]) -> list[str]:
     """The planned contrasts (with what each can exclude and the effect it had 80% power for) and the exploratory."""
-    from omnidecision.stats import Estimate, excludable_effect, min_detectable_effect
-
     rows = [f"Planned contrasts ({section['method']}; 95% interval over start → replicate → task; `excludes`: no "
             "effect beyond ± this in either direction is compatible with the interval; `80% power`: the true effect "
             "this design would detect 4 times in 5, at the observed standard error and df):", "",
@@ -300,8 +296,6 @@ def contrast_rows(section: dict[str, Any]) -> list[str]:
 
 
 def experiment_table(pooled: dict[str, Any]) -> str:
-    from omnidecision.pipeline.contrasts import paired_rows
-
     names = list(pooled["per_seed_accuracy"])
     means = (pooled.get("contrasts") or {}).get("means", {})
     rows = ["| planner | " + " | ".join(f"seed {s}" for s in pooled["seeds"]) + " | mean | 95% interval "
@@ -328,8 +322,6 @@ def experiment_table(pooled: dict[str, Any]) -> str:
                      f"identical, {sum(v['runs_identical'] for v in parity)} of {sum(v['runs'] for v in parity)} "
                      "test runs identical throughout."]
     if any((pooled.get("decisions") or {}).values()):
-        from omnidecision.pipeline.decisions import decision_rows
-
         rows += ["", "Decisions where the digest says what to do (eval/decisions.py; mean over every start and "
                      "replicate): repeating the same (need, tool) after it came back without the value while another "
                      "listed source is untried; finishing while a blocking need can still advance:", "",

@@ -16,6 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from omnidecision.pipeline.decisions import merge_rates
+from omnidecision.pipeline.experiment import ExperimentRecipe, derived
+
 # the per-start parts of a result: lists aligned with "seeds", and dicts keyed by the start
 PER_START_LISTS = ("judge_eval", "wall_s", "provenance")
 PER_START_DICTS = ("per_seed_paired", "budget", "serving_parity")
@@ -46,8 +49,6 @@ def read_result(path: Path) -> dict[str, Any]:
 
 def check_compatible(results: list[tuple[str, dict[str, Any]]]) -> None:
     """Raise MergeError naming the file and the recipe fields when two results may not be pooled."""
-    from omnidecision.pipeline.experiment import ExperimentRecipe
-
     # a field added to the recipe later reads, in an older file, as its default: a new field's default is the
     # protocol that ran before it existed (oracle_switch_copies: 1 = no copies)
     defaults = {k: f.get_default(call_default_factory=True) for k, f in ExperimentRecipe.model_fields.items()
@@ -78,9 +79,6 @@ def check_compatible(results: list[tuple[str, dict[str, Any]]]) -> None:
 
 def merge_results(results: list[tuple[str, dict[str, Any]]], recipe: Any, plot: Path | None = None) -> dict[str, Any]:
     """One pooled result from `(name, result)` pairs (each written by `pool`), recomputing what is derived."""
-    from omnidecision.pipeline.decisions import merge_rates
-    from omnidecision.pipeline.experiment import derived
-
     check_compatible(results)
     arms = list(results[0][1]["per_seed_accuracy"])
     for name, res in results[1:]:

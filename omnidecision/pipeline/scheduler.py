@@ -37,9 +37,11 @@ from typing import Any
 import typer
 
 from omnidecision.outputs import OutputBusy, exclusive, write_json_atomic
+from omnidecision.pipeline.budget import matched_steps
 from omnidecision.pipeline.plan import BUDGET, Step, output_dir
 from omnidecision.pipeline.slurm import run_plan_slurm
 from omnidecision.procs import die_with_parent, stop_group
+from omnidecision.provenance import cpu_model, git_revision
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +54,6 @@ LIBRARIES = {"torch": ("torch",), "transformers": ("transformers",), "trl": ("tr
 FIXED_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline", "OMP_WAIT_POLICY": "PASSIVE",
              "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
-def cpu_model() -> str:
-    """The CPU's model name, which result files record (`provenance.cpu_model`)."""
-    from omnidecision.provenance import cpu_model as read
-
-    return read()
 
 
 
@@ -96,8 +91,6 @@ class Runner:
         self.cores = sorted(os.sched_getaffinity(0))  # the cores this process may use (a cluster job's share)
         self.by_name = {s.name: s for s in plan or []}
         self.records: dict[str, dict[str, Any]] = {}
-        from omnidecision.provenance import git_revision
-
         # the code revision when the plan started (each trained model's provenance.json has its own at training)
         self.common = {"cpu": cpu_model(), "libraries": library_versions(), "python": platform.python_version(),
                        "git_revision": git_revision()}
@@ -115,8 +108,6 @@ class Runner:
 
     def budget(self, step: Step) -> str:
         """A control's --max_steps: the rows its reference runs consumed, in the control's own batches."""
-        from omnidecision.pipeline.budget import matched_steps
-
         refs = [output_dir(self.by_name[r]) for r in step.budget_of]
         return str(matched_steps(refs, Path(step.argv[step.argv.index("--config") + 1])))
 
@@ -248,7 +239,7 @@ def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int, executor: st
     runner.on_done = save  # after every step (under the runner's lock), not only after its group
 
     if executor == "slurm":  # every step a job, the dependencies the steps it reads from (pipeline/slurm.py)
-        run_plan_slurm(plan, out, threads, sbatch_args, kept, runner, save)
+        run_plan_slurm(plan, runner, sbatch_args, kept)  # the runner's folder, threads and on_done (save)
         return runner.times
     for group in groups:
         t0 = time.perf_counter()

@@ -96,10 +96,12 @@ def dependants(plan: list[Step], failed: str) -> list[str]:
     return [s.name for s in plan if s.name in hit and s.name != failed]
 
 
-def run_plan_slurm(plan: list[Step], out: Path, threads: int, sbatch_args: list[str],
-                   done: dict[str, float], runner: Any, save: Any, poll_s: float = 2.0) -> None:
-    """Submit the unfinished steps of `plan`, wait for them, fold each job's record into `runner` (times, records)
-    and `save()` after each. `done`: the steps a restart keeps."""
+def run_plan_slurm(plan: list[Step], runner: Any, sbatch_args: list[str], done: set[str],
+                   poll_s: float = 2.0) -> None:
+    """Submit the unfinished steps of `plan`, wait for them, fold each job's record into `runner` (the local
+    runner, scheduler.Runner: its folder `out`, its `threads` per step, its `times` and `records`) and call its
+    `on_done()` (what saves them) after each. `done`: the steps a restart keeps."""
+    out, threads, save = runner.out, runner.threads, runner.on_done
     (out / "logs").mkdir(parents=True, exist_ok=True)
     (out / "steps").mkdir(exist_ok=True)
     write_json_atomic(out / "plan.json", {"threads": threads, "steps": [dataclasses.asdict(s) for s in plan]})

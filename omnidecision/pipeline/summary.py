@@ -18,11 +18,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from omnidecision.pipeline.arms import ARMS, OWN_STATES, Arm, below_teacher, pairs, planners
-from omnidecision.pipeline.contrasts import paired_rows, per_task_mean
+from omnidecision.eval.agreement import decision_agreement
+from omnidecision.eval.compare import task_correct
+from omnidecision.pipeline.arms import ARMS, OWN_STATES, PARITY_ARM, Arm, below_teacher, pairs, planners
+from omnidecision.pipeline.budget import consumed, recipe_batch
+from omnidecision.pipeline.contrasts import contrast_section, paired_rows, per_task_mean
 from omnidecision.pipeline.decisions import decision_rates, decision_rows
+from omnidecision.pipeline.experiment import contrast_rows, planned_contrasts
 from omnidecision.pipeline.plan import DemoConfig, Step, build_plan, output_dir, unit
 from omnidecision.pipeline.scheduler import total_wall
+from omnidecision.stats import paired_in_loop
+from omnidecision.view import write_view
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +93,6 @@ def _planner(out: Path, arm: Arm, cfg: DemoConfig) -> dict[str, Any]:
 
 def nested_outcomes(out: Path, cfg: DemoConfig, arms: tuple[Arm, ...] = ARMS) -> dict[str, Any]:
     """{arm: {start: {replicate: {task_id: 0/1}}}} from the evaluation folders (the hierarchical statistics' shape)."""
-    from omnidecision.eval.compare import task_correct
-
     start = str(cfg.seed)
     return {arm.name: {start: {key: task_correct(out / "eval" / name / "test") for key, name in units(arm, cfg)}}
             for arm in arms}
@@ -96,8 +100,6 @@ def nested_outcomes(out: Path, cfg: DemoConfig, arms: tuple[Arm, ...] = ARMS) ->
 
 def budgets(plan: list[Step]) -> dict[str, Any]:
     """Per trained step with a trainer_state.json: the consumed budget; per control, its reference and the check."""
-    from omnidecision.pipeline.budget import consumed, recipe_batch
-
     out: dict[str, Any] = {}
     for step in plan:
         if step.argv[0] not in ("sft", "grpo", "grpo-agent", "judge"):
@@ -122,8 +124,6 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
     names = planners(arms)
     planners_out = {arm.name: _planner(out, arm, cfg) for arm in arms}
     nested = nested_outcomes(out, cfg, arms)
-    from omnidecision.pipeline.contrasts import paired_in_loop
-
     correct = {n: per_task_mean(nested[n]) for n in names}
     harvest = _optional(out / "data" / "stats.json")
     own = _optional(out / OWN_STATES.split("/")[0] / "stats.json")
@@ -162,9 +162,6 @@ def summarise(out: Path, cfg: DemoConfig, times: dict[str, float], arms: tuple[A
     }
     # the experiment's planned contrasts at this one start (one start resolves nothing: its intervals cannot count
     # the variance between starts; the experiment's can)
-    from omnidecision.pipeline.contrasts import contrast_section
-    from omnidecision.pipeline.experiment import planned_contrasts
-
     planned = [c for c in planned_contrasts() if set(c) <= set(nested)]
     explore = [p for p in pairs(arms) if p not in planned]
     summary["contrasts"] = contrast_section(nested, planned, explore, plot=out / "contrasts.png",
@@ -181,8 +178,6 @@ def _view_figures(plan: list[Step], plot: Path) -> None:
     view = next((s for s in plan if s.name == "view"), None)
     if view is None or not plot.is_file():
         return
-    from omnidecision.view import write_view
-
     site = Path(view.writes[0])
     if (site / "index.html").is_file():
         reports = view.argv[1:view.argv.index("--out")]
@@ -192,9 +187,6 @@ def _view_figures(plan: list[Step], plot: Path) -> None:
 def serving_parity(out: Path) -> dict[str, Any] | None:
     """The SFT planner's test runs served by vLLM against the same planner decoded in-process (what every arm is
     evaluated with), decision by decision (omnidecision/eval/agreement.py); None when either is missing."""
-    from omnidecision.eval.agreement import decision_agreement
-    from omnidecision.pipeline.arms import PARITY_ARM
-
     served, local = out / "eval" / f"{PARITY_ARM}.vllm" / "test", out / "eval" / PARITY_ARM / "test"
     if not ((served / "trajectories.jsonl").is_file() and (local / "trajectories.jsonl").is_file()):
         return None
@@ -234,8 +226,6 @@ def table(summary: dict[str, Any]) -> str:
         rows.append(f"| {f} | {n} | " + " | ".join("–" if v is None or v["accuracy"] is None
                                                   else f"{v['accuracy']:.2f}" for v in fam.values()) + " |")
     if summary.get("contrasts"):
-        from omnidecision.pipeline.experiment import contrast_rows
-
         rows += ["", "One start resolves nothing: these intervals count replicates and tasks, not the variance "
                      "between SFT starts (`make experiment` does).", "", *contrast_rows(summary["contrasts"])]
     decisions = {n: summary["planners"][n].get("decisions") for n in names}

@@ -13,6 +13,9 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from omnidecision.view.load import load
+from omnidecision.view.render import write_site
+
 logger = logging.getLogger(__name__)
 
 
@@ -21,9 +24,6 @@ def write_view(eval_dirs: Iterable[str | Path], out_dir: str | Path, *, title: s
     """Render the runs of `eval_dirs` (eval or collection folders, or JSONL files) into `out_dir`; returns the
     path of index.html. Unreadable lines are logged as warnings (file:line) and listed on the index page.
     `figures` head the index; `pages=False` rewrites the index only (render.write_site)."""
-    from omnidecision.view.load import load
-    from omnidecision.view.render import write_site
-
     collection = load(list(eval_dirs))
     for problem in collection.problems:
         logger.warning("view: %s", problem)

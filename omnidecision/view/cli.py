@@ -22,6 +22,7 @@ import typer
 from omnidecision.outputs import check_output, report_out, staged_output
 from omnidecision.protocol.redaction import redact_text
 from omnidecision.view.load import Collection, load
+from omnidecision.view.render import write_site
 
 
 def view(
@@ -38,8 +39,6 @@ def view(
     """Write a static, offline HTML view of runs: index with filters, one page per run, side-by-side pages. The
     site is written whole (a temporary sibling renamed into place), never over a run it reads or a folder this
     project did not write (unless --replace)."""
-    from omnidecision.view.render import write_site
-
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         collection = view_inputs(runs, out, figure, replace)

@@ -18,7 +18,7 @@ from omnidecision.ledger import EventRejected, Ledger, reduce
 from omnidecision.ledger.events import FinalizerChecked, InvalidAction, LedgerEvent, ToolCalled
 from omnidecision.ledger.readiness import actionable_need_indices, blocked_need_indices
 from omnidecision.ledger.schema import SourceRef
-from omnidecision.view.load import RunRecord, StepRecord
+from omnidecision.view.load import RunRecord, StepRecord, read_jsonl
 
 
 def source_label(src: SourceRef | None) -> str:
@@ -205,8 +205,6 @@ def summary_row(record: RunRecord) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from omnidecision.view.load import read_jsonl
-
     problems: list[str] = []
     runs = read_jsonl(Path(sys.argv[1]), problems)
     if runs:
