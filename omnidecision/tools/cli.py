@@ -21,19 +21,8 @@ from omnidecision.protocol.registry import PluginError
 
 
 def _load_tasks(path: Path) -> list:
-    try:
-        from omnidecision.tasks.loaders import load_tasks
-    except ImportError:  # loaders not available: read a JSONL of Task records
-        from omnidecision.tasks.schema import Task
+    from omnidecision.tasks.loaders import load_tasks  # loaded when the command runs (fast --help)
 
-        tasks = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    tasks.append(Task.model_validate_json(line))
-                except ValueError as exc:
-                    raise typer.BadParameter(f"{path}:{lineno}: {exc}") from None
-        return tasks
     return load_tasks(path)
 
 
