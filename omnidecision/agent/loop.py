@@ -45,6 +45,7 @@ import logging
 import traceback
 
 from omnidecision.agent.action_space import ledger_action_schema
+from omnidecision.agent.baselines import history_loop
 from omnidecision.agent.config import AgentConfig, ToolScope
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
 from omnidecision.agent.runtime import Run, ToolRunner, config_digest
@@ -116,8 +117,6 @@ async def run_task(task, config: AgentConfig, backends: dict[str, ChatBackend], 
         if config.mode == "ledger":
             await _ledger_loop(run, record)
         else:
-            from omnidecision.agent.baselines import history_loop
-
             await history_loop(run, record)
     except Exception as exc:  # never crash a batch: the reason goes into the record
         _failed(record, run, exc)

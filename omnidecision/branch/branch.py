@@ -25,7 +25,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import why_rejected
@@ -143,13 +143,24 @@ def decision_problem(state: Ledger, task: Task, config: AgentConfig, reply: Chat
     return None
 
 
-async def branch_run(parent: RunRecord, step: int, task: Task, config: AgentConfig, policy: Policy, *,
-                     decision: dict[str, Any] | str | ChatResponse | None = None, seed: int = 0,
-                     services: dict | None = None,
-                     tools: ToolsMode = "recorded", tool_runner: ToolRunner | None = None) -> RunRecord:
+class BranchOptions(TypedDict, total=False):
+    """How a branch is made (every key optional): the decision at the step (None: the recorded one), the draw
+    (`seed`), the tool services, whether recorded calls get the parent's observations, the runner of the others."""
+
+    decision: dict[str, Any] | str | ChatResponse | None
+    seed: int
+    services: dict | None
+    tools: ToolsMode
+    tool_runner: ToolRunner | None
+
+
+async def branch_run(parent: RunRecord, step: int, task: Task, config: AgentConfig, policy: Policy,
+                     **options: Unpack[BranchOptions]) -> RunRecord:
     """Branch `parent` at `step` with `decision` (None: the recorded one) and continue with `policy` to the end.
     `tool_runner` runs the calls the recorded tools do not answer (default: the tools registry). Not judged: the
     caller grades it as it grades any run. Raises `ResumeError` on a record or decision it cannot use."""
+    decision, seed, services = options.get("decision"), options.get("seed", 0), options.get("services")
+    tools, tool_runner = options.get("tools", "recorded"), options.get("tool_runner")
     if seed < 0:
         raise ResumeError(f"seed {seed} is negative")
     reply = decision_reply(parent, step, decision)

@@ -27,7 +27,12 @@ from typing import Any, Optional
 
 import typer
 
+from omnidecision.branch.branch import Policy, branch_id, branch_run, build_policy, decision_problem, decision_reply
+from omnidecision.branch.parent import BadInput, ParentRun, load_parent
+from omnidecision.branch.resume import ResumeError, restore
+from omnidecision.ledger import actionable_need_indices, finish_available
 from omnidecision.outputs import exclusive, report_out
+from omnidecision.protocol.chat import ChatResponse
 from omnidecision.rollout.store import SHARD_GLOB, append_record, read_records
 
 logger = logging.getLogger(__name__)
@@ -54,15 +59,14 @@ def written_before(out: Path | None, run_id: str) -> bool:
     return out is not None and out.is_file() and any(r.run_id == run_id for _, r in read_records(out))
 
 
-def _dry_run_report(parent: Any, step: int, task: Any, recipe: Any, policy: Any, reply: Any, seed: int, tools: str,
+def _dry_run_report(loaded: ParentRun, step: int, policy: Policy, reply: ChatResponse, seed: int, tools: str,
                     out: Path | None) -> dict[str, Any]:
-    from omnidecision.branch.branch import branch_id, decision_problem
-    from omnidecision.branch.resume import restore
-    from omnidecision.ledger import actionable_need_indices, finish_available
-
-    point = restore(parent, step, task, recipe.agent, policy.backends)
+    """What `branch --dry-run` prints: the restored state at `step`, whether the loop accepts the decision, the
+    branch's id and whether --out holds it already."""
+    parent, task, config = loaded.record, loaded.task, loaded.recipe.agent
+    point = restore(parent, step, task, config, policy.backends)
     state = point.ledger
-    problem = decision_problem(state, task, recipe.agent, reply)
+    problem = decision_problem(state, task, config, reply)
     run_id = branch_id(parent.run_id, step, reply.text, policy.name, seed, tools)  # type: ignore[arg-type]
     return {"parent_run_id": parent.run_id, "task_id": task.id, "step": step, "parent_steps": len(parent.steps),
             "parent_outcome": parent.outcome,
@@ -104,10 +108,6 @@ def branch(
 ) -> None:
     """Branch a recorded run at step t: restore its exact state, apply a decision, continue with a policy, and
     append the branch (an ordinary run record naming its parent and step) to --out."""
-    from omnidecision.branch.branch import branch_id, branch_run, build_policy, decision_reply
-    from omnidecision.branch.parent import BadInput, load_parent
-    from omnidecision.branch.resume import ResumeError
-
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     held = ExitStack()
     try:
@@ -135,7 +135,7 @@ def branch(
         reply = decision_reply(parent, step, given)
         chosen = build_policy(policy, parent, parent_recipe.backends)
         if dry_run:
-            report = _dry_run_report(parent, step, task, parent_recipe, chosen, reply, seed, tools, out)
+            report = _dry_run_report(loaded, step, chosen, reply, seed, tools, out)
             print(json.dumps(report, indent=1, ensure_ascii=False), file=report_out())
             return
         wanted = branch_id(parent.run_id, step, reply.text, chosen.name, seed, tools)  # type: ignore[arg-type]

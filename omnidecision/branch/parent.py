@@ -17,8 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from omnidecision.backends.factory import build_backend
+from omnidecision.branch.resume import verify_record
 from omnidecision.protocol.records import RunRecord
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe, load_recipe, recipe_from_dict
+from omnidecision.rollout.runner import build_services, judge_draft, judge_record, select_tasks
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -115,8 +118,6 @@ _ENVIRONMENTS: dict[str, tuple[dict[str, Task], Any]] = {}
 
 def environment(recipe: Any, task_id: str) -> tuple[Any, Any]:
     """(the task, its tool services) from the recipe's task source and environment."""
-    from omnidecision.rollout.runner import build_services, select_tasks
-
     key = recipe.model_dump_json()
     if key not in _ENVIRONMENTS:
         try:
@@ -134,9 +135,6 @@ def environment(recipe: Any, task_id: str) -> tuple[Any, Any]:
 
 async def judged(record: Any, task: Any, recipe: Any) -> Any:
     """Grade the branch as its collection graded its runs (the recipe's judge settings)."""
-    from omnidecision.backends.factory import build_backend
-    from omnidecision.rollout.runner import judge_draft, judge_record
-
     if not recipe.judge.enabled:
         return record
     llm = build_backend(recipe.judge.llm) if recipe.judge.llm is not None else None
@@ -166,8 +164,6 @@ def load_parent(trajectories: Path, run_id: str, recipe: Path | None = None, tas
     ValueError) name what is wrong. The task's question and gold answer must be the record's (a task file edited
     under the same ids would branch, and judge, another task), unless `tasks` names the task file explicitly: then
     a difference is a warning."""
-    from omnidecision.branch.resume import verify_record
-
     record, lineno = find_run_line(trajectories, run_id)
     verify_record(record)
     parent_recipe = load_parent_recipe(trajectories, recipe, tasks)

@@ -27,7 +27,7 @@ import json
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import continue_run
@@ -205,15 +205,31 @@ class ResumePoint:
         return self.run.state
 
 
-def restore(parent: RunRecord, step: int, task: Task, config: AgentConfig, backends: dict[str, ChatBackend], *,
-            services: dict | None = None, tool_runner: ToolRunner | None = None, run_id: str | None = None,
-            draw_run_id: str | None = None, check_config: bool = True) -> ResumePoint:
+class Wiring(TypedDict, total=False):
+    """What a resumed run is wired to besides its policy (every key optional): the tool services of its environment,
+    the runner of the calls no service answers, the resumed record's id and the id its backends see."""
+
+    services: dict | None
+    tool_runner: ToolRunner | None
+    run_id: str | None
+    draw_run_id: str | None
+
+
+class RestoreOptions(Wiring, total=False):
+    check_config: bool  # refuse an agent config whose digest differs from the record's (default True)
+
+
+def restore(parent: RunRecord, step: int, task: Task, config: AgentConfig, backends: dict[str, ChatBackend],
+            **options: Unpack[RestoreOptions]) -> ResumePoint:
     """Rebuild the runtime state of `parent` at `step` (see the module docstring). `task` is the parent's task,
     `config` its agent config (refused when its digest differs from the record's, unless `check_config` is False),
     `backends` the continuation policy (role -> backend), `services` the tool services of its environment.
     `run_id`: the resumed record's id (default: the parent's). `draw_run_id`: the run id the backends see in their
     request context (default: the parent's, so a policy that draws per run, as the scripted teacher does, draws as
     it did in the parent). Raises `ResumeError` naming the step and field."""
+    services, tool_runner = options.get("services"), options.get("tool_runner")
+    run_id, draw_run_id = options.get("run_id"), options.get("draw_run_id")
+    check_config = options.get("check_config", True)
     rid = f"run {parent.run_id}"
     if task.id != parent.task_id:
         raise ResumeError(f"{rid}: field task_id is {parent.task_id!r} but the task given is {task.id!r}")
@@ -264,10 +280,7 @@ async def resume(point: ResumePoint, decision: ChatResponse | None = None) -> Ru
 
 
 async def resume_run(parent: RunRecord, step: int, task: Task, config: AgentConfig,
-                     backends: dict[str, ChatBackend], *, decision: ChatResponse | None = None,
-                     services: dict | None = None, tool_runner: ToolRunner | None = None,
-                     run_id: str | None = None, draw_run_id: str | None = None) -> RunRecord:
+                     backends: dict[str, ChatBackend], decision: ChatResponse | None = None,
+                     **wiring: Unpack[Wiring]) -> RunRecord:
     """`restore` then `resume`, in one call."""
-    point = restore(parent, step, task, config, backends, services=services, tool_runner=tool_runner, run_id=run_id,
-                    draw_run_id=draw_run_id)
-    return await resume(point, decision)
+    return await resume(restore(parent, step, task, config, backends, **wiring), decision)

@@ -21,6 +21,17 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
+from omnidecision.collect.dryrun import dry_run as make_report
+from omnidecision.collect.dryrun import harvest_dry_run
+from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
+from omnidecision.collect.recipe import CollectRecipe
+from omnidecision.preflight import DryRunReport, emit
+from omnidecision.rollout.breaker import RolloutsStopped
+from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe
+from omnidecision.rollout.runner import run_rollouts
+from omnidecision.rollout.store import TrajectoryFileError, merge_records
+from omnidecision.rollout.store import merge as merge_files
+
 logger = logging.getLogger(__name__)
 
 
@@ -75,10 +86,6 @@ def collect(
     `collect merge DIR… --out FILE` merges shard files (see `collect merge --help`)."""
     if ctx.invoked_subcommand is not None:
         return
-    from omnidecision.collect.recipe import CollectRecipe  # with the engine below: loaded when it runs (fast --help)
-    from omnidecision.rollout.breaker import RolloutsStopped  # as above
-    from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe  # as above
-    from omnidecision.rollout.runner import run_rollouts  # as above
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -94,9 +101,6 @@ def collect(
     if no_retry_errors:
         overrides.append("retry_errors=false")
     if dry_run:
-        from omnidecision.collect.dryrun import dry_run as make_report
-        from omnidecision.preflight import emit
-
         raise typer.Exit(emit(make_report(config, overrides)))
     try:
         recipe = load_recipe(config, overrides, model=CollectRecipe)
@@ -122,12 +126,8 @@ def merge(
                                  "the counts it would write; write nothing"),
 ) -> None:
     """Merge shard files into one trajectory file (first record per task and sample; duplicates dropped)."""
-    from omnidecision.rollout.store import TrajectoryFileError, merge_records  # loaded when it runs (fast --help)
-    from omnidecision.rollout.store import merge as merge_files  # as above
-
     try:
         if dry_run:  # the run's own checks and reading (rollout.store.merge_records), then nothing written
-            from omnidecision.preflight import DryRunReport, emit  # as the other commands of this module
 
             dropped = [0]
             n = sum(1 for _ in merge_records([str(p) for p in paths], out, dropped))
@@ -136,7 +136,6 @@ def merge(
         written, dup = merge_files([str(p) for p in paths], out)
     except (TrajectoryFileError, OSError) as exc:
         if dry_run:  # the report says what failed; the error line is the run's own
-            from omnidecision.preflight import DryRunReport, emit  # as above
 
             emit(DryRunReport(command="collect merge", extra={"out": str(out), "error": str(exc)}))
         raise _fail(str(exc)) from exc
@@ -170,17 +169,12 @@ def harvest(
                                                           "print what would be written; write nothing"),
 ) -> None:
     """Turn trajectories into a state-SFT dataset (judge-correct runs) and an RL state dataset (all runs)."""
-    from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
-
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = HarvestOptions(advancing_only=advancing_only, dedup=dedup, max_rows_per_task=max_rows_per_task,
                           val_fraction=val_fraction, tokenizer=tokenizer, skip_bad=skip_bad,
                           check_replay=check_replay, label=label, switch_copies=switch_copies,
                           validation_from=[str(p) for p in validation_from or []])
     if dry_run:
-        from omnidecision.collect.dryrun import harvest_dry_run  # a command's code loads when it runs (fast --help)
-        from omnidecision.preflight import emit  # as the other commands of this module
-
         raise typer.Exit(emit(harvest_dry_run([str(r) for r in runs], out, opts, replace=replace)))
     try:
         stats = run_harvest([str(r) for r in runs], out, opts, replace=replace)

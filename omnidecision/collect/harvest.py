@@ -56,6 +56,7 @@ from omnidecision.protocol.actions import CallAction
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import RunRecord, StepRecord
 from omnidecision.protocol.rule import rule_action, rule_decision_text
+from omnidecision.rollout.parity import conversation_ids, planner_prompt_ids
 from omnidecision.rollout.store import TrajectoryFileError, read_records, stable_hash, trajectory_files
 
 logger = logging.getLogger(__name__)
@@ -294,7 +295,6 @@ def _length_stats(values: list[int]) -> dict[str, float]:
 def _lengths(rows: list[dict[str, Any]], key: str, tokenizer: Any) -> list[int]:
     if tokenizer is None:
         return [sum(len(m["content"]) for m in r[key]) for r in rows]
-    from omnidecision.rollout.parity import conversation_ids, planner_prompt_ids
 
     fn = conversation_ids if key == "messages" else planner_prompt_ids
     return [len(fn(tokenizer, r[key])) for r in rows]

@@ -16,7 +16,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from omnidecision.stats import overlap
+from omnidecision.eval.correctness import is_correct
+from omnidecision.eval.plots import compare_plot
+from omnidecision.eval.runner import run_eval
+from omnidecision.eval.serve import maybe_serve
+from omnidecision.rollout.recipe import read_json
+from omnidecision.rollout.store import load_records
+from omnidecision.stats import overlap, paired_in_loop, per_task
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +33,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
     """A report.json, or the report.json inside an eval folder; errors name the path."""
     p = Path(path)
     f = p / "report.json" if p.is_dir() else p
-    try:
-        rep = json.loads(f.read_text("utf-8"))
-    except OSError as exc:
-        raise ValueError(f"{f}: cannot read the report: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{f}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+    rep = read_json(f, "the report")
     for key in ("accuracy", "ci95", "n", "outcomes"):
         if key not in rep:
             raise ValueError(f"{f}: not an eval report (no {key!r} field)")
@@ -45,18 +46,12 @@ def task_correct(folder: str | Path) -> dict[str, float]:
     """task id → mean accuracy over its samples of an eval folder's runs (0.0 / 1.0 with one sample per task),
     judged as the report judges (`correctness.is_correct`: a failed judge is not correct, declining an unanswerable
     task is): the same unit as the report's clustered CI."""
-    from omnidecision.eval.correctness import is_correct
-    from omnidecision.rollout.store import load_records
-    from omnidecision.stats import per_task
-
     return per_task((r.task_id, is_correct(r)) for r in load_records(folder))
 
 
 def paired_rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paired in-loop comparison of every run with the first, on the tasks they share (exact McNemar, paired
     bootstrap CI of the accuracy difference); runs without shared tasks are left out."""
-    from omnidecision.stats import paired_in_loop
-
     if len(reports) < 2:
         return []
     ref = task_correct(reports[0]["folder"])
@@ -147,8 +142,6 @@ def write_compare(reports: list[dict[str, Any]], out_dir: str | Path, title: str
             f"[{p['ci95'][0]:+.3f}, {p['ci95'][1]:+.3f}] | {p['p_value']:.3g} |\n" for p in paired)
     (out / "compare.md").write_text(md, encoding="utf-8")
     if plot and rows:
-        from omnidecision.eval.plots import compare_plot
-
         compare_plot(rows, out / "compare.png")
     return doc
 
@@ -159,8 +152,6 @@ def run_ablation(recipe, out_dir: str | Path, modes: tuple[str, ...] = MODES, ma
 
     The cap is `max_tool_calls`, else the recipe's `agent.max_tool_calls`, else its step budget. Each mode is a
     full, resumable eval under OUT/<mode>/."""
-    from omnidecision.eval.runner import maybe_serve, run_eval
-
     cap = max_tool_calls if max_tool_calls is not None else recipe.agent.max_tool_calls
     cap = cap if cap is not None else recipe.agent.step_budget
     out = Path(out_dir)

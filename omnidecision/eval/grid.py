@@ -43,7 +43,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe
+from omnidecision.eval.compare import load_report, task_correct
+from omnidecision.eval.dryrun import eval_dry_run
+from omnidecision.eval.grid_report import grid_document, write_grid
+from omnidecision.eval.runner import run_eval
+from omnidecision.eval.serve import maybe_serve
+from omnidecision.preflight import DryRunReport
+from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, read_yaml_model
+from omnidecision.rollout.store import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -126,20 +133,16 @@ class GridFile(BaseModel):
         return self
 
 
+def _field_errors(exc: ValidationError) -> list[str]:
+    return [": ".join([*([".".join(str(x) for x in e["loc"])] if e["loc"] else []),
+                       e["msg"].removeprefix("Value error, ")]) for e in exc.errors()[:5]]
+
+
 def load_grid(path: str | Path) -> GridFile:
     """Read and check a grid file; errors name the file (and YAML line) and the field."""
-    from omnidecision.rollout.recipe import read_yaml
-
     p = Path(path)
-    data = read_yaml(p, "the grid file", GridError)
-    if not isinstance(data, dict):
-        raise GridError(f"{p}: a grid file is a mapping (base:, planner:, perception:)")
-    try:
-        grid = GridFile.model_validate(data)
-    except ValidationError as exc:
-        msgs = [": ".join([*([".".join(str(x) for x in e["loc"])] if e["loc"] else []),
-                           e["msg"].removeprefix("Value error, ")]) for e in exc.errors()[:5]]
-        raise GridError(f"{p}: " + "; ".join(msgs)) from exc
+    grid = read_yaml_model(p, "the grid file", GridFile, GridError,
+                           "a grid file is a mapping (base:, planner:, perception:)", _field_errors)
     if not (p.parent / grid.base).is_file():
         raise GridError(f"{p}: base: no eval recipe at {p.parent / grid.base}")
     return grid
@@ -218,8 +221,6 @@ def cell_state(cell: Cell) -> str:
 
 
 def _mark(cell: Cell, **extra: Any) -> None:
-    from omnidecision.rollout.store import write_json_atomic
-
     cell.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(cell.out / CELL_FILE, {"name": cell.label, "planner": cell.planner,
                                              "perception": cell.perception, "digest": cell_digest(cell.recipe),
@@ -229,10 +230,6 @@ def _mark(cell: Cell, **extra: Any) -> None:
 def run_grid(path: str | Path, overrides: list[str], out: str | Path, *, progress: bool = True) -> dict[str, Any]:
     """Run every unfinished cell (row by row: a planner served once for its cells), then write OUT/grid.json and
     OUT/grid.md (`eval/grid_report.py`). Returns the grid document."""
-    from omnidecision.eval.compare import load_report, task_correct
-    from omnidecision.eval.grid_report import grid_document, write_grid
-    from omnidecision.eval.runner import maybe_serve, run_eval
-
     # -- resolve every cell and check every folder before anything runs
     grid, base, cells = resolve_cells(path, overrides, out)
     states = {c.label: cell_state(c) for c in cells}
@@ -285,9 +282,6 @@ def grid_dry_run(path: str | Path, overrides: list[str], out: str | Path):
     """The dry-run report of a grid: every cell resolved (the values its variants set, after ${VAR} expansion; its
     folder's state; the eval command that runs it alone) and checked as `eval --dry-run` checks it: each check once,
     its detail starting with the cells it concerns ("[every cell] ..."). Starts nothing, writes nothing."""
-    from omnidecision.eval.dryrun import eval_dry_run
-    from omnidecision.preflight import DryRunReport
-
     report = DryRunReport(command="ablate", recipe=str(path))
     try:
         grid, base, cells = resolve_cells(path, overrides, out)

@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
 from omnidecision.preflight import Check
 from omnidecision.protocol.chat import Usage
-from omnidecision.rollout.recipe import EvalRecipe, read_yaml
+from omnidecision.rollout.recipe import EvalRecipe, read_yaml_model
 
 CallKind = Literal["planner", "decompose", "critic", "finalizer", "summarizer", "judge", "perception",
                    "subtitle_grounding", "audio_scouting", "clip_grounding", "frame_confirmation", "web_search",
@@ -128,14 +128,12 @@ class PriceTable(BaseModel):
 def load_prices(path: str | Path) -> PriceTable:
     """Read a price table; errors name the file and the field."""
     p = Path(path)
-    data = read_yaml(p, "the price table", PriceTableError)
-    if not isinstance(data, dict):
-        raise PriceTableError(f"{p}: a price table is a mapping (currency:, models:, kinds:)")
-    try:
-        return PriceTable.model_validate(data)
-    except ValidationError as exc:
-        msgs = [f"{'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()[:5]]
-        raise PriceTableError(f"{p}: " + "; ".join(msgs)) from exc
+    return read_yaml_model(p, "the price table", PriceTable, PriceTableError,
+                           "a price table is a mapping (currency:, models:, kinds:)", _field_errors)
+
+
+def _field_errors(exc: ValidationError) -> list[str]:
+    return [f"{'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()[:5]]
 
 
 # ---------------------------------------------------------------- the calls of a run

@@ -13,13 +13,12 @@ from typing import Any
 
 from omnidecision.protocol.records import RunRecord
 from omnidecision.protocol.redaction import redact_text
+from omnidecision.rollout.store import load_records, read_records
 
 
 def load_runs(source: str | Path) -> list[RunRecord]:
     """RunRecords of an eval/collect folder (its trajectories*.jsonl, first record per task and sample) or of one
     JSONL file. A missing path or a malformed line raises ValueError naming the file (and line)."""
-    from omnidecision.rollout.store import load_records, read_records
-
     path = Path(source)
     if path.is_dir():
         if not any(path.glob("trajectories*.jsonl")):

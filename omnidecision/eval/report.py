@@ -45,6 +45,7 @@ from omnidecision.eval.attribution import CATEGORIES, attribute_run
 from omnidecision.eval.correctness import is_correct, is_correct_with_draft, judge_failed, unanswerable
 from omnidecision.eval.decisions import decision_diagnostics, decision_lines
 from omnidecision.eval.outcomes import outcome_lines, outcome_table
+from omnidecision.eval.plots import report_plots
 from omnidecision.eval.prices import cost_lines, cost_table, load_prices
 from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.ledger import unmet_blocking
@@ -427,8 +428,6 @@ def write_report(out_dir: str | Path, records: list[RunRecord], meta: dict[str, 
     (out / "report.json").write_text(redact_text(json.dumps(rep, indent=2, ensure_ascii=False)) + "\n", "utf-8")
     (out / "report.md").write_text(redact_text(render_markdown(rep)), encoding="utf-8")
     if plots:
-        from omnidecision.eval.plots import report_plots
-
         rep_plots = report_plots(rep, out)
         logger.info("wrote %d plots to %s", len(rep_plots), out)
     return rep

@@ -55,6 +55,15 @@ import queue
 import threading
 from typing import Any, ClassVar
 
+from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.loop import run_task
+from omnidecision.backends.teacher import TeacherBackend
+from omnidecision.protocol.chat import BackendError, ChatResponse, Usage
+from omnidecision.protocol.prompts import load_prompt
+from omnidecision.rollout.runner import judge_record
+from omnidecision.tasks.loaders import load_tasks
+from omnidecision.tasks.schema import Task
+
 logger = logging.getLogger(__name__)
 
 # The tiny planner's ChatML (omnidecision.synthetic.tiny.CHAT_TEMPLATE) plus the two pieces TRL's tool loop needs:
@@ -114,8 +123,6 @@ def use_action_tool_format(tokenizer: Any) -> Any:
 def task_rows(tasks: list[Any]) -> list[dict[str, Any]]:
     """One dataset row per task: the planner's system prompt and an empty user turn (the digest comes from
     `reset`), and the task record as JSON."""
-    from omnidecision.protocol.prompts import load_prompt
-
     system = load_prompt("planner")
     return [{"prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}],
              "task": task.model_dump_json(), "task_id": task.id} for task in tasks]
@@ -125,7 +132,6 @@ def load_task_dataset(path: str, fmt: str = "auto") -> Any:
     """Tasks (any format `tasks.loaders.load_tasks` reads) as a `datasets.Dataset` of `task_rows`."""
     import datasets
 
-    from omnidecision.tasks.loaders import load_tasks
 
     tasks = load_tasks(path, fmt)
     if not tasks:
@@ -141,8 +147,6 @@ class _Planner:
         self.outbox, self.inbox = outbox, inbox
 
     async def chat(self, request: Any) -> Any:
-        from omnidecision.protocol.chat import BackendError, ChatResponse, Usage
-
         self.outbox.put(("ask", request.messages))
         # a blocking wait is fine: this event loop belongs to this run's own thread
         reply = self.inbox.get()
@@ -170,8 +174,6 @@ class LedgerEnvironment:
 
     @classmethod
     def configure(cls, *, digest_max_chars: int = 1000, step_budget: int = 15, closure_weight: float = 0.0) -> None:
-        from omnidecision.agent.config import AgentConfig
-
         cls.agent_config = AgentConfig(mode="ledger", step_budget=step_budget, digest_max_chars=digest_max_chars)
         cls.closure_weight = closure_weight
         cls.finished = []
@@ -188,8 +190,6 @@ class LedgerEnvironment:
     # -- TRL's contract --------------------------------------------------------------------------------------
     def reset(self, **row: Any) -> str:
         """Start the agent on the row's task; returns the digest of its first planner call."""
-        from omnidecision.tasks.schema import Task
-
         self._stop_run()
         if "task" not in row:
             raise ValueError("LedgerEnvironment: the dataset row has no `task` column (build rows with task_rows)")
@@ -265,10 +265,6 @@ class LedgerEnvironment:
             self._next()
 
     def _run(self, task: Any, rollout: int) -> None:
-        from omnidecision.agent.loop import run_task
-        from omnidecision.backends.teacher import TeacherBackend
-        from omnidecision.rollout.runner import judge_record
-
         async def go() -> dict[str, Any]:
             backends = {"default": TeacherBackend(noise=0.0), "planner": _Planner(self._outbox, self._inbox)}
             record = await run_task(task, type(self).agent_config, backends, sample=rollout,

@@ -26,9 +26,10 @@ import httpx
 from omnidecision.backends.perception import PerceptionRouter
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, WEB_TOOLS
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.protocol.secrets import endpoint_url
+from omnidecision.protocol.secrets import endpoint_url, redact
 from omnidecision.rollout.recipe import Environment, RolloutRecipe
 from omnidecision.tasks.schema import Task
+from omnidecision.tools.media import video_duration
 from omnidecision.tools.web_live import LiveWeb
 
 logger = logging.getLogger(__name__)
@@ -48,8 +49,6 @@ def apply_environment(env: Environment, tasks: list[Task]) -> None:
 
 def fill_durations(tasks: list[Task]) -> None:
     """Asset durations from the media files (PyAV) where the task file gave none: R0 shows them."""
-    from omnidecision.tools.media import video_duration
-
     for task in tasks:
         for asset in task.assets:
             if asset.duration is not None or asset.type == "image":
@@ -89,8 +88,6 @@ def probe_openai(base_url: str, key_env: str, what: str, timeout_s: float) -> st
     try:
         r = httpx.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout_s)
     except httpx.HTTPError as exc:
-        from omnidecision.protocol.secrets import redact
-
         return redact(f"{what}: {url} does not answer ({type(exc).__name__}: {exc})", [key])
     if r.status_code != 200:
         return f"{what}: {url} answered HTTP {r.status_code}"

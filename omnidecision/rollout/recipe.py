@@ -13,8 +13,10 @@ that needs it. A bad recipe raises `RecipeError` naming the file and the field.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import BACKEND_KINDS
 from omnidecision.backends.perception import PerceptionSpec
+from omnidecision.protocol.actions import TOOL_NAMES
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.redaction import register_in
 from omnidecision.rollout.breaker import BreakerSettings
@@ -124,8 +127,6 @@ class Environment(_Model):
     @field_validator("tools")
     @classmethod
     def _check_tools(cls, v: list[str] | None) -> list[str] | None:
-        from omnidecision.protocol.actions import TOOL_NAMES
-
         unknown = sorted(set(v or []) - set(TOOL_NAMES))
         if unknown:
             raise ValueError(f"unknown tool(s) {unknown}; known: {', '.join(TOOL_NAMES)}")
@@ -313,6 +314,7 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 
 RecipeT = TypeVar("RecipeT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: list[str] | None = None,
@@ -344,6 +346,29 @@ def read_yaml(path: Path, what: str, error: type[Exception] = RecipeError) -> An
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise error(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+
+
+def read_json(path: Path, what: str, error: type[Exception] = ValueError) -> Any:
+    """A JSON file's content; an unreadable file or bad JSON raises `error` naming the file (and line)."""
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+
+
+def read_yaml_model(path: Path, what: str, model: type[ModelT], error: type[Exception], shape: str,
+                    field_errors: Callable[[ValidationError], list[str]]) -> ModelT:
+    """A YAML file validated as `model`: unreadable or bad YAML (`read_yaml`), not a mapping (`shape` says what it
+    holds) or a field `model` refuses (`field_errors` words them) raises `error` naming the file."""
+    data = read_yaml(path, what, error)
+    if not isinstance(data, dict):
+        raise error(f"{path}: {shape}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(f"{path}: " + "; ".join(field_errors(exc))) from exc
 
 
 def load_recipe(path: str | Path | None, overrides: list[str] | None = None,

@@ -36,11 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.loop import run_task
+from omnidecision.agent.runtime import config_digest
+from omnidecision.backends.factory import build_backend, build_backends
 from omnidecision.outputs import exclusive
 from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
+from omnidecision.protocol.redaction import redact_tree
+from omnidecision.provenance import git_revision
 from omnidecision.rollout.breaker import EndpointBreaker, RolloutsStopped, guard, start_job
 from omnidecision.rollout.deprecated import aliases
+from omnidecision.rollout.live import apply_environment, build_live_services, fill_durations, live_problems
 from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
 from omnidecision.rollout.store import (
@@ -51,6 +57,10 @@ from omnidecision.rollout.store import (
     supersede_errors,
     write_json_atomic,
 )
+from omnidecision.tasks.folds import read_ids_file
+from omnidecision.tasks.grading import judge_run
+from omnidecision.tasks.loaders import load_tasks
+from omnidecision.tasks.replay_env import build_replay_services
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -104,8 +114,6 @@ class RolloutSummary:
 async def judge_record(task: Task, record: RunRecord, llm: ChatBackend | None,
                        scorer: str = "lenient") -> JudgeResult:
     """`judge_run` on the record's answer; any judge crash is a judge failure (correct=None), never a crash."""
-    from omnidecision.tasks.grading import judge_run
-
     try:
         return await judge_run(task, record.answer, llm, outcome=record.outcome, scorer=scorer)  # type: ignore[arg-type]
     except Exception as exc:  # the judge must not take a batch down
@@ -158,8 +166,6 @@ class Rollouts:
 
     async def run_job(self, task: Task, sample: int) -> RunRecord:
         """Run the agent on one (task, sample), and judge the run."""
-        from omnidecision.agent.loop import run_task
-
         svc = self.services(task) if callable(self.services) else self.services
         record = await run_task(task, self.config, self.backends, sample=sample, tool_runner=self.tool_runner,
                                 services=svc)
@@ -282,8 +288,6 @@ async def _run_locked(tasks: list[Task], config: AgentConfig, backends: dict[str
 # -- recipe plumbing ---------------------------------------------------------------------------------------
 def select_tasks(recipe: RolloutRecipe) -> tuple[list[Task], list[Task]]:
     """(this shard's tasks, all selected tasks) after the recipe's filters, offset and limit."""
-    from omnidecision.tasks.loaders import load_tasks
-
     src = recipe.tasks
     options = dict(src.options)
     if recipe.environment.media_root and "media_root" not in options:
@@ -293,8 +297,6 @@ def select_tasks(recipe: RolloutRecipe) -> tuple[list[Task], list[Task]]:
         wanted = set(src.ids)
         tasks = [t for t in tasks if t.id in wanted]
     if src.ids_file is not None:
-        from omnidecision.tasks.folds import read_ids_file
-
         try:
             wanted = set(read_ids_file(src.ids_file))
         except ValueError as exc:
@@ -311,7 +313,6 @@ def select_tasks(recipe: RolloutRecipe) -> tuple[list[Task], list[Task]]:
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise RecipeError(f"{src.path}: task id {dup!r} appears more than once (ids must be unique to resume)")
-    from omnidecision.rollout.live import apply_environment, fill_durations
 
     apply_environment(recipe.environment, tasks)
     i, n = recipe.shard_index
@@ -336,12 +337,9 @@ def build_services(recipe: RolloutRecipe, tasks: list[Task]) -> Services:
             raise RecipeError(f"environment.services.{name}: cannot import {target!r}: {exc}") from exc
         extra[name] = factory(**env.options)
     if env.kind == "live":
-        from omnidecision.rollout.live import build_live_services
-
         return {**build_live_services(env), **extra}
     if env.kind != "replay":
         return extra or None
-    from omnidecision.tasks.replay_env import build_replay_services
 
     per_task = build_replay_services(tasks)
 
@@ -357,9 +355,6 @@ def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
     backends into the same folder is refused (the records would mix two experiments)."""
     import json
 
-    from omnidecision.agent.runtime import config_digest
-    from omnidecision.protocol.redaction import redact_tree
-    from omnidecision.provenance import git_revision
 
     path = out_dir / "manifest.json"
     # as written (a header value, a key: ***), so that a restart compares like with like
@@ -411,8 +406,6 @@ def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
     # tasks and shard; a live environment must have every endpoint and media file before the first run
     tasks, selected = (selection or TaskSelection(recipe))()
     if recipe.environment.kind == "live":
-        from omnidecision.rollout.live import live_problems
-
         served = set(served_roles)
         checked = {role: spec for role, spec in (specs or recipe.backends).items() if role not in served}
         problems = live_problems(recipe.model_copy(update={"backends": checked}), tasks)
@@ -434,8 +427,6 @@ async def run_rollouts(recipe: RolloutRecipe, tool_runner=None, *, prepared: Pre
     """Run the recipe's shard (see the module docstring). A caller that needs the tasks before the runs (eval:
     to start its server only once the pre-flight passed) passes what `prepare` returned; `specs` replaces the
     recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`."""
-    from omnidecision.backends.factory import build_backend, build_backends
-
     options = RolloutOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
     # one writer per shard, from before the manifest and the services (a second start stops before any work)
     Path(options.out_file).parent.mkdir(parents=True, exist_ok=True)
