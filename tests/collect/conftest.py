@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
-from omnidecision.tasks.synth import write_suite
+from tests.tasks.suites import synth_suite
 
 CLI = [sys.executable, "-c", "from omnidecision.cli import app; app()"]
 
@@ -32,9 +33,7 @@ def teacher_recipe(tasks: Path, out: Path, **extra: object) -> str:
 
 @pytest.fixture(scope="session")
 def synth_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("synth")
-    write_suite(60, 3, out)
-    return out
+    return synth_suite(tmp_path_factory, "synth")
 
 
 @pytest.fixture(scope="session")
@@ -71,22 +70,6 @@ def tiny_planner(harvested: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 @pytest.fixture
 def write_video_file():
     """write_video_file(path): a one-second 64x48 mpeg4 video written with PyAV."""
-    from fractions import Fraction
+    from tests.tools.videos import write_gray_video  # PyAV loads only for the tests that write a video
 
-    import av
-    import numpy as np
-
-    def write(path: Path) -> Path:
-        with av.open(str(path), "w") as out:
-            stream = out.add_stream("mpeg4", rate=10)
-            stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-            for i in range(10):
-                frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 20 * i, dtype=np.uint8), format="rgb24")
-                frame.pts, frame.time_base = i, Fraction(1, 10)
-                for packet in stream.encode(frame):
-                    out.mux(packet)
-            for packet in stream.encode():
-                out.mux(packet)
-        return path
-
-    return write
+    return functools.partial(write_gray_video, frames=10, step=20)

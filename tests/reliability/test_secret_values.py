@@ -20,8 +20,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
@@ -31,6 +29,7 @@ from typer.testing import CliRunner
 
 from omnidecision.tasks.synth import write_suite
 from tests.stub_chat import ChatStubHandler
+from tests.tools.local_pages import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from omnidecision.cli import app; app()"]
@@ -81,11 +80,8 @@ class EchoesWhatItGets(ChatStubHandler):
 
 @pytest.fixture(scope="module")
 def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoesWhatItGets)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with serving(EchoesWhatItGets) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def recipe(tasks: Path, out: Path, base_url: str) -> dict:
@@ -217,15 +213,10 @@ def test_the_endpoint_check_joins_the_path_and_keeps_a_query_a_query(endpoint: s
             seen.append(self.path)
             self._send(200, b'{"object": "list", "data": []}')
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Paths)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}/v1/?api-version=2024-06-01"
+    with serving(Paths) as port:
+        base = f"http://127.0.0.1:{port}/v1/?api-version=2024-06-01"
         assert probe_openai(base, "NO_SUCH_KEY_VARIABLE", "backends.planner", 5.0) is None
         asyncio.run(probe(base, 5.0))
-    finally:
-        server.shutdown()
-        server.server_close()
     assert seen == ["/v1/models?api-version=2024-06-01"] * 2
 
 

@@ -16,9 +16,7 @@ import re
 import secrets
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ import yaml
 
 from omnidecision.tasks.synth import write_suite
 from tests.stub_chat import ChatStubHandler, chat_completion
+from tests.tools.local_pages import serving
 
 pytest.importorskip("trl")
 
@@ -62,11 +61,8 @@ class Planner(ChatStubHandler):
 
 @pytest.fixture(scope="module")
 def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Planner)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with serving(Planner) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def test_the_key_variables_are_found_where_the_recipes_name_them():

@@ -32,27 +32,16 @@ def _items(ledgers):
 PREFERRED = {'"': 40, ",": 36, "}": 32, ":": 28, "0": 24}
 
 
-def _format_bias(model_dir) -> dict[str, int]:
-    """logit_bias (token id -> bias) that makes the greedy choice, among what the schema allows, spell a verdict."""
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
-    bias = {str(tok.eos_token_id): 20}
-    for token_id in range(len(tok)):
-        text = tok.convert_tokens_to_string([tok.convert_ids_to_tokens(token_id)])
-        if text and text[0] in PREFERRED:
-            bias[str(token_id)] = PREFERRED[text[0]]
-    return bias
-
-
 def _steered_judge(server, model_dir, **options) -> RewardJudge:
     """RewardJudge.from_options's judge, with the format bias in the request's extra_body."""
     from omnidecision.backends.openai_backend import OpenAIBackend
     from omnidecision.protocol.chat import BackendSpec
 
+    from .steering import format_bias  # transformers: loaded only when a server runs the test
+
     spec = BackendSpec(base_url=server.base_url, model="planner", timeout_s=120, max_retries=0, max_tokens=48,
                        temperature=0.0, max_concurrency=8,
-                       options={"extra_body": {"logit_bias": _format_bias(model_dir)}})
+                       options={"extra_body": {"logit_bias": format_bias(model_dir, PREFERRED)}})
     return RewardJudge(OpenAIBackend(spec), model="planner", concurrency=8, timeout_s=120, **options)
 
 

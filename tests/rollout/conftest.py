@@ -15,7 +15,8 @@ from omnidecision.backends.teacher import HABIT_TEACHER
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord
 from omnidecision.tasks.schema import Task
-from omnidecision.tasks.synth import load_suite, write_suite
+from omnidecision.tasks.synth import load_suite
+from tests.tasks.suites import synth_suite
 
 # the agent settings of configs/collect/synthetic-habits.yaml
 HABITS_CONFIG = AgentConfig(digest_max_chars=1000, planner_system_prompt=False)
@@ -24,9 +25,7 @@ TEACHER_SPECS = {"default": BackendSpec(kind="teacher", options=HABIT_TEACHER)}
 
 @pytest.fixture(scope="session")
 def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("rollout-synth")
-    write_suite(60, 3, out)
-    return out
+    return synth_suite(tmp_path_factory, "rollout-synth")
 
 
 @pytest.fixture(scope="session")
