@@ -20,7 +20,7 @@ from omnidecision.eval.correctness import is_correct
 from omnidecision.eval.plots import compare_plot
 from omnidecision.eval.runner import run_eval
 from omnidecision.eval.serve import maybe_serve
-from omnidecision.rollout.recipe import read_json
+from omnidecision.rollout.recipe import read_text
 from omnidecision.rollout.store import load_records
 from omnidecision.stats import overlap, paired_in_loop, per_task
 
@@ -33,7 +33,10 @@ def load_report(path: str | Path) -> dict[str, Any]:
     """A report.json, or the report.json inside an eval folder; errors name the path."""
     p = Path(path)
     f = p / "report.json" if p.is_dir() else p
-    rep = read_json(f, "the report")
+    try:
+        rep = json.loads(read_text(f, "the report", ValueError))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{f}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
     for key in ("accuracy", "ci95", "n", "outcomes"):
         if key not in rep:
             raise ValueError(f"{f}: not an eval report (no {key!r} field)")

@@ -13,7 +13,6 @@ that needs it. A bad recipe raises `RecipeError` naming the file and the field.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -336,26 +335,23 @@ def recipe_from_dict(data: dict[str, Any], source: str = "<recipe>", overrides: 
         raise RecipeError(f"{source}: " + "; ".join(msgs)) from exc
 
 
-def read_yaml(path: Path, what: str, error: type[Exception] = RecipeError) -> Any:
-    """A YAML file's content; an unreadable file or bad YAML raises `error` naming the file (and YAML line)."""
+def read_text(path: Path, what: str, error: type[Exception] = RecipeError) -> str:
+    """A file's UTF-8 text; an unreadable file raises `error` naming it and `what` it was read as."""
     try:
-        return yaml.safe_load(path.read_text("utf-8"))
+        return path.read_text("utf-8")
     except OSError as exc:
         raise error(f"{path}: cannot read {what}: {exc}") from exc
+
+
+def read_yaml(path: Path, what: str, error: type[Exception] = RecipeError) -> Any:
+    """A YAML file's content; an unreadable file or bad YAML raises `error` naming the file (and YAML line)."""
+    text = read_text(path, what, error)
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise error(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
-
-
-def read_json(path: Path, what: str, error: type[Exception] = ValueError) -> Any:
-    """A JSON file's content; an unreadable file or bad JSON raises `error` naming the file (and line)."""
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise error(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
 
 
 def read_yaml_model(path: Path, what: str, model: type[ModelT], error: type[Exception], shape: str,
