@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import random
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +35,11 @@ from omnidecision.grounding.metrics import Candidate, audit_metrics
 from omnidecision.grounding.report import write_report
 from omnidecision.grounding.returns import Executor, ReturnCache, parent_index
 from omnidecision.ledger import Ledger, actionable_need_indices, listed_tools
+from omnidecision.modeling import generate_decisions, load_planner
 from omnidecision.protocol.actions import CallAction, FinishAction, parse_planner_output
+from omnidecision.provenance import cpu_model, git_revision
 from omnidecision.rewards import CHECKS, get_check_reward, get_reward
+from omnidecision.rl.rft import score_groups
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +59,24 @@ class AuditSettings:
     max_new_tokens: int = 48
     seed: int = 0
     extra_proxies: dict[str, ProxyFunc] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """What one audit reads: a harvest's RL states (`data`), the runs they were recorded in, and optionally the
+    planner that samples the candidates, the learned judge and the GRPO recipe audited as proxies, and the price
+    table of the executions' tool calls."""
+
+    data: Path
+    runs: tuple[Path, ...]
+    planner: Path | None = None
+    judge: Path | None = None
+    recipe: Path | None = None
+    prices: Path | None = None
+
+    def paths(self) -> list[Path | None]:
+        """Every input path (an output must never be, hold or lie inside one)."""
+        return [self.data, *self.runs, self.planner, self.judge, self.recipe, self.prices]
 
 
 def load_rows(data: Path, split: str) -> list[dict[str, Any]]:
@@ -89,11 +111,9 @@ def sample_candidates(rows: Sequence[dict[str, Any]], k: int, planner: Path | No
     """K candidates per row: the planner's samples, else K draws (without replacement while they last) from the
     state's action space."""
     if planner is not None:
-        from omnidecision.modeling import generate_decisions, load_planner
-
-        model, tokenizer = load_planner(planner)
         import torch
 
+        model, tokenizer = load_planner(planner)
         torch.manual_seed(s.seed)
         return generate_decisions(model, tokenizer, [r["prompt"] for r in rows], do_sample=True,
                                   num_return_sequences=k, temperature=s.temperature, max_new_tokens=s.max_new_tokens)
@@ -131,10 +151,7 @@ def proxy_scores(rows: Sequence[dict[str, Any]], groups: list[list[str]], judge:
 def recipe_scores(recipe: Path, rows: Sequence[dict[str, Any]], groups: list[list[str]], judge: Path | None
                   ) -> list[list[float | None]]:
     """The GRPO recipe's combined reward (its reward_funcs and weights; the judge at `judge` when it names one)."""
-    import tempfile
-
-    from omnidecision.rl.config import parse_args
-    from omnidecision.rl.rft import score_groups
+    from omnidecision.rl.config import parse_args  # heavy: the GRPO recipe's dataclasses load trl
 
     overrides = ["--judge_path", str(judge)] if judge is not None else []
     k = str(len(groups[0]))  # one group per batch: only the recipe's rewards and weights matter here
@@ -148,7 +165,7 @@ def _price(cost: dict[str, Any], prices: Path | None) -> dict[str, Any]:
     """Tool calls at the price table's per-call prices (kinds); tokens stay unpriced for the offline teacher."""
     if prices is None:
         return {**cost, "usd": None, "price_note": "no price table given"}
-    from omnidecision.eval.prices import load_prices
+    from omnidecision.eval.prices import load_prices  # grounding loads eval only inside functions (import rules)
 
     table = load_prices(prices)
     usd = 0.0
@@ -172,18 +189,18 @@ def audited_states(data: Path, runs: list[Path], split: str, skipped_lines: list
     return index, rows_all, known
 
 
-def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None = None, judge: Path | None = None,
-              recipe: Path | None = None, cache: Path | None = None, prices: Path | None = None,
-              settings: AuditSettings | None = None, skipped_lines: list[str] | None = None) -> dict[str, Any]:
+def run_audit(inputs: AuditInputs, out: Path, *, cache: Path | None = None, settings: AuditSettings | None = None,
+              skipped_lines: list[str] | None = None) -> dict[str, Any]:
     """Sample states and candidates, score them with every proxy, execute them, write the report; returns it.
-    The reasons of the `--runs` lines skipped as malformed go to `skipped_lines` (given: filled before any refusal,
-    so a caller can show them with it) and the report."""
+    `cache`: the executed returns' cache (default `out/returns.sqlite`). The reasons of the `--runs` lines skipped as
+    malformed go to `skipped_lines` (given: filled before any refusal, so a caller can show them with it) and the
+    report."""
     s = settings or AuditSettings()
     skipped_lines = [] if skipped_lines is None else skipped_lines
-    index, rows_all, known = audited_states(data, runs, s.split, skipped_lines)
+    index, rows_all, known = audited_states(inputs.data, list(inputs.runs), s.split, skipped_lines)
     rows = random.Random(s.seed).sample(known, min(s.states, len(known)))
-    groups = sample_candidates(rows, s.k, planner, s)
-    scores = proxy_scores(rows, groups, judge, recipe, s.extra_proxies)
+    groups = sample_candidates(rows, s.k, inputs.planner, s)
+    scores = proxy_scores(rows, groups, inputs.judge, inputs.recipe, s.extra_proxies)
     executor = Executor(s.policy, ReturnCache(cache or out / "returns.sqlite"))
     parents: dict[str, ParentRun] = {}
     cands: list[Candidate] = []
@@ -208,14 +225,13 @@ def run_audit(data: Path, runs: list[Path], out: Path, *, planner: Path | None =
             "tool_calls": sum(e.tool_calls for e in all_runs), "tokens": sum(e.tokens for e in all_runs),
             "tool_calls_by_tool": by_tool}
     proxies = list(scores)
-    from omnidecision.provenance import cpu_model, git_revision
-
     report = {"git_revision": git_revision(), "cpu": cpu_model(),
-              "data": str(data), "runs": [str(r) for r in runs], "split": s.split, "states": len(rows), "k": s.k,
-              "continuations": s.continuations, "policy": s.policy, "candidates_from": str(planner or "action space"),
+              "data": str(inputs.data), "runs": [str(r) for r in inputs.runs], "split": s.split, "states": len(rows),
+              "k": s.k, "continuations": s.continuations, "policy": s.policy,
+              "candidates_from": str(inputs.planner or "action space"),
               "temperature": s.temperature, "seed": s.seed, "skipped_states": len(rows_all) - len(known),
               "skipped_lines": skipped_lines,
-              "cost": _price(cost, prices), "metrics": audit_metrics(cands, proxies),
+              "cost": _price(cost, inputs.prices), "metrics": audit_metrics(cands, proxies),
               "candidates": [c.model_dump() for c in cands]}
     write_report(report, out)
     return report

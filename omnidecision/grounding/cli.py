@@ -9,12 +9,16 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from omnidecision.grounding.report import overall_rows
 from omnidecision.outputs import output_problems, staged_output
 from omnidecision.preflight import Check, DryRunReport, PreflightError, check_model, emit, require
+
+if TYPE_CHECKING:  # annotations only: the audit loads pandas (fast --help)
+    from omnidecision.grounding.audit import AuditInputs, AuditSettings
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +53,14 @@ def audit_rewards(
     against the executed returns of K candidates per state: AUROC, within-group rank correlation, top-1 agreement,
     calibration; by family and kind of group. The report folder is written whole (a temporary sibling renamed into
     place; the returns cache of an earlier audit there is carried over)."""
-    from omnidecision.grounding.audit import AuditSettings, run_audit  # loaded when the command runs (fast --help)
-    from omnidecision.grounding.report import overall_rows  # as above
+    from omnidecision.grounding.audit import AuditInputs, AuditSettings, run_audit  # heavy: its metrics load pandas
 
-    inputs = [data, *runs, planner, judge, recipe, prices, *([Path(policy)] if policy not in _POLICIES else [])]
+    sources = AuditInputs(data, tuple(runs), planner=planner, judge=judge, recipe=recipe, prices=prices)
+    settings = AuditSettings(states=states, k=k, continuations=continuations, policy=policy, split=split,
+                             temperature=temperature, seed=seed)
+    inputs = [*sources.paths(), *_policy_file(policy)]
     skipped: list[str] = []
-    checks = audit_checks(data, runs, out, inputs, planner=planner, judge=judge, recipe=recipe, prices=prices,
-                          policy=policy, split=split, replace=replace, skipped_lines=skipped)
+    checks = audit_checks(sources, out, settings, replace=replace, skipped_lines=skipped)
     if dry_run:
         _echo_skipped(skipped)
         raise typer.Exit(emit(DryRunReport(command="audit rewards", checks=checks, extra={
@@ -67,15 +72,12 @@ def audit_rewards(
         _echo_skipped(skipped)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    settings = AuditSettings(states=states, k=k, continuations=continuations, policy=policy, split=split,
-                             temperature=temperature, seed=seed)
     skipped = []
     try:
         with staged_output(out, inputs, command="audit rewards", replace=replace) as tmp:
             if (out / "returns.sqlite").is_file():  # the executed returns of an earlier audit: a rerun reuses them
                 shutil.copy2(out / "returns.sqlite", tmp / "returns.sqlite")
-            report = run_audit(data, runs, tmp, planner=planner, judge=judge, recipe=recipe, prices=prices,
-                               settings=settings, skipped_lines=skipped)
+            report = run_audit(sources, tmp, settings=settings, skipped_lines=skipped)
     except (ValueError, FileNotFoundError) as exc:
         _echo_skipped(skipped)
         typer.echo(f"error: {exc}", err=True)
@@ -89,33 +91,39 @@ def audit_rewards(
 _POLICIES = ("teacher", "recipe")  # the continuation policies that are not a backends file
 
 
-def audit_checks(data: Path, runs: list[Path], out: Path, inputs: list[Path | None], *, planner: Path | None,
-                 judge: Path | None, recipe: Path | None, prices: Path | None, policy: str, split: str,
-                 replace: bool, skipped_lines: list[str]) -> list[Check]:
+def _policy_file(policy: str) -> list[Path]:
+    """The continuation policy's backends file, when it is one (an input like the others)."""
+    return [] if policy in _POLICIES else [Path(policy)]
+
+
+def audit_checks(sources: AuditInputs, out: Path, settings: AuditSettings, *, replace: bool,
+                 skipped_lines: list[str]) -> list[Check]:
     """What `audit rewards` checks before it samples anything, and its dry run reports: --out
     (`outputs.output_problems`: never an input, a folder holding one or inside one; never a foreign folder unless
-    `replace`), the planner and judge folders, the recipe, price and policy files, the states of `split` and the
+    `replace`), the planner and judge folders, the recipe, price and policy files, the states of the split and the
     runs they come from (`grounding.audit.audited_states`, the run's own reading). Endpoints are not contacted."""
-    from omnidecision.grounding.audit import audited_states  # loaded when the command runs (fast --help)
+    from omnidecision.grounding.audit import audited_states  # heavy: its metrics load pandas
 
+    inputs = [*sources.paths(), *_policy_file(settings.policy)]
     problems = output_problems(out, inputs, replace=replace)
     checks = [Check(what="out", status="error", detail=p) for p in problems] or \
         [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
-    for what, folder in (("--planner", planner), ("--judge", judge)):
+    for what, folder in (("--planner", sources.planner), ("--judge", sources.judge)):
         if folder is not None:
             checks.append(check_model(str(folder), what, local_only=True))
-    for what, file in (("--config", recipe), ("--prices", prices), ("--policy", None if policy in _POLICIES
-                                                                      else Path(policy))):
+    for what, file in (("--config", sources.recipe), ("--prices", sources.prices),
+                       *(("--policy", f) for f in _policy_file(settings.policy))):
         if file is not None:
             checks.append(Check(what=what, status="ok", detail=str(file)) if file.is_file() else
                           Check(what=what, status="error", detail=f"{file}: no such file"))
     try:
-        _, rows_all, known = audited_states(data, runs, split, skipped_lines)
+        _, rows_all, known = audited_states(sources.data, list(sources.runs), settings.split, skipped_lines)
     except (ValueError, FileNotFoundError) as exc:
         checks.append(Check(what="states", status="error", detail=str(exc)))
     else:
-        checks.append(Check(what="states", status="ok", detail=f"{len(known)} of the {len(rows_all)} {split} states "
-                                                               f"of {data} come from the runs given"))
+        checks.append(Check(what="states", status="ok", detail=f"{len(known)} of the {len(rows_all)} "
+                                                               f"{settings.split} states of {sources.data} come "
+                                                               "from the runs given"))
     checks.append(Check(what="endpoints", status="ok", detail="not contacted: the candidates and their "
                                                               "continuations are sampled by the run only"))
     return checks

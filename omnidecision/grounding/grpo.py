@@ -33,7 +33,7 @@ from omnidecision.preflight import DryRunReport, run_refusing
 from omnidecision.provenance import record_training
 from omnidecision.rl import dryrun as decision_dryrun
 from omnidecision.rl import train as decision
-from omnidecision.rl.config import GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig
+from omnidecision.rl.config import GRPORecipe, GRPOScriptArguments, PlannerGRPOConfig, PlannerModelConfig
 from omnidecision.rl.config import parse_args as parse_decision_args
 from omnidecision.rollout.environment import LedgerEnvironment
 
@@ -90,38 +90,45 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     """`environment: ledger`: TRL's GRPOTrainer with `environment_factory=LedgerEnvironment` over tasks; every
     rollout runs the agent on one task, rewarded by its judged answer. Writes `output_dir/environment_rollouts.jsonl`
     (every finished rollout: task, outcome, answer, judged, reward) and `environment_eval.json`."""
-    if training_args.reward_weights is not None:
+    return run_environment(GRPORecipe(script_args, training_args, model_args), callbacks)
+
+
+def run_environment(recipe: GRPORecipe, callbacks: list[Any] | None) -> dict[str, Any]:
+    """`environment_main`'s body: the decision GRPO's phases (`prepare_run`, `load_policy`, `train_environment`,
+    `save_model`, the recipe's provenance) around the environment's data, tool format and records."""
+    script, training = recipe.script, recipe.training
+    if training.reward_weights is not None:
         raise ValueError("environment: ledger: the environment's get_reward is the only reward; unset reward_weights")
-    out = decision.prepare_run(script_args, training_args, model_args, environments=ENVIRONMENTS)
-    environment = ENVIRONMENTS[str(script_args.environment)]
+    out = decision.prepare_run(recipe, environments=ENVIRONMENTS)
+    environment = ENVIRONMENTS[str(script.environment)]
 
     # --- data: one row per training task (the digest comes from the environment's reset)
-    train = environment.load_dataset(str(script_args.dataset_name), script_args.task_format)
-    if script_args.max_train_samples:
-        train = train.select(range(min(script_args.max_train_samples, len(train))))
-    train = train.shuffle(seed=training_args.seed)
+    train = environment.load_dataset(str(script.dataset_name), script.task_format)
+    if script.max_train_samples:
+        train = train.select(range(min(script.max_train_samples, len(train))))
+    train = train.shuffle(seed=training.seed)
     logger.info("environment GRPO: %d training tasks", len(train))
 
     # --- policy; the planner's action JSON becomes the tool-call format (the served template is restored on save)
-    model, tokenizer, peft_config = decision.load_policy(model_args)
-    served_template = tokenizer.chat_template
-    environment.use_tool_format(tokenizer)
-    environment.configure(digest_max_chars=script_args.environment_digest_max_chars,
-                          step_budget=script_args.environment_step_budget,
-                          closure_weight=script_args.environment_closure_weight)
+    policy = decision.load_policy(recipe.model)
+    served_template = policy.tokenizer.chat_template
+    environment.use_tool_format(policy.tokenizer)
+    environment.configure(digest_max_chars=script.environment_digest_max_chars,
+                          step_budget=script.environment_step_budget,
+                          closure_weight=script.environment_closure_weight)
 
     # --- train
-    run = decision.train_environment(model, tokenizer, peft_config, train, environment, training_args, callbacks)
+    run = decision.train_environment(policy, train, environment, training, callbacks)
 
     # --- save with the served chat template (the tool format is a training-time rendering only)
-    tokenizer.chat_template = served_template
-    if hasattr(tokenizer, "response_template"):
-        tokenizer.response_template = None
-    main_process = decision.save_model(run, tokenizer, script_args, training_args, tags=("environment",))
-    report = environment_report(run, list(environment.finished), script_args, model_args)
-    record_training(out, stage="grpo", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
-                    splits={"train": train}, recipe=decision.run_recipe(script_args, training_args, model_args),
-                    data={"environment": script_args.environment, "train_tasks": len(train)},
+    policy.tokenizer.chat_template = served_template
+    if hasattr(policy.tokenizer, "response_template"):
+        policy.tokenizer.response_template = None
+    main_process = decision.save_model(run, policy.tokenizer, recipe, tags=("environment",))
+    report = environment_report(run, list(environment.finished), recipe)
+    record_training(out, stage="grpo", start_model=recipe.model.model_name_or_path, dataset=script.dataset_name,
+                    splits={"train": train}, recipe=recipe.as_dict(),
+                    data={"environment": script.environment, "train_tasks": len(train)},
                     metrics=dict(run.result.metrics), global_step=run.trainer.state.global_step, write=main_process)
     if run.trainer.is_world_process_zero():
         with (out / "environment_rollouts.jsonl").open("w") as f:
@@ -133,11 +140,11 @@ def environment_main(script_args: GRPOScriptArguments, training_args: PlannerGRP
     return report
 
 
-def environment_report(run: decision.TrainedRun, rollouts: list[dict[str, Any]], script_args: GRPOScriptArguments,
-                       model_args: PlannerModelConfig) -> dict[str, Any]:
+def environment_report(run: decision.TrainedRun, rollouts: list[dict[str, Any]],
+                       recipe: GRPORecipe) -> dict[str, Any]:
     """environment_eval.json: steps, time, the rollouts and their judged-correct rate, the trainer's metrics."""
-    return {"environment": script_args.environment, "model": model_args.model_name_or_path,
-            "dataset": script_args.dataset_name, "steps": run.trainer.state.global_step,
+    return {"environment": recipe.script.environment, "model": recipe.model.model_name_or_path,
+            "dataset": recipe.script.dataset_name, "steps": run.trainer.state.global_step,
             "train_seconds": round(run.seconds, 2), "rollouts": len(rollouts),
             "judged_correct_rate": round(sum(r["correct"] for r in rollouts) / len(rollouts), 4) if rollouts
             else None, "train_metrics": run.result.metrics}

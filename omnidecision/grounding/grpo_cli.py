@@ -9,16 +9,15 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
 from omnidecision.launch import AccelerateConfigOption, DryRunOption, NumProcessesOption, launch_stage, stage_args
+from omnidecision.rl.cli import GRPORecipeOption, grpo_summary
 
 
 def grpo_agent(
     ctx: typer.Context,
-    config: str = typer.Option(..., "--config", help="GRPO recipe (configs/grpo/*.yaml)."),
+    config: GRPORecipeOption,
     accelerate_config: AccelerateConfigOption = None,
     num_processes: NumProcessesOption = None,
     dry_run: DryRunOption = False,
@@ -30,12 +29,7 @@ def grpo_agent(
     report = launch_stage(grpo.AGENT_GRPO_STAGE, stage_args(grpo.AGENT_GRPO_STAGE, config, ctx.args), main=grpo.main,
                           check=grpo.dry_run, accelerate_config=accelerate_config, num_processes=num_processes,
                           dry_run=dry_run)
-    summary = {k: report[k] for k in ("steps", "train_seconds", "delta_mean", "rollouts", "judged_correct_rate")
-               if k in report}
-    for key in ("start", "trained"):
-        if report.get(key):
-            summary[key] = report[key]["closure"]
-    print(json.dumps(summary, indent=2))
+    print(grpo_summary(report, ("steps", "train_seconds", "delta_mean", "rollouts", "judged_correct_rate")))
 
 
 grpo_agent.passthrough = True  # type: ignore[attr-defined]

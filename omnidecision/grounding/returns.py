@@ -36,6 +36,7 @@ from omnidecision.branch.branch import Policy, branch_run, build_policy, policy_
 from omnidecision.branch.parent import ParentRun, load_parent
 from omnidecision.ledger import Ledger
 from omnidecision.protocol.chat import BackendSpec, ChatResponse
+from omnidecision.rollout.store import read_records, trajectory_files
 
 logger = logging.getLogger(__name__)
 
@@ -174,8 +175,6 @@ class Executor:
 def parent_index(runs: list[Path], bad: list[str] | None = None) -> dict[str, Path]:
     """run_id -> the trajectory file holding it, over collection folders or files. A line that is not a record is
     skipped, its reason (file:line: reason) appended to `bad` for the caller to show."""
-    from omnidecision.rollout.store import read_records, trajectory_files
-
     index: dict[str, Path] = {}
     for f in trajectory_files(runs):
         for _, rec in read_records(f, skip_bad=True, bad=bad):

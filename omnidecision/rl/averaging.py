@@ -23,6 +23,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from omnidecision.preflight import sharded_parameters
+
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "weight_average.pt"
@@ -112,7 +114,5 @@ def start_step(max_steps: int, fraction: float) -> int:
 def check_supported(training_args: Any) -> None:
     """Refuse sharded parameters (ZeRO-3, FSDP): each rank would average only its shard. Looks at the training
     arguments and at what `accelerate launch` exports for its config file."""
-    from omnidecision.preflight import sharded_parameters
-
     if sharded_parameters(training_args):
         raise ValueError("weight_average needs whole parameters on every rank: not supported with FSDP or ZeRO-3")

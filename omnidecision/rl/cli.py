@@ -13,6 +13,7 @@ GPU); `--dry-run` resolves and checks everything and prints the configuration an
 from __future__ import annotations
 
 import json
+from typing import Annotated, Any
 
 import typer
 
@@ -23,27 +24,36 @@ from omnidecision.launch import (
     launch_stage,
     stage_args,
 )
+from omnidecision.rl.dryrun import dry_run as check
+
+# the recipe option of both GRPO entries (`grpo` here, `grpo-agent` in grounding/grpo_cli.py)
+GRPORecipeOption = Annotated[str, typer.Option("--config", help="GRPO recipe (configs/grpo/*.yaml).")]
 
 
 def grpo(
     ctx: typer.Context,
-    config: str = typer.Option(..., "--config", help="GRPO recipe (configs/grpo/*.yaml)."),
+    config: GRPORecipeOption,
     accelerate_config: AccelerateConfigOption = None,
     num_processes: NumProcessesOption = None,
     dry_run: DryRunOption = False,
 ) -> None:
     """GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."""
-    from omnidecision.rl.config import GRPO_STAGE
-    from omnidecision.rl.dryrun import dry_run as check
-    from omnidecision.rl.train import main
+    from omnidecision.rl.config import GRPO_STAGE  # heavy: the GRPO recipe's dataclasses load trl; keeps --help fast
+    from omnidecision.rl.train import main  # heavy: loads torch/trl; keeps --help fast
 
     report = launch_stage(GRPO_STAGE, stage_args(GRPO_STAGE, config, ctx.args), main=main, check=check,
                           accelerate_config=accelerate_config, num_processes=num_processes, dry_run=dry_run)
-    summary = {k: report[k] for k in ("steps", "train_seconds", "delta_mean")}
+    print(grpo_summary(report, ("steps", "train_seconds", "delta_mean")))
+
+
+def grpo_summary(report: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """What a GRPO entry prints: the report's `keys` (those it has) and the start and trained planners' held-out
+    closure reward (when the run evaluated them), as JSON."""
+    summary = {k: report[k] for k in keys if k in report}
     for key in ("start", "trained"):
         if report.get(key):
             summary[key] = report[key]["closure"]
-    print(json.dumps(summary, indent=2))
+    return json.dumps(summary, indent=2)
 
 
 grpo.passthrough = True  # type: ignore[attr-defined]

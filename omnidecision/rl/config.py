@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +16,11 @@ import trl
 
 from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
 from omnidecision.launch import RFT_ALIASES, Stage
+from omnidecision.preflight import check_precision, hide_hub_token
+from omnidecision.protocol.secrets import check_env_name
+from omnidecision.rl.evaluate import ClosureDecoding
+from omnidecision.rl.sources import parse_state_sources
+from omnidecision.rl.states import decoding_options
 
 
 @dataclass
@@ -131,9 +136,6 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
         "help": "environment: the agent's planner step budget per run."})
 
     def __post_init__(self) -> None:
-        from omnidecision.protocol.secrets import check_env_name
-        from omnidecision.rl.sources import parse_state_sources
-
         # a key pasted where its variable's name goes: refused without echoing it, as collect recipes refuse it
         check_env_name(self.judge_api_key_env, "judge_api_key_env")
         # checked here, kept as plain mappings (the resolved configuration prints and saves as JSON)
@@ -205,8 +207,6 @@ class GRPOScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
         if self.checkpoint_dev_data:
             return self.checkpoint_dev_data
         if self.state_sources:
-            from omnidecision.rl.sources import parse_state_sources
-
             return str(parse_state_sources(self.state_sources)[0].path)
         return str(self.dataset_name)
 
@@ -297,8 +297,6 @@ class PlannerGRPOConfig(trl.GRPOConfig):
     )
 
     def __post_init__(self) -> None:
-        from omnidecision.preflight import check_precision, hide_hub_token
-
         check_precision(self, "GRPO recipe")
         hide_hub_token(self)  # never pickled into training_args.bin, never in the argv wandb records
         if self.num_generations is None or self.num_generations < 2:
@@ -314,6 +312,40 @@ class PlannerGRPOConfig(trl.GRPOConfig):
                              f"per_device_train_batch_size x steps_per_generation x processes) must be a multiple of "
                              f"num_generations "
                              f"({self.num_generations})")
+
+
+@dataclass(frozen=True)
+class GRPORecipe:
+    """One GRPO run's recipe as one hand-off: the three parsed blocks (`parse_args`) and what the phases of the run
+    derive from them once. Each phase reads the fields it needs; none threads the three blocks on."""
+
+    script: GRPOScriptArguments
+    training: PlannerGRPOConfig
+    model: PlannerModelConfig
+
+    @property
+    def out(self) -> Path:
+        """The run's output folder."""
+        return Path(self.training.output_dir)
+
+    @property
+    def decoding(self) -> ClosureDecoding:
+        """How every held-out closure evaluation of the run decodes and scores (the same rows and decoding each
+        time; the balanced selection decodes greedily with the same settings, `rl/states.py:decoding_options`)."""
+        return closure_decoding(self.script, self.training)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The run's full recipe for its provenance (the same three blocks as the SFT run card)."""
+        return {"script": asdict(self.script), "model": asdict(self.model),
+                "training": json.loads(self.training.to_json_string())}
+
+
+def closure_decoding(script: GRPOScriptArguments, training: PlannerGRPOConfig) -> ClosureDecoding:
+    """The held-out closure evaluation's decoding and scoring, from the recipe's `eval_closure_*` fields, the
+    sampling temperature and seed, and the decoding options the balanced selection shares."""
+    return ClosureDecoding(mode=script.eval_closure_mode, samples=script.eval_closure_samples,
+                           temperature=training.temperature, seed=training.seed,
+                           **decoding_options(script, training))
 
 
 def make_parser() -> trl.TrlParser:

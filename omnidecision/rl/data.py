@@ -16,14 +16,14 @@ import random
 from pathlib import Path
 from typing import Any
 
+from omnidecision.preflight import split_files
 from omnidecision.protocol.rows import rl_row
+from omnidecision.synthetic.states import random_ledger
 
 logger = logging.getLogger(__name__)
 
 def rl_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     """`n` rows from independent random reachable ledgers (same seed, same rows)."""
-    from omnidecision.synthetic.states import random_ledger
-
     rng = random.Random(seed)
     return [rl_row(random_ledger(rng), task_id=f"syn-{seed}-{k}", run_id="rule", level="1", category="synthetic")
             for k in range(n)]
@@ -51,8 +51,6 @@ def rl_folder(path: str | Path) -> Path:
 
 def rl_split_files(path: str | Path) -> dict[str, list[str]]:
     """Split name -> data files of an RL folder (`dataset_name`), without loading it (what a dry run checks)."""
-    from omnidecision.preflight import split_files
-
     return split_files(rl_folder(path))
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.inputs import BadRow, has_columns, iter_rows, split_problem
+from omnidecision.launch import launch_checks, model_check_list, output_dir_checks, render
 from omnidecision.outputs import output_problems
 from omnidecision.preflight import (
     Check,
     DryRunReport,
+    _adapter_base,
     check_folder,
     check_split_columns,
     check_url,
@@ -28,6 +30,8 @@ from omnidecision.preflight import (
     parse_stage,
     split_files,
 )
+from omnidecision.rewards.registry import reward_problems
+from omnidecision.rl.data import rl_folder
 from omnidecision.rl.judge_labels import judge_label
 
 # the columns GRPO's loader (rl/data.py:load_rl_splits) and the judge's labels (rl/judge_labels.py:judge_label) need,
@@ -57,8 +61,6 @@ def _accelerate_sharding(config_file: str | None) -> str | None:
 def generation_model(model_name_or_path: str) -> str:
     """The model a vLLM generation server loads for this policy: an adapter's base, else the checkpoint itself
     (TRL pushes the trained weights, adapters merged, into it at every step)."""
-    from omnidecision.preflight import _adapter_base
-
     p = Path(model_name_or_path)
     if (p / "adapter_config.json").exists():
         return _adapter_base(p) or model_name_or_path
@@ -69,8 +71,6 @@ def rl_data_checks(script: Any, columns: tuple[str, ...] = RL_COLUMNS) -> list[C
     """The RL state folders of a GRPO recipe (`dataset_name`, or each of `state_sources`): the train split and the
     columns the stage needs, on every row of every split it reads (`inputs.split_problem`); a missing held-out split
     is a warning (carved out of train)."""
-    from omnidecision.rl.data import rl_folder
-
     if script.environment is not None:  # a task set, read by the task loaders
         return [check_folder(script.dataset_name, "dataset_name", must_exist=True)]
     folders = ([(f"state_sources[{i}]", s["path"]) for i, s in enumerate(script.state_sources)]
@@ -115,8 +115,6 @@ def rows_check(files: dict[str, list[str]], where: str, folder: str, columns: tu
 def reward_checks(script: Any, given: Collection[str] = ()) -> list[Check]:
     """The recipe's reward functions are registered (or among the names `given` by the caller's entry); the judge
     they name is a folder or an endpoint URL."""
-    from omnidecision.rewards.registry import reward_problems
-
     if script.environment is not None:  # the environment's own reward
         return []
     problems = reward_problems([name for name in script.reward_funcs if name not in given])
@@ -136,8 +134,6 @@ def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...]
     (`rl/train.py:main`): the start model, the attention implementation, the state folders (`columns` on every row),
     the rewards. `rewards` and `environments`: the reward and environment names the calling entry brings itself
     (`omnidecision grpo-agent`'s, which run the agent: decision-level GRPO brings none)."""
-    from omnidecision.launch import model_check_list, output_dir_checks
-
     inputs = [model.model_name_or_path, script.dataset_name, *(s["path"] for s in script.state_sources or []),
               getattr(script, "judge_path", None)]
     checks = [*model_check_list(model), *rl_data_checks(script, columns), *reward_checks(script, rewards),
@@ -152,8 +148,6 @@ def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...]
 def judge_checks(script: Any, training: Any, model: Any) -> list[Check]:
     """The checks `judge train` makes before it starts, in its dry run and its real run (`rl/judge_train.py:main`):
     the start model and the rows' folder with its train split and the columns the labels read."""
-    from omnidecision.launch import model_check_list, output_dir_checks
-
     checks = [*model_check_list(model), *output_dir_checks(training, [model.model_name_or_path, script.dataset_name])]
     folder = str(script.dataset_name)
     try:
@@ -233,8 +227,7 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None, num_
             stage: Any = None, rewards: Collection[str] = (), environments: Collection[str] = ()) -> DryRunReport:
     """The dry-run report of `omnidecision grpo` with `stage_args` (`--config RECIPE` + overrides); `stage`,
     `rewards`, `environments`: another GRPO entry's (`omnidecision grpo-agent`'s), default decision-level GRPO's."""
-    from omnidecision.launch import launch_checks
-    from omnidecision.rl.config import GRPO_STAGE
+    from omnidecision.rl.config import GRPO_STAGE  # heavy: the GRPO recipe's dataclasses load trl; keeps --help fast
 
     stage = stage or GRPO_STAGE
     report, parsed = parse_stage(stage.name, stage_args, stage.parse)
@@ -280,8 +273,7 @@ def rft_dry_run(stage_args: list[str], *, accelerate_config: str | None = None, 
                 out: Path, val: Path | None = None, max_states: int | None = None,
                 replace: bool = False) -> DryRunReport:
     """The dry-run report of `rft-select` (`--config GRPO_RECIPE` + overrides, `--out`, `--val`)."""
-    from omnidecision.launch import render
-    from omnidecision.rl.config import parse_args
+    from omnidecision.rl.config import parse_args  # heavy: the GRPO recipe's dataclasses load trl; keeps --help fast
 
     report, parsed = parse_stage("rft-select", stage_args, parse_args)
     if parsed is None:

@@ -21,12 +21,16 @@ import logging
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from omnidecision.modeling import generate_decisions, load_planner
+from omnidecision.outputs import dry_run_stdout
+from omnidecision.preflight import DryRunReport, check_model, cuda_available, emit
 from omnidecision.rewards.checks import load_ledger
 from omnidecision.rewards.closure import ClosureRubric
+from omnidecision.rl.data import load_rl_splits, rl_split_files
 from omnidecision.stats import bootstrap_mean_ci, exact_sign_p
 
 logger = logging.getLogger(__name__)
@@ -84,8 +88,6 @@ def paired_comparison(before: Sequence[float], after: Sequence[float], *, n_boot
 def resolve_device(device: str | None = "auto") -> tuple[str, str]:
     """(device, why) for `device`: "auto"/None → "cuda" when torch sees a CUDA device, else "cpu"; an explicit
     device is kept, and a CUDA one on a machine without CUDA is a ValueError (not a silent hours-long CPU run)."""
-    from omnidecision.preflight import cuda_available
-
     has_cuda = cuda_available()
     if device in (None, "", "auto"):
         return ("cuda", "auto: a CUDA device is visible") if has_cuda else ("cpu", "auto: no CUDA device visible")
@@ -105,36 +107,51 @@ def _load(model_or_dir: Any, tokenizer: Any | None, device: str | None = None) -
     return model, tokenizer or loaded_tokenizer
 
 
+@dataclass(frozen=True)
+class ClosureDecoding:
+    """How a closure evaluation decodes and scores: the same record for the start and the trained planner of a run
+    and for the balanced selection of its states (so "right" means the same thing in all three)."""
+
+    mode: Literal["greedy", "sampled"] = "greedy"
+    samples: int = 4  # decisions per state when sampled
+    temperature: float = 1.0
+    max_new_tokens: int = 64
+    batch_size: int = 16  # prompts per generate() call
+    weights: dict[str, float] | None = None  # the closure checks' weights (None: the rubric's defaults)
+    gate_on_tool: bool = True
+    chat_template_kwargs: dict[str, Any] | None = None
+    seed: int = 0
+
+
 def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, tokenizer: Any | None = None,
-                           mode: Literal["greedy", "sampled"] = "greedy", samples: int = 4, temperature: float = 1.0,
-                           max_new_tokens: int = 64, batch_size: int = 16, weights: dict[str, float] | None = None,
-                           gate_on_tool: bool = True,
-                           chat_template_kwargs: dict[str, Any] | None = None, seed: int = 0,
-                           device: str | None = None) -> dict[str, Any]:
+                           decoding: ClosureDecoding | None = None, device: str | None = None,
+                           **options: Any) -> dict[str, Any]:
     """Mean closure reward of a planner (a folder, or a loaded model with `tokenizer`) on the first `n` rows of
     `dataset` (rows with `prompt` and `ledger`; a datasets.Dataset or a list of dicts); `n` None or < 0: all.
-    `device`: where a folder's model is loaded (None: the CPU); a loaded model stays where it is."""
+    `decoding`: how it decodes and scores (default `ClosureDecoding()`), with `options` (its fields by name) replacing
+    some of them. `device`: where a folder's model is loaded (None: the CPU); a loaded model stays where it is."""
     import torch
 
+    d = replace(decoding or ClosureDecoding(), **options)
     model, tokenizer = _load(model_dir, tokenizer, device)
     rows = [dataset[i] for i in range(len(dataset) if n is None or n < 0 else min(n, len(dataset)))]
     if not rows:
         raise ValueError("heldout_closure_reward: the dataset has no rows")
-    torch.manual_seed(seed)
-    sampled = mode == "sampled"
-    k = samples if sampled else 1
+    torch.manual_seed(d.seed)
+    sampled = d.mode == "sampled"
+    k = d.samples if sampled else 1
     completions = generate_decisions(model, tokenizer, [r["prompt"] for r in rows], do_sample=sampled,
-                                     num_return_sequences=k, temperature=temperature,
-                                     max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                     chat_template_kwargs=chat_template_kwargs)
-    rubric = ClosureRubric(weights, gate_on_tool=gate_on_tool)
+                                     num_return_sequences=k, temperature=d.temperature,
+                                     max_new_tokens=d.max_new_tokens, batch_size=d.batch_size,
+                                     chat_template_kwargs=d.chat_template_kwargs)
+    rubric = ClosureRubric(d.weights, gate_on_tool=d.gate_on_tool)
     flat = [c for group in completions for c in group]
     ledgers = [load_ledger(r["ledger"]) for r in rows for _ in range(k)]
     comps = rubric.components(flat, ledgers)
     scores = rubric.combine(comps)
     per_state = [statistics.fmean(scores[i * k:(i + 1) * k]) for i in range(len(rows))]
     result = {
-        "mode": mode, "samples_per_state": k, "n_states": len(rows), "n_decisions": len(flat),
+        "mode": d.mode, "samples_per_state": k, "n_states": len(rows), "n_decisions": len(flat),
         "closure": spread(per_state),
         "components": {name: round(statistics.fmean([v for v in vals if v is not None]), 4)
                        for name, vals in comps.items()},
@@ -143,16 +160,13 @@ def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, 
         "examples": flat[:3],
         "per_state": [round(v, 4) for v in per_state],
     }
-    logger.info("held-out closure reward (%s, %d states): %.4f ± %.4f", mode, len(rows),
+    logger.info("held-out closure reward (%s, %d states): %.4f ± %.4f", d.mode, len(rows),
                 result["closure"]["mean"], result["closure"]["std"])
     return result
 
 
 def dry_run(model_dir: str, dataset_name: str, split: str, device: str) -> Any:
     """The report of `--dry-run`: the model, the states' split and the device a real run would use."""
-    from omnidecision.preflight import DryRunReport, check_model
-    from omnidecision.rl.data import rl_split_files
-
     report = DryRunReport(command="rl.evaluate", resolved={"model_dir": model_dir, "dataset_name": dataset_name,
                                                            "split": split, "device": device})
     report.checks.append(check_model(model_dir, "model_dir"))
@@ -188,12 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     if a.dry_run:
-        from omnidecision.outputs import dry_run_stdout
-        from omnidecision.preflight import emit
-
         with dry_run_stdout():  # the report alone on stdout, as `omnidecision ... --dry-run` (cli.py)
             return emit(dry_run(a.model_dir, a.dataset_name, a.split, a.device))
-    from omnidecision.rl.data import load_rl_splits
 
     device, why = resolve_device(a.device)
     logger.info("evaluating on %s (%s)", device, why)
@@ -211,8 +221,6 @@ def dev_closure_scorer(policy: Any, dev_data: str, tokenizer: Any,
     `checkpoints.CheckpointPolicyArguments`. It lives here, not in `checkpoints` (a bottom module), because it
     decodes and scores with rl's evaluator; sft's checkpoint selection calls it too."""
     import torch
-
-    from omnidecision.rl.data import load_rl_splits
 
     splits = load_rl_splits(dev_data, (policy.checkpoint_dev_split,))
     dev = splits[policy.checkpoint_dev_split]

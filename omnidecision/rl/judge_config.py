@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import trl
 
 from omnidecision.launch import JUDGE_ALIASES, Stage
+from omnidecision.preflight import hide_hub_token
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +58,6 @@ class JudgeRewardConfig(trl.RewardConfig):
     disable_tqdm: bool | None = field(default=True, metadata={"help": "No progress bar (logs only)."})
 
     def __post_init__(self) -> None:
-        from omnidecision.preflight import hide_hub_token
-
         hide_hub_token(self)  # never pickled into training_args.bin, never in the argv wandb records
         if self.max_steps is None or self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1 (the judge trains for a fixed number of steps), got "

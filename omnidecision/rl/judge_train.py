@@ -26,7 +26,25 @@ from typing import Any
 
 import typer
 
+from omnidecision.checkpoints import write_consumed
+from omnidecision.launch import launch_checks, launch_stage, stage_args
+from omnidecision.outputs import overlap_problems, write_json_atomic
+from omnidecision.preflight import (
+    Check,
+    DryRunReport,
+    PreflightError,
+    check_model,
+    emit,
+    parse_stage,
+    require,
+    split_files,
+)
+from omnidecision.provenance import record_training
+from omnidecision.rewards.closure import ClosureRubric
+from omnidecision.rewards.learned_judge import LearnedJudge, judge_text
+from omnidecision.rl.dryrun import JUDGE_COLUMNS, judge_checks, rows_check
 from omnidecision.rl.judge_labels import judge_label
+from omnidecision.stats import auroc
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -73,11 +91,6 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
     from trl import RewardTrainer
 
-    from omnidecision.checkpoints import write_consumed
-    from omnidecision.preflight import require
-    from omnidecision.rewards.learned_judge import judge_text
-    from omnidecision.rl.dryrun import judge_checks
-
     require(judge_checks(script, training, model_args))  # what the dry run checks, before anything loads
     t0 = time.perf_counter()
     out = Path(training.output_dir)
@@ -114,7 +127,6 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
                "checkpoint_selection": "final weights (the judge is scored by its dev AUROC, `judge eval`)"}
     (out / "judge_train.json").write_text(json.dumps(summary, indent=2), "utf-8")
     write_consumed(out, "judge", seed=training.seed, trainer=trainer, row_unit="pairs")
-    from omnidecision.provenance import record_training
 
     record_training(out, stage="judge", start_model=str(model_args.model_name_or_path),
                     dataset=str(script.dataset_name), splits={"train": rows},
@@ -141,8 +153,7 @@ def train(
     dataset_name, max_pairs, model_name_or_path). Deprecated (a warning; CHANGELOG.md): --data (dataset_name), --model
     (model_name_or_path), --out (output_dir), --max-steps, --batch-size (per_device_train_batch_size),
     --learning-rate, --max-length, --use-cpu/--no-use-cpu."""
-    from omnidecision.launch import launch_stage, stage_args
-    from omnidecision.rl.judge_config import JUDGE_STAGE
+    from omnidecision.rl.judge_config import JUDGE_STAGE  # heavy: its dataclasses load trl (fast --help)
 
     launch_stage(JUDGE_STAGE, stage_args(JUDGE_STAGE, config, ctx.args), main=main, check=judge_dry_run,
                  dry_run=dry_run)
@@ -152,10 +163,7 @@ def judge_dry_run(args: list[str], *, accelerate_config: str | None = None,
                   num_processes: int | None = None) -> Any:
     """The dry-run report of `judge train` (`--config RECIPE` + overrides): the recipe parsed as the run parses it,
     the start model, the rows' folder, and the command a run starts."""
-    from omnidecision.launch import launch_checks
-    from omnidecision.preflight import parse_stage
-    from omnidecision.rl.dryrun import judge_checks
-    from omnidecision.rl.judge_config import JUDGE_STAGE, parse_args
+    from omnidecision.rl.judge_config import JUDGE_STAGE, parse_args  # heavy: its dataclasses load trl (fast --help)
 
     report, parsed = parse_stage("judge train", args, parse_args)
     if parsed is None:
@@ -170,17 +178,12 @@ def judge_dry_run(args: list[str], *, accelerate_config: str | None = None,
 
 def judge_eval_rows(rows: list[dict[str, Any]], judge_dir: str | None) -> dict[str, Any]:
     """AUROC of the learned judge and of the closure checks alone on labelled rows (the label: see module)."""
-    from omnidecision.rewards.closure import ClosureRubric
-    from omnidecision.stats import auroc
-
     kept = [r for r in rows if judge_label(r) is not None]
     labels = [bool(judge_label(r)) for r in kept]
     closure = ClosureRubric()([r["decision"] for r in kept], ledger=[r["ledger"] for r in kept])
     out: dict[str, Any] = {"n": len(kept), "positive": sum(labels), "negative": len(labels) - sum(labels),
                            "auroc_closure": auroc(closure, labels)}
     if judge_dir:
-        from omnidecision.rewards.learned_judge import LearnedJudge
-
         scores = LearnedJudge(judge_dir).score([r["prompt"] for r in kept], [r["decision"] for r in kept])
         out["auroc_judge"] = auroc([s if s is not None else 0.0 for s in scores], labels)
         # the two together, as GRPO's reward combines them (equal shares)
@@ -203,8 +206,6 @@ def evaluate(
                                  "model, write nothing"),
 ) -> None:
     """AUROC of "the decision moved the ledger" for the judge vs the closure checks alone."""
-    from omnidecision.preflight import DryRunReport, PreflightError, emit, require  # loaded when it runs (fast --help)
-
     checks = judge_eval_checks(data, split, judge, out)
     if dry_run:
         raise typer.Exit(emit(DryRunReport(command="judge eval", checks=checks, extra={
@@ -218,8 +219,6 @@ def evaluate(
     res = judge_eval_rows(_rows(str(data), split), str(judge) if judge else None)
     res.update({"data": str(data), "split": split})
     if out:
-        from omnidecision.outputs import write_json_atomic  # as above
-
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out, res)
     print(json.dumps(res))
@@ -229,10 +228,6 @@ def judge_eval_checks(data: Path, split: str, judge: Path | None, out: Path | No
     """The checks `judge eval` makes before it loads anything, in its dry run and its run: the rows' folder (the
     split, the columns the labels and the closure checks read, a prompt on every row), the judge folder, and --out
     (a file: never inside or over the rows or the judge, where a loader would read it as data)."""
-    from omnidecision.outputs import overlap_problems  # loaded when the command runs (fast --help)
-    from omnidecision.preflight import Check, check_model, split_files  # as above
-    from omnidecision.rl.dryrun import JUDGE_COLUMNS, rows_check  # as above
-
     checks: list[Check] = []
     folder = str(data)
     try:

@@ -36,7 +36,17 @@ from typing import Any, Optional
 
 import typer
 
+from omnidecision.checkpoints import write_consumed
+from omnidecision.launch import launch_stage, stage_args
+from omnidecision.modeling import generate_decisions
 from omnidecision.outputs import staged_output
+from omnidecision.preflight import require
+from omnidecision.provenance import training_tasks, write_task_ids
+from omnidecision.rewards import get_reward_funcs
+from omnidecision.rewards.checks import CHECKS, Decision
+from omnidecision.rl.dryrun import rft_checks, rft_dry_run, rft_inputs
+from omnidecision.rl.judge_stats import judges_of
+from omnidecision.rl.states import consumed_indices, load_states, select, state_id
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +70,6 @@ def select_best(groups: list[list[str]], scores: list[list[float]], formats: lis
 def rft_states(script: Any, training: Any, planner: Any, tokenizer: Any,
                max_states: int | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(the state rows GRPO's first `max_steps` steps generate groups for, in order; the selection stats)."""
-    from omnidecision.rl.states import consumed_indices, load_states, select
-
     train, _, _ = load_states(script, training)
     train, selection = select(planner, tokenizer, train, script, training)
     indices = consumed_indices(len(train), training)
@@ -74,9 +82,6 @@ def score_groups(script: Any, training: Any, rows: list[dict[str, Any]], groups:
                  output_dir: str) -> list[list[float]]:
     """The recipe's reward of every decision, weighted and summed as TRL does (a missing score counts nothing),
     with every dataset column passed to the reward functions as TRL passes them."""
-    from omnidecision.rewards import get_reward_funcs
-    from omnidecision.rl.judge_stats import judges_of
-
     k = training.num_generations
     funcs = get_reward_funcs(script.reward_funcs, **script.reward_params(0, 1, output_dir, seed=training.seed))
     weights = training.reward_weights or [1.0] * len(funcs)
@@ -100,9 +105,6 @@ def main(script: Any, training: Any, model_args: Any, *, out: Path, val: Path | 
     OUT/rft_select.json (the stats and the state ids) and OUT/consumed.json. OUT is written through a temp sibling
     (`outputs.staged_output`): never one of the inputs or a folder holding one, never a folder it did not write
     unless `replace`."""
-    from omnidecision.preflight import require
-    from omnidecision.rl.dryrun import rft_checks, rft_inputs
-
     require(rft_checks(script, training, model_args, out=out, val=val, replace=replace))  # the dry run's, first
     t0 = time.perf_counter()
     with staged_output(out, rft_inputs(script, model_args, val), command="rft-select", replace=replace) as tmp:
@@ -117,11 +119,7 @@ def _select_into(tmp: Path, script: Any, training: Any, model_args: Any, *, val:
     import datasets
     import torch
 
-    from omnidecision.checkpoints import write_consumed
-    from omnidecision.modeling import generate_decisions
-    from omnidecision.rewards.checks import CHECKS, Decision
-    from omnidecision.rl.states import state_id
-    from omnidecision.rl.train import load_policy
+    from omnidecision.rl.train import load_policy  # heavy: loads torch/trl; keeps --help fast
 
     planner, tok, _ = load_policy(model_args)  # loaded as GRPO loads its policy: the same greedy selection
     rows, selection = rft_states(script, training, planner, tok, max_states)
@@ -158,7 +156,6 @@ def _select_into(tmp: Path, script: Any, training: Any, model_args: Any, *, val:
     write_consumed(tmp, "rft-select", seed=training.seed, row_unit="completions", completions=len(rows) * k,
                    extra={"states": len(rows), "num_generations": k, "matched_grpo_steps": training.max_steps})
     # the tasks whose states the rows came from: the SFT run on them records them (and stage rft) in its provenance
-    from omnidecision.provenance import training_tasks, write_task_ids
 
     write_task_ids(tmp, training_tasks(script.dataset_name, {"train": rows}), stage="rft")
     return stats
@@ -180,9 +177,7 @@ def rft_select(
     """Sample K decisions on the states GRPO's steps consume, keep the best well-formed one by the GRPO recipe's
     reward, write an SFT dataset. Extra `--field value` options override the GRPO recipe as for `omnidecision grpo`
     (`--max_steps N`: the GRPO steps to match; deprecated: --model, --data, --samples, --match-steps)."""
-    from omnidecision.launch import launch_stage, stage_args
-    from omnidecision.rl.config import RFT_STAGE
-    from omnidecision.rl.dryrun import rft_dry_run
+    from omnidecision.rl.config import RFT_STAGE  # heavy: the GRPO recipe's dataclasses load trl; keeps --help fast
 
     launch_stage(RFT_STAGE, stage_args(RFT_STAGE, config, ctx.args), main=main, check=rft_dry_run, dry_run=dry_run,
                  out=out, val=val, max_states=max_states, replace=replace)

@@ -22,6 +22,8 @@ import statistics
 import time
 from typing import Any
 
+from omnidecision.rl.evaluate import heldout_closure_reward
+
 logger = logging.getLogger(__name__)
 
 PERFECT = 1.0 - 1e-6  # closure rewards are weighted means rounded to 6 places: below this, something was wrong
@@ -53,8 +55,6 @@ def balanced_selection(model: Any, tokenizer: Any, dataset: Any, *, right_ratio:
                        **eval_kwargs: Any) -> tuple[Any, dict[str, Any]]:
     """(the selected training states, selection stats). `eval_kwargs` go to `heldout_closure_reward` (decoding
     and rubric settings: use the ones of the held-out evaluation, so "right" means the same thing)."""
-    from omnidecision.rl.evaluate import heldout_closure_reward
-
     start = time.perf_counter()
     result = heldout_closure_reward(model, dataset, n=-1, tokenizer=tokenizer, mode="greedy", **eval_kwargs)
     indices, stats = balanced_indices(result["per_state"], right_ratio, seed)

@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from omnidecision.rl.data import load_rl_splits
+
 logger = logging.getLogger(__name__)
 
 SOURCE_COLUMN = "state_source"  # the column naming where a mixed row came from
@@ -123,8 +125,6 @@ def load_state_sources(sources: list[StateSource], splits: tuple[str, str] = ("t
     `dataset_name` (`rl.data.load_rl_splits`, with the same carving of a missing validation split)."""
     import datasets
 
-    from omnidecision.rl.data import load_rl_splits
-
     loaded = [load_rl_splits(s.path, splits, carve=carve, seed=seed) for s in sources]
     train_name, val_name = splits
     sizes = [len(parts[train_name]) for parts in loaded]
@@ -162,8 +162,6 @@ def source_counts(dataset: Any) -> dict[str, int]:
 def load_grpo_states(script_args: Any, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The train and held-out states of a GRPO recipe: its `state_sources` mixed by weight when set (they replace
     `dataset_name`), else `dataset_name` as one source; with the mix's stats (None for `dataset_name`)."""
-    from omnidecision.rl.data import load_rl_splits
-
     splits = (script_args.dataset_train_split, script_args.dataset_test_split)
     sources = parse_state_sources(script_args.state_sources)
     if sources is None:

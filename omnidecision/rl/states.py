@@ -17,6 +17,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from omnidecision.rl.select import balanced_selection
+from omnidecision.rl.sources import load_grpo_states
+
 logger = logging.getLogger(__name__)
 
 STATE_ID_COLUMNS = ("task_id", "run_id", "step")
@@ -34,8 +37,6 @@ def load_states(script_args: Any, training_args: Any) -> tuple[Any, Any, dict[st
     """(train states before selection, held-out states, the mix's stats): the recipe's splits — `dataset_name`, or
     its `state_sources` mixed by weight (rl/sources.py: e.g. the planner's own states beside the teacher's; None
     for `dataset_name`) —, `max_train_samples`, seeded shuffle."""
-    from omnidecision.rl.sources import load_grpo_states
-
     splits, mix = load_grpo_states(script_args, seed=training_args.seed)
     train = splits[script_args.dataset_train_split]
     heldout = splits[script_args.dataset_test_split]
@@ -47,8 +48,6 @@ def load_states(script_args: Any, training_args: Any) -> tuple[Any, Any, dict[st
 def select(model: Any, tokenizer: Any, train: Any, script_args: Any, training_args: Any) -> tuple[Any, dict]:
     """The training states after `select_states` (all, or balanced by the start planner's greedy decisions; a
     resumed run selects again from the same start planner: the same states, so the data order carries on)."""
-    from omnidecision.rl.select import balanced_selection
-
     if script_args.select_states != "balanced":
         return train, {"mode": "all", "kept": len(train)}
     train, selection = balanced_selection(model, tokenizer, train, right_ratio=script_args.select_right_ratio,

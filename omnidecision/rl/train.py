@@ -49,10 +49,11 @@ import json
 import logging
 import sys
 import time
+import warnings
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from omnidecision.checkpoints import (
     CheckpointSelection,
@@ -63,26 +64,38 @@ from omnidecision.checkpoints import (
     write_selection,
 )
 from omnidecision.modeling import compact_lm_head, is_adapter, load_planner
-from omnidecision.preflight import require, require_attention, sharded_parameters, wandb_offline_fallback
+from omnidecision.preemption import PreemptionCheckpoint
+from omnidecision.preflight import require, require_attention, run_refusing, sharded_parameters, wandb_offline_fallback
 from omnidecision.provenance import record_training
 from omnidecision.rewards import get_reward_funcs
 from omnidecision.rewards.registry import bind_params
+from omnidecision.rl.averaging import TailWeightAverage, check_supported
 from omnidecision.rl.config import (
+    GRPORecipe,
     GRPOScriptArguments,
     PlannerGRPOConfig,
     PlannerModelConfig,
+    closure_decoding,
     parse_args,
 )
 from omnidecision.rl.dryrun import grpo_checks
-from omnidecision.rl.evaluate import dev_closure_scorer, heldout_closure_reward, paired_comparison
+from omnidecision.rl.evaluate import ClosureDecoding, dev_closure_scorer, heldout_closure_reward, paired_comparison
 from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
 from omnidecision.rl.sources import source_counts
-from omnidecision.rl.states import StateRecorder, decoding_options, load_states, select
+from omnidecision.rl.states import StateRecorder, load_states, select
 
 logger = logging.getLogger(__name__)
 
 
-def load_policy(model_args: PlannerModelConfig) -> tuple[Any, Any, Any]:
+class Policy(NamedTuple):
+    """The policy a run trains: the model, its tokenizer and TRL's LoRA config (None: no new adapter)."""
+
+    model: Any
+    tokenizer: Any
+    peft_config: Any
+
+
+def load_policy(model_args: PlannerModelConfig) -> Policy:
     """(model, tokenizer, peft_config): an adapter folder is continued trainable; else the checkpoint, with a new
     LoRA when `use_peft`."""
     from trl import get_peft_config
@@ -95,7 +108,7 @@ def load_policy(model_args: PlannerModelConfig) -> tuple[Any, Any, Any]:
                                     tokenizer_path=model_args.tokenizer_name_or_path,
                                     revision=model_args.model_revision, dtype=model_args.dtype,
                                     attn_implementation=model_args.attn_implementation)
-    return model, tokenizer, None if adapter else get_peft_config(model_args)
+    return Policy(model, tokenizer, None if adapter else get_peft_config(model_args))
 
 
 def _check_backend(training_args: PlannerGRPOConfig) -> None:
@@ -129,6 +142,36 @@ def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: P
 
 
 @dataclass
+class TrainingStates:
+    """The data phase's hand-off: the states the run trains on and is evaluated on, and how they were chosen."""
+
+    train: Any  # after `select_states`
+    heldout: Any
+    readable: dict[str, Any]  # split name -> every state this run could read (before selection), for provenance
+    mix: dict[str, Any] | None  # the state sources' stats (None: `dataset_name`)
+    selection: dict[str, Any]
+
+    def counts(self) -> dict[str, Any]:
+        """The data block of the run's provenance."""
+        return {"selection": self.selection, "train_states": len(self.train), "heldout_states": len(self.heldout)}
+
+
+@dataclass(frozen=True)
+class HeldoutEvaluation:
+    """`evaluate(model)`: the held-out closure reward of a planner on this run's held-out states, decoded and scored
+    the same way each time (the start, the last and the trained weights are compared state by state)."""
+
+    heldout: Any
+    tokenizer: Any
+    n: int
+    decoding: ClosureDecoding
+
+    def __call__(self, model: Any) -> dict[str, Any]:
+        return heldout_closure_reward(model, self.heldout, n=self.n, tokenizer=self.tokenizer,
+                                      decoding=self.decoding)
+
+
+@dataclass
 class TrainedRun:
     """What the training phase hands to the phases after it."""
 
@@ -159,79 +202,77 @@ def main(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig, mod
     """Train; `callbacks` (TrainerCallback objects) join the trainer's, e.g. a benchmark's compute budget;
     `rewards`: reward factories by name that the calling entry brings (`omnidecision grpo-agent`'s executed reward),
     beside the reward registry's."""
-    out = prepare_run(script_args, training_args, model_args, rewards=rewards or {})
+    return train_decisions(GRPORecipe(script_args, training_args, model_args), callbacks, rewards or {})
+
+
+def train_decisions(recipe: GRPORecipe, callbacks: list[Any] | None, rewards: RewardFactories) -> dict[str, Any]:
+    """The decision GRPO's phases in order, over one recipe (`main`'s body; `closure_eval.json`'s report)."""
+    prepare_run(recipe, rewards=rewards)
 
     # --- data: RL states (train) and the held-out split (rl/states.py: the same states rft-select samples on;
     # `dataset_name`, or the recipe's `state_sources` mixed by weight: rl/sources.py)
-    train, heldout, mix = load_states(script_args, training_args)
-    # every task whose states this run could read (before selection: the guard at eval time errs on the safe side)
-    splits = {script_args.dataset_train_split: train, script_args.dataset_test_split: heldout}
+    train, heldout, mix = load_states(recipe.script, recipe.training)
     logger.info("RL states: %d train, %d held-out", len(train), len(heldout))
 
     # --- rewards from the recipe
-    reward_funcs = build_rewards(script_args, training_args, rewards)
+    reward_funcs = build_rewards(recipe, rewards)
 
     # --- policy: SFT checkpoint or adapter
-    model, tokenizer, peft_config = load_policy(model_args)
-    can_eval = _place_policy(model, script_args, training_args)
+    policy = load_policy(recipe.model)
+    can_eval = _place_policy(policy.model, recipe.script, recipe.training)
 
     # --- the training states: all, or balanced by the start planner's own greedy decisions (rl/select.py)
-    train, selection = select(model, tokenizer, train, script_args, training_args)
-    if mix is not None:
-        selection["by_source"] = source_counts(train)
+    states = select_states(policy, train, heldout, mix, recipe)
 
     # --- held-out closure reward of the starting planner (same run, same rows, same decoding)
-    eval_kwargs = closure_eval_kwargs(script_args, training_args, tokenizer)
-    run_eval = can_eval and training_args.process_index == 0
-    before = heldout_closure_reward(model, heldout, **eval_kwargs) if run_eval else None
+    evaluate = HeldoutEvaluation(heldout, policy.tokenizer, recipe.script.eval_closure_n, recipe.decoding) \
+        if can_eval and recipe.training.process_index == 0 else None
+    before = evaluate(policy.model) if evaluate else None
 
     # --- train (with tail weight averaging when asked: rl/averaging.py)
-    run = train_policy(model, tokenizer, peft_config, train, reward_funcs, script_args, training_args, callbacks)
+    run = train_policy(policy, states.train, reward_funcs, recipe, callbacks)
 
     # --- held-out closure reward of the trained planner, and the checkpoint policy's choice of its weights
-    final = finish_weights(run, heldout, eval_kwargs if run_eval else None)
+    final = finish_weights(run, evaluate)
 
     # --- save: the model, what the ecosystem reads, then this project's report and records
-    main_process = save_model(run, tokenizer, script_args, training_args)
-    report = closure_report(run, final, before, selection, mix, script_args, training_args, model_args)
+    main_process = save_model(run, policy.tokenizer, recipe)
+    report = closure_report(run, final, before, states, recipe)
     add_judge_stats(report, reward_funcs)
-    data = {"selection": selection, "train_states": len(train), "heldout_states": len(heldout)}
-    write_records(out, run, final, report, splits, data, main_process, script_args, training_args, model_args)
-    if run_eval:
+    write_records(run, final, report, states, main_process, recipe)
+    if evaluate:
         log_closure(report)
     return report
 
 
-def prepare_run(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig, model_args: PlannerModelConfig,
-                *, rewards: Collection[str] = (), environments: Collection[str] = ()) -> Path:
+def prepare_run(recipe: GRPORecipe, *, rewards: Collection[str] = (), environments: Collection[str] = ()) -> Path:
     """Refuse a launch that cannot work (vLLM without CUDA, a missing attention kernel, what the dry run refuses:
     `rl/dryrun.py:grpo_checks`, with the reward and environment names the calling entry brings), fall back to offline
     wandb without a key, and create the output folder (returned)."""
-    _check_backend(training_args)
-    require_attention(model_args.attn_implementation, "GRPO recipe")
-    wandb_offline_fallback(training_args.report_to)
+    _check_backend(recipe.training)
+    require_attention(recipe.model.attn_implementation, "GRPO recipe")
+    wandb_offline_fallback(recipe.training.report_to)
     # the dry run's checks, before anything loads
-    require(grpo_checks(script_args, training_args, model_args, rewards=rewards, environments=environments))
-    out = Path(training_args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    require(grpo_checks(recipe.script, recipe.training, recipe.model, rewards=rewards, environments=environments))
+    recipe.out.mkdir(parents=True, exist_ok=True)
+    return recipe.out
 
 
-def build_rewards(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-                  rewards: RewardFactories | None = None) -> list[Any]:
+def build_rewards(recipe: GRPORecipe, rewards: RewardFactories | None = None) -> list[Any]:
     """The recipe's reward functions in its order (a name in `rewards` from that factory, the others from the
     reward registry), with their judges' logging; `reward_weights` must give one weight each."""
     given = rewards or {}
+    script, training = recipe.script, recipe.training
     # each process gets its share of the judge's concurrency and its own judge-cache file
-    params = script_args.reward_params(training_args.process_index, training_args.world_size,
-                                       training_args.output_dir, seed=training_args.seed)
-    registered = iter(get_reward_funcs([n for n in script_args.reward_funcs if n not in given],
+    params = script.reward_params(training.process_index, training.world_size, training.output_dir,
+                                  seed=training.seed)
+    registered = iter(get_reward_funcs([n for n in script.reward_funcs if n not in given],
                                        **{n: p for n, p in params.items() if n not in given}))
     reward_funcs = with_judge_logging([_given_reward(n, given[n], params.get(n) or {}) if n in given
-                                       else next(registered) for n in script_args.reward_funcs])
-    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(reward_funcs):
-        raise ValueError(f"reward_weights has {len(training_args.reward_weights)} values for "
-                         f"{len(reward_funcs)} reward_funcs {script_args.reward_funcs}")
+                                       else next(registered) for n in script.reward_funcs])
+    if training.reward_weights is not None and len(training.reward_weights) != len(reward_funcs):
+        raise ValueError(f"reward_weights has {len(training.reward_weights)} values for "
+                         f"{len(reward_funcs)} reward_funcs {script.reward_funcs}")
     return reward_funcs
 
 
@@ -241,56 +282,58 @@ def _given_reward(name: str, factory: Callable[..., Any], params: Mapping[str, A
     return factory(**params)
 
 
-def closure_eval_kwargs(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-                        tokenizer: Any) -> dict[str, Any]:
-    """The arguments of every held-out closure evaluation of this run (the same rows and decoding each time)."""
-    return dict(n=script_args.eval_closure_n, tokenizer=tokenizer, mode=script_args.eval_closure_mode,
-                samples=script_args.eval_closure_samples, temperature=training_args.temperature,
-                seed=training_args.seed, **decoding_options(script_args, training_args))
+def select_states(policy: Policy, train: Any, heldout: Any, mix: dict[str, Any] | None,
+                  recipe: GRPORecipe) -> TrainingStates:
+    """The training states after `select_states` (all, or balanced by the start planner's greedy decisions), with
+    what the run's records say about them."""
+    # every task whose states this run could read (before selection: the guard at eval time errs on the safe side)
+    readable = {recipe.script.dataset_train_split: train, recipe.script.dataset_test_split: heldout}
+    selected, selection = select(policy.model, policy.tokenizer, train, recipe.script, recipe.training)
+    if mix is not None:
+        selection["by_source"] = source_counts(selected)
+    return TrainingStates(selected, heldout, readable, mix, selection)
 
 
-def train_policy(model: Any, tokenizer: Any, peft_config: Any, train: Any, reward_funcs: list[Any],
-                 script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+def train_policy(policy: Policy, train: Any, reward_funcs: list[Any], recipe: GRPORecipe,
                  callbacks: list[Any] | None) -> TrainedRun:
     """Build TRL's GRPOTrainer with the recipe's checkpoint policy and weight averaging as callbacks, and train
     (resuming from a checkpoint when the recipe asks)."""
     from trl import GRPOTrainer
 
-    from omnidecision.rl.averaging import TailWeightAverage, check_supported  # a TrainerCallback: loads transformers
-
+    script, training = recipe.script, recipe.training
     compact_lm_head()  # on the CPU, the policy's log-probs only at completion positions (modeling.py)
-    recorder = StateRecorder(training_args.num_generations)
-    trainer = GRPOTrainer(model=model, reward_funcs=[recorder.wrap(reward_funcs[0]), *reward_funcs[1:]],
-                          args=training_args, train_dataset=train, processing_class=tokenizer,
-                          peft_config=peft_config, callbacks=callbacks)
-    resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
+    recorder = StateRecorder(training.num_generations)
+    trainer = GRPOTrainer(model=policy.model, reward_funcs=[recorder.wrap(reward_funcs[0]), *reward_funcs[1:]],
+                          args=training, train_dataset=train, processing_class=policy.tokenizer,
+                          peft_config=policy.peft_config, callbacks=callbacks)
+    resume = resolve_resume(training.resume_from_checkpoint, training.output_dir)
     chooser = None
-    if script_args.checkpoint_policy == "dev_closure":  # the one policy of the post-SFT arms (checkpoints.py)
-        chooser = CheckpointSelection(trainer.model, dev_closure_scorer(script_args, script_args.dev_data(),
-                                                                        tokenizer, training_args.chat_template_kwargs),
-                                      script_args.checkpoint_every, script_args.dev_data(), resume_from=resume)
+    if script.checkpoint_policy == "dev_closure":  # the one policy of the post-SFT arms (checkpoints.py)
+        chooser = CheckpointSelection(trainer.model, dev_closure_scorer(script, script.dev_data(), policy.tokenizer,
+                                                                        training.chat_template_kwargs),
+                                      script.checkpoint_every, script.dev_data(), resume_from=resume)
         trainer.add_callback(chooser.callback)
     averager = None
-    if script_args.weight_average:
-        check_supported(training_args)
+    if script.weight_average:
+        check_supported(training)
         # the trainer's model: with `peft_config` the trainer wrapped it, and only the adapter is trainable
-        averager = TailWeightAverage(trainer.model, script_args.weight_average_start,
-                                     script_args.weight_average_every, resume_from=resume)
+        averager = TailWeightAverage(trainer.model, script.weight_average_start, script.weight_average_every,
+                                     resume_from=resume)
         trainer.add_callback(averager)
-    result, seconds = fit(trainer, training_args, resume)
+    result, seconds = fit(trainer, training, resume)
     return TrainedRun(trainer, result, seconds, recorder, chooser, averager)
 
 
-def train_environment(model: Any, tokenizer: Any, peft_config: Any, train: Any, environment: Any,
-                      training_args: PlannerGRPOConfig, callbacks: list[Any] | None) -> TrainedRun:
+def train_environment(policy: Policy, train: Any, environment: Any, training_args: PlannerGRPOConfig,
+                      callbacks: list[Any] | None) -> TrainedRun:
     """Build TRL's GRPOTrainer over an `environment_factory` (its `get_reward` the only reward; no checkpoint
     policy, no averaging) and train, resuming when the recipe asks. The environment is the caller's: this module
     runs none."""
     from trl import GRPOTrainer
 
     compact_lm_head()
-    trainer = GRPOTrainer(model=model, reward_funcs=None, args=training_args, train_dataset=train,
-                          processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
+    trainer = GRPOTrainer(model=policy.model, reward_funcs=None, args=training_args, train_dataset=train,
+                          processing_class=policy.tokenizer, peft_config=policy.peft_config, callbacks=callbacks,
                           environment_factory=environment)
     result, seconds = fit(trainer, training_args, resolve_resume(training_args.resume_from_checkpoint,
                                                                  training_args.output_dir))
@@ -299,8 +342,6 @@ def train_environment(model: Any, tokenizer: Any, peft_config: Any, train: Any, 
 
 def fit(trainer: Any, training_args: PlannerGRPOConfig, resume: Any) -> tuple[Any, float]:
     """Train (with the SIGTERM checkpoint when the recipe keeps it): TRL's TrainOutput and the seconds it took."""
-    from omnidecision.preemption import PreemptionCheckpoint  # a TrainerCallback: importing it loads transformers
-
     if training_args.save_on_sigterm:
         trainer.add_callback(PreemptionCheckpoint())
     start = time.perf_counter()
@@ -308,56 +349,54 @@ def fit(trainer: Any, training_args: PlannerGRPOConfig, resume: Any) -> tuple[An
     return result, time.perf_counter() - start
 
 
-def finish_weights(run: TrainedRun, heldout: Any, eval_kwargs: dict[str, Any] | None) -> FinalWeights:
+def finish_weights(run: TrainedRun, evaluate: Callable[[Any], dict[str, Any]] | None) -> FinalWeights:
     """Evaluate the last weights (when averaging will replace them), apply the average, let the checkpoint policy
     choose among the candidates (the final weights are the last one), and evaluate what was chosen.
-    `eval_kwargs` None: no in-run evaluation (not rank 0, or sharded parameters)."""
+    `evaluate` None: no in-run evaluation (not rank 0, or sharded parameters)."""
     step = run.trainer.state.global_step
     last = averaged = None
     if run.averager is not None:
-        if eval_kwargs is not None:
-            last = heldout_closure_reward(run.trainer.model, heldout, **eval_kwargs)
+        if evaluate is not None:
+            last = evaluate(run.trainer.model)
         averaged = run.averager.apply()
     if run.chooser is not None:
         chosen = run.chooser.finish(step, "final (weight average)" if run.averager else "final")
     else:
         chosen = final_selection(step, "weight average" if run.averager else "")
-    after = heldout_closure_reward(run.trainer.model, heldout, **eval_kwargs) if eval_kwargs is not None else None
+    after = evaluate(run.trainer.model) if evaluate is not None else None
     return FinalWeights(after, last, averaged, chosen)
 
 
-def save_model(run: TrainedRun, tokenizer: Any, script_args: GRPOScriptArguments,
-               training_args: PlannerGRPOConfig, tags: tuple[str, ...] = ()) -> bool:
+def save_model(run: TrainedRun, tokenizer: Any, recipe: GRPORecipe, tags: tuple[str, ...] = ()) -> bool:
     """Save the planner, its tokenizer and what the ecosystem reads (metrics, trainer_state.json, model card);
     returns whether this is the main process (the one writer of the shared output folder). `tags`: the model card's,
     besides omnidecision, planner and grpo."""
     trainer = run.trainer
-    trainer.save_model(training_args.output_dir)  # TRL saves on the main process only, the tokenizer with it
+    trainer.save_model(recipe.training.output_dir)  # TRL saves on the main process only, the tokenizer with it
     main_process = trainer.accelerator.is_main_process
     if main_process:  # one writer into the shared folder (concurrent writers can truncate tokenizer.json)
-        tokenizer.save_pretrained(training_args.output_dir)
+        tokenizer.save_pretrained(recipe.training.output_dir)
     # what the ecosystem reads (metrics, trainer_state.json, model card) before this project's files
-    save_ecosystem_outputs(trainer, {"train": dict(run.result.metrics)}, script_args.dataset_name,
+    save_ecosystem_outputs(trainer, {"train": dict(run.result.metrics)}, recipe.script.dataset_name,
                            tags=["omnidecision", "planner", "grpo", *tags])
     return main_process
 
 
-def closure_report(run: TrainedRun, final: FinalWeights, before: dict[str, Any] | None, selection: dict[str, Any],
-                   mix: Any, script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-                   model_args: PlannerModelConfig) -> dict[str, Any]:
+def closure_report(run: TrainedRun, final: FinalWeights, before: dict[str, Any] | None, states: TrainingStates,
+                   recipe: GRPORecipe) -> dict[str, Any]:
     """closure_eval.json: the start and trained planners' held-out closure reward and their paired comparison, with
     what produced them (model, data, rewards, selection, checkpoint choice, weight averaging, steps, time)."""
     run_eval = before is not None
-    after, last, seed = final.after, final.last, training_args.seed
+    after, last, seed = final.after, final.last, recipe.training.seed
     return {
         "start": before, "trained": after,
         "delta_mean": round(after["closure"]["mean"] - before["closure"]["mean"], 4) if run_eval else None,
         # the same states before and after: the per-state difference is the sharp comparison
         "paired": paired_comparison(before["per_state"], after["per_state"], seed=seed) if run_eval else None,
-        "model": model_args.model_name_or_path, "dataset": script_args.dataset_name if mix is None else None,
-        "state_sources": mix,
-        "reward_funcs": script_args.reward_funcs, "reward_weights": training_args.reward_weights,
-        "selection": selection,
+        "model": recipe.model.model_name_or_path,
+        "dataset": recipe.script.dataset_name if states.mix is None else None, "state_sources": states.mix,
+        "reward_funcs": recipe.script.reward_funcs, "reward_weights": recipe.training.reward_weights,
+        "selection": states.selection,
         "checkpoint_selection": {k: v for k, v in final.chosen.items() if k != "candidates"},
         "weight_average": None if run.averager is None else {
             "snapshots": final.averaged, "start_step": run.averager.start_step, "every": run.averager.every,
@@ -378,26 +417,26 @@ def add_judge_stats(report: dict[str, Any], reward_funcs: list[Any]) -> None:
         judge.close()
 
 
-def write_records(out: Path, run: TrainedRun, final: FinalWeights, report: dict[str, Any], splits: dict[str, Any],
-                  data: dict[str, Any], main_process: bool, script_args: GRPOScriptArguments,
-                  training_args: PlannerGRPOConfig, model_args: PlannerModelConfig) -> None:
+def write_records(run: TrainedRun, final: FinalWeights, report: dict[str, Any], states: TrainingStates,
+                  main_process: bool, recipe: GRPORecipe) -> None:
     """This project's files in the output folder: provenance, closure_eval.json, log_history.json,
     checkpoint_selection.json, states_seen.json and consumed.json (the main process writes the shared ones)."""
-    trainer = run.trainer
-    record_training(out, stage="grpo", start_model=model_args.model_name_or_path, dataset=script_args.dataset_name,
-                    splits=splits, recipe=run_recipe(script_args, training_args, model_args), data=data,
-                    metrics=dict(run.result.metrics), global_step=trainer.state.global_step, write=main_process)
+    trainer, out, training = run.trainer, recipe.out, recipe.training
+    record_training(out, stage="grpo", start_model=recipe.model.model_name_or_path,
+                    dataset=recipe.script.dataset_name, splits=states.readable, recipe=recipe.as_dict(),
+                    data=states.counts(), metrics=dict(run.result.metrics), global_step=trainer.state.global_step,
+                    write=main_process)
     if main_process:
         (out / "closure_eval.json").write_text(json.dumps(report, indent=2, default=str))
         (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2, default=str))
         write_selection(out, final.chosen)
-        if training_args.world_size == 1:  # with N processes a group's K completions are spread over the ranks
+        if training.world_size == 1:  # with N processes a group's K completions are spread over the ranks
             (out / "states_seen.json").write_text(json.dumps(run.recorder.ids), "utf-8")
     # rank 0's count: with N processes each scores its equal share of the completions
-    completions = run.recorder.completions * training_args.world_size
-    write_consumed(out, "grpo", seed=training_args.seed, trainer=trainer, row_unit="completions",
-                   completions=completions, extra={"states": completions // training_args.num_generations,
-                                                   "num_generations": training_args.num_generations})
+    completions = run.recorder.completions * training.world_size
+    write_consumed(out, "grpo", seed=training.seed, trainer=trainer, row_unit="completions",
+                   completions=completions, extra={"states": completions // training.num_generations,
+                                                   "num_generations": training.num_generations})
 
 
 def log_closure(report: dict[str, Any]) -> None:
@@ -413,16 +452,23 @@ def log_closure(report: dict[str, Any]) -> None:
 
 
 def run_recipe(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
-            model_args: PlannerModelConfig) -> dict[str, Any]:
-    """The run's full recipe for its provenance (the same three blocks as the SFT run card)."""
-    import dataclasses
+               model_args: PlannerModelConfig) -> dict[str, Any]:
+    """Deprecated (CHANGELOG.md): `GRPORecipe(script_args, training_args, model_args).as_dict()`."""
+    warnings.warn("omnidecision.rl.train.run_recipe is deprecated, use GRPORecipe.as_dict (CHANGELOG.md)",
+                  DeprecationWarning, stacklevel=2)
+    return GRPORecipe(script_args, training_args, model_args).as_dict()
 
-    return {"script": dataclasses.asdict(script_args), "model": dataclasses.asdict(model_args),
-            "training": json.loads(training_args.to_json_string())}
+
+def closure_eval_kwargs(script_args: GRPOScriptArguments, training_args: PlannerGRPOConfig,
+                        tokenizer: Any) -> dict[str, Any]:
+    """Deprecated (CHANGELOG.md): the keyword arguments of `heldout_closure_reward` that `HeldoutEvaluation` holds
+    (`GRPORecipe.decoding`)."""
+    warnings.warn("omnidecision.rl.train.closure_eval_kwargs is deprecated, use HeldoutEvaluation and "
+                  "GRPORecipe.decoding (CHANGELOG.md)", DeprecationWarning, stacklevel=2)
+    return dict(n=script_args.eval_closure_n, tokenizer=tokenizer, **asdict(closure_decoding(script_args,
+                                                                                               training_args)))
 
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from omnidecision.preflight import run_refusing
-
     run_refusing(main, *parse_args(sys.argv[1:]))
