@@ -12,6 +12,11 @@ from pathlib import Path
 
 import typer
 
+from omnidecision.onpolicy.dryrun import rounds_dry_run
+from omnidecision.onpolicy.loop import rounds_cmd
+from omnidecision.preflight import emit
+from omnidecision.rollout.recipe import RecipeError, cli_overrides
+
 
 def rounds(ctx: typer.Context,
            config: Path = typer.Option(..., "--config", "-c", help="YAML recipe (configs/rounds/*.yaml)"),
@@ -23,14 +28,7 @@ def rounds(ctx: typer.Context,
     judge-correct runs (labeller: own, the default; `rule` relabels with the rule planner, a named upper bound),
     aggregate, fine-tune; or with `mode: rl` run GRPO on every state it visited. Resumable per round; any recipe
     field: --key.path VALUE."""
-    from omnidecision.onpolicy.loop import rounds_cmd
-    from omnidecision.rollout.recipe import RecipeError
-
     if dry_run:
-        from omnidecision.onpolicy.dryrun import rounds_dry_run
-        from omnidecision.preflight import emit  # a command's code loads when it runs (fast --help)
-        from omnidecision.rollout.recipe import cli_overrides
-
         raise typer.Exit(emit(rounds_dry_run(config, cli_overrides(ctx.args))))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

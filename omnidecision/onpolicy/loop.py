@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from omnidecision.backends.factory import build_backend
 from omnidecision.onpolicy.relabel import LLMLabeller, rule_labeller
 from omnidecision.onpolicy.rl_round import check_rl_recipe, run_rl_round
 from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe, run_round
@@ -27,8 +28,6 @@ def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
     """All rounds (done ones are skipped); returns and writes `out/rounds.json`."""
     labeller: Any = "own" if recipe.labeller == "own" else rule_labeller
     if isinstance(recipe.labeller, BackendSpec):
-        from omnidecision.backends.factory import build_backend
-
         labeller = LLMLabeller(build_backend(recipe.labeller))
     if recipe.mode == "rl":
         check_rl_recipe(recipe)

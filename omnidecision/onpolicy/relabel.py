@@ -20,7 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from omnidecision.collect.harvest import HarvestOptions, _Counts, _manifest_digest_chars, harvest_run, load_runs
+from omnidecision.collect.harvest import (
+    HarvestOptions,
+    _Counts,
+    _manifest_digest_chars,
+    harvest_run,
+    load_runs,
+    write_splits,
+)
 from omnidecision.ledger import DigestBudget, Ledger
 from omnidecision.protocol import rows
 from omnidecision.protocol.actions import parse_planner_output, render_action
@@ -84,8 +91,6 @@ def relabel_runs(paths: list[str], labeller: Labeller = rule_labeller, *, source
 
 def write_rows(rows_: list[dict[str, Any]], kind: str, folder: Path, split: str = "train") -> int:
     """Write `rows_` as `folder/<split>-00000.parquet` with the harvest's schema; returns the row count."""
-    from omnidecision.collect.harvest import write_splits
-
     return write_splits(rows_, kind, folder, {r["task_id"]: split for r in rows_}).get(split, 0)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.collect.harvest import HarvestOptions, run_harvest, write_splits
-from omnidecision.onpolicy.rounds import RoundsRecipe, _cli, _load_rows, _run, collect_round
+from omnidecision.onpolicy.rounds import RoundsRecipe, _cli, _load_rows, _run, start_round
 from omnidecision.outputs import write_json_atomic
 from omnidecision.rollout.recipe import read_yaml
 
@@ -71,14 +71,7 @@ def refresh_judge(recipe: RoundsRecipe, r: int, model: str, out: Path, log: Path
 
 def run_rl_round(recipe: RoundsRecipe, r: int, model: str) -> dict[str, Any]:
     """One RL round from the served `model`; writes round.json last (the mark that the round is done)."""
-    out = Path(recipe.out) / f"round-{r}"
-    out.mkdir(parents=True, exist_ok=True)
-    log = out / "round.log"
-    times: dict[str, float] = {}
-    # 1. collect with the current planner (resumable: finished runs are skipped)
-    t0 = time.perf_counter()
-    report = collect_round(recipe, model, out / "collect")
-    times["collect"] = time.perf_counter() - t0
+    out, log, times, report = start_round(recipe, r, model)
     # 2. its own states: every run, no label
     t0 = time.perf_counter()
     own = own_states(recipe, out)

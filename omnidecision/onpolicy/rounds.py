@@ -29,13 +29,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from omnidecision.collect.harvest import HarvestOptions, run_harvest
+from omnidecision.eval.runner import run_eval
 from omnidecision.onpolicy.relabel import relabel_runs, write_rows
 from omnidecision.outputs import write_json_atomic
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.provenance import TrainingTasks, training_tasks, write_task_ids
 from omnidecision.rollout.recipe import EvalRecipe, load_recipe
 
 logger = logging.getLogger(__name__)
@@ -99,7 +102,7 @@ class RoundsRecipe(BaseModel):
         if self.mode == "sft" and not self.base_sft_data:
             raise ValueError("base_sft_data: required with mode sft (the SFT folder every round's data joins)")
         if self.mode == "rl" and self.state_mix:
-            from omnidecision.rl.sources import parse_state_sources
+            from omnidecision.rl.sources import parse_state_sources  # only when a round runs GRPO (import rules)
 
             names = [s.label() for s in parse_state_sources(self.state_mix) or []]
             if "own" in names:
@@ -135,8 +138,6 @@ def _load_rows(folder: Path, split: str) -> list[dict[str, Any]]:
 
 def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]:
     """Step 1: the current planner served with vLLM, in the loop on the training tasks."""
-    from omnidecision.eval.runner import run_eval
-
     base = recipe.collect
     assert base.serve is not None  # RoundsRecipe fills it in
     # on-policy collection runs the planner on its own training tasks by design: a collection, not a test, so the
@@ -149,8 +150,6 @@ def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]
 def _write_round_tasks(recipe: RoundsRecipe, r: int, folder: Path) -> None:
     """The aggregate's task ids (the base data's and every round's collection so far) in `folder/task_ids.json`,
     so the round's SFT records them and stage `rounds` in its provenance (omnidecision/provenance.py)."""
-    from omnidecision.provenance import TrainingTasks, training_tasks, write_task_ids
-
     parts = [training_tasks(recipe.base_sft_data, {"train": _load_rows(Path(recipe.base_sft_data), "train")})]
     for k in range(1, r + 1):
         onpolicy = Path(recipe.out) / f"round-{k}" / "data" / "onpolicy" / "sft"
@@ -158,20 +157,31 @@ def _write_round_tasks(recipe: RoundsRecipe, r: int, folder: Path) -> None:
     write_task_ids(folder, TrainingTasks.union(*parts), stage="rounds")
 
 
-def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[str, Any]:
+class RoundStart(NamedTuple):
+    """A round's folder, its log, the seconds of its steps so far and the report of its collection."""
+
+    out: Path
+    log: Path
+    times: dict[str, float]
+    report: dict[str, Any]
+
+
+def start_round(recipe: RoundsRecipe, r: int, model: str) -> RoundStart:
+    """Round `r`'s folder, and step 1 of every round (SFT or RL): collect with the current planner (resumable:
+    finished runs are skipped)."""
     out = Path(recipe.out) / f"round-{r}"
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "round.log"
-    times: dict[str, float] = {}
-    # 1. collect with the current planner (resumable: finished runs are skipped)
     t0 = time.perf_counter()
     report = collect_round(recipe, model, out / "collect")
-    times["collect"] = time.perf_counter() - t0
+    return RoundStart(out, out / "round.log", {"collect": time.perf_counter() - t0}, report)
+
+
+def run_round(recipe: RoundsRecipe, r: int, model: str, labeller: Any) -> dict[str, Any]:
+    """One SFT round from the served `model`; writes round.json last (the mark that the round is done)."""
+    out, log, times, report = start_round(recipe, r, model)
     # 2. relabel every visited state
     t0 = time.perf_counter()
     if labeller == "own":  # what the planner decided in its own judge-correct runs
-        from omnidecision.collect.harvest import HarvestOptions, run_harvest
-
         h = run_harvest([str(out / "collect")], out / "data" / "onpolicy",
                         HarvestOptions(val_fraction=0.0, label="emitted"))
         stats = {"labeller": "own", "states": h["rl"]["train"], "rows": h["sft"]["train"],

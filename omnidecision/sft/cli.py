@@ -18,6 +18,8 @@ from typing import Optional
 
 import typer
 
+from omnidecision.export import export as run_export
+from omnidecision.export import export_dry_run
 from omnidecision.launch import (
     AccelerateConfigOption,
     DryRunOption,
@@ -26,6 +28,10 @@ from omnidecision.launch import (
     stage_args,
 )
 from omnidecision.outputs import OutputError, output_problems, staged_output
+from omnidecision.preflight import Check, DryRunReport, PreflightError, check_folder, emit
+from omnidecision.sft.dryrun import dry_run as check
+from omnidecision.synthetic.qwen3_tokenizer import resources
+from omnidecision.synthetic.tiny import SHAPES, build_shaped_planner, build_tiny_planner, harvest_texts, shape_summary
 
 logger = logging.getLogger(__name__)
 
@@ -55,21 +61,13 @@ def tiny_planner(
     """Build a from-scratch tiny Qwen3 planner (byte-level BPE tokenizer, ChatML with generation markers), or with
     --shape a random model of a real Qwen3's size. The folder is written whole (a temporary sibling renamed into
     place), never over --data or a folder this project did not write (unless --replace)."""
-    from omnidecision.synthetic.tiny import SHAPES, build_shaped_planner, build_tiny_planner, harvest_texts
-
     _logging()
     if shape is not None and shape not in SHAPES:
         raise typer.BadParameter(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}", param_hint="--shape")
     if dry_run:
-        from omnidecision.preflight import Check, DryRunReport, check_folder, emit
-
         report = DryRunReport(command="tiny-planner", resolved={"out": str(out), "shape": shape, "seed": seed})
         if shape is not None:
-            from omnidecision.synthetic.tiny import shape_summary
-
             try:
-                from omnidecision.synthetic.qwen3_tokenizer import resources
-
                 resources()
             except ImportError as exc:
                 report.add("tokenizer", "error", str(exc))
@@ -108,9 +106,8 @@ def sft(
 ) -> None:
     """State-SFT with TRL's SFTTrainer. Extra `--field value` options override the recipe (`--snake_case`, the
     field names of omnidecision.sft.config)."""
-    from omnidecision.sft.config import SFT_STAGE
-    from omnidecision.sft.dryrun import dry_run as check
-    from omnidecision.sft.train import main
+    from omnidecision.sft.config import SFT_STAGE  # heavy: the SFT recipe's dataclasses load trl; keeps --help fast
+    from omnidecision.sft.train import main  # heavy: loads torch/trl; keeps --help fast
 
     run_info = launch_stage(SFT_STAGE, stage_args(SFT_STAGE, config, ctx.args), main=main, check=check,
                             accelerate_config=accelerate_config, num_processes=num_processes, dry_run=dry_run)
@@ -130,15 +127,9 @@ def export(
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the checkpoint and its base; write nothing."),
 ) -> None:
     """Export a trained planner: merged or adapter, tokenizer + chat template, provenance card."""
-    from omnidecision.export import export as run_export
-
     _logging()
     if dry_run:
-        from omnidecision.export import export_dry_run
-        from omnidecision.preflight import emit
-
         raise typer.Exit(emit(export_dry_run(ckpt, out, merge=merge, base_model=base_model, replace=replace)))
-    from omnidecision.preflight import PreflightError
 
     try:
         print(run_export(ckpt, out, merge=merge, base_model=base_model, replace=replace))

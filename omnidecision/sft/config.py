@@ -16,6 +16,7 @@ import trl
 
 from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
 from omnidecision.launch import Stage
+from omnidecision.preflight import check_precision, hide_hub_token
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +117,6 @@ class PlannerSFTConfig(trl.SFTConfig):
     )
 
     def __post_init__(self) -> None:
-        from omnidecision.preflight import check_precision, hide_hub_token
-
         check_precision(self, "SFT recipe")
         hide_hub_token(self)  # never pickled into training_args.bin, never in the argv wandb records
         if isinstance(self.resume_from_checkpoint, str) and self.resume_from_checkpoint.lower() in ("false", "no", ""):

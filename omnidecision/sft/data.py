@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.inputs import local_looking
+from omnidecision.protocol.actions import parse_planner_output
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +93,6 @@ def prepare(dataset, *, where: str, limit: int | None, enable_thinking: bool | N
 
 def data_stats(splits: dict[str, Any]) -> dict[str, Any]:
     """Row counts and the action mix per split (for logs and the provenance card)."""
-    from omnidecision.protocol.actions import parse_planner_output
-
     out: dict[str, Any] = {}
     for name, d in splits.items():
         kinds: Counter[str] = Counter()

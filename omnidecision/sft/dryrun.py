@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.inputs import resolve, split_problem
+from omnidecision.launch import launch_checks, model_check_list, output_dir_checks
 from omnidecision.preflight import Check, DryRunReport, check_split_columns, parse_stage, ref_check, split_files
 from omnidecision.sft.data import sft_row_check
 
@@ -60,8 +61,6 @@ def sft_data_check(script: Any, training: Any) -> Check:
 def sft_checks(script: Any, training: Any, model: Any) -> list[Check]:
     """The checks `omnidecision sft` makes before it starts, in its dry run and in its real run: the start model
     (and tokenizer), the attention implementation, the data, `output_dir` clear of them (`output_dir_checks`)."""
-    from omnidecision.launch import model_check_list, output_dir_checks
-
     return [*model_check_list(model), sft_data_check(script, training),
             *output_dir_checks(training, [model.model_name_or_path, script.dataset_name])]
 
@@ -69,8 +68,7 @@ def sft_checks(script: Any, training: Any, model: Any) -> list[Check]:
 def dry_run(stage_args: list[str], *, accelerate_config: str | None = None,
             num_processes: int | None = None) -> DryRunReport:
     """The dry-run report of `omnidecision sft` with `stage_args` (`--config RECIPE` + overrides)."""
-    from omnidecision.launch import launch_checks
-    from omnidecision.sft.config import SFT_STAGE, parse_args
+    from omnidecision.sft.config import SFT_STAGE, parse_args  # heavy: its dataclasses load trl (fast --help)
 
     report, parsed = parse_stage("sft", stage_args, parse_args)
     if parsed is None:

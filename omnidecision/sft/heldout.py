@@ -36,6 +36,7 @@ from omnidecision.protocol.actions import CallAction, effective_tool, parse_plan
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.rule import candidate_tools, rule_action, rule_decision_text, rule_need
 from omnidecision.rewards.checks import Decision, tool_check
+from omnidecision.sft.data import load_sft_splits
 from omnidecision.synthetic.states import random_ledger
 
 logger = logging.getLogger(__name__)
@@ -111,8 +112,6 @@ def evaluate_rows(model_dir: str | Path, rows_dir: str | Path, split: str = "val
                   batch_size: int = 32) -> dict[str, Any]:
     """Greedy decisions on the first `n` rows of a harvested SFT split against each row's assistant turn: valid
     JSON, the same target (need / slot / finish), the same action (`render_action` of both)."""
-    from omnidecision.sft.data import load_sft_splits
-
     rows = list(load_sft_splits(str(rows_dir))[split])[:n]
     if not rows:
         raise ValueError(f"{rows_dir}: split {split!r} has no rows")

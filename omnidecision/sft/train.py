@@ -31,8 +31,13 @@ from omnidecision.checkpoints import (
     write_selection,
 )
 from omnidecision.modeling import compact_lm_head
+from omnidecision.preemption import PreemptionCheckpoint
+from omnidecision.preflight import require, wandb_offline_fallback
 from omnidecision.provenance import git_revision, record_training, training_tasks
+from omnidecision.sampling import seed_length_grouped_sampler
 from omnidecision.sft.config import PlannerSFTConfig, SFTScriptArguments, parse_args
+from omnidecision.sft.data import data_stats, load_sft_splits, prepare
+from omnidecision.sft.dryrun import sft_checks
 
 logger = logging.getLogger(__name__)
 
@@ -44,12 +49,6 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     (TrainerCallback objects) join the trainer's, e.g. a benchmark's token budget."""
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
-
-    from omnidecision.preemption import PreemptionCheckpoint  # imports transformers
-    from omnidecision.preflight import require, wandb_offline_fallback
-    from omnidecision.sampling import seed_length_grouped_sampler  # imports transformers
-    from omnidecision.sft.data import data_stats, load_sft_splits, prepare
-    from omnidecision.sft.dryrun import sft_checks
 
     wandb_offline_fallback(training_args.report_to)
     # the model, attention and data checks of the dry run, before anything loads (one function: sft/dryrun.py)
@@ -78,20 +77,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
 
     # Data: train/validation splits, only the `messages` column
     splits = load_sft_splits(script_args.dataset_name, script_args.dataset_config)
-    if script_args.dataset_train_split not in splits:
-        raise ValueError(f"{script_args.dataset_name}: no split {script_args.dataset_train_split!r} "
-                         f"(splits: {list(splits)})")
-    train_ds = prepare(splits[script_args.dataset_train_split], where=f"{script_args.dataset_name}:train",
-                       limit=script_args.max_train_samples, enable_thinking=script_args.enable_thinking,
-                       seed=training_args.seed, shuffle=True)
-    eval_ds = None
-    if training_args.eval_strategy != "no":
-        if script_args.dataset_test_split not in splits:
-            raise ValueError(f"{script_args.dataset_name}: eval_strategy={training_args.eval_strategy} but no "
-                             f"split {script_args.dataset_test_split!r} (splits: {list(splits)})")
-        eval_ds = prepare(splits[script_args.dataset_test_split], where=f"{script_args.dataset_name}:eval",
-                          limit=script_args.max_eval_samples, enable_thinking=script_args.enable_thinking,
-                          seed=training_args.seed, shuffle=False)
+    train_ds = _prepared(splits, "train", script_args, training_args)
+    eval_ds = _prepared(splits, "eval", script_args, training_args) if training_args.eval_strategy != "no" else None
     stats = data_stats({"train": train_ds, **({"validation": eval_ds} if eval_ds is not None else {})})
     # every task the dataset came from (before `prepare` drops the id column): provenance for train/test separation
     tasks = training_tasks(script_args.dataset_name, splits)
@@ -116,6 +103,20 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     return trainer, eval_ds, stats
 
 
+def _prepared(splits: dict[str, Any], role: str, script_args: SFTScriptArguments,
+              training_args: PlannerSFTConfig) -> Any:
+    """The recipe's train split (`role` "train": at most `max_train_samples`, shuffled) or its test split ("eval":
+    at most `max_eval_samples`, in order), prepared for the trainer; a missing split is a ValueError."""
+    train = role == "train"
+    name = script_args.dataset_train_split if train else script_args.dataset_test_split
+    if name not in splits:
+        why = "" if train else f"eval_strategy={training_args.eval_strategy} but "
+        raise ValueError(f"{script_args.dataset_name}: {why}no split {name!r} (splits: {list(splits)})")
+    return prepare(splits[name], where=f"{script_args.dataset_name}:{role}",
+                   limit=script_args.max_train_samples if train else script_args.max_eval_samples,
+                   enable_thinking=script_args.enable_thinking, seed=training_args.seed, shuffle=train)
+
+
 def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model_args: Any,
          callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train; returns {"output_dir", "global_step", "metrics", "data"}. `callbacks`: see `build_trainer`."""
@@ -125,8 +126,8 @@ def main(script_args: SFTScriptArguments, training_args: PlannerSFTConfig, model
     resume = resolve_resume(training_args.resume_from_checkpoint, training_args.output_dir)
     selection = None
     if script_args.checkpoint_policy == "dev_closure":
-        # the post-SFT arms' one policy scores candidates with rl's closure evaluator (loaded only here)
-        from omnidecision.rl.evaluate import dev_closure_scorer
+        # the post-SFT arms' one policy scores candidates with rl's closure evaluator
+        from omnidecision.rl.evaluate import dev_closure_scorer  # sft loads rl only here (import rules' exception)
 
         dev_data = script_args.dev_data()
         thinking = None if script_args.enable_thinking is None else {"enable_thinking": script_args.enable_thinking}
