@@ -30,10 +30,9 @@ import re
 import time
 import typing
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
-import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from omnidecision.backends.factory import register_backend
@@ -41,12 +40,17 @@ from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, C
 from omnidecision.protocol.redaction import redact_text, register_in, secret_values
 from omnidecision.protocol.secrets import redact, scrub_chain, secrets_from_env
 
+if TYPE_CHECKING:
+    import openai
+
 logger = logging.getLogger(__name__)
 
 
 def is_retryable(exc: BaseException) -> bool:
     """Connection problems, timeouts, rate limits, server errors and garbled (non-JSON) bodies are worth
     retrying; other 4xx are not."""
+    import openai  # the SDK takes 1-2 s to import: loaded by the first client, not by every importer
+
     if isinstance(exc, json.JSONDecodeError):  # a proxy's error page or a worker that died mid-reply
         return True
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
@@ -113,6 +117,8 @@ def refused_field(exc: openai.APIStatusError) -> str | None:
 
 
 def _reason(exc: BaseException, base_url: str | None, kind: str | None = None) -> str:
+    import openai  # the SDK takes 1-2 s to import: loaded by the first client, not by every importer
+
     if isinstance(exc, openai.APIStatusError):
         field = refused_field(exc) if exc.status_code == 400 else None
         if field is not None:
@@ -138,6 +144,8 @@ class OpenAIBackend:
         api_key = os.environ.get(spec.api_key_env) or "EMPTY"
         self._secrets = secrets_from_env([spec.api_key_env])  # scrubbed from every error text (a server may echo it)
         register_in(spec)  # the key and every header value: hidden wherever the project prints, logs or writes
+        import openai  # the SDK takes 1-2 s to import: loaded by the first client, not by every importer
+
         headers = {str(k): str(v) for k, v in (spec.options.get("default_headers") or {}).items()}
         # Retries are ours (tenacity, with the policy above); the client's own retries are switched off.
         self.client = openai.AsyncOpenAI(base_url=spec.base_url, api_key=api_key, timeout=spec.timeout_s,
@@ -155,6 +163,8 @@ class OpenAIBackend:
     async def endpoint_kind(self) -> EndpointKind:
         """The spec's endpoint_kind, or for "auto" the known host's or what `GET /models` says (asked once).
         A connection error propagates (the caller's retries apply); a status error means no vLLM behind it."""
+        import openai  # the SDK takes 1-2 s to import: loaded by the first client, not by every importer
+
         if self._kind is not None:
             return self._kind
         kind = known_endpoint_kind(self.spec.base_url)
@@ -210,6 +220,8 @@ class OpenAIBackend:
         return (usage.prompt_tokens * (p or 0.0) + usage.completion_tokens * (c or 0.0)) / 1000.0
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
+        import openai  # the SDK takes 1-2 s to import: loaded by the first client, not by every importer
+
         t0 = time.perf_counter()
         try:
             async with self.semaphore:

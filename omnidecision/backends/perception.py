@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from omnidecision.backends.openai_backend import OpenAIBackend
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, SourceRef
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest
 from omnidecision.protocol.observations import Observation
@@ -148,8 +149,6 @@ class OpenAIPerception:
     """`FrameMediaService` over one OpenAI-compatible multimodal endpoint (see the module docstring)."""
 
     def __init__(self, spec: PerceptionSpec, media_root: str | Path | None = None, backend: Any = None) -> None:
-        from omnidecision.backends.openai_backend import OpenAIBackend  # heavy: the openai SDK (~1 s to import)
-
         self.spec = spec
         self.media_root = Path(media_root) if media_root is not None else None
         self.backend = backend or OpenAIBackend(spec.backend_spec())
