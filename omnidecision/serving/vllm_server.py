@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -90,6 +91,14 @@ def vllm_arg_error(server_args: Sequence[str]) -> str | None:
         lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
         return lines[-1] if lines else "rejected by vLLM's argument parser"
     return None
+
+
+def _redaction() -> ModuleType:
+    """protocol/redaction.py, the one redactor: above serving's row, a listed exception (docs/architecture.md) that
+    loads only when a server is built, shown or read."""
+    from omnidecision.protocol import redaction  # above serving's row: the one redactor (a listed exception)
+
+    return redaction
 
 
 class VLLMServerError(RuntimeError):
@@ -182,8 +191,7 @@ class VLLMServer:
         self.host = host
         self.lora_modules = dict(lora_modules or {})
         self.extra_args = list(extra_args)
-        from omnidecision.protocol import redaction  # above serving's row: the one redactor (a listed exception)
-
+        redaction = _redaction()
         redaction.register(redaction.credential_args(self.extra_args))  # `--api-key X`: X hidden everywhere
         self.served_name = served_name or self.model_dir.name
         self.max_model_len = max_model_len
@@ -263,9 +271,7 @@ class VLLMServer:
     def display_command(self) -> list[str]:
         """`command()` as it may be shown or logged: the value of a credential flag (`--api-key X`, vLLM's own
         server key) and every registered secret hidden (protocol/redaction.py)."""
-        from omnidecision.protocol import redaction  # above serving's row: the one redactor (a listed exception)
-
-        return redaction.redact_args(self.command())
+        return _redaction().redact_args(self.command())
 
     @property
     def is_local(self) -> bool:
@@ -328,10 +334,8 @@ class VLLMServer:
     def log_tail(self, n: int = LOG_TAIL_CHARS) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""
-        from omnidecision.protocol import redaction  # above serving's row: the one redactor (a listed exception)
-
         tail = self.log_path.read_text("utf-8", errors="replace")[-n:]
-        return redaction.redact_text(tail)  # vLLM logs its arguments
+        return _redaction().redact_text(tail)  # vLLM logs its arguments
 
     def start(self) -> VLLMServer:
         self.check()
