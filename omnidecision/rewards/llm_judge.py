@@ -134,7 +134,7 @@ class RewardJudge:
                      temperature: float = 0.0, structured: bool = True, cache_rank: int | None = None) -> RewardJudge:
         """A judge on an OpenAI-compatible endpoint (the options a YAML recipe gives under `judge_*`), through the
         project's one OpenAI backend. No retries: a failed call is left out of the reward (the failure policy)."""
-        from omnidecision.backends.openai_backend import OpenAIBackend  # heavy: loads openai (~2 s); endpoint only
+        from omnidecision.backends.openai_backend import OpenAIBackend  # above rewards' row: a listed exception
 
         spec = BackendSpec(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s,
                            max_retries=0, max_tokens=max_tokens, temperature=temperature,
