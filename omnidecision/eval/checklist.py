@@ -16,6 +16,7 @@ from typing import Any
 from omnidecision.eval.environment import label_and_checks
 from omnidecision.eval.overlap import overlap_checks
 from omnidecision.eval.prices import PriceTable, price_checks
+from omnidecision.eval.teacher import teacher_check
 from omnidecision.preflight import Check
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, recipe_from_dict
 from omnidecision.rollout.runner import TaskSelection
@@ -57,8 +58,11 @@ def prepare_eval(recipe: EvalRecipe) -> PreparedEval:
     label, checks = label_and_checks(recipe)
     try:
         overlap_list, overlap = overlap_checks(recipe, selection)
+        teacher_list = teacher_check(recipe.teacher, {t.id for t in selection()[1]})
     except (RecipeError, ValueError, OSError) as exc:
         overlap_list, overlap = [Check(what="train/test", status="error", detail=str(exc))], {}
+        teacher_list = []  # no tasks to pair the teacher's runs with: the train/test check names why
     prices_list, table = price_checks(recipe)
     served = tuple(recipe.serve.roles) if recipe.serve is not None else ()
-    return PreparedEval(recipe, selection, label, [*checks, *overlap_list, *prices_list], overlap, table, served)
+    return PreparedEval(recipe, selection, label, [*checks, *overlap_list, *teacher_list, *prices_list], overlap,
+                        table, served)

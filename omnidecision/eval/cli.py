@@ -184,11 +184,15 @@ def eval_cmd(
     allow_train_overlap: bool = typer.Option(False, "--allow-train-overlap", help="evaluate the served planner on "
                                              "tasks it was trained on (its provenance.json) anyway; the report "
                                              "marks it (recipe field allow_train_overlap)"),
+    teacher: Optional[Path] = typer.Option(None, help="the teacher's own eval of the same tasks (its output "  # noqa: UP045
+                                           "folder): the report says whether this planner is below it, paired by "
+                                           "task (recipe field teacher)"),
 ) -> None:
     """Run the agent in the loop on a benchmark (resumable) and write trajectories, report.json/md and plots."""
     _logging()
     flags = (["--allow_offline=true"] if allow_offline else []) + \
-        (["--allow_train_overlap=true"] if allow_train_overlap else [])
+        (["--allow_train_overlap=true"] if allow_train_overlap else []) + \
+        ([f"--teacher={teacher}"] if teacher is not None else [])
     recipe = _recipe(config, ctx.args + flags, out, dry_run="eval" if dry_run else None)
     prepared = prepare_eval(recipe)  # one checklist: the dry run lists it, the run refuses on it and runs this object
     if dry_run:

@@ -48,6 +48,7 @@ from omnidecision.eval.outcomes import outcome_lines, outcome_table
 from omnidecision.eval.plots import report_plots
 from omnidecision.eval.prices import cost_lines, cost_table, load_prices
 from omnidecision.eval.stuck import stuck_lines, stuck_table
+from omnidecision.eval.teacher import teacher_lines
 from omnidecision.ledger import unmet_blocking
 from omnidecision.protocol.records import OUTCOMES, RunRecord
 from omnidecision.protocol.redaction import redact_text
@@ -351,6 +352,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"(never counted as correct); unanswerable tasks {rep['unanswerable']['n']}, of which the agent declined "
         f"(outcome insufficient, counted correct) {rep['unanswerable']['abstained']}",
         "",
+        *teacher_lines(rep.get("teacher")),
         *_error_lines(rep),
         *_overlap_lines(rep),
         _judge_line(rep),

@@ -39,6 +39,7 @@ from omnidecision.eval.progress import StringScorer, audit, subgoals
 from omnidecision.eval.progress_report import write_audit
 from omnidecision.eval.report import write_report
 from omnidecision.eval.serve import maybe_serve, planner_info
+from omnidecision.eval.teacher import teacher_block
 from omnidecision.outputs import exclusive
 from omnidecision.preflight import Check
 from omnidecision.protocol.chat import BackendSpec
@@ -155,6 +156,8 @@ def run_prepared(prepared: PreparedEval, *, progress: bool = True, specs: dict[s
         meta["endpoint_models"] = endpoint_models(records)
         record_endpoint_models(out, meta["endpoint_models"])
         meta.update(progress_audit(out, records, all_tasks))
+        if recipe.teacher is not None:  # checked by the checklist: readable, sharing tasks with these
+            meta["teacher"] = teacher_block(records, recipe.teacher)
         rep = write_report(out, records, meta, plots=recipe.plots, prices=recipe.prices)
         logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
         return rep

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.eval.correctness import is_correct
-from omnidecision.eval.report import read_records
+from omnidecision.preflight import Check
 from omnidecision.protocol.records import RunRecord
+from omnidecision.rollout.store import load_records, read_records
 from omnidecision.stats import paired_in_loop, per_task
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -30,6 +31,33 @@ def teacher_runs_path(teacher: str | Path) -> Path:
         raise FileNotFoundError(f"--teacher {teacher}: no teacher runs at {runs} (give the teacher's eval output "
                                 f"folder or its {TRAJECTORIES})")
     return runs
+
+
+def teacher_records(teacher: str | Path) -> list[RunRecord]:
+    """The teacher's runs: every shard of its eval folder (`rollout.store.load_records`), or the one file named."""
+    runs = teacher_runs_path(teacher)
+    if Path(teacher).is_dir():
+        return load_records(teacher)
+    return [r for _, r in read_records(runs)]
+
+
+def teacher_check(teacher: str | Path | None, task_ids: set[str]) -> list[Check]:
+    """The eval checklist's `teacher` check (its dry run and its run): the teacher's runs are readable and share
+    tasks with the tasks this eval selected; nothing without `teacher`."""
+    if teacher is None:
+        return []
+    try:
+        theirs = {r.task_id for r in teacher_records(teacher)}
+    except (OSError, ValueError) as exc:  # a missing file; a malformed line (TrajectoryFileError)
+        return [Check(what="teacher", status="error", detail=str(exc))]
+    shared = theirs & task_ids
+    if not shared:
+        return [Check(what="teacher", status="error",
+                      detail=f"--teacher {teacher}: the teacher's runs share no task with the {len(task_ids)} tasks "
+                             "of this eval (evaluate the teacher on the same tasks first)")]
+    return [Check(what="teacher", status="ok",
+                  detail=f"{teacher}: teacher runs on {len(shared)} of this eval's {len(task_ids)} tasks (the "
+                         "report compares on those, paired by task)")]
 
 
 def teacher_block(records: list[RunRecord], teacher: str | Path) -> dict[str, Any]:
@@ -49,7 +77,7 @@ def teacher_block(records: list[RunRecord], teacher: str | Path) -> dict[str, An
     """
     runs = teacher_runs_path(teacher)
     mine = per_task((r.task_id, is_correct(r)) for r in records)
-    theirs = per_task((r.task_id, is_correct(r)) for r in read_records(runs))
+    theirs = per_task((r.task_id, is_correct(r)) for r in teacher_records(teacher))
     shared = sorted(set(mine) & set(theirs))
     if not shared:
         raise ValueError(f"--teacher {teacher}: the teacher's runs ({runs}) share no task with this eval: a planner "

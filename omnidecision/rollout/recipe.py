@@ -41,15 +41,21 @@ def cli_overrides(args: list[str]) -> list[str]:
 
     >>> cli_overrides(["--agent.step_budget", "3", "--samples=2"])
     ['agent.step_budget=3', 'samples=2']
+
+    A key's dashes are its underscores (`--step-budget`); a value is kept as written (`--out=runs/my-run`):
+
+    >>> cli_overrides(["--retry-errors=false", "--out=runs/my-run", "--tasks.path", "data/a-b"])
+    ['retry_errors=false', 'out=runs/my-run', 'tasks.path=data/a-b']
     """
     out, i = [], 0
     while i < len(args):
         a = args[i]
         if not a.startswith("--"):
             raise ValueError(f"unexpected argument {a!r} (overrides look like --key.path VALUE)")
-        key = a[2:].replace("-", "_") if "." not in a else a[2:]
-        if "=" in key:
-            out.append(key)
+        name, eq, value = a[2:].partition("=")
+        key = name.replace("-", "_") if "." not in name else name
+        if eq:
+            out.append(f"{key}={value}")
             i += 1
         elif i + 1 < len(args) and not args[i + 1].startswith("--"):
             out.append(f"{key}={args[i + 1]}")
@@ -222,6 +228,10 @@ class EvalRecipe(RolloutRecipe):
     prices: str | None = Field(
         None, description="a price table (YAML, e.g. configs/prices/default.yaml; eval.prices): the report's cost "
         "per question by call kind; kinds without a price are listed as unpriced")
+    teacher: str | None = Field(
+        None, description="the teacher's own eval of these tasks (its output folder or trajectories.jsonl; "
+        "`--teacher`): the report compares the planner with it, paired by task, and says in its headline when the "
+        "planner is below the teacher whose runs it learned from (report.json `teacher`, eval.teacher)")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
