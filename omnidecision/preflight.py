@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -198,6 +199,14 @@ def require_attention(attn_implementation: str | None, where: str) -> None:
 # ---------------------------------------------------------------- the hub token
 
 
+def _redaction() -> ModuleType:
+    """protocol/redaction.py, the one redactor: above preflight's row, a listed exception (docs/architecture.md) that
+    loads only when a secret is hidden or a report printed."""
+    from omnidecision.protocol import redaction  # above preflight's row: the one redactor (a listed exception)
+
+    return redaction
+
+
 def hide_hub_token(args: Any) -> None:
     """Move a `hub_token` (`--hub_token hf_...`) out of the trainer's arguments before TRL sees them: into HF_TOKEN
     (where huggingface_hub reads it for `push_to_hub`), hidden by value in everything printed or logged, and blanked
@@ -205,7 +214,7 @@ def hide_hub_token(args: Any) -> None:
     configs' `__post_init__`, so `training_args.bin`, which the Trainer pickles into every checkpoint, never holds
     it, whichever way the run started (the CLI, `accelerate launch -m`, a recipe field). tests/reliability/
     test_planted_keys.py plants one and greps every file the run writes."""
-    from omnidecision.protocol import redaction  # above preflight's row: the one redactor (a listed exception)
+    redaction = _redaction()
 
     token = getattr(args, "hub_token", None)
     if not token:
@@ -222,7 +231,7 @@ def hide_argv_secrets(args: list[str]) -> list[str]:
     line (a provider-shaped value, the value of a credential flag other than an `*_env` variable name) hidden by
     value from what this process prints next (the `launching:` line, the dry run's report) and blanked in its argv.
     Called by `launch.launch_stage` before anything else (tests/reliability/test_planted_keys.py)."""
-    from omnidecision.protocol import redaction  # above preflight's row: the one redactor (a listed exception)
+    redaction = _redaction()
 
     out: list[str] = []
     values: list[str] = [m.group(0) for a in args for m in redaction.SHAPED.finditer(a)]
@@ -562,7 +571,7 @@ def parse_stage(command: str, stage_args: list[str], parse_args: Any
 def emit(report: DryRunReport) -> int:
     """Print the report on stdout and the failed checks on stderr, every secret hidden (protocol/redaction.py: a
     resolved recipe shows its URLs, headers and options); the exit code (0 ok, 2 some check failed)."""
-    from omnidecision.protocol import redaction  # above preflight's row: the one redactor (a listed exception)
+    redaction = _redaction()
 
     print(redaction.redact_text(report.render()), file=report_out())
     for check in report.errors:
