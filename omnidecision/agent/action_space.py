@@ -29,7 +29,7 @@ from omnidecision.ledger.readiness import (
     tool_budget_spent,
 )
 from omnidecision.ledger.schema import Ledger
-from omnidecision.protocol.actions import TOOL_NAMES
+from omnidecision.protocol.actions import tool_names
 from omnidecision.tasks.schema import Task
 
 _QUERY = {"type": "string", "maxLength": 2000}
@@ -37,10 +37,12 @@ _ARGUMENTS = {"type": "object"}
 
 
 def allowed_tools(task: Task | None) -> list[str]:
-    """The tools a call may name: the task's list when it has one, else every tool (in `TOOL_NAMES` order)."""
+    """The tools a call may name: the task's list when it has one, else every tool (`tool_names()`: the built-in
+    ones in `TOOL_NAMES` order, then the user's registered tools, so constrained decoding admits them too)."""
+    names = tool_names()
     if task is None or task.tools is None:
-        return list(TOOL_NAMES)
-    return [t for t in TOOL_NAMES if t in task.tools]
+        return list(names)
+    return [t for t in names if t in task.tools]
 
 
 def _call(target: str, values: list[Any], tools: list[str]) -> dict[str, Any]:

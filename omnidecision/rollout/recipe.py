@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import BACKEND_KINDS
 from omnidecision.backends.perception import PerceptionSpec
-from omnidecision.protocol.actions import TOOL_NAMES
+from omnidecision.protocol.actions import HOW_TO_ADD_A_TOOL, tool_names
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.redaction import register_in
 from omnidecision.rollout.breaker import BreakerSettings
@@ -132,9 +132,10 @@ class Environment(_Model):
     @field_validator("tools")
     @classmethod
     def _check_tools(cls, v: list[str] | None) -> list[str] | None:
-        unknown = sorted(set(v or []) - set(TOOL_NAMES))
+        known = tool_names()  # the built-in tools, then the user's registered ones (own-tasks page)
+        unknown = sorted(set(v or []) - set(known))
         if unknown:
-            raise ValueError(f"unknown tool(s) {unknown}; known: {', '.join(TOOL_NAMES)}")
+            raise ValueError(f"unknown tool(s) {unknown}; known: {', '.join(known)}{HOW_TO_ADD_A_TOOL}")
         return v
 
 

@@ -14,6 +14,7 @@ import textwrap
 
 import pytest
 
+from omnidecision.agent.action_space import allowed_tools
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
@@ -22,6 +23,7 @@ from omnidecision.protocol.actions import tool_names
 from omnidecision.protocol.chat import ChatRequest
 from omnidecision.protocol.records import RunRecord
 from omnidecision.protocol.registry import PLUGINS_ENV
+from omnidecision.rollout.recipe import Environment
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import TOOLS
 
@@ -101,3 +103,12 @@ def test_without_the_plugin_the_planners_call_is_a_schema_error(monkeypatch):
     r = run(Task(id="run-km", question=QUESTION, answer="4.828", tools=["unit_convert"]))
     reasons = [e.error for s in r.steps for e in s.events if e.kind == "invalid_action"]
     assert r.totals.tool_calls == {} and reasons and reasons[0].startswith("schema error at call.tool")
+
+
+def test_constrained_decoding_and_a_recipes_tool_list_admit_it(unit_convert):
+    assert "unit_convert" in allowed_tools(None)
+    assert allowed_tools(Task(id="t", question=QUESTION, answer="4.828", tools=["unit_convert"])) == ["unit_convert"]
+    assert Environment(tools=["web_search", "unit_convert"]).tools == ["web_search", "unit_convert"]
+    TOOLS.unregister("unit_convert")
+    with pytest.raises(ValueError, match=r"unknown tool\(s\) \['unit_convert'\].*register_tool"):
+        Environment(tools=["unit_convert"])
