@@ -25,6 +25,7 @@ from omnidecision.collect.dryrun import dry_run as make_report
 from omnidecision.collect.dryrun import harvest_dry_run
 from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harvest
 from omnidecision.collect.recipe import CollectRecipe
+from omnidecision.options import ReplaceOption
 from omnidecision.preflight import DryRunReport, emit
 from omnidecision.rollout.breaker import RolloutsStopped
 from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe
@@ -163,8 +164,7 @@ def harvest(
     switch_copies: int = typer.Option(1, "--switch-copies", min=1,
                                       help="--label rule: each train row whose decision leaves a tried source "
                                            "for an untried listed one appears K times"),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never one that is, holds or lies inside an input)"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="check --out, read and replay every run, build the rows; "
                                                           "print what would be written; write nothing"),
 ) -> None:

@@ -37,6 +37,7 @@ from omnidecision.eval.progress import LLMScorer, ScorerEndpoint, StringScorer, 
 from omnidecision.eval.progress_report import load_runs, recipe_tasks, write_audit
 from omnidecision.eval.runner import run_prepared
 from omnidecision.eval.serve import serve_report
+from omnidecision.options import ReplaceOption
 from omnidecision.outputs import output_problems, staged_output
 from omnidecision.preflight import Check, DryRunReport, PreflightError, check_url, emit, require
 from omnidecision.rollout.breaker import RolloutsStopped
@@ -221,8 +222,7 @@ def compare(
     reports: list[Path] = typer.Argument(..., help="report.json files or eval folders (the first is the reference)"),
     out: Path = typer.Option(Path("runs/compare"), help="folder for compare.md, compare.json, compare.png"),
     title: str = typer.Option("Comparison", help="table title"),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never one that is, holds or lies inside a report it reads)"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="check --out and read every report as the run does; print "
                                  "the report of the checks; write nothing"),
 ) -> None:
@@ -355,7 +355,8 @@ def audit_progress(
                                                 "(and the tool observations)"),
     min_coverage: float = typer.Option(0.5, help="string: share of a subgoal's key terms that must be found"),
     replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never one that is or holds a file it reads)"),
+                                 "write (never one that is or holds a file it reads: the report may go inside the "
+                                 "eval folder it audits)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check the options and --out, read the runs and the tasks "
                                  "as the run does; print the report of the checks (an llm endpoint is not "
                                  "contacted); score nothing, write nothing"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from omnidecision.grounding.report import overall_rows
+from omnidecision.options import ReplaceOption
 from omnidecision.outputs import output_problems, staged_output
 from omnidecision.preflight import Check, DryRunReport, PreflightError, check_model, emit, require
 
@@ -43,8 +44,7 @@ def audit_rewards(
                                "recipe (the collection's backends) or a backends YAML (e.g. the planner under test)"),
     temperature: float = typer.Option(1.0, help="sampling temperature of the planner's candidates"),
     seed: int = typer.Option(0, help="seed of the state sample and the candidates"),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never one that is, holds or lies inside an input)"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="check --out, the planner, judge, recipe, price and policy "
                                  "files, read the states and the runs as the run does; print the report of the "
                                  "checks; sample, execute and write nothing (no endpoint contacted)"),

@@ -39,6 +39,7 @@ import typer
 from omnidecision.checkpoints import write_consumed
 from omnidecision.launch import launch_stage, stage_args
 from omnidecision.modeling import generate_decisions
+from omnidecision.options import ReplaceOption
 from omnidecision.outputs import staged_output
 from omnidecision.preflight import require
 from omnidecision.provenance import training_tasks, write_task_ids
@@ -170,8 +171,7 @@ def rft_select(
         None, "--val", help="an SFT dataset folder whose validation split is copied next to the rows"),
     max_states: Optional[int] = typer.Option(  # noqa: UP045
         None, "--max-states", help="at most this many of the consumed states (a smoke run; default: all)"),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never one that is, holds or lies inside an input)"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and check; print the configuration; start nothing"),
 ) -> None:
     """Sample K decisions on the states GRPO's steps consume, keep the best well-formed one by the GRPO recipe's

@@ -27,6 +27,7 @@ from omnidecision.launch import (
     launch_stage,
     stage_args,
 )
+from omnidecision.options import ReplaceOption
 from omnidecision.outputs import OutputError, output_problems, staged_output
 from omnidecision.preflight import Check, DryRunReport, PreflightError, check_folder, emit
 from omnidecision.sft.dryrun import dry_run as check
@@ -53,8 +54,7 @@ def tiny_planner(
         None, "--shape", help="A published Qwen3 shape (qwen3-0.6b, qwen3-1.7b, qwen3-8b) with random weights and "
                               "the real Qwen3 tokenizer (offline), instead of the tiny planner."),
     dtype: str = typer.Option("bfloat16", "--dtype", help="Weight dtype of a --shape model."),
-    replace: bool = typer.Option(False, "--replace", help="Replace a non-empty --out folder this project did not "
-                                 "write (never one that is, holds or lies inside --data)."),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="Check --out and --data; print the config and parameter "
                                  "count; write nothing."),
 ) -> None:
@@ -122,8 +122,7 @@ def export(
     out: Path = typer.Option(..., "--out", help="Folder to write the exported checkpoint to."),
     merge: bool = typer.Option(False, "--merge/--no-merge", help="Merge a LoRA adapter into its base model."),
     base_model: str | None = typer.Option(None, "--base-model", help="Base of an adapter (default: its config)."),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never the checkpoint or its base, nor a folder holding or inside one)"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the checkpoint and its base; write nothing."),
 ) -> None:
     """Export a trained planner: merged or adapter, tokenizer + chat template, provenance card."""

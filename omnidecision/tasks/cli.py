@@ -13,6 +13,7 @@ from typing import NoReturn
 
 import typer
 
+from omnidecision.options import ReplaceOption
 from omnidecision.outputs import OutputError, check_output, report_out, staged_output
 from omnidecision.protocol.redaction import redact_text
 from omnidecision.tasks.folds import fold_files, plan_folds, write_folds
@@ -28,8 +29,7 @@ def synth(
     n: int = typer.Option(500, "--n", min=1, help="number of tasks"),
     seed: int = typer.Option(0, "--seed", help="random seed (same seed, byte-identical output)"),
     out: Path = typer.Option(..., "--out", help="output folder: tasks.jsonl, corpus.jsonl, assets/"),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="check --out and generate the suite in memory as the run "
                                  "does; print the counts and the files it would write; write nothing"),
 ) -> None:
@@ -126,8 +126,7 @@ def split(
     seed: int = typer.Option(0, "--seed", help="shuffle seed (same seed, same folds)"),
     out: Path = typer.Option(..., "--out", help="output folder: folds.json, fold-i/{test,train}_ids.json"),
     fmt: str = typer.Option("auto", "--format", "-f", help="auto, jsonl, omnigaia, worldsense or synthetic"),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never one that is, holds or lies inside the benchmark file)"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="check --out, load the tasks and deal the folds as the run "
                                                           "does; print the fold sizes and the files it would write; "
                                                           "write nothing"),

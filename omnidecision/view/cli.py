@@ -19,6 +19,7 @@ from pathlib import Path
 
 import typer
 
+from omnidecision.options import ReplaceOption
 from omnidecision.outputs import check_output, report_out, staged_output
 from omnidecision.protocol.redaction import redact_text
 from omnidecision.view.load import Collection, load
@@ -31,8 +32,7 @@ def view(
     title: str = typer.Option("omnidecision runs", help="title of the index page"),
     figure: list[Path] = typer.Option([], "--figure", help="a PNG shown at the top of the index (repeatable), e.g. "
                                       "a run's forest plot of its planned contrasts"),
-    replace: bool = typer.Option(False, "--replace", help="replace a non-empty --out folder this project did not "
-                                 "write (never one that is, holds or lies inside a run it reads)"),
+    replace: ReplaceOption = False,
     dry_run: bool = typer.Option(False, "--dry-run", help="check --out and the figures, read every run as the run "
                                  "does; print what the site would show as JSON; write nothing"),
 ) -> None:

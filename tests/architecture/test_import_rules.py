@@ -44,7 +44,9 @@ import pytest
 
 LEDGER = {"ledger"}
 PROTOCOL = LEDGER | {"protocol"}
-OUTPUTS = {"outputs"}  # a leaf (stdlib only): locks, atomic files, output folders; every writer may use it
+# leaves every writer may use: outputs (stdlib only: locks, atomic files, output folders) and options (Typer only:
+# the command-line options several commands declare alike, such as --replace)
+OUTPUTS = {"outputs", "options"}
 TASKS = PROTOCOL | OUTPUTS | {"tasks"}
 TOOLS = TASKS | {"tools"}  # tools read task records
 AGENT = TOOLS | {"backends", "agent"}
@@ -93,7 +95,8 @@ ALLOWED: dict[str, set[str]] = {
     "export": {"export", "modeling", "provenance", "preflight", "outputs"},
     "stats": {"stats"},
     "provenance": {"provenance", "outputs"},
-    "outputs": OUTPUTS,
+    "outputs": {"outputs"},
+    "options": {"options"},
     "gpustats": {"gpustats"},
     "smoke": {"smoke", "modeling", "synthetic"},
     # the demo and the experiment: lists of the stages' commands, run as processes; what they read of the stages'
