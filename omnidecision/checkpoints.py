@@ -46,6 +46,10 @@ RESUME_HELP = ("Where training starts. auto (default): from the newest complete 
                "is one (a restart of the same command continues; a checkpoint torn by a kill while saving is "
                "skipped), else from scratch. true: the same, warning when there is none. A checkpoint folder: from "
                "it. false: from scratch even when output_dir holds checkpoints.")
+# The `save_on_sigterm` field of the SFT and GRPO recipes (on by default): what preemption.py does on SIGTERM.
+SAVE_ON_SIGTERM_HELP = ("On SIGTERM (a SLURM preemption or requeue, KillWait seconds before SIGKILL), save a "
+                        "checkpoint after the step in flight and exit 143, so the requeued job resumes there "
+                        "(omnidecision/preemption.py). False: the signal ends the run at once.")
 
 
 def _checkpoints(output_dir: str) -> list[str]:

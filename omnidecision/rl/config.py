@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import trl
 
-from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
+from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, SAVE_ON_SIGTERM_HELP, CheckpointPolicyArguments
 from omnidecision.launch import RFT_ALIASES, Stage
 from omnidecision.preflight import check_precision, hide_hub_token
 from omnidecision.protocol.secrets import check_env_name
@@ -289,12 +289,7 @@ class PlannerGRPOConfig(trl.GRPOConfig):
     """TRL's GRPOConfig with the checks a planner run needs before any model is loaded."""
 
     resume_from_checkpoint: str | None = field(default=RESUME_DEFAULT, metadata={"help": RESUME_HELP})
-    save_on_sigterm: bool = field(
-        default=True,
-        metadata={"help": "On SIGTERM (a SLURM preemption or requeue, KillWait seconds before SIGKILL), save a "
-                          "checkpoint after the step in flight and exit 143, so the requeued job resumes there "
-                          "(omnidecision/preemption.py). False: the signal ends the run at once."},
-    )
+    save_on_sigterm: bool = field(default=True, metadata={"help": SAVE_ON_SIGTERM_HELP})
 
     def __post_init__(self) -> None:
         check_precision(self, "GRPO recipe")

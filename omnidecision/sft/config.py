@@ -14,7 +14,7 @@ from pathlib import Path
 
 import trl
 
-from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, CheckpointPolicyArguments
+from omnidecision.checkpoints import RESUME_DEFAULT, RESUME_HELP, SAVE_ON_SIGTERM_HELP, CheckpointPolicyArguments
 from omnidecision.launch import Stage
 from omnidecision.preflight import check_precision, hide_hub_token
 
@@ -103,12 +103,7 @@ class PlannerSFTConfig(trl.SFTConfig):
                           "modeling.compact_lm_head). False: TRL's every-position path (the benchmark's baseline)."},
     )
     resume_from_checkpoint: str | None = field(default=RESUME_DEFAULT, metadata={"help": RESUME_HELP})
-    save_on_sigterm: bool = field(
-        default=True,
-        metadata={"help": "On SIGTERM (a SLURM preemption or requeue, KillWait seconds before SIGKILL), save a "
-                          "checkpoint after the step in flight and exit 143, so the requeued job resumes there "
-                          "(omnidecision/preemption.py). False: the signal ends the run at once."},
-    )
+    save_on_sigterm: bool = field(default=True, metadata={"help": SAVE_ON_SIGTERM_HELP})
     cpu_fallback: bool = field(
         default=False,
         metadata={"help": "A bf16/fp16 recipe on a machine with no visible CUDA device: train on the CPU in float32 "
