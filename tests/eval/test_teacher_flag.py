@@ -39,7 +39,8 @@ def test_a_planner_below_its_teacher_is_said_in_the_headline_and_kept_in_the_fil
     assert block["delta"] == round(student["accuracy"] - teacher["accuracy"], 4)
     assert block["ci95"][0] <= block["delta"] <= block["ci95"][1]
     md = (tmp_path / "student" / "report.md").read_text()
-    assert "**Below its teacher**" in md and f"{block['planner']:.1%} against the teacher's {block['teacher']:.1%}" in md
+    assert "**Below its teacher**" in md
+    assert f"{block['planner']:.1%} against the teacher's {block['teacher']:.1%}" in md
 
     # the other way round: the full-budget run against the cut one is at or above it, and says so
     res = runner.invoke(app, ["eval", "--config", str(_recipe_file(synth_dir, tmp_path, "again", step_budget=15)),
@@ -54,7 +55,7 @@ def test_a_teacher_that_shares_no_task_is_refused_by_the_dry_run_and_the_run_ali
     other = tmp_path / "other"
     other.mkdir()
     # a teacher eval of another task: a real record, of a task this eval does not select
-    run_eval(teacher_recipe(synth_dir, tmp_path / "teacher", step_budget=15, ), progress=False)
+    run_eval(teacher_recipe(synth_dir, tmp_path / "teacher", step_budget=15), progress=False)
     line = (tmp_path / "teacher" / "trajectories.jsonl").read_text().splitlines()[0]
     (other / "trajectories.jsonl").write_text(line.replace('"task_id":"', '"task_id":"elsewhere-') + "\n")
     config = _recipe_file(synth_dir, tmp_path, "student", step_budget=4)
