@@ -1,6 +1,6 @@
 """A trained planner against the teacher whose runs it learned from: the eval report's `teacher` block.
 
-    omnidecision eval --config configs/eval/tiny-cpu.yaml --teacher runs/eval/teacher/test
+    omnidecision eval --config configs/eval/synthetic-tiny-local.yaml --teacher runs/eval/teacher
 
 `--teacher` names the teacher's own eval of the same tasks (its output folder, or its trajectories.jsonl). The
 planner's runs and the teacher's are paired by task (`stats.paired_in_loop`): a planner below its teacher is said
