@@ -13,7 +13,7 @@ import pytest
 
 from omnidecision.rollout.live import build_live_services, live_problems
 from omnidecision.rollout.recipe import RecipeError, load_recipe
-from omnidecision.rollout.runner import select_tasks
+from omnidecision.rollout.runner import run_rollouts, select_tasks
 
 from .conftest import CLI
 
@@ -79,7 +79,6 @@ def test_a_live_collection_refuses_to_start_while_something_is_missing(tmp_path,
     for k, v in live_env(tmp_path, dead_url).items():
         monkeypatch.setenv(k, v)
     recipe = load_recipe(LIVE, ["tasks.limit=2", f"out={tmp_path / 'out'}", "progress=false"])
-    from omnidecision.rollout.runner import run_rollouts
 
     with pytest.raises(RecipeError, match=r"the live environment is not ready .*\n  - task 5: media file"):
         import asyncio

@@ -9,6 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from omnidecision.eval import overlap
+from omnidecision.eval import runner as eval_runner
+from omnidecision.eval.checklist import prepare_eval
+from omnidecision.eval.dryrun import dry_run_report, eval_dry_run
+from omnidecision.preflight import Check
+from omnidecision.rollout import runner
+from omnidecision.rollout.recipe import RecipeError
+
 from .conftest import teacher_recipe
 
 
@@ -16,8 +24,6 @@ from .conftest import teacher_recipe
 def counted(monkeypatch):
     """Every `select_tasks` call counted; the served planner's training tasks known (so train/test reads the
     evaluated tasks too: before, the dry run selected them three times over for a live recipe)."""
-    from omnidecision.eval import overlap
-    from omnidecision.rollout import runner
 
     calls: list[str] = []
     select = runner.select_tasks
@@ -33,7 +39,6 @@ def counted(monkeypatch):
 
 
 def test_the_dry_run_selects_the_tasks_once(synth_dir, tmp_path, counted):
-    from omnidecision.eval.dryrun import eval_dry_run
 
     report = eval_dry_run(teacher_recipe(synth_dir, tmp_path / "eval"), Path("recipe.yaml"), 0)
     checks = {c.what: c for c in report.checks}
@@ -43,10 +48,6 @@ def test_the_dry_run_selects_the_tasks_once(synth_dir, tmp_path, counted):
 
 
 def test_the_run_selects_once_and_refuses_in_the_dry_runs_words(synth_dir, tmp_path, counted, monkeypatch):
-    from omnidecision.eval import overlap
-    from omnidecision.eval import runner as eval_runner
-    from omnidecision.eval.dryrun import eval_dry_run
-    from omnidecision.rollout.recipe import RecipeError
 
     recipe = teacher_recipe(synth_dir, tmp_path / "eval").model_copy(update={"samples": 1, "plots": False})
     rep = eval_runner.run_eval(recipe, progress=False)
@@ -63,9 +64,6 @@ def test_the_run_selects_once_and_refuses_in_the_dry_runs_words(synth_dir, tmp_p
 
 def test_the_dry_run_lists_the_checks_the_run_prepared(synth_dir, tmp_path, counted):
     """The dry run reports the prepared eval's own checklist, not a second one made from the recipe."""
-    from omnidecision.eval.checklist import prepare_eval
-    from omnidecision.eval.dryrun import dry_run_report
-    from omnidecision.preflight import Check
 
     prepared = prepare_eval(teacher_recipe(synth_dir, tmp_path / "eval"))
     planted = Check(what="planted", status="error", detail="only in the prepared checklist")
