@@ -59,8 +59,8 @@ from omnidecision.tasks.schema import (
 
 logger = logging.getLogger(__name__)
 
-FAMILIES: dict[str, tuple[str, float]] = {  # family -> (level, weight)
-    # chains the rule "first actionable need, listed tool" solves
+# family -> (level, weight): the chains the rule "first actionable need, listed tool" solves
+_CHAIN_FAMILIES: dict[str, tuple[str, float]] = {
     "audio_subtitle": ("easy", 0.06),
     "subtitle_web": ("easy", 0.06),
     "visual_web": ("easy", 0.06),
@@ -68,15 +68,21 @@ FAMILIES: dict[str, tuple[str, float]] = {  # family -> (level, weight)
     "visual_web_code": ("medium", 0.06),
     "two_audio_list": ("medium", 0.06),
     "hard_join": ("hard", 0.12),
-    # planning families: the right decision is not "first actionable need, listed tool" (see the README)
-    "source_switch": ("medium", 0.10),
-    "tight_budget": ("hard", 0.10),
-    "supplementary_finish": ("medium", 0.10),
-    "conflict_second_source": ("medium", 0.10),
-    "compute_slot": ("medium", 0.10),
 }
-PLANNING_FAMILIES: tuple[str, ...] = ("source_switch", "tight_budget", "supplementary_finish",
-                                      "conflict_second_source", "compute_slot")
+# family -> level: the planning families, where the right decision is not "first actionable need, listed tool" (see
+# the README); each is drawn with the same weight, together half of the suite
+_PLANNING_LEVELS: dict[str, str] = {
+    "source_switch": "medium",
+    "tight_budget": "hard",
+    "supplementary_finish": "medium",
+    "conflict_second_source": "medium",
+    "compute_slot": "medium",
+}
+_PLANNING_WEIGHT = 0.10
+# one table, the planning names read from it (never listed twice); the order is the draw's, chains first
+FAMILIES: dict[str, tuple[str, float]] = {
+    **_CHAIN_FAMILIES, **{family: (level, _PLANNING_WEIGHT) for family, level in _PLANNING_LEVELS.items()}}
+PLANNING_FAMILIES: tuple[str, ...] = tuple(_PLANNING_LEVELS)
 SITES = ("encyclopedia.example.org", "people.example.net", "news.example.com", "archive.example.org")
 P_CONFLICT = 0.3
 P_UNANSWERABLE = 0.08
