@@ -95,7 +95,13 @@ class ExperimentRecipe(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _contrasts_name_arms(self) -> ExperimentRecipe:
+    def _consistent(self) -> ExperimentRecipe:
+        """The checks that read several fields, one after another: the first that fails is the error reported."""
+        for check in (self._contrasts_name_arms, self._single_arms, self._arm_subset, self._curve):
+            check()
+        return self
+
+    def _contrasts_name_arms(self) -> None:
         names = set(planners(ALL_ARMS))
         for c in self.planned:
             parts = c.split("-")
@@ -104,10 +110,8 @@ class ExperimentRecipe(BaseModel):
             unknown = [p for p in parts if p not in names]
             if unknown:
                 raise ValueError(f"planned contrast {c!r}: {unknown} not in the arm table ({sorted(names)})")
-        return self
 
-    @model_validator(mode="after")
-    def _single_arms(self) -> ExperimentRecipe:
+    def _single_arms(self) -> None:
         table = {a.name: a for a in ARMS}
         for name in self.single:
             if name not in table or not table[name].replicated:
@@ -117,16 +121,14 @@ class ExperimentRecipe(BaseModel):
         both = sorted(planned & set(self.single))
         if both:
             raise ValueError(f"single: {both} appear in a planned contrast (a planned contrast needs every replicate)")
-        return self
 
-    @model_validator(mode="after")
-    def _arm_subset(self) -> ExperimentRecipe:
+    def _arm_subset(self) -> None:
         table = {a.name: a for a in ALL_ARMS}
         unknown = sorted(set(self.arms) - set(table))
         if unknown:
             raise ValueError(f"arms: {unknown} not in the arm table ({sorted(table)})")
         if not self.arms:
-            return self
+            return
         chosen = set(self.arms)
         fixed = sorted(a.name for a in ALL_ARMS if a.fixed_steps and a.name in chosen)
         if fixed and self.sft_epochs is None:
@@ -140,14 +142,12 @@ class ExperimentRecipe(BaseModel):
         absent = sorted({n for pair in self.contrasts() for n in pair} - chosen)
         if absent:
             raise ValueError(f"planned contrasts name arms this experiment does not run: {absent}")
-        return self
 
-    @model_validator(mode="after")
-    def _curve(self) -> ExperimentRecipe:
+    def _curve(self) -> None:
         if not self.teacher_tasks:
             if self.curve_rl_arms:
                 raise ValueError("curve_rl_arms: only a curve (teacher_tasks) has a headline to read")
-            return self
+            return
         n = self.teacher_tasks
         if sorted(set(n)) != n:
             raise ValueError(f"teacher_tasks must be distinct and ascending, got {n}")
@@ -162,7 +162,6 @@ class ExperimentRecipe(BaseModel):
         if not self.curve_rl_arms or bad or "sft" not in names:
             raise ValueError(f"curve_rl_arms: name the RL arms the headline reads, among the arms run and other than "
                              f"sft (got {self.curve_rl_arms}; sft must run)")
-        return self
 
     def arm_table(self) -> tuple[Arm, ...]:
         """The arms this experiment runs, in table order."""
