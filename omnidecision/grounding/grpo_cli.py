@@ -9,27 +9,15 @@
 
 from __future__ import annotations
 
-import typer
-
-from omnidecision.launch import AccelerateConfigOption, DryRunOption, NumProcessesOption, launch_stage, stage_args
-from omnidecision.rl.cli import GRPORecipeOption, grpo_summary
+from omnidecision.rl.cli import GRPOEntry, grpo_command
 
 
-def grpo_agent(
-    ctx: typer.Context,
-    config: GRPORecipeOption,
-    accelerate_config: AccelerateConfigOption = None,
-    num_processes: NumProcessesOption = None,
-    dry_run: DryRunOption = False,
-) -> None:
-    """GRPO with the agent in the loop (an environment, or the executed reward); writes output_dir/closure_eval.json
-    or environment_eval.json."""
+def _agent_grpo() -> GRPOEntry:
     from omnidecision.grounding import grpo  # loads TRL and the agent: inside the command, so --help stays fast
 
-    report = launch_stage(grpo.AGENT_GRPO_STAGE, stage_args(grpo.AGENT_GRPO_STAGE, config, ctx.args), main=grpo.main,
-                          check=grpo.dry_run, accelerate_config=accelerate_config, num_processes=num_processes,
-                          dry_run=dry_run)
-    print(grpo_summary(report, ("steps", "train_seconds", "delta_mean", "rollouts", "judged_correct_rate")))
+    return GRPOEntry(grpo.AGENT_GRPO_STAGE, grpo.main, grpo.dry_run)
 
 
-grpo_agent.passthrough = True  # type: ignore[attr-defined]
+grpo_agent = grpo_command(_agent_grpo, ("steps", "train_seconds", "delta_mean", "rollouts", "judged_correct_rate"),
+                          help="GRPO with the agent in the loop (an environment, or the executed reward); writes "
+                               "output_dir/closure_eval.json or environment_eval.json.")

@@ -13,7 +13,8 @@ GPU); `--dry-run` resolves and checks everything and prints the configuration an
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -21,6 +22,7 @@ from omnidecision.launch import (
     AccelerateConfigOption,
     DryRunOption,
     NumProcessesOption,
+    Stage,
     launch_stage,
     stage_args,
 )
@@ -30,20 +32,43 @@ from omnidecision.rl.dryrun import dry_run as check
 GRPORecipeOption = Annotated[str, typer.Option("--config", help="GRPO recipe (configs/grpo/*.yaml).")]
 
 
-def grpo(
-    ctx: typer.Context,
-    config: GRPORecipeOption,
-    accelerate_config: AccelerateConfigOption = None,
-    num_processes: NumProcessesOption = None,
-    dry_run: DryRunOption = False,
-) -> None:
-    """GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."""
+class GRPOEntry(NamedTuple):
+    """What a GRPO command launches: the stage, its training entry and its dry run."""
+
+    stage: Stage
+    main: Callable[..., Any]
+    check: Callable[..., Any]
+
+
+def grpo_command(load: Callable[[], GRPOEntry], keys: tuple[str, ...], help: str) -> Callable[..., None]:
+    """A GRPO command (`grpo` here, `grpo-agent` in grounding/grpo_cli.py): the same options, the recipe run by
+    `launch_stage`, then the report's `keys` and held-out closure printed (`grpo_summary`). `load` imports the stage
+    when the command runs, so --help stays fast; `help` is the command's help, a literal where the command is
+    assigned (`omnidecision --help` reads it from the source: cli.source_help)."""
+
+    def command(
+        ctx: typer.Context,
+        config: GRPORecipeOption,
+        accelerate_config: AccelerateConfigOption = None,
+        num_processes: NumProcessesOption = None,
+        dry_run: DryRunOption = False,
+    ) -> None:
+        entry = load()
+        report = launch_stage(entry.stage, stage_args(entry.stage, config, ctx.args), main=entry.main,
+                              check=entry.check, accelerate_config=accelerate_config, num_processes=num_processes,
+                              dry_run=dry_run)
+        print(grpo_summary(report, keys))
+
+    command.__doc__ = help
+    command.passthrough = True  # type: ignore[attr-defined]
+    return command
+
+
+def _closure_grpo() -> GRPOEntry:
     from omnidecision.rl.config import GRPO_STAGE  # heavy: the GRPO recipe's dataclasses load trl; keeps --help fast
     from omnidecision.rl.train import main  # heavy: loads torch/trl; keeps --help fast
 
-    report = launch_stage(GRPO_STAGE, stage_args(GRPO_STAGE, config, ctx.args), main=main, check=check,
-                          accelerate_config=accelerate_config, num_processes=num_processes, dry_run=dry_run)
-    print(grpo_summary(report, ("steps", "train_seconds", "delta_mean")))
+    return GRPOEntry(GRPO_STAGE, main, check)
 
 
 def grpo_summary(report: dict[str, Any], keys: tuple[str, ...]) -> str:
@@ -56,4 +81,5 @@ def grpo_summary(report: dict[str, Any], keys: tuple[str, ...]) -> str:
     return json.dumps(summary, indent=2)
 
 
-grpo.passthrough = True  # type: ignore[attr-defined]
+grpo = grpo_command(_closure_grpo, ("steps", "train_seconds", "delta_mean"), help=(
+    "GRPO from an SFT checkpoint or adapter on harvested RL states; writes output_dir/closure_eval.json."))
