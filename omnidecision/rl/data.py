@@ -9,8 +9,6 @@ recipe (random reachable ledgers from omnidecision.synthetic.states):
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import random
 from pathlib import Path
@@ -18,9 +16,10 @@ from typing import Any
 
 from omnidecision.preflight import split_files
 from omnidecision.protocol.rows import rl_row
-from omnidecision.synthetic.states import random_ledger
+from omnidecision.synthetic.states import random_ledger, splits_main, write_splits
 
 logger = logging.getLogger(__name__)
+
 
 def rl_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     """`n` rows from independent random reachable ledgers (same seed, same rows)."""
@@ -32,11 +31,7 @@ def rl_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
 def write_rl_dataset(out_dir: str | Path, n_train: int = 2000, n_validation: int = 200, seed: int = 0) -> Path:
     """Write `out_dir/rl/train.jsonl` and `validation.jsonl` (disjoint seeds); returns `out_dir`."""
     rl = Path(out_dir) / "rl"
-    rl.mkdir(parents=True, exist_ok=True)
-    for name, n, s in (("train", n_train, seed), ("validation", n_validation, seed + 1_000_003)):
-        with (rl / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
-            for row in rl_rows(n, s):
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_splits(rl, rl_rows, n_train, n_validation, seed)  # the SFT writer's splits and seeds, RL rows in them
     logger.info("wrote %d train and %d validation RL rows to %s", n_train, n_validation, rl)
     return Path(out_dir)
 
@@ -86,11 +81,4 @@ def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "valida
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("out_dir")
-    p.add_argument("--train", type=int, default=2000)
-    p.add_argument("--validation", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args()
-    logging.basicConfig(level=logging.INFO)
-    write_rl_dataset(a.out_dir, a.train, a.validation, a.seed)
+    splits_main(write_rl_dataset, __doc__)
