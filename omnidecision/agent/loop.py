@@ -84,13 +84,8 @@ from omnidecision.ledger import (
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
 from omnidecision.protocol.actions import (
     CallAction,
-    FinishAction,
     NeedVerdict,
     effective_tool,
-    parse_critic_output,
-    parse_decompose_output,
-    parse_finalizer_output,
-    parse_planner_output,
     render_action,
 )
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatResponse
@@ -138,23 +133,16 @@ async def continue_run(run: Run, record: RunRecord, decision: ChatResponse | Non
 def _failed(record: RunRecord, run: Run | None, exc: Exception) -> None:
     """End the run with outcome `error`: a dead backend (after its retries) names its reason, anything else its
     exception."""
-    _stop(record, "error", run)
+    if run is None:  # the run could not be set up: nothing was counted
+        record.outcome = "error"
+    else:
+        run.close(record, "error")
     if isinstance(exc, BackendError):
         record.error = exc.reason
         logger.warning("run %s: backend error: %s", record.run_id, exc.reason)
     else:
         record.error = f"{type(exc).__name__}: {exc}"
         logger.error("run %s crashed:\n%s", record.run_id, traceback.format_exc())
-
-
-def _stop(record: RunRecord, outcome: Outcome, run: Run | None) -> None:
-    record.outcome = outcome
-    if run is not None:
-        if run.state.initialized:
-            record.final_ledger = run.state
-            record.answer = record.answer or run.state.answer
-        record.totals = run.totals()
-        record.planner_model = run.planner_model
 
 
 # -- decompose ---------------------------------------------------------------------------------------------
@@ -167,12 +155,11 @@ def task_context(task: Task) -> TaskContext:
 
 async def _decompose(run: Run, record: RunRecord) -> None:
     task, events = run.task, record.initial_events
-    resp = await run.chat("decompose", decompose_messages(task.question, task), {"task": task})
-    out, err = parse_decompose_output(resp.text)
-    record.decompose = Run.role_call("decompose", resp, err)
-    context = task_context(task)
-    budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts, "context": context,
-               "max_tool_calls": task.max_tool_calls}
+    budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts,
+               "context": task_context(task), "max_tool_calls": task.max_tool_calls}
+    reply = await run.ask("decompose", decompose_messages(task.question, task), {"task": task})
+    record.decompose = reply.call
+    out, err = reply.output, reply.error
     if out is not None:
         # slots start empty and unverified whatever the decomposer wrote: only evidence verifies a slot
         slots = [s.model_copy(update={"value": None, "verified": False, "source": None, "attempts": 0})
@@ -192,62 +179,59 @@ async def _decompose(run: Run, record: RunRecord) -> None:
     fallback = InitLedger(question=task.question, needs=[NeedSpec(description="the answer to the question",
                                                                   query_focus=task.question)], **budgets)
     run.commit(events, fallback, "decompose")
-    run.invalid_event(events, "decompose", err or "invalid decomposition", resp.text)
+    run.invalid_event(events, "decompose", err or "invalid decomposition", reply.text)
 
 
 # -- the loop ----------------------------------------------------------------------------------------------
 async def _ledger_loop(run: Run, record: RunRecord, decision: ChatResponse | None = None) -> None:
-    """Decompose (unless `run` starts from a restored ledger), then steps until a stop. `decision`: the planner's
-    reply at the first step, given instead of asked for (a resumed run, `continue_run`)."""
+    """Decompose (unless `run` starts from a restored ledger), then steps until a stop rule holds (`_stop_rule`)
+    or the finalizer accepts. `decision`: the planner's reply at the first step, given instead of asked for (a
+    resumed run, `continue_run`)."""
     config = run.config
     budget = DigestBudget(max_chars=config.digest_max_chars)
     if not run.state.initialized:
         await _decompose(run, record)
-    while True:
+    while (outcome := _stop_rule(run)) is None:
         state = run.state
-        # a spent tool budget ends the run unless the ledger is ready: then the planner can still finish
-        if state.step >= config.step_budget or (_tool_cap_reached(run) and not ready(state)):
-            return await _finish_without_accept(run, record, "budget", budget)
-        if not ready(state) and not can_advance(state):
-            return await _finish_without_accept(run, record, "insufficient", budget)
         step = StepRecord(step=state.step, ledger=state, planner_messages=render_planner_messages(
             state, budget, system_prompt=config.planner_system_prompt))
         record.steps.append(step)
-        if decision is not None:
-            resp, decision = decision, None
-            run.account("planner", resp)
-        else:
-            schema = (ledger_action_schema(state, run.task, config.max_tool_calls, config.constrain_tools)
-                      if config.constrain_decoding else None)
-            resp = await run.chat("planner", step.planner_messages, {"task": run.task, "ledger": state},
-                                  schema=schema)
+        schema = (ledger_action_schema(state, run.task, config.max_tool_calls, config.constrain_tools)
+                  if config.constrain_decoding and decision is None else None)
+        reply = await run.ask("planner", step.planner_messages, {"task": run.task, "ledger": state},
+                              schema=schema, given=decision)
+        decision, resp = None, reply.response
         step.raw_output, step.usage, step.latency_s, step.cost = resp.text, resp.usage, resp.latency_s, resp.cost
-        action, err = parse_planner_output(resp.text)
+        action = reply.output
         if action is None:
-            step.invalid = err
-            run.invalid_event(step.events, "planner", err or "invalid action", resp.text)
-        else:
-            step.action = action.model_dump(exclude_none=True)
-            if isinstance(action, FinishAction):
-                if await _finish(run, record, step, budget):
-                    return None
-            else:
-                await _call(run, step, action, budget)
-        if _stuck(run):
-            r = run.state.last_rejected
-            record.stop_reason = (f"the planner repeated a rejected decision {r.streak} times in a row: "  # type: ignore[union-attr]
-                                  f"{r.decision} ({r.reason})")  # type: ignore[union-attr]
-            return await _finish_without_accept(run, record, "stuck", budget)
+            step.invalid = reply.error
+            run.invalid_event(step.events, "planner", reply.error or "invalid action", resp.text)
+            continue
+        step.action = action.model_dump(exclude_none=True)
+        if isinstance(action, CallAction):
+            await _call(run, step, action, budget)
+        elif await _finish(run, record, step, budget):
+            return
+    await _finish_without_accept(run, record, outcome, budget)
 
 
-def _stuck(run: Run) -> bool:
-    limit, r = run.config.max_repeated_rejections, run.state.last_rejected
-    return limit is not None and r is not None and r.streak >= limit
-
-
-def _tool_cap_reached(run: Run) -> bool:
-    """The recipe's cap (budget-matched comparisons) or the task's own tool budget (in the ledger) is spent."""
-    return tool_budget_spent(run.state, run.config.max_tool_calls)
+def _stop_rule(run: Run) -> Outcome | None:
+    """The stop outcome the ledger calls for before the next planner step (None: go on), the first that holds of:
+    forced (the finalizer failed more than the revision budget), stuck (the same rejected decision
+    `max_repeated_rejections` times in a row), budget (the step budget, or a spent tool budget, the recipe's cap or
+    the task's own, unless the ledger is ready: the planner can then still finish), insufficient (not ready and
+    nothing can advance: the planner is not asked)."""
+    state, config = run.state, run.config
+    limit, rejected = config.max_repeated_rejections, state.last_rejected
+    if state.finalizer_failures > config.revision_budget:
+        return "forced"
+    if limit is not None and rejected is not None and rejected.streak >= limit:
+        return "stuck"
+    if state.step >= config.step_budget or (tool_budget_spent(state, config.max_tool_calls) and not ready(state)):
+        return "budget"
+    if not ready(state) and not can_advance(state):
+        return "insufficient"
+    return None
 
 
 def gap_diagnosis(state: Ledger) -> str:
@@ -265,53 +249,55 @@ def gap_diagnosis(state: Ledger) -> str:
 
 
 async def _finish(run: Run, record: RunRecord, step: StepRecord, budget: DigestBudget) -> bool:
-    """The planner chose finish. Returns True when the run stops (accepted or forced)."""
+    """The planner chose finish: the finalizer checks a ready ledger (an unready one fails the check, naming its
+    gaps, with no finalizer call). Returns True when the check passed and the run stopped, accepted."""
     run.commit(step.events, FinishRequested(), "planner")
     state = run.state
     if not ready(state):
         run.commit(step.events, FinalizerChecked(passed=False, diagnosis=gap_diagnosis(state)), "finalizer")
+        return False
+    reply = await run.ask("finalizer", finalizer_messages(state, run.task, budget),
+                          {"task": run.task, "ledger": state})
+    out = reply.output
+    step.calls.append(reply.call)
+    if out is None:
+        run.invalid_event(step.events, "finalizer", reply.error or "invalid finalizer output", reply.text)
+        check = FinalizerChecked(passed=False, diagnosis=f"finalizer output invalid: {reply.error}")
+    elif out.check == "pass" and out.answer.strip():
+        check = FinalizerChecked(passed=True, answer=out.answer.strip())
     else:
-        resp = await run.chat("finalizer", finalizer_messages(state, run.task, budget),
-                              {"task": run.task, "ledger": state})
-        out, err = parse_finalizer_output(resp.text)
-        step.calls.append(Run.role_call("finalizer", resp, err))
-        if out is None:
-            run.invalid_event(step.events, "finalizer", err or "invalid finalizer output", resp.text)
-            check = FinalizerChecked(passed=False, diagnosis=f"finalizer output invalid: {err}")
-        elif out.check == "pass" and out.answer.strip():
-            check = FinalizerChecked(passed=True, answer=out.answer.strip())
-        else:
-            check = FinalizerChecked(passed=False, answer=out.answer.strip() or None,
-                                     diagnosis=out.diagnosis or "the finalizer's check failed")
-        if run.commit(step.events, check, "finalizer") and check.passed:
-            record.answer = check.answer
-            _stop(record, "accepted", run)
-            return True
-    if run.state.finalizer_failures > run.config.revision_budget:
-        await _finish_without_accept(run, record, "forced", budget)
+        check = FinalizerChecked(passed=False, answer=out.answer.strip() or None,
+                                 diagnosis=out.diagnosis or "the finalizer's check failed")
+    if run.commit(step.events, check, "finalizer") and check.passed:
+        record.answer = check.answer
+        run.close(record, "accepted")
         return True
     return False
 
 
 async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, budget: DigestBudget) -> None:
     """Stop with `outcome`; the answer is the ledger's best value, else a best-effort draft. An `insufficient` stop
-    abstains (answer `ABSTAIN_ANSWER`) and keeps that value as `record.draft_answer` instead."""
+    abstains (answer `ABSTAIN_ANSWER`) and keeps that value as `record.draft_answer` instead; a `stuck` one names
+    the decision repeated in `record.stop_reason`."""
+    if outcome == "stuck":
+        r = run.state.last_rejected
+        record.stop_reason = (f"the planner repeated a rejected decision {r.streak} times in a row: "  # type: ignore[union-attr]
+                              f"{r.decision} ({r.reason})")  # type: ignore[union-attr]
     answer = run.state.answer
     if answer is None and run.config.settings.draft_on_stop:
         try:
-            resp = await run.chat("finalizer", finalizer_messages(run.state, run.task, budget),
+            reply = await run.ask("finalizer", finalizer_messages(run.state, run.task, budget),
                                   {"task": run.task, "ledger": run.state})
-            out, err = parse_finalizer_output(resp.text)
-            record.final_calls.append(Run.role_call("finalizer", resp, err))
-            if out is not None and out.answer.strip():
-                answer = out.answer.strip()
+            record.final_calls.append(reply.call)
+            if reply.output is not None and reply.output.answer.strip():
+                answer = reply.output.answer.strip()
         except BackendError as exc:  # the stop outcome stands; the draft is best effort
             record.final_calls.append(RoleCall(role="finalizer", error=exc.reason))
     if outcome == "insufficient" and run.config.settings.abstain_on_insufficient:
         # the seed's distinction: an insufficient ledger abstains; the draft is kept, judged apart
         record.draft_answer, answer = answer, ABSTAIN_ANSWER
     record.answer = answer
-    _stop(record, outcome, run)
+    run.close(record, outcome)
 
 
 # -- one tool call -----------------------------------------------------------------------------------------
@@ -322,8 +308,8 @@ def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope =
     if action.slot is not None:
         slot = state.slot(action.slot)
         if slot is None or action.slot not in actionable_slot_names(state):
-            why = "unknown slot" if slot is None else f"slot {action.slot} is not actionable (verified=" \
-                f"{'yes' if slot.verified else 'no'}, needs {slot.needs} must be filled)"
+            why = ("unknown slot" if slot is None else f"slot {action.slot} is not actionable (verified="
+                   f"{'yes' if slot.verified else 'no'}, needs {slot.needs} must be filled)")
             return f"{why}; actionable slots: {actionable_slot_names(state)}"
         tool = effective_tool(state, action)
         if scope == "listed" and tool != SLOT_TOOL:
@@ -380,12 +366,12 @@ async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBu
     run.commit(step.events, ToolCalled(need=action.need, slot=action.slot, tool=tool, query=query, ok=obs.ok,
                                        error=obs.error), "planner")
     state = run.state
-    resp = await run.chat("critic", critic_messages(state, resolved, obs, budget),
+    reply = await run.ask("critic", critic_messages(state, resolved, obs, budget),
                           {"task": run.task, "ledger": state, "action": resolved, "observation": obs})
-    out, err = parse_critic_output(resp.text)
-    step.calls.append(Run.role_call("critic", resp, err))
+    out = reply.output
+    step.calls.append(reply.call)
     if out is None:
-        run.invalid_event(step.events, "critic", err or "invalid critic output", resp.text)
+        run.invalid_event(step.events, "critic", reply.error or "invalid critic output", reply.text)
         return
     step.verdict = out.model_dump(mode="json")
     source = obs.source or SourceRef(tool=tool)

@@ -12,12 +12,16 @@ import json
 from functools import cache
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from omnidecision.ledger import DigestBudget, Ledger, render_digest
 from omnidecision.protocol.actions import (
     CRITIC_ADAPTER,
     DECOMPOSE_ADAPTER,
     FINALIZER_ADAPTER,
+    PLANNER_ADAPTER,
     CallAction,
+    parse_with,
     planner_json_schema,
 )
 from omnidecision.protocol.prompts import load_prompt
@@ -28,14 +32,31 @@ MAX_OBSERVATION_CHARS = 2000
 MAX_HISTORY_OBSERVATION_CHARS = 600
 
 
+# What each role's output must parse as (a role not listed, the summarizer, writes free text)
+ROLE_OUTPUTS: dict[str, TypeAdapter[Any]] = {"planner": PLANNER_ADAPTER, "react": PLANNER_ADAPTER,
+                                             "decompose": DECOMPOSE_ADAPTER, "critic": CRITIC_ADAPTER,
+                                             "finalizer": FINALIZER_ADAPTER}
+
+
 @cache
 def role_schema(role: str) -> dict[str, Any] | None:
     """The JSON schema sent as `response_format` for a role (None: free text)."""
-    adapters = {"decompose": DECOMPOSE_ADAPTER, "critic": CRITIC_ADAPTER, "finalizer": FINALIZER_ADAPTER}
     if role in ("planner", "react"):
         return planner_json_schema()
-    adapter = adapters.get(role)
+    adapter = ROLE_OUTPUTS.get(role)
     return adapter.json_schema() if adapter is not None else None
+
+
+def parse_role_output(role: str, text: str) -> tuple[Any | None, str | None]:
+    """A role's output parsed against its schema: (value, None), or (None, a one-line error); free text as is.
+
+    >>> parse_role_output("planner", '{"action": "finish"}')[0].action
+    'finish'
+    >>> parse_role_output("critic", "no json")
+    (None, 'no JSON object found in the output')
+    """
+    adapter = ROLE_OUTPUTS.get(role)
+    return parse_with(adapter, text) if adapter is not None else (text, None)
 
 
 def _task_line(task: Task | None) -> str:

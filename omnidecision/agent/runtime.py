@@ -2,7 +2,9 @@
 
 Backend lookup by role, LLM calls with usage/latency/cost accounting, tool execution that never raises, and
 the commit point: `Run.commit(event)` is the only place the loop hands an event to the reducer (an event the
-reducer rejects becomes an `InvalidAction` for the role that produced it).
+reducer rejects becomes an `InvalidAction` for the role that produced it). One role call of the ledger loop is one
+`Run.ask`: the messages sent (or a decision given in their place), the reply counted, parsed against the role's
+schema and kept as the record's `RoleCall`; `Run.close` writes the run's end into its record.
 
 Not meant to be run directly; see `omnidecision.agent.loop.run_task`.
 """
@@ -14,13 +16,14 @@ import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.roles import role_schema
+from omnidecision.agent.roles import parse_role_output, role_schema
 from omnidecision.ledger import EventRejected, InvalidAction, Ledger, LedgerEvent, reduce
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest, ChatResponse, Usage
-from omnidecision.protocol.records import RoleCall, Totals
+from omnidecision.protocol.records import Outcome, RoleCall, RunRecord, Totals
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import Observation, ToolContext
 from omnidecision.tools.registry import build_tool_context, run_tool
@@ -47,6 +50,26 @@ def config_digest(config: AgentConfig) -> str:
 def default_tool_runner() -> ToolRunner:
     """The tools registry's `run_tool`."""
     return run_tool
+
+
+@dataclass
+class Reply:
+    """One role's answer (`Run.ask`): the reply, its output parsed against the role's schema (None: malformed,
+    `error` says why)."""
+
+    role: str
+    response: ChatResponse
+    output: Any | None
+    error: str | None
+
+    @property
+    def text(self) -> str:
+        return self.response.text
+
+    @property
+    def call(self) -> RoleCall:
+        """What the record keeps of it."""
+        return Run.role_call(self.role, self.response, self.error)
 
 
 class Run:
@@ -99,9 +122,21 @@ class Run:
         self.account(role, resp)
         return resp
 
+    async def ask(self, role: str, messages: list[dict[str, Any]], context: dict[str, Any], *,
+                  schema: dict[str, Any] | None = None, given: ChatResponse | None = None) -> Reply:
+        """One role call: the backend's reply to `messages` (`chat`), or `given`, a reply that stands in for it (a
+        resumed run's decision, counted as the role's own), parsed against the role's schema. Raises BackendError."""
+        if given is None:
+            resp = await self.chat(role, messages, context, schema=schema)
+        else:
+            resp = given
+            self.account(role, resp)
+        output, error = parse_role_output(role, resp.text)
+        return Reply(role, resp, output, error)
+
     def account(self, role: str, resp: ChatResponse) -> None:
-        """Add a reply's usage and cost to the run's totals (`chat` does it for every call; a resumed run does it
-        for the decision it was given, `agent.loop.continue_run`)."""
+        """Add a reply's usage and cost to the run's totals (`chat` does it for every call; `ask` for a reply it was
+        given)."""
         self.usage = self.usage + resp.usage
         if resp.cost is not None:
             self.cost = (self.cost or 0.0) + resp.cost
@@ -154,6 +189,16 @@ class Run:
         except EventRejected:  # only before init; the invalid action is still counted in the totals
             return
         events.append(event)
+
+    def close(self, record: RunRecord, outcome: Outcome) -> None:
+        """End the run with `outcome`: its final ledger, the answer (the one given, else the ledger's), its totals
+        and the planner's model go into `record`."""
+        record.outcome = outcome
+        if self.state.initialized:
+            record.final_ledger = self.state
+            record.answer = record.answer or self.state.answer
+        record.totals = self.totals()
+        record.planner_model = self.planner_model
 
     def totals(self) -> Totals:
         calls = dict(self.state.tool_call_counts) if self.state.initialized else dict(self.tool_calls)

@@ -32,7 +32,7 @@ from omnidecision.agent.loop import why_rejected
 from omnidecision.agent.runtime import ToolRunner
 from omnidecision.backends.factory import build_backends, load_backend_specs
 from omnidecision.branch.recorded import RecordedPolicy, RecordedTools
-from omnidecision.branch.resume import ResumeError, given_decision, recorded_decision, restore, resume
+from omnidecision.branch.resume import ResumeError, ResumePoint, decision_reply, restore, resume
 from omnidecision.ledger import Ledger
 from omnidecision.protocol.actions import CallAction, parse_planner_output
 from omnidecision.protocol.chat import BackendSpec, ChatBackend, ChatResponse
@@ -121,16 +121,6 @@ def draw_run_id(parent: RunRecord, seed: int) -> str:
     return parent.run_id if seed == 0 else f"{parent.run_id}#seed{seed}"
 
 
-def decision_reply(parent: RunRecord, step: int, decision: dict[str, Any] | str | ChatResponse | None
-                   ) -> ChatResponse:
-    """The planner reply the branch applies at `step`: the recorded one (None), a planner reply given as is (a
-    ChatResponse: a sampled candidate, parsed by the loop as any planner output, malformed or not), else the
-    caller's decision (an action, rendered canonically)."""
-    if isinstance(decision, ChatResponse):
-        return decision
-    return recorded_decision(parent, step) if decision is None else given_decision(decision)
-
-
 def decision_problem(state: Ledger, task: Task, config: AgentConfig, reply: ChatResponse) -> str | None:
     """Why the loop would not execute this decision at `state` (None: it would): an output that does not parse, or a
     call the loop rejects (`agent.loop.why_rejected`). Such a decision can still be applied: the loop records it as
@@ -154,21 +144,29 @@ class BranchOptions(TypedDict, total=False):
     tool_runner: ToolRunner | None
 
 
-async def branch_run(parent: RunRecord, step: int, task: Task, config: AgentConfig, policy: Policy,
-                     **options: Unpack[BranchOptions]) -> RunRecord:
-    """Branch `parent` at `step` with `decision` (None: the recorded one) and continue with `policy` to the end.
-    `tool_runner` runs the calls the recorded tools do not answer (default: the tools registry). Not judged: the
-    caller grades it as it grades any run. Raises `ResumeError` on a record or decision it cannot use."""
+def branch_point(parent: RunRecord, step: int, task: Task, config: AgentConfig, policy: Policy,
+                 **options: Unpack[BranchOptions]) -> ResumePoint:
+    """The branch of `parent` at `step`, restored and ready to run (`resume`): its decision there (`decision`,
+    None: the recorded one), its record so far (the branch's id, the parent's steps before `step`, where it comes
+    from), `policy`'s backends and the tools. `tool_runner` runs the calls the recorded tools do not answer
+    (default: the tools registry). Raises `ResumeError` on a record or decision it cannot use."""
     decision, seed, services = options.get("decision"), options.get("seed", 0), options.get("services")
     tools, tool_runner = options.get("tools", "recorded"), options.get("tool_runner")
     if seed < 0:
         raise ResumeError(f"seed {seed} is negative")
-    reply = decision_reply(parent, step, decision)
-    run_id = branch_id(parent.run_id, step, reply.text, policy.name, seed, tools)
     runner = RecordedTools(parent, tool_runner) if tools == "recorded" else tool_runner
+    reply = decision_reply(parent, step, decision)
     point = restore(parent, step, task, config, policy.backends, services=services, tool_runner=runner,
-                    run_id=run_id, draw_run_id=draw_run_id(parent, seed))
-    record = await resume(point, reply)
+                    run_id=branch_id(parent.run_id, step, reply.text, policy.name, seed, tools),
+                    draw_run_id=draw_run_id(parent, seed))
+    point.decision, record = reply, point.record
     record.parent_run_id, record.parent_step, record.branch_decision = parent.run_id, step, reply.text
     record.branch_policy, record.branch_seed = policy.name, seed
-    return record
+    return point
+
+
+async def branch_run(parent: RunRecord, step: int, task: Task, config: AgentConfig, policy: Policy,
+                     **options: Unpack[BranchOptions]) -> RunRecord:
+    """Branch `parent` at `step` (`branch_point`) and continue with `policy` to the end. Not judged: the caller
+    grades it as it grades any run. Raises `ResumeError` on a record or decision it cannot use."""
+    return await resume(branch_point(parent, step, task, config, policy, **options))

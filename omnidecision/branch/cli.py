@@ -27,12 +27,11 @@ from typing import Any, Optional
 
 import typer
 
-from omnidecision.branch.branch import Policy, branch_id, branch_run, build_policy, decision_problem, decision_reply
-from omnidecision.branch.parent import BadInput, ParentRun, load_parent
-from omnidecision.branch.resume import ResumeError, restore
+from omnidecision.branch.branch import branch_point, build_policy, decision_problem
+from omnidecision.branch.parent import BadInput, load_parent
+from omnidecision.branch.resume import ResumeError, ResumePoint, resume
 from omnidecision.ledger import actionable_need_indices, finish_available
 from omnidecision.outputs import exclusive, report_out
-from omnidecision.protocol.chat import ChatResponse
 from omnidecision.rollout.store import SHARD_GLOB, append_record, read_records
 
 logger = logging.getLogger(__name__)
@@ -59,26 +58,23 @@ def written_before(out: Path | None, run_id: str) -> bool:
     return out is not None and out.is_file() and any(r.run_id == run_id for _, r in read_records(out))
 
 
-def _dry_run_report(loaded: ParentRun, step: int, policy: Policy, reply: ChatResponse, seed: int, tools: str,
-                    out: Path | None) -> dict[str, Any]:
-    """What `branch --dry-run` prints: the restored state at `step`, whether the loop accepts the decision, the
-    branch's id and whether --out holds it already."""
-    parent, task, config = loaded.record, loaded.task, loaded.recipe.agent
-    point = restore(parent, step, task, config, policy.backends)
+def _dry_run_report(point: ResumePoint, tools: str, out: Path | None) -> dict[str, Any]:
+    """What `branch --dry-run` prints: the branch's state as restored, whether the loop accepts its decision, its
+    id and whether --out holds it already."""
+    parent, step, run, record, reply = point.parent, point.step, point.run, point.record, point.decision
     state = point.ledger
-    problem = decision_problem(state, task, config, reply)
-    run_id = branch_id(parent.run_id, step, reply.text, policy.name, seed, tools)  # type: ignore[arg-type]
-    return {"parent_run_id": parent.run_id, "task_id": task.id, "step": step, "parent_steps": len(parent.steps),
+    problem = decision_problem(state, run.task, run.config, reply)  # type: ignore[arg-type]
+    return {"parent_run_id": parent.run_id, "task_id": run.task.id, "step": step, "parent_steps": len(parent.steps),
             "parent_outcome": parent.outcome,
             "state": {"step": state.step, "actionable_needs": actionable_need_indices(state),
                       "finish_available": finish_available(state), "tool_calls": dict(state.tool_call_counts),
                       "last_rejected": state.last_rejected.model_dump() if state.last_rejected else None,
-                      "usage_so_far": point.run.usage.model_dump(), "invalid_so_far": point.run.invalid},
-            "decision": reply.text, "recorded_decision": parent.steps[step].raw_output,
+                      "usage_so_far": run.usage.model_dump(), "invalid_so_far": run.invalid},
+            "decision": record.branch_decision, "recorded_decision": parent.steps[step].raw_output,
             "loop_accepts": problem is None, "rejection": problem,
-            "policy": policy.name, "tools": tools, "seed": seed,
-            "branch_run_id": run_id, "out": str(out) if out is not None else None,
-            "already_in_out": written_before(out, run_id),
+            "policy": record.branch_policy, "tools": tools, "seed": record.branch_seed,
+            "branch_run_id": record.run_id, "out": str(out) if out is not None else None,
+            "already_in_out": written_before(out, record.run_id),
             "digest": parent.steps[step].planner_messages[-1]["content"]}
 
 
@@ -130,20 +126,21 @@ def branch(
                 raise BadInput(f"--decision is not JSON: {exc.msg} at char {exc.pos}: {decision[:80]!r}") from exc
             if not isinstance(given, dict):
                 raise BadInput(f"--decision must be a JSON object (an action), got {type(given).__name__}")
+        # the parent found, verified and resolved once; the policy that continues it
         loaded = load_parent(trajectories, run_id, recipe, tasks)
-        parent, parent_recipe, task, services = loaded.record, loaded.recipe, loaded.task, loaded.services
-        reply = decision_reply(parent, step, given)
-        chosen = build_policy(policy, parent, parent_recipe.backends)
+        parent = loaded.record
+        chosen = build_policy(policy, parent, loaded.recipe.backends)
+        # the branch restored at its step with its decision: what the dry run shows is what the run starts from
+        point = branch_point(parent, step, loaded.task, loaded.recipe.agent, chosen, decision=given, seed=seed,
+                             services=loaded.services, tools=tools)  # type: ignore[arg-type]
         if dry_run:
-            report = _dry_run_report(loaded, step, chosen, reply, seed, tools, out)
-            print(json.dumps(report, indent=1, ensure_ascii=False), file=report_out())
+            print(json.dumps(_dry_run_report(point, tools, out), indent=1, ensure_ascii=False), file=report_out())
             return
-        wanted = branch_id(parent.run_id, step, reply.text, chosen.name, seed, tools)  # type: ignore[arg-type]
-        if written_before(out, wanted):  # the same branch asked for again: found, not run or written twice
-            typer.echo(f"{wanted}: already in {out} (the same branch of {parent.run_id} at step {step}); skipped")
+        if written_before(out, point.record.run_id):  # the same branch asked for again: found, not run or written
+            typer.echo(f"{point.record.run_id}: already in {out} (the same branch of {parent.run_id} at step "
+                       f"{step}); skipped")
             return
-        record = asyncio.run(branch_run(parent, step, task, parent_recipe.agent, chosen, decision=given, seed=seed,
-                                        services=services, tools=tools))  # type: ignore[arg-type]
+        record = asyncio.run(resume(point))
         record = asyncio.run(loaded.judge(record))
         append_record(out, record)  # type: ignore[arg-type]
     except (BadInput, ResumeError, ValueError) as exc:
@@ -152,7 +149,8 @@ def branch(
     finally:
         held.close()
     correct = record.judge.correct if record.judge is not None else None
-    typer.echo(f"{record.run_id}: branch of {parent.run_id} at step {step} ({reply.text}), policy {chosen.name}: "
+    typer.echo(f"{record.run_id}: branch of {parent.run_id} at step {step} ({record.branch_decision}), "
+               f"policy {chosen.name}: "
                f"outcome={record.outcome} answer={record.answer!r} correct={correct} steps={len(record.steps)} "
                f"({len(record.steps) - step} new; parent: {parent.outcome}, {len(parent.steps)} steps) -> {out}"
                + (f" error={record.error}" if record.error else ""))

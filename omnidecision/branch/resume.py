@@ -193,12 +193,14 @@ def _restore_counters(run: Run, record: RunRecord, step: int) -> None:
 @dataclass
 class ResumePoint:
     """A recorded run restored at `step`: `run` holds the runtime state (ledger, counters, tool context), `record`
-    the resumed run's record so far (the parent's steps before `step`, copied; `resume` appends the rest)."""
+    the resumed run's record so far (the parent's steps before `step`, copied; `resume` appends the rest),
+    `decision` the planner reply applied at `step` (None: the recorded one)."""
 
     parent: RunRecord
     step: int
     run: Run
     record: RunRecord
+    decision: ChatResponse | None = None
 
     @property
     def ledger(self) -> Ledger:
@@ -261,6 +263,16 @@ def recorded_decision(parent: RunRecord, step: int) -> ChatResponse:
                         cost=s.cost)
 
 
+def decision_reply(parent: RunRecord, step: int, decision: dict[str, Any] | str | ChatResponse | None
+                   ) -> ChatResponse:
+    """The planner reply applied at `step`: the recorded one (None), a planner reply given as is (a ChatResponse: a
+    sampled candidate, parsed by the loop as any planner output, malformed or not), else the caller's decision (an
+    action, rendered canonically: `given_decision`)."""
+    if isinstance(decision, ChatResponse):
+        return decision
+    return recorded_decision(parent, step) if decision is None else given_decision(decision)
+
+
 def given_decision(decision: dict[str, Any] | str) -> ChatResponse:
     """A caller's decision (an action dict such as `{"action": "call", "need": 1}`, or its JSON text) as the
     planner's reply; a decision that does not parse as a planner action raises `ResumeError`. Its text is the
@@ -273,9 +285,12 @@ def given_decision(decision: dict[str, Any] | str) -> ChatResponse:
 
 
 async def resume(point: ResumePoint, decision: ChatResponse | None = None) -> RunRecord:
-    """Continue a restored run to its end: `decision` at the resume step (default: the recorded one), then the
-    point's backends. Returns the resumed record (never raises: a failure is outcome `error`, as in `run_task`)."""
-    reply = decision if decision is not None else recorded_decision(point.parent, point.step)
+    """Continue a restored run to its end: `decision` at the resume step (default: the point's, else the recorded
+    one), then the point's backends. Returns the resumed record (never raises: a failure is outcome `error`, as in
+    `run_task`)."""
+    reply = decision if decision is not None else point.decision
+    if reply is None:
+        reply = recorded_decision(point.parent, point.step)
     return await continue_run(point.run, point.record, reply)
 
 
