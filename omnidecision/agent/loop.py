@@ -48,7 +48,7 @@ from omnidecision.agent.action_space import ledger_action_schema
 from omnidecision.agent.baselines import history_loop
 from omnidecision.agent.config import AgentConfig, ToolScope
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
-from omnidecision.agent.runtime import Run, ToolRunner, config_digest
+from omnidecision.agent.runtime import Reply, Run, ToolRunner, config_digest
 from omnidecision.ledger import (
     SLOT_TOOL,
     AssetRef,
@@ -256,8 +256,7 @@ async def _finish(run: Run, record: RunRecord, step: StepRecord, budget: DigestB
     if not ready(state):
         run.commit(step.events, FinalizerChecked(passed=False, diagnosis=gap_diagnosis(state)), "finalizer")
         return False
-    reply = await run.ask("finalizer", finalizer_messages(state, run.task, budget),
-                          {"task": run.task, "ledger": state})
+    reply = await _ask_finalizer(run, budget)
     out = reply.output
     step.calls.append(reply.call)
     if out is None:
@@ -275,6 +274,12 @@ async def _finish(run: Run, record: RunRecord, step: StepRecord, budget: DigestB
     return False
 
 
+async def _ask_finalizer(run: Run, budget: DigestBudget) -> Reply:
+    """The finalizer's answer and check on the ledger as it stands (at a finish, or a draft at a stop)."""
+    return await run.ask("finalizer", finalizer_messages(run.state, run.task, budget),
+                         {"task": run.task, "ledger": run.state})
+
+
 async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, budget: DigestBudget) -> None:
     """Stop with `outcome`; the answer is the ledger's best value, else a best-effort draft. An `insufficient` stop
     abstains (answer `ABSTAIN_ANSWER`) and keeps that value as `record.draft_answer` instead; a `stuck` one names
@@ -286,8 +291,7 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
     answer = run.state.answer
     if answer is None and run.config.settings.draft_on_stop:
         try:
-            reply = await run.ask("finalizer", finalizer_messages(run.state, run.task, budget),
-                                  {"task": run.task, "ledger": run.state})
+            reply = await _ask_finalizer(run, budget)
             record.final_calls.append(reply.call)
             if reply.output is not None and reply.output.answer.strip():
                 answer = reply.output.answer.strip()
