@@ -1,6 +1,8 @@
 """One checklist per eval: the recipe resolved once into a `PreparedEval` (the tasks selected once, the environment
-labelled, the served planner's training tasks read, the price table read, the served roles and server named), and
-the checks made on it (each in the module of its subject: `eval.environment`, `eval.overlap`, `eval.prices`).
+labelled, the served planner's training tasks read, the price table read, the served roles and server named and
+checked), and
+the checks made on it (each in the module of its subject: `eval.environment`, `eval.overlap`, `eval.prices`,
+`eval.teacher`; the server's in `eval.serve`).
 `eval --dry-run` lists the checks (`eval.dryrun.dry_run_report`); the run (`eval.runner.run_prepared`) refuses the
 first failed one in the same words (`eval.runner.refuse`), then runs the very object checked.
 
@@ -16,7 +18,8 @@ from typing import Any
 from omnidecision.eval.environment import label_and_checks
 from omnidecision.eval.overlap import overlap_checks
 from omnidecision.eval.prices import PriceTable, price_checks
-from omnidecision.eval.teacher import teacher_check
+from omnidecision.eval.serve import ServerPlan, served
+from omnidecision.eval.teacher import TeacherRuns, teacher_check
 from omnidecision.preflight import Check
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, recipe_from_dict
 from omnidecision.rollout.runner import TaskSelection
@@ -48,21 +51,28 @@ class PreparedEval:
     overlap: dict[str, Any] = field(default_factory=dict)  # `train_overlap`'s figures ({} when unreadable)
     prices: PriceTable | None = None
     served_roles: tuple[str, ...] = ()  # the roles the `serve:` block points at its own server
+    # the `serve:` block's server, built and checked once (not started): its port (the block's, or a free one chosen
+    # here) and command are what the dry run shows and the run starts; its checks are among `checks`
+    server: ServerPlan | None = None
+    teacher: TeacherRuns | None = None  # the teacher's runs, read once: the check's and the report's
 
 
 def prepare_eval(recipe: EvalRecipe) -> PreparedEval:
-    """Resolve `recipe` once: select its tasks, label its environment, read the served planner's training tasks and
-    the price table, and make the checks of all of it (an unreadable task file or provenance is the train/test
-    check's error). Writes nothing, starts nothing."""
+    """Resolve `recipe` once: select its tasks, label its environment, read the served planner's training tasks, the
+    teacher's runs and the price table, build the `serve:` block's server, and make the checks of all of it (an
+    unreadable task file or provenance is the train/test check's error). Writes nothing, starts nothing."""
     selection = TaskSelection(recipe)
     label, checks = label_and_checks(recipe)
     try:
         overlap_list, overlap = overlap_checks(recipe, selection)
-        teacher_list = teacher_check(recipe.teacher, {t.id for t in selection()[1]})
+        teacher_list, teacher = teacher_check(recipe.teacher, {t.id for t in selection()[1]})
     except (RecipeError, ValueError, OSError) as exc:
         overlap_list, overlap = [Check(what="train/test", status="error", detail=str(exc))], {}
-        teacher_list = []  # no tasks to pair the teacher's runs with: the train/test check names why
+        teacher_list, teacher = [], None  # no tasks to pair the teacher's runs with: the train/test check names why
     prices_list, table = price_checks(recipe)
-    served = tuple(recipe.serve.roles) if recipe.serve is not None else ()
-    return PreparedEval(recipe, selection, label, [*checks, *overlap_list, *teacher_list, *prices_list], overlap,
-                        table, served)
+    roles = tuple(recipe.serve.roles) if recipe.serve is not None else ()
+    server = served(recipe.serve) if recipe.serve is not None else None
+    server_list = server.checks if server is not None else []
+    return PreparedEval(recipe, selection, label,
+                        [*checks, *overlap_list, *teacher_list, *prices_list, *server_list], overlap, table, roles,
+                        server, teacher)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from omnidecision.eval.checklist import PreparedEval, prepare_eval
-from omnidecision.eval.serve import serve_report, vllm_server
+from omnidecision.eval.serve import serve_report
 from omnidecision.preflight import Check, DryRunReport
 from omnidecision.rollout.checks import rollout_checks
 from omnidecision.rollout.deprecated import aliases
@@ -30,10 +30,15 @@ def dry_run_report(prepared: PreparedEval, config: Path, n_overrides: int, comma
         report.extra["train_overlap"] = prepared.overlap
     report.checks.extend(prepared.checks)
     s = recipe.serve
-    if s is None:
+    if s is None or prepared.server is None:
         report.checks.append(Check(what="serve", status="ok", detail="none: the planner is the recipe's endpoint"))
         return report
-    serve_report(report, vllm_server(s, port=s.port or 8000))
+    # the very server the run starts, on its port; its checks are the checklist's (above)
+    report.would_run.append(prepared.server.would_run)
+    report.extra.update(prepared.server.extra)
+    if s.port is None:
+        report.extra["port"] = (f"{prepared.server.server.port}: free when checked; a run chooses its own free port "
+                                "(serve.port fixes one)")
     report.extra["served_roles"] = {role: s.request_name() for role in s.roles}
     return report
 

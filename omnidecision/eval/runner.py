@@ -132,7 +132,8 @@ def run_prepared(prepared: PreparedEval, *, progress: bool = True, specs: dict[s
         (out / "recipe.yaml").write_text(redact_text(recipe_text), "utf-8")
         # -- runs (the server, if any, lives only for this phase)
         t0 = time.perf_counter()
-        serving = contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe)
+        server = prepared.server.server if prepared.server is not None else None  # the one its dry run showed
+        serving = contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe, server)
         with serving as role_specs:
             planner = planner_info(role_specs)
             summary = asyncio.run(run_rollouts(recipe, prepared=ready, specs=role_specs,
@@ -156,8 +157,8 @@ def run_prepared(prepared: PreparedEval, *, progress: bool = True, specs: dict[s
         meta["endpoint_models"] = endpoint_models(records)
         record_endpoint_models(out, meta["endpoint_models"])
         meta.update(progress_audit(out, records, all_tasks))
-        if recipe.teacher is not None:  # checked by the checklist: readable, sharing tasks with these
-            meta["teacher"] = teacher_block(records, recipe.teacher)
+        if prepared.teacher is not None:  # read and checked by the checklist: sharing tasks with these
+            meta["teacher"] = teacher_block(records, prepared.teacher)
         rep = write_report(out, records, meta, plots=recipe.plots, prices=recipe.prices)
         logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
         return rep

@@ -10,13 +10,14 @@ are left out and counted (`unpaired`); two evals that share no task are an error
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omnidecision.eval.correctness import is_correct
 from omnidecision.preflight import Check
 from omnidecision.protocol.records import RunRecord
-from omnidecision.rollout.store import load_records, read_records
+from omnidecision.rollout.store import load_records
 from omnidecision.stats import paired_in_loop, per_task
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -34,33 +35,39 @@ def teacher_runs_path(teacher: str | Path) -> Path:
 
 
 def teacher_records(teacher: str | Path) -> list[RunRecord]:
-    """The teacher's runs: every shard of its eval folder (`rollout.store.load_records`), or the one file named."""
+    """The teacher's runs: every shard of its eval folder, or the one file named (`rollout.store.load_records`)."""
     runs = teacher_runs_path(teacher)
-    if Path(teacher).is_dir():
-        return load_records(teacher)
-    return [r for _, r in read_records(runs)]
+    return load_records(teacher if Path(teacher).is_dir() else runs)
 
 
-def teacher_check(teacher: str | Path | None, task_ids: set[str]) -> list[Check]:
-    """The eval checklist's `teacher` check (its dry run and its run): the teacher's runs are readable and share
-    tasks with the tasks this eval selected; nothing without `teacher`."""
+@dataclass
+class TeacherRuns:
+    """The teacher's runs, read once by the checklist (`teacher_check`) for both the check and the report."""
+
+    path: Path  # the trajectories file read (`teacher_runs_path`)
+    records: list[RunRecord]
+
+
+def teacher_check(teacher: str | Path | None, task_ids: set[str]) -> tuple[list[Check], TeacherRuns | None]:
+    """The eval checklist's `teacher` check (its dry run and its run) and the runs it read: the teacher's runs are
+    readable and share tasks with the tasks this eval selected; nothing without `teacher`."""
     if teacher is None:
-        return []
+        return [], None
     try:
-        theirs = {r.task_id for r in teacher_records(teacher)}
+        runs = TeacherRuns(teacher_runs_path(teacher), teacher_records(teacher))
     except (OSError, ValueError) as exc:  # a missing file; a malformed line (TrajectoryFileError)
-        return [Check(what="teacher", status="error", detail=str(exc))]
-    shared = theirs & task_ids
+        return [Check(what="teacher", status="error", detail=str(exc))], None
+    shared = {r.task_id for r in runs.records} & task_ids
     if not shared:
         return [Check(what="teacher", status="error",
                       detail=f"--teacher {teacher}: the teacher's runs share no task with the {len(task_ids)} tasks "
-                             "of this eval (evaluate the teacher on the same tasks first)")]
+                             "of this eval (evaluate the teacher on the same tasks first)")], runs
     return [Check(what="teacher", status="ok",
                   detail=f"{teacher}: teacher runs on {len(shared)} of this eval's {len(task_ids)} tasks (the "
-                         "report compares on those, paired by task)")]
+                         "report compares on those, paired by task)")], runs
 
 
-def teacher_block(records: list[RunRecord], teacher: str | Path) -> dict[str, Any]:
+def teacher_block(records: list[RunRecord], teacher: TeacherRuns) -> dict[str, Any]:
     """The planner's accuracy against the teacher's on the tasks both ran: {"teacher", "planner", "delta" (planner
     − teacher), "ci95" (paired task bootstrap), "p_value", "n" (shared tasks), "unpaired", "below", "runs"}.
 
@@ -71,16 +78,17 @@ def teacher_block(records: list[RunRecord], teacher: str | Path) -> dict[str, An
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / TRAJECTORIES).write_text("".join(run(t, True).model_dump_json() + "\\n" for t in "abc"))
-    >>> block = teacher_block([run("a", True), run("b", False), run("c", False)], folder)
+    >>> _, theirs = teacher_check(folder, {"a", "b", "c"})
+    >>> block = teacher_block([run("a", True), run("b", False), run("c", False)], theirs)
     >>> block["teacher"], block["planner"], block["delta"], block["below"], block["n"]
     (1.0, 0.3333, -0.6667, True, 3)
     """
-    runs = teacher_runs_path(teacher)
+    runs = teacher.path
     mine = per_task((r.task_id, is_correct(r)) for r in records)
-    theirs = per_task((r.task_id, is_correct(r)) for r in teacher_records(teacher))
+    theirs = per_task((r.task_id, is_correct(r)) for r in teacher.records)
     shared = sorted(set(mine) & set(theirs))
     if not shared:
-        raise ValueError(f"--teacher {teacher}: the teacher's runs ({runs}) share no task with this eval: a planner "
+        raise ValueError(f"--teacher {runs}: the teacher's runs share no task with this eval: a planner "
                          "is compared with its teacher on the same tasks (evaluate the teacher on them first)")
     pair = paired_in_loop({t: theirs[t] for t in shared}, {t: mine[t] for t in shared}, ("teacher", "planner"))
     teacher_acc = sum(theirs[t] for t in shared) / len(shared)

@@ -166,10 +166,11 @@ def finished_keys(path: str | Path) -> set[tuple[str, int]]:
 
 
 def load_records(out: str | Path) -> list[RunRecord]:
-    """Every complete record under OUT/trajectories*.jsonl, first one per `run_key` ((task_id, sample); a branch of a
-    run is its own)."""
+    """Every complete record under OUT/trajectories*.jsonl (or in OUT itself, a trajectories file), first one per
+    `run_key` ((task_id, sample); a branch of a run is its own)."""
     seen: dict[tuple[str, int], RunRecord] = {}
-    for f in sorted(Path(out).glob("trajectories*.jsonl")):
+    files = [Path(out)] if Path(out).is_file() else sorted(Path(out).glob("trajectories*.jsonl"))
+    for f in files:
         for _, r in read_records(f):
             seen.setdefault(run_key(r), r)
     return list(seen.values())

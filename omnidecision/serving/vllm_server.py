@@ -23,6 +23,7 @@ import io
 import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -31,13 +32,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import httpx
 
-from omnidecision.preflight import is_hub_id
+from omnidecision.preflight import Check, check_adapter, check_model, is_hub_id
 from omnidecision.procs import die_with_parent
 from omnidecision.provenance import ProvenanceError, recorded_base, same_model
 
@@ -170,6 +172,18 @@ def lora_rank_for(rank: int) -> int:
 # system, CUDA graph capture, the compile cache filled) takes several minutes; a tiny CPU model seconds. The one
 # default of the `serve:` block of eval recipes (`startup_timeout_s`), `omnidecision serve` and this class.
 STARTUP_TIMEOUT_S = 900.0
+
+
+@dataclass
+class ServerPlan:
+    """A `VLLMServer` (not started) resolved once: its checks (the model, the adapters, their ranks, names and base,
+    the arguments checked by the installed vLLM's parser), the command line it would run and what the dry run
+    reports of it (`VLLMServer.plan`). The eval's checklist holds one; `omnidecision serve --dry-run` prints one."""
+
+    server: VLLMServer
+    checks: list[Check]
+    would_run: str  # the command line, with its environment, secrets shown as ***
+    extra: dict[str, Any]  # the report's `vllm_command`, `served_names` and `base_url`
 
 
 class VLLMServer:
@@ -305,6 +319,42 @@ class VLLMServer:
                     f"vLLM would apply the adapter to other weights. Serve it on its base (--model {base}), or merge "
                     f"it into that base (omnidecision export {path} --out DIR --merge) and serve DIR alone")
         return None
+
+    def plan(self) -> ServerPlan:
+        """This server's checks and the command it would run (nothing started)."""
+        # what the server would run, asked of the server first; the model and adapter folders checked last
+        cmd = self.command()
+        shown = self.display_command()  # `--api-key X` shows as `--api-key ***`
+        env = self.environment_overrides(Path("<private-temp-dir>"))
+        try:
+            error = vllm_arg_error(cmd[cmd.index(API_SERVER_MODULE) + 1:])
+            args = Check(what="vllm arguments", status="error" if error else "ok",
+                         detail=error or "accepted by the installed vLLM's parser")
+        except ImportError:
+            args = Check(what="vllm arguments", status="deferred",
+                         detail="vLLM is not installed here: its parser checks them on the server")
+        loras: list[Check] = []
+        if self.lora_modules:
+            why = self.lora_rank_problem()
+            ranks = ", ".join(f"{n} r={r}" for n, r in self.adapter_ranks().items()) if why is None else ""
+            how = "given" if self.max_lora_rank is not None else "from adapter_config.json"
+            loras.append(Check(what="lora rank", status="error" if why else "ok",
+                               detail=why or f"--max-lora-rank {self.lora_rank()} ({how}; {ranks})"))
+            if (clash := self.name_problem()) is not None:
+                loras.append(Check(what="lora names", status="error", detail=clash))
+            base = self.lora_base_problem()
+            loras.append(Check(what="lora base", status="error" if base else "ok",
+                               detail=base or f"every adapter's recorded base is the served model {self.model}"))
+        adapters = [check_adapter(name, path) for name, path in self.lora_modules.items()]
+        model_check = check_model(self.model, "model")
+        if model_check.status == "ok" and (Path(self.model) / "adapter_config.json").exists():
+            # vLLM loads a full model; an adapter rides on its base
+            model_check.status, model_check.detail = "error", (
+                f"{self.model} is a LoRA adapter: serve its base with --lora NAME={self.model} (or export --merge)")
+        return ServerPlan(self, [model_check, *adapters, *loras, args],
+                          " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(shown)]),
+                          {"vllm_command": shown, "served_names": [self.served_name, *self.lora_modules],
+                           "base_url": self.base_url})
 
     def environment_overrides(self, workdir: Path) -> dict[str, str]:
         """What the server's environment adds to this process's."""

@@ -29,14 +29,21 @@ def test_eval_writes_the_manifest_and_refuses_a_second_experiment(synth_dir, tmp
 
 
 def test_a_live_eval_is_checked_before_its_server_starts(synth_dir, tmp_path):
-    recipe = eval_recipe_from_dict({
-        "tasks": {"path": str(synth_dir), "format": "synthetic", "limit": 2},
-        "backends": {"default": {"kind": "teacher"}, "planner": {"kind": "openai"}},
-        "environment": {"kind": "live", "tools": ["code_executor"]},
-        "serve": {"model": str(tmp_path / "no-such-model")},  # never started: the pre-flight fails first
-        "out": str(tmp_path / "out"), "progress": False,
-    })
+    def recipe(model):
+        return eval_recipe_from_dict({
+            "tasks": {"path": str(synth_dir), "format": "synthetic", "limit": 2},
+            "backends": {"default": {"kind": "teacher"}, "planner": {"kind": "openai"}},
+            "environment": {"kind": "live", "tools": ["code_executor"]},
+            "serve": {"model": str(model)},  # never started: a check fails first
+            "out": str(tmp_path / "out"), "progress": False,
+        })
+    # the served model is the checklist's (the dry run's) check: a missing one is refused first
+    with pytest.raises(RecipeError, match="no-such-model: no such folder"):
+        run_eval(recipe(tmp_path / "no-such-model"), progress=False)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
     with pytest.raises(RecipeError, match="live environment is not ready") as err:
-        run_eval(recipe, progress=False)
+        run_eval(recipe(model), progress=False)
     assert "environment.media_root" in str(err.value)
     assert "backends.planner" not in str(err.value)  # served: its endpoint exists once the server runs

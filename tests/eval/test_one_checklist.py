@@ -15,7 +15,7 @@ from omnidecision.eval.checklist import prepare_eval
 from omnidecision.eval.dryrun import dry_run_report, eval_dry_run
 from omnidecision.preflight import Check
 from omnidecision.rollout import runner
-from omnidecision.rollout.recipe import RecipeError
+from omnidecision.rollout.recipe import RecipeError, ServeSpec
 
 from .conftest import teacher_recipe
 
@@ -70,3 +70,27 @@ def test_the_dry_run_lists_the_checks_the_run_prepared(synth_dir, tmp_path, coun
     prepared.checks.append(planted)
     report = dry_run_report(prepared, Path("recipe.yaml"), 0)
     assert planted in report.checks and len(counted) == 1
+
+
+def test_the_served_model_is_checked_once_and_the_run_keeps_the_server_its_dry_run_showed(synth_dir, tmp_path,
+                                                                                          counted):
+    """The `serve:` block's server is built and checked by the checklist: the dry run shows its port and command,
+    and the run refuses on its checks in the same words before anything starts (an adapter is no servable model)."""
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text('{"base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": 8}')
+    recipe = teacher_recipe(synth_dir, tmp_path / "eval").model_copy(
+        update={"serve": ServeSpec(model=str(adapter)), "plots": False})
+    prepared = prepare_eval(recipe)
+    assert prepared.server is not None
+    report = dry_run_report(prepared, Path("recipe.yaml"), 0)
+    error = next(c for c in report.checks if c.status == "error")
+    assert error.what == "model" and "is a LoRA adapter" in error.detail
+    assert report.extra["base_url"] == prepared.server.server.base_url  # the port the run would serve on
+    assert report.would_run == [prepared.server.would_run]
+    with pytest.raises(RecipeError) as refused:
+        eval_runner.run_prepared(prepared, progress=False)
+    assert str(refused.value) == error.detail
+    assert prepared.server.server.proc is None and not (tmp_path / "eval" / "recipe.yaml").exists()
+    assert len(counted) == 1

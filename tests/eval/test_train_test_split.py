@@ -119,6 +119,7 @@ def test_sft_and_export_carry_the_training_tasks(harvested, tmp_path):
 def _planner(folder: Path, ids: set[str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "provenance.json").write_text(json.dumps({"training_tasks": {"ids": sorted(ids), "n": len(ids)}}))
+    (folder / "config.json").write_text("{}")  # a model folder to the served model's check (never started here)
     return folder
 
 
