@@ -51,17 +51,23 @@ def code(text: object) -> str:
 
 
 def type_text(annotation: object) -> str:
-    """A type annotation as a reader writes it: `list[Path]`, `str | None`, `Literal['all', 'balanced']`.
+    """A type annotation as a reader writes it: `list[Path]`, `str | None`, `Literal['all', 'balanced']`; a
+    validator riding on a type (`Annotated[str, AfterValidator(...)]`) is the field's description's to say.
 
     >>> from pathlib import Path
+    >>> from typing import Annotated
+    >>> from pydantic import AfterValidator
     >>> type_text(list[Path]), type_text(int | None), type_text("float")
     ('list[Path]', 'int | None', 'float')
+    >>> type_text(list[Annotated[str, AfterValidator(str.strip)]] | None)
+    'list[str] | None'
     """
     if isinstance(annotation, str):
         return annotation
     if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
         return annotation.__name__
     text = str(annotation).replace("typing.", "").replace("NoneType", "None")
+    text = re.sub(r"Annotated\[([\w.]+), [^\[\]]*\]", r"\1", text)
     return re.sub(r"<class '([\w.]+)'>", lambda m: m.group(1).rsplit(".", 1)[-1],
                   re.sub(r"\b(?:[a-z_][\w]*\.)+([A-Za-z_]\w*)", r"\1", text))
 

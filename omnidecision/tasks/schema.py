@@ -7,11 +7,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from omnidecision.ledger.schema import NeedRole, SlotKind, Source
+from omnidecision.protocol.actions import check_tool_name
 
 AnswerType = Literal["number", "text", "list", "mcq"]
 AssetType = Literal["video", "audio", "image"]
@@ -134,7 +135,7 @@ class Task(_Rec):
         pages: web pages the offline tools may return for this task
         corpus: a JSONL file of pages (url, title, text) shared by many tasks
         blocked_domains: hosts (or host + path prefix) search and the page reader must not reach (the answer's pages)
-        tools: the tools this task allows (None: every tool); shown in the digest
+        tools: the tools this task allows, each a registered tool (None: every tool); shown in the digest
         gold: the gold decomposition (the synthetic suite's needs and slots; the rule planner reads it)
         answerable: False for a task whose evidence cannot be found (the right outcome is to abstain)
         max_tool_calls: the task's tool-call budget (None: the recipe's)
@@ -154,7 +155,9 @@ class Task(_Rec):
     pages: list[Page] = Field(default_factory=list)
     corpus: str | None = None  # path to a JSONL page corpus shared by many tasks
     blocked_domains: list[str] = Field(default_factory=list)  # a host ("hf.co") or host + path prefix, as written
-    tools: list[str] | None = None  # the tools this task allows (None: every tool); shown in the digest's R0
+    # the tools this task allows (None: every tool); shown in the digest's R0. A misspelt name would forbid every
+    # call to the tool meant, silently: it is an error where the task is read (file, line, `tools.N`)
+    tools: list[Annotated[str, AfterValidator(check_tool_name)]] | None = None
     gold: GoldDecomposition | None = None
     answerable: bool = True
     max_tool_calls: int | None = Field(None, ge=1)  # the task's tool-call budget (part of R0), None: the recipe's

@@ -100,7 +100,10 @@ def test_a_task_that_does_not_allow_it_rejects_the_call(unit_convert):
 
 def test_without_the_plugin_the_planners_call_is_a_schema_error(monkeypatch):
     monkeypatch.delenv(PLUGINS_ENV, raising=False)
-    r = run(Task(id="run-km", question=QUESTION, answer="4.828", tools=["unit_convert"]))
+    # a task that lists the tool is refused where it is read; one that allows every tool runs, and the call is not
+    with pytest.raises(ValueError, match=r"tools\.0\n.*unknown tool 'unit_convert'"):
+        Task(id="run-km", question=QUESTION, answer="4.828", tools=["unit_convert"])
+    r = run(Task(id="run-km", question=QUESTION, answer="4.828"))
     reasons = [e.error for s in r.steps for e in s.events if e.kind == "invalid_action"]
     assert r.totals.tool_calls == {} and reasons and reasons[0].startswith("schema error at call.tool")
 

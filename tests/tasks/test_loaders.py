@@ -171,6 +171,20 @@ def test_check_bad_file_names_file_record_field_and_fails():
     assert "bad_answer_type.jsonl" in out and "record: line 2" in out and "field: answer_type" in out
 
 
+def test_check_names_a_misspelt_tool_where_the_task_lists_it(tmp_path):
+    """A task's `tools` are the tools it allows: a misspelt one would forbid every call to the tool meant."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "a", "question": "q", "tools": ["web_search"]}\n'
+                     '{"id": "b", "question": "q", "tools": ["code_executor", "web_serch"]}\n')
+    result = _cli(str(tasks))
+    assert result.exit_code == 1
+    out = result.output
+    assert "record: line 2" in out and "field: tools.1" in out and "unknown tool 'web_serch'" in out
+    assert "OMNIDECISION_PLUGINS" in out  # how to register a tool of one's own
+    tasks.write_text('{"id": "a", "question": "q", "tools": ["web_search"]}\n')
+    assert _cli(str(tasks)).exit_code == 0
+
+
 def test_check_bad_worldsense_and_unknown_format():
     result = _cli(str(DATA / "worldsense" / "bad_answer.json"), "--format", "worldsense")
     assert result.exit_code == 1 and "key 'vidA'.task3" in result.output and "field: answer" in result.output
