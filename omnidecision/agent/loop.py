@@ -13,6 +13,9 @@ The reducer is the only writer of the ledger: every role output is turned into t
 - stuck: the planner made the same rejected decision `max_repeated_rejections` times in a row;
 - error: a backend is dead (after its own retries), with the reason.
 
+Forced, stuck, budget and insufficient are checked in one place, before each planner step (`_stop_rule`, in that
+order); each role is one `Run.ask` (the reply counted, parsed against its schema, kept as a `RoleCall`).
+
 Decisions: a planner call aimed at a need that is not actionable (unknown, blocked, closed or out of attempts)
 is NOT executed: it becomes an `InvalidAction` of the planner (a step is spent) carrying the decision and the
 reason; the reducer keeps it as the ledger's `last_rejected` (with a streak count) and the digest shows it, so the
