@@ -16,8 +16,9 @@ A price table is a YAML file (`configs/prices/default.yaml`; an eval recipe poin
 A price has any of `per_call`, `per_1k_prompt`, `per_1k_completion`, `per_second` (seconds of media a perception
 call looked at); the cost of a call is their sum. Call kinds (`CALL_KINDS`): the LLM roles `planner` (one call per
 planner step; react/memory's planner too), `decompose`, `critic`, `finalizer`, `summarizer`, the LLM `judge` (on the
-answer and on an abstaining run's draft), and each tool by name (`web_search`, `page_reader`, `code_executor`, and
-the perception tools, which fall back to the kind `perception`). What each call's record holds:
+answer and on an abstaining run's draft), and each tool by name (`web_search`, `page_reader`, `code_executor`, the
+perception tools, which fall back to the kind `perception`, and a tool of your own, registered by a plugin:
+`check_call_kind`). What each call's record holds:
 
 - role calls: token usage and the reported model (`RoleCall`); a call that got no reply (error, no usage) is not
   counted; planner steps: `StepRecord.usage` and `RunRecord.planner_model`;
@@ -49,22 +50,41 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
 from omnidecision.preflight import Check
+from omnidecision.protocol.actions import tool_names
 from omnidecision.protocol.chat import Usage
 from omnidecision.rollout.recipe import EvalRecipe, read_yaml_model
 
 CallKind = Literal["planner", "decompose", "critic", "finalizer", "summarizer", "judge", "perception",
                    "subtitle_grounding", "audio_scouting", "clip_grounding", "frame_confirmation", "web_search",
                    "page_reader", "code_executor"]
-CALL_KINDS: tuple[str, ...] = get_args(CallKind)
+CALL_KINDS: tuple[str, ...] = get_args(CallKind)  # the built-in kinds; a registered tool of one's own is a kind too
 ROLE_KINDS = ("planner", "decompose", "critic", "finalizer", "summarizer", "judge")
 LLM_JUDGE_METHODS = ("llm_judge", "llm_judge_failed")
 SNAPSHOT_DATE = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def check_call_kind(kind: str) -> str:
+    """`kind` if a price table may price it: a built-in call kind (`CALL_KINDS`), or a tool registered by a plugin
+    (`protocol.actions.tool_names`), so that the calls to a tool of one's own are costed, not left unpriced.
+
+    >>> check_call_kind("web_search"), check_call_kind("perception")
+    ('web_search', 'perception')
+    >>> check_call_kind("web_serch")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown call kind 'web_serch'; expected one of planner, decompose, ..., code_executor (a tool of ...
+    """
+    if kind in CALL_KINDS or kind in tool_names():
+        return kind
+    kinds = ", ".join(dict.fromkeys(CALL_KINDS + tool_names()))
+    raise ValueError(f"unknown call kind {kind!r}; expected one of {kinds} (a tool of your own is a kind once its "
+                     "plugin is registered: docs/guide/own-tasks.md)")
 
 
 class PriceTableError(ValueError):
@@ -110,7 +130,8 @@ class PriceTable(BaseModel):
     currency: str = Field("USD", description="the unit of every price")
     source: str = Field("", description="where the prices come from, and when")
     models: dict[str, Price] = Field(default_factory=dict, description="by reported model name (or its prefix)")
-    kinds: dict[CallKind, Price] = Field(default_factory=dict, description="by call kind")
+    kinds: dict[Annotated[str, AfterValidator(check_call_kind)], Price] = Field(
+        default_factory=dict, description=f"by call kind: {', '.join(CALL_KINDS)}, or a tool of your own (registered)")
 
     def price_for(self, kind: str, model: str) -> tuple[Price, str] | None:
         """The price of a call of `kind` by `model` and where it came from: the model's (its exact name, else the
@@ -121,7 +142,7 @@ class PriceTable(BaseModel):
                 return self.models[name], f"model {name}"
         for k in (kind, "perception") if kind in PERCEPTION_TOOLS else (kind,):
             if k in self.kinds:
-                return self.kinds[k], f"kind {k}"  # type: ignore[index]
+                return self.kinds[k], f"kind {k}"
         return None
 
 

@@ -17,6 +17,7 @@ from omnidecision.eval.report import build_report, render_markdown
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, TOOL_NAMES, AssetRef, Ledger, TaskContext
 from omnidecision.protocol.chat import Usage
 from omnidecision.protocol.records import JudgeResult, RoleCall, RunRecord, StepRecord, Totals
+from omnidecision.tools.base import TOOLS, register_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,3 +203,29 @@ def test_the_dry_run_checks_the_price_table(synth_dir, tmp_path, table):
     assert "kinds.web_search.per_query" in next(
         c for c in eval_dry_run(eval_recipe_from_dict({**recipe.model_dump(mode="json"), "prices": str(broken)}),
                                 Path("recipe.yaml"), 0).checks if c.what == "prices").detail
+
+
+@pytest.fixture
+def own_tool():
+    """A tool of one's own, registered in this process as a plugin would register it."""
+
+    @register_tool("unit_convert")
+    class UnitConvert:  # never run here: only its calls are priced
+        name: str
+
+    yield "unit_convert"
+    TOOLS.unregister("unit_convert")
+
+
+def test_a_tool_of_ones_own_is_priced_by_its_name(tmp_path, own_tool):
+    path = tmp_path / "prices.yaml"
+    path.write_text(TABLE + f"  {own_tool}: {{per_call: 0.002}}\n")
+    run = a_run()
+    run.totals.tool_calls[own_tool] = 3
+    cost = cost_table([run], load_prices(path), table_path=str(path))
+    assert cost["by_kind"][own_tool]["calls"] == 3
+    assert cost["by_kind"][own_tool]["cost_per_question"] == pytest.approx(3 * 0.002)
+    assert own_tool not in cost["unpriced"]
+    TOOLS.unregister(own_tool)  # without its plugin the name is no kind: the table's error names the field
+    with pytest.raises(PriceTableError, match=f"kinds.{own_tool}.*unknown call kind '{own_tool}'"):
+        load_prices(path)
