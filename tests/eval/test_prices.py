@@ -209,12 +209,12 @@ def test_the_dry_run_checks_the_price_table(synth_dir, tmp_path, table):
 def own_tool():
     """A tool of one's own, registered in this process as a plugin would register it."""
 
-    @register_tool("unit_convert")
-    class UnitConvert:  # never run here: only its calls are priced
+    @register_tool("price_probe")  # a name no other test registers (a registry is per process)
+    class PriceProbe:  # never run here: only its calls are priced
         name: str
 
-    yield "unit_convert"
-    TOOLS.unregister("unit_convert")
+    yield "price_probe"
+    TOOLS.unregister("price_probe")
 
 
 def test_a_tool_of_ones_own_is_priced_by_its_name(tmp_path, own_tool):
