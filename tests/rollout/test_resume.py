@@ -220,7 +220,8 @@ def test_an_ordinary_record_carries_no_branch_fields_or_unset_costs(habit_runs):
     line = json.loads(habit_runs[0].model_dump_json())
     assert not set(BRANCH_FIELDS) & set(line)
     assert all("cost" not in c for s in line["steps"] for c in s["calls"]) and "cost" not in line["steps"][0]
-    priced = habit_runs[0].model_copy(update={"parent_run_id": "p", "parent_step": 0})
+    # a deep copy: the fixture's records are shared by the session's other tests
+    priced = habit_runs[0].model_copy(update={"parent_run_id": "p", "parent_step": 0}, deep=True)
     priced.steps[0] = priced.steps[0].model_copy(update={"cost": 0.25})
     back = RunRecord.model_validate_json(priced.model_dump_json())
     assert (back.parent_run_id, back.parent_step, back.steps[0].cost) == ("p", 0, 0.25)
