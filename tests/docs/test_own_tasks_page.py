@@ -141,11 +141,12 @@ def test_the_pages_tool_runs_and_the_task_line_that_needs_it_loads(tmp_path, mon
         assert (obs.ok, obs.text, obs.fields) == (True, "4.828 km", {"value": 4.828})
         bad = asyncio.run(run_tool("unit_convert", {"query": "3 furlongs"}, ctx))
         assert not bad.ok and bad.error.startswith("cannot convert '3 furlongs'")
+        # the task line that needs it loads while the plugin is registered (a task's tools are checked when read)
+        line = re.search(r'^\{"id": "run-km".*\}$', page, re.M)[0]
+        assert Task.model_validate_json(line).tools == ["unit_convert", "code_executor"]
     finally:
         TOOLS.unregister("unit_convert")
         sys.modules.pop("my_tools", None)
-    line = re.search(r'^\{"id": "run-km".*\}$', page, re.M)[0]
-    assert Task.model_validate_json(line).tools == ["unit_convert", "code_executor"]
 
 
 def test_the_pages_entry_point_table_names_the_group_the_registry_reads():
