@@ -1,8 +1,7 @@
 """One checklist per eval: the recipe resolved once into a `PreparedEval` (the tasks selected once, the environment
-labelled, the served planner's training tasks read, the price table read, the served roles and server named and
-checked), and
-the checks made on it (each in the module of its subject: `eval.environment`, `eval.overlap`, `eval.prices`,
-`eval.teacher`; the server's in `eval.serve`).
+labelled, the served planner's training tasks, the teacher's runs and the price table read, the served roles named,
+the server built), and the checks made on it (each in the module of its subject: `eval.environment`,
+`eval.overlap`, `eval.teacher`, `eval.prices`; the server's by the server, `eval.serve.served`).
 `eval --dry-run` lists the checks (`eval.dryrun.dry_run_report`); the run (`eval.runner.run_prepared`) refuses the
 first failed one in the same words (`eval.runner.refuse`), then runs the very object checked.
 
