@@ -30,7 +30,7 @@ def dry_run_report(prepared: PreparedEval, config: Path, n_overrides: int, comma
         report.extra["train_overlap"] = prepared.overlap
     report.checks.extend(prepared.checks)
     s = recipe.serve
-    if s is None or prepared.server is None:
+    if prepared.server is None or s is None:  # the checklist built a server exactly when there is a `serve:` block
         report.checks.append(Check(what="serve", status="ok", detail="none: the planner is the recipe's endpoint"))
         return report
     # the very server the run starts, on its port; its checks are the checklist's (above)

@@ -76,10 +76,10 @@ def planner_info(specs: dict[str, BackendSpec]) -> dict[str, Any]:
     return {"endpoint": spec.base_url, "model": spec.model, "kind": spec.kind}
 
 
-def serve_report(report: DryRunReport, server: VLLMServer | ServerPlan) -> None:
-    """Add the checks of a `VLLMServer` (not started, or its `plan_server`) and the command it would run to
-    `report`."""
-    plan = server if isinstance(server, ServerPlan) else server.plan()
+def serve_report(report: DryRunReport, server: VLLMServer) -> None:
+    """Add the checks of a `VLLMServer` (not started) and the command it would run to `report` (`VLLMServer.plan`:
+    `omnidecision serve --dry-run`; an eval's checklist holds its server's plan itself)."""
+    plan = server.plan()
     report.checks += plan.checks
     report.would_run.append(plan.would_run)
     report.extra.update(plan.extra)

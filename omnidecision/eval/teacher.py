@@ -34,12 +34,6 @@ def teacher_runs_path(teacher: str | Path) -> Path:
     return runs
 
 
-def teacher_records(teacher: str | Path) -> list[RunRecord]:
-    """The teacher's runs: every shard of its eval folder, or the one file named (`rollout.store.load_records`)."""
-    runs = teacher_runs_path(teacher)
-    return load_records(teacher if Path(teacher).is_dir() else runs)
-
-
 @dataclass
 class TeacherRuns:
     """The teacher's runs, read once by the checklist (`teacher_check`) for both the check and the report."""
@@ -48,13 +42,19 @@ class TeacherRuns:
     records: list[RunRecord]
 
 
+def read_teacher(teacher: str | Path) -> TeacherRuns:
+    """The teacher's runs: every shard of its eval folder, or the one file named (`rollout.store.load_records`)."""
+    runs = teacher_runs_path(teacher)
+    return TeacherRuns(runs, load_records(teacher if Path(teacher).is_dir() else runs))
+
+
 def teacher_check(teacher: str | Path | None, task_ids: set[str]) -> tuple[list[Check], TeacherRuns | None]:
     """The eval checklist's `teacher` check (its dry run and its run) and the runs it read: the teacher's runs are
     readable and share tasks with the tasks this eval selected; nothing without `teacher`."""
     if teacher is None:
         return [], None
     try:
-        runs = TeacherRuns(teacher_runs_path(teacher), teacher_records(teacher))
+        runs = read_teacher(teacher)
     except (OSError, ValueError) as exc:  # a missing file; a malformed line (TrajectoryFileError)
         return [Check(what="teacher", status="error", detail=str(exc))], None
     shared = {r.task_id for r in runs.records} & task_ids
