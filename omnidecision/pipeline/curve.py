@@ -5,6 +5,8 @@
         --results docs/results/teacher-curve.json
     python -m omnidecision.pipeline.curve docs/results/teacher-curve.json \
         --page docs/research/teacher-curve-result.md --plot docs/results/teacher-curve.png
+    python -m omnidecision.pipeline.curve docs/results/sft-sized.json --title "SFT sized to its data" \
+        --page docs/research/sft-sized-result.md --plot docs/results/sft-sized.png   # declared in sft-sized.md
 
 A curve recipe (`ExperimentRecipe.teacher_tasks`) runs one demo folder per cell (N, start) under `OUT/n-N/seed-S`:
 the teacher's runs cover the first N train tasks; everything else is the experiment's protocol (replicates, planned
@@ -12,7 +14,8 @@ contrasts, budgets, restart: a cell with a `summary.json` is kept). Each N is po
 (`experiment.pool`), the teacher's runs of each cell are counted and priced (`teacher_cost`), and the headline
 declared in the recipe is read (`headline`): the smallest N at which the best of the declared RL arms matches SFT at
 the largest N (the lower end of the 95% interval of their difference above −`curve_margin`). The test suite of a
-start is the same at every N, so that difference is paired per (start, task).
+start is the same at every N, so that difference is paired per (start, task). A recipe that runs the fixed-steps SFT
+beside the sized one (`sft_fixed`, issue 64) gets its declared goals on the page first (`sized_rows`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +81,8 @@ def write_curve(recipe: Any, cells: dict[int | None, list[tuple[dict, Path]]], o
     plot_curve(curve, out / "curve.png")
     for index in write_curve_view(done, out / "curve.png"):
         logger.info("the curve plot heads %s", index)
-    return curve_page(curve, str(results or out / "experiment.json"))
+    return curve_page(curve, str(results or out / "experiment.json"),
+                      declaration=f"{results.stem}.md" if results is not None else "teacher-curve.md")
 
 
 def write_curve_view(cells: dict[int, list[tuple[dict, Path]]], plot: Path) -> list[Path]:
@@ -363,14 +368,68 @@ def goal_rows(result: dict[str, Any]) -> list[str]:
     return rows
 
 
-def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None) -> str:
-    """The docs page of a curve result (every table generated from the file; tests/demo/test_curve.py checks)."""
-    lines = ["# The teacher-data curve: the result", "",
+def sized(result: dict[str, Any]) -> bool:
+    """A curve that sizes SFT to its data (issue 64): its recipe runs the fixed-steps SFT beside the sized one."""
+    return all("sft_fixed" in b["per_seed_accuracy"] and "teacher" in b["per_seed_accuracy"]
+               for b in result["by_n"].values())
+
+
+def sd(values: list[float]) -> float | None:
+    """The between-start standard deviation (n - 1 in the denominator; None under two starts).
+
+    >>> round(sd([0.583, 0.242, 0.450]), 3)
+    0.172
+    """
+    return statistics.stdev(values) if len(values) >= 2 else None
+
+
+def sized_rows(result: dict[str, Any], goal_sd: float = 0.06, goal_half_width: float = 0.05) -> list[str]:
+    """The declared goals of a sized-SFT curve, each computed from the file and reported as met or not: per N, the
+    starts where sft (and sft_fixed) is at or above its teacher; the between-start sd of both at the smallest N
+    (goal: sft's at most `goal_sd`); the planned contrasts' half-widths at the largest N (goal: at most
+    `goal_half_width`), each beside the replicates the checkpoint policy ended at their start."""
+    ns = [str(n) for n in result["teacher_tasks"]]
+    rows = ["| N | planner | starts at or above the teacher | between-start sd | goal met |", "|---|---|---|---|---|"]
+    for n in ns:
+        acc = result["by_n"][n]["per_seed_accuracy"]
+        for arm in ("sft", "sft_fixed"):
+            at = sum(a is not None and t is not None and a >= t for a, t in zip(acc[arm], acc["teacher"], strict=True))
+            spread = sd([a for a in acc[arm] if a is not None])
+            goal = "–" if arm != "sft" else ("yes" if at == len(acc[arm]) else "no") + " (every start)"
+            if arm == "sft" and n == ns[0] and spread is not None:
+                goal += f"; sd ≤ {goal_sd:g}: {'yes' if spread <= goal_sd else 'no'}"
+            rows.append(f"| {n} | {arm} | {at} of {len(acc[arm])} | "
+                        f"{'–' if spread is None else f'{spread:.3f}'} | {goal} |")
+    rows += ["", "| N | planned contrast | half-width of its 95% interval | goal met (largest N) | "
+             "replicates ended at the start (a, b) |", "|---|---|---|---|---|"]
+    for n in ns:
+        b = result["by_n"][n]
+        ended = b.get("ended_at_start") or {}
+        for k, v in ((b.get("contrasts") or {}).get("planned") or {}).items():
+            half = (v["high"] - v["low"]) / 2
+            met = (f"{'yes' if half <= goal_half_width else 'no'} (≤ {goal_half_width:g})" if n == ns[-1] else "–")
+            a, c = k.split("-", 1)
+            rows.append(f"| {n} | {k} | {half:.3f} | {met} | {ended.get(a, '–')}, {ended.get(c, '–')} |")
+    return rows
+
+
+def curve_page(result: dict[str, Any], result_path: str, plot: str | None = None,
+               title: str = "The teacher-data curve", declaration: str = "teacher-curve.md") -> str:
+    """The docs page of a curve result (every table generated from the file; tests/demo/test_curve.py checks).
+    `declaration`: the page, beside this one, that declared the recipe and its reading."""
+    lines = [f"# {title}: the result", "",
              f"Generated from `{result_path}` by `python -m omnidecision.pipeline.curve {result_path} --page ...`; "
-             "the declaration and the reading are [teacher-curve.md](teacher-curve.md).", ""]
+             f"the declaration and the reading are [{declaration}]({declaration}).", ""]
     if plot:
         lines += ["## The curve", "", f"![accuracy against teacher runs and dollars]({plot})", ""]
-    lines += ["## Headline (declared before the run)", "", *headline_rows(result), "",
+    if sized(result):
+        lines += ["## The declared goals of sized SFT", "",
+                  "A trained planner is at or above its teacher at a start when its test accuracy there is at least "
+                  "the teacher's (the teacher whose runs it learned from); sd over starts with n − 1.", "",
+                  *sized_rows(result), ""]
+    lines += ["## Headline (declared before the run)" if not sized(result) else
+              "## The teacher curve's headline (its reading, reported beside the goals)", "",
+              *headline_rows(result), "",
               "## SFT+RL at N against sft at a larger N (reported beside the headline, not instead of it)", "",
               "Margin as in the headline; every larger N's sft as the reference in turn.", "", *goal_rows(result), "",
               "## Accuracy per arm and N (hierarchical mean, 95% interval over start → replicate → task)", "",
@@ -437,6 +496,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("result", type=Path, help="the curve's result file (experiment --results)")
     ap.add_argument("--page", type=Path, required=True, help="the markdown page to write")
     ap.add_argument("--plot", type=Path, default=None, help="the curve plot (PNG) to write and show on the page")
+    ap.add_argument("--title", default="The teacher-data curve", help="the page's title, before ': the result'")
+    ap.add_argument("--declaration", default=None,
+                    help="the declaration page beside PAGE (default: the result file's name as .md)")
     args = ap.parse_args(argv)
     result = json.loads(args.result.read_text("utf-8"))
     if result.get("kind") != "teacher-curve":
@@ -446,7 +508,8 @@ def main(argv: list[str] | None = None) -> None:
         plot_curve(result, args.plot)
         plot_ref = str(Path("..") / args.plot.relative_to(args.page.parent.parent)) \
             if args.plot.is_relative_to(args.page.parent.parent) else str(args.plot)
-    args.page.write_text(curve_page(result, str(args.result), plot_ref), "utf-8")
+    declaration = args.declaration or f"{args.result.stem}.md"
+    args.page.write_text(curve_page(result, str(args.result), plot_ref, args.title, declaration), "utf-8")
     print(f"wrote {args.page}" + (f" and {args.plot}" if args.plot else ""))
 
 

@@ -233,3 +233,60 @@ def test_the_secondary_reading_is_taken_at_the_smallest_n_with_headroom():
     s = secondary(by_n)
     assert s["own_over_judge_gain"] is None and "not above 0" in s["own_over_judge_reason"]
     assert secondary({15: by_n[15]})["n"] is None
+
+
+def _sized_result() -> dict:
+    """A two-N sized-SFT result by hand: three starts; at N=15 sft is below its teacher at start 1 only."""
+    def n_block(teacher, sft, fixed, planned, ended):
+        return {"per_seed_accuracy": {"teacher": teacher, "sft": sft, "sft_fixed": fixed}, "ended_at_start": ended,
+                "contrasts": {"planned": planned}}
+    return {"teacher_tasks": [15, 30], "by_n": {
+        "15": n_block([0.6, 0.5, 0.7], [0.65, 0.45, 0.7], [0.5, 0.4, 0.8],
+                      {"grpo_own-sft": {"estimate": 0.1, "low": 0.0, "high": 0.2}}, {"grpo_own": 2, "sft": 0}),
+        "30": n_block([0.6, 0.5, 0.7], [0.61, 0.52, 0.71], [0.6, 0.5, 0.7],
+                      {"grpo_own-sft": {"estimate": 0.01, "low": -0.03, "high": 0.05}}, {"grpo_own": 0, "sft": 0})}}
+
+
+def test_the_sized_goals_are_computed_from_the_file_and_reported_met_or_not():
+    from omnidecision.pipeline.curve import sd, sized, sized_rows
+
+    result = _sized_result()
+    assert sized(result)
+    rows = sized_rows(result)
+    # N=15: sft at or above its teacher at starts 0 and 2 (0.70 = 0.70 counts), below at 1; its sd over starts
+    sd15 = sd([0.65, 0.45, 0.7])
+    assert sd15 == pytest.approx(0.1323, abs=1e-4)
+    assert f"| 15 | sft | 2 of 3 | {sd15:.3f} | no (every start); sd ≤ 0.06: no |" in rows
+    assert "| 15 | sft_fixed | 1 of 3 | 0.208 | – |" in rows
+    assert "| 30 | sft | 3 of 3 | 0.095 | yes (every start) |" in rows  # the sd goal is read at the smallest N only
+    # half-widths: the goal is read at the largest N; the replicates ended at the start beside each contrast
+    assert "| 15 | grpo_own-sft | 0.100 | – | 2, 0 |" in rows
+    assert "| 30 | grpo_own-sft | 0.040 | yes (≤ 0.05) | 0, 0 |" in rows
+    # a curve without the fixed-steps arm is not a sized one
+    del result["by_n"]["30"]["per_seed_accuracy"]["sft_fixed"]
+    assert not sized(result)
+
+
+def test_a_sized_page_leads_with_its_goals_and_links_its_own_declaration(tmp_path):
+    from omnidecision.pipeline import curve
+
+    # the committed curve's result, given a fixed-steps SFT arm (sft's accuracies lowered by 0.1): a sized curve
+    result = json.loads((ROOT / "docs" / "results" / "teacher-curve.json").read_text("utf-8"))
+    for b in result["by_n"].values():
+        b["per_seed_accuracy"]["sft_fixed"] = [a - 0.1 for a in b["per_seed_accuracy"]["sft"]]
+    results = tmp_path / "sft-sized.json"
+    results.write_text(json.dumps(result))
+    page_path = tmp_path / "sft-sized-result.md"
+    curve.main([str(results), "--page", str(page_path), "--title", "SFT sized to its data"])
+    page = page_path.read_text("utf-8")
+    assert page.startswith("# SFT sized to its data: the result\n")
+    assert "[sft-sized.md](sft-sized.md)" in page and "teacher-curve.md" not in page
+    goals, headline = page.index("## The declared goals of sized SFT"), page.index("## The teacher curve's headline")
+    assert goals < headline
+    for row in curve.sized_rows(result):
+        assert row in page
+    # the curve's own page keeps its title, declaration and headline (the committed page is checked byte for byte
+    # in tests/docs/test_research_figures.py)
+    plain = curve.curve_page(json.loads((ROOT / "docs" / "results" / "teacher-curve.json").read_text("utf-8")),
+                             "docs/results/teacher-curve.json")
+    assert "## The declared goals" not in plain and "## Headline (declared before the run)" in plain
