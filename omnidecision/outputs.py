@@ -132,6 +132,27 @@ def exclusive(target: str | Path, what: str = "--out") -> Iterator[Path]:
                 os.close(held[0])  # closing the last descriptor releases the flock
 
 
+def holder_of(target: str | Path) -> str | None:
+    """Who holds `target`'s lock now (as `exclusive`'s refusal names them), None when nobody does; writes nothing,
+    so a dry run can say that its run would be refused."""
+    lock = lock_path(target).absolute()
+    if not lock.exists() or lock in _HELD:
+        return None
+    try:
+        fd = os.open(lock, os.O_RDONLY)  # flock needs no write access; the holder's name stays as it is
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(fd)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 # -- outputs never overwrite inputs ------------------------------------------------------------------------------
 def _overlap(out: Path, source: Path) -> str | None:
     """How `out` overlaps `source` (both resolved), or None.

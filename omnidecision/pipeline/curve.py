@@ -27,11 +27,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from omnidecision.outputs import report_out
+from omnidecision.outputs import holder_of, report_out
 from omnidecision.pipeline.arms import ARMS
 from omnidecision.pipeline.experiment import pool, write_result
 from omnidecision.pipeline.plan import build_plan, script
-from omnidecision.pipeline.scheduler import read_state, run_plan
+from omnidecision.pipeline.scheduler import kept_steps, read_state, run_plan
 from omnidecision.pipeline.slurm import dry_run as slurm_script
 from omnidecision.pipeline.summary import summarise, units
 from omnidecision.provenance import git_revision
@@ -58,11 +58,18 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = 
         folder = cell_folder(out, n, start).resolve()
         cfg = recipe.start_config(start, n)
         plan = build_plan(cfg, folder, arms)
-        if dry_run:
-            print(f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}",
+        if dry_run:  # what the run below would do: a finished cell is kept whole, a started one keeps its steps
+            cell = f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}"
+            if (folder / "summary.json").exists():
+                print(f"{cell}: finished ({folder / 'summary.json'}): kept, nothing runs", file=report_out())
+                continue
+            kept = kept_steps(plan, folder)
+            print(cell + (f": {len(kept)} of {len(plan)} steps finished in an earlier run, kept" if kept else ""),
                   file=report_out())
-            print(slurm_script(plan, folder, recipe.threads, sbatch_args or []) if executor == "slurm" else
-                  script(plan, folder), file=report_out())
+            if (holder := holder_of(folder)) is not None:  # the run would stop at this cell: one runner per folder
+                print(f"# refused now: another process runs this cell ({holder})", file=report_out())
+            print(slurm_script(plan, folder, recipe.threads, sbatch_args or [], kept) if executor == "slurm" else
+                  script(plan, folder, kept), file=report_out())
             continue
         times = read_state(folder / "stage_wall_s.json") if (folder / "summary.json").exists() else \
             run_plan(plan, folder, jobs, recipe.threads, executor, sbatch_args)

@@ -368,10 +368,12 @@ def output_dir(step: Step) -> Path:
     raise ValueError(f"step {step.name!r} names no output folder")
 
 
-def script(plan: list[Step], out: Path | None = None) -> str:
+def script(plan: list[Step], out: Path | None = None, kept: dict[str, float] | None = None) -> str:
     """The plan as a shell script a person can read and run: one command per line, a `#` comment heading each
     group, paths under `$OUT` and `$CONFIGS`. A control's step budget is a command substitution that reads the
-    reference runs (pipeline/budget.py)."""
+    reference runs (pipeline/budget.py). `kept`: the steps a restart in `out` keeps (scheduler.kept_steps), written
+    as comments, so the script runs what the run would."""
+    kept = kept or {}
     by = {s.name: s for s in plan}
     prefixes = [(str(CONFIGS), "$CONFIGS")] + ([(str(out), "$OUT")] if out is not None else [])
 
@@ -400,5 +402,7 @@ def script(plan: list[Step], out: Path | None = None) -> str:
             recipe = word(step.argv[step.argv.index("--config") + 1])
             sub = f'"$(python -m omnidecision.pipeline.budget --recipe {recipe} {refs})"'
             argv = [sub if a == BUDGET else w for a, w in zip(step.argv, argv, strict=True)]
-        lines.append(" ".join(["omnidecision", *argv]))
+        command = " ".join(["omnidecision", *argv])
+        lines.append(command if step.name not in kept else
+                     f"# kept (finished in an earlier run, {kept[step.name]:.1f}s): {command}")
     return "\n".join(lines) + "\n"

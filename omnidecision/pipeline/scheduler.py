@@ -205,13 +205,13 @@ def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int, executor: st
     stop_leftovers(out)
     runner = Runner(out, threads, plan)
     times_file, steps_file = out / "stage_wall_s.json", out / "steps.json"
-    # a restarted run keeps the steps it finished (their wall time recorded, their outputs there) and runs the rest
     done = read_state(times_file)
+    finished = kept_steps(plan, out)
     earlier = read_state(steps_file)
     records = earlier.get("steps", {})
     todo: list[Step] = []
     for step in plan:
-        if step.name in done and all(Path(w).exists() for w in step.writes):
+        if step.name in finished:
             runner.times[step.name] = done[step.name]
             if step.name in records:  # with the revision it ran at (a restart may run newer code for the rest)
                 runner.records[step.name] = {"git_revision": earlier.get("git_revision"), "group": step.group,
@@ -251,6 +251,13 @@ def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int, executor: st
             runner.times[f"group:{group[0].group}"] = round(time.perf_counter() - t0, 1)
             save()
     return runner.times
+
+
+def kept_steps(plan: list[Step], out: Path) -> dict[str, float]:
+    """The steps of `plan` a restart in `out` keeps, with their wall seconds: finished in an earlier run (their time
+    in OUT/stage_wall_s.json) and every output they write still there. The run and its dry run both ask here."""
+    done = read_state(out / "stage_wall_s.json")
+    return {s.name: done[s.name] for s in plan if s.name in done and all(Path(w).exists() for w in s.writes)}
 
 
 def total_wall(plan: list[Step], times: dict[str, float], records: dict[str, dict[str, Any]] | None = None

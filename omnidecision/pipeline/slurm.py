@@ -56,18 +56,24 @@ def job_line(step: Step, out: Path, threads: int, sbatch_args: list[str], after:
     return [*line, "--wrap", shlex.join(body)]
 
 
-def dry_run(plan: list[Step], out: Path, threads: int, sbatch_args: list[str]) -> str:
-    """The sbatch lines of the plan, each job's id in a shell variable its dependants name."""
+def dry_run(plan: list[Step], out: Path, threads: int, sbatch_args: list[str],
+            kept: dict[str, float] | None = None) -> str:
+    """The sbatch lines of the plan, each job's id in a shell variable its dependants name. `kept`: the steps a
+    restart keeps (scheduler.kept_steps): not submitted, and no job waits for them, as `run_plan_slurm` does."""
+    kept = kept or {}
     deps = producers(plan)
     var = {s.name: "J_" + "".join(c if c.isalnum() else "_" for c in s.name) for s in plan}
     lines = ["#!/bin/bash", f"# the plan of {out} as SLURM jobs: `omnidecision ... --executor slurm` submits them",
              "# (after writing OUT/plan.json, which each job reads), waits, and keeps what finished for a restart",
              "set -e"]
     for step in plan:
+        if step.name in kept:
+            lines.append(f"# kept (finished in an earlier run, {kept[step.name]:.1f}s): {step.name}")
+            continue
         words = [shlex.quote(w) for w in job_line(step, out, threads, sbatch_args, [])]
-        if deps[step.name]:
-            words.insert(len(words) - 2, '"--dependency=afterok:' + ":".join("$" + var[d] for d in deps[step.name])
-                         + '"')
+        after = [d for d in deps[step.name] if d not in kept]
+        if after:
+            words.insert(len(words) - 2, '"--dependency=afterok:' + ":".join("$" + var[d] for d in after) + '"')
         lines.append(f"{var[step.name]}=$({' '.join(words)})")
     return "\n".join(lines) + "\n"
 

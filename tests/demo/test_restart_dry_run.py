@@ -1,0 +1,110 @@
+"""A restart's dry run says what the restart does (fast: nothing trains): the steps a run in the same folder keeps are
+comments in the demo's script and absent from its SLURM script (no job waits for them), a finished experiment cell is
+named kept, and a cell another process is running is named with its holder, as the run would refuse it.
+
+    .venv/bin/pytest -q tests/demo/test_restart_dry_run.py
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from omnidecision.pipeline.curve import cell_folder
+from omnidecision.pipeline.experiment import load_experiment
+from omnidecision.pipeline.plan import DemoConfig, build_plan
+from omnidecision.pipeline.scheduler import kept_steps
+from omnidecision.pipeline.slurm import dry_run as slurm_script
+
+from .test_demo_plan import script_commands
+
+ROOT = Path(__file__).resolve().parents[2]
+CURVE = ROOT / "configs" / "experiment" / "teacher-curve.yaml"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "omnidecision.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+def _plant(out: Path) -> tuple[str, str, str]:
+    """Two synth steps recorded as finished: the first with its outputs there (kept), the second with them gone (it
+    runs again); and a step that reads the kept one's output. Returns their names."""
+    plan = build_plan(DemoConfig.quick(), out.resolve())
+    synth = [s for s in plan if s.argv[:2] == ["tasks", "synth"]]
+    kept, gone = synth[0], synth[1]
+    reader = next(s for s in plan if any(str(w) in s.argv for w in kept.writes) and s is not kept)
+    for w in kept.writes:
+        Path(w).mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "stage_wall_s.json").write_text(json.dumps({kept.name: 1.5, gone.name: 0.7}))
+    return kept.name, gone.name, reader.name
+
+
+def test_the_demo_dry_run_comments_out_what_the_restart_keeps_and_the_run_keeps_the_same(tmp_path):
+    out = tmp_path / "demo"
+    kept, gone, _ = _plant(out)
+    plan = build_plan(DemoConfig.quick(), out.resolve())
+    assert kept_steps(plan, out.resolve()) == {kept: 1.5}
+    proc = cli("demo", "--quick", "--dry-run", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    commands = {" ".join(c) for c in script_commands(proc.stdout)}
+    argv = {s.name: " ".join(["omnidecision", *s.argv]) for s in plan}
+    assert argv[kept] not in commands and argv[gone] in commands
+    assert len(commands) == len(plan) - 1
+    marks = [line for line in proc.stdout.splitlines() if line.startswith("# kept")]
+    assert len(marks) == 1 and marks[0].startswith("# kept (finished in an earlier run, 1.5s): omnidecision tasks")
+    # the run in the same folder keeps that step and runs the other (each alone, with --only)
+    run = cli("demo", "--quick", "--out", str(out), "--only", kept)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"=== [{kept}] finished in an earlier run (1.5s): kept" in run.stdout
+    assert f"=== [{kept}] omnidecision" not in run.stdout
+
+
+def test_the_slurm_dry_run_submits_no_kept_step_and_no_job_waits_for_one(tmp_path):
+    out = (tmp_path / "demo").resolve()
+    kept, gone, reader = _plant(out)
+    plan = build_plan(DemoConfig.quick(), out)
+    text = slurm_script(plan, out, 1, [], kept_steps(plan, out))
+    var = "J_" + "".join(c if c.isalnum() else "_" for c in kept)
+    assert f"--job-name=od-{kept} " not in text and f"# kept (finished in an earlier run, 1.5s): {kept}" in text
+    assert f"--job-name=od-{gone} " in text
+    reader_line = next(line for line in text.splitlines() if f"--job-name=od-{reader} " in line)
+    assert f"${var}" not in reader_line  # it reads what is there already
+    # without the restart's state, the same step is submitted and its reader waits for it
+    fresh = slurm_script(plan, out, 1, [])
+    assert f"--job-name=od-{kept} " in fresh
+    assert f"${var}" in next(line for line in fresh.splitlines() if f"--job-name=od-{reader} " in line)
+
+
+def test_the_experiment_dry_run_names_finished_cells_and_a_cell_another_process_runs(tmp_path):
+    recipe = load_experiment(CURVE)
+    (n0, s0), (n1, s1) = list(recipe.cells())[:2]
+    out = tmp_path / "curve"
+    done = cell_folder(out, n0, s0)
+    done.mkdir(parents=True)
+    (done / "summary.json").write_text("{}")
+    busy = cell_folder(out, n1, s1).resolve()
+    busy.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom omnidecision.outputs import exclusive\n"
+         f"with exclusive({str(busy)!r}, 'plan folder'):\n    print('held', flush=True)\n    time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = cli("experiment", "--config", str(CURVE), "--out", str(out), "--dry-run")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(f"# cell: teacher_tasks={n0}, start={s0}"))
+    assert lines[first].endswith(": kept, nothing runs") and not lines[first + 1].startswith("#!")
+    second = next(i for i, line in enumerate(lines) if line.startswith(f"# cell: teacher_tasks={n1}, start={s1}"))
+    assert lines[second + 1].startswith("# refused now: another process runs this cell (host ")
+    assert f"pid {holder.pid}," in lines[second + 1]
+    # with the holder gone the same dry run names no refusal
+    again = cli("experiment", "--config", str(CURVE), "--out", str(out), "--dry-run")
+    assert again.returncode == 0 and "refused now" not in again.stdout
