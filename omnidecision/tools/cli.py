@@ -57,10 +57,11 @@ def tool(
 
 def tool_inputs(name: str, args: str, task: Path | None, task_id: str | None, timeout: float) -> tuple[dict, Any]:
     """What `tool` checks and builds before it runs the tool, and its dry run reports: (arguments, tool context);
-    a bad name, JSON, task file or id is a `typer.BadParameter` naming the option (exit 2)."""
+    a bad name, JSON, arguments (the tool's schema, `registry.validated_arguments`), task file or id is a
+    `typer.BadParameter` naming the option (exit 2)."""
     from omnidecision.protocol.actions import HOW_TO_ADD_A_TOOL  # loaded when the command runs (fast --help)
     from omnidecision.tasks.schema import Task  # as above
-    from omnidecision.tools.registry import TOOLS, build_tool_context  # as above
+    from omnidecision.tools.registry import TOOLS, BadArguments, build_tool_context, validated_arguments  # as above
 
     try:
         known = name in TOOLS  # the first lookup imports the tools and the user's plugin modules
@@ -74,6 +75,10 @@ def tool_inputs(name: str, args: str, task: Path | None, task_id: str | None, ti
         arguments = json.loads(args)
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"not valid JSON: {exc.msg} (column {exc.colno})", param_hint="--args") from None
+    try:
+        validated_arguments(name, arguments)  # run_tool's own check: the run and its dry run refuse them here, alike
+    except BadArguments as exc:
+        raise typer.BadParameter(str(exc), param_hint="--args") from None
     if task is None:
         the_task = Task(id="adhoc", question="")
     else:

@@ -17,7 +17,7 @@ import hashlib
 import logging
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from omnidecision.ledger.schema import PERCEPTION_TOOLS
 from omnidecision.protocol.actions import PRIMARY_FIELD
@@ -26,7 +26,8 @@ from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import TOOLS, Observation, ToolContext, ToolError, ToolSettings
 from omnidecision.tools.search import OfflineSearch, PageIndex, corpus_index
 
-__all__ = ["TOOLS", "arguments_for", "build_tool_context", "default_search", "perception_dropped", "run_tool"]
+__all__ = ["TOOLS", "BadArguments", "arguments_for", "build_tool_context", "default_search", "perception_dropped",
+           "run_tool", "validated_arguments"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,18 +53,30 @@ def _field_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class BadArguments(ValueError):
+    """Arguments a tool refuses before it runs; the message names the tool and each field."""
+
+
+def validated_arguments(name: str, arguments: object) -> BaseModel:
+    """`arguments` validated by the tool's own `args_model`: the one check of a tool's arguments, which `run_tool`
+    makes before it runs the tool and `omnidecision tool --dry-run` makes instead. `UnknownName` for a tool that is
+    not registered; `BadArguments` for arguments that are not an object or that its model refuses."""
+    tool = TOOLS[name]
+    if not isinstance(arguments, dict):
+        raise BadArguments(f"arguments: expected an object, got {type(arguments).__name__}")
+    try:
+        return tool.args_model.model_validate(arguments)
+    except ValidationError as exc:
+        raise BadArguments(f"invalid arguments for {name}: {_field_errors(exc)}") from None
+
+
 async def run_tool(name: str, arguments: dict, ctx: ToolContext) -> Observation:
     """Validate the arguments, run the tool under its timeout, and turn every failure into an observation."""
     try:
         tool = TOOLS[name]
-    except UnknownName as exc:
+        args = validated_arguments(name, arguments)
+    except (UnknownName, BadArguments) as exc:
         return Observation(tool=name, ok=False, error=str(exc))
-    if not isinstance(arguments, dict):
-        return Observation(tool=name, ok=False, error=f"arguments: expected an object, got {type(arguments).__name__}")
-    try:
-        args = tool.args_model.model_validate(arguments)
-    except ValidationError as exc:
-        return Observation(tool=name, ok=False, error=f"invalid arguments for {name}: {_field_errors(exc)}")
     drop = ctx.settings.perception_drop
     if drop > 0.0 and perception_dropped(ctx.task.id, name, drop, ctx.settings.perception_drop_seed):
         return dropped_observation(name, args)
