@@ -14,17 +14,18 @@ import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import typer
 
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import MalformedLine, check_file
-from omnidecision.backends.factory import build_backends, load_backend_specs
-from omnidecision.outputs import OutputBusy, exclusive, report_out
-from omnidecision.protocol.chat import BackendSpec
+from omnidecision.backends.factory import BACKEND_KINDS, build_backends, load_backend_specs
+from omnidecision.outputs import OutputBusy, exclusive, holder_of, lock_path, report_out
+from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.redaction import redact_text
+from omnidecision.protocol.registry import UnknownName
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.schema import Task
 
@@ -82,15 +83,68 @@ class RunRequest:
     out: Path | None
 
 
-def run_inputs(request: RunRequest) -> tuple[dict[str, BackendSpec], AgentConfig, Task]:
-    """What `run` resolves before it starts the agent, and its dry run reports: (backend specs, agent config,
-    the task); `_Refused` names what is wrong."""
+class RunInputs(NamedTuple):
+    """What `run` resolved: the backend specs (what the dry run shows) and the backends built from them (clients
+    made, no endpoint contacted, no weights loaded), the agent config, the task."""
+
+    specs: dict[str, BackendSpec]
+    backends: dict[str, ChatBackend]
+    config: AgentConfig
+    task: Task
+
+
+def out_busy(out: Path | None, what: str = "--out") -> str | None:
+    """Why `out` cannot be written now: another process holds its lock, in the words `outputs.exclusive` refuses
+    it with; None when it is free. It asks without taking the lock, so a dry run says what its run would meet (the
+    run asks it too, then takes the lock: a writer that starts in between is still refused by `exclusive`)."""
+    if out is None or (holder := holder_of(out)) is None:
+        return None
+    return (f"{out}: another process is writing this {what} ({holder}; lock {lock_path(out).absolute()}); one "
+            f"writer per output: wait for it to end or choose another {what}")
+
+
+def backend_problem(role: str, spec: BackendSpec) -> str | None:
+    """Why `build_backends` would refuse this role's spec, or the first request fail, found without building:
+    an unknown kind (the registry's words, listing the known ones); for kind `local`, no model folder, or one
+    without config.json or adapter_config.json (its weights load at the first request, too late to refuse)."""
+    try:
+        BACKEND_KINDS[spec.kind]  # the first lookup imports the backend modules, which register their kinds
+    except UnknownName as exc:
+        return f"backends.{role}.kind: {exc}"
+    if spec.kind != "local":
+        return None
+    folder = Path(spec.model or "")
+    if not spec.model or not folder.is_dir():
+        return f"backends.{role}.model: {spec.model or '(not set)'} is not a folder (kind local loads one)"
+    if not (folder / "config.json").is_file() and not (folder / "adapter_config.json").is_file():
+        return (f"backends.{role}.model: {folder} holds no config.json or adapter_config.json: not a planner "
+                "checkpoint or LoRA adapter")
+    return None
+
+
+def run_backends(specs: dict[str, BackendSpec], source: str) -> dict[str, ChatBackend]:
+    """The backends `run` runs, built (nothing contacted, nothing loaded) after each role's `backend_problem`;
+    `_Refused` names `source` (the backends file) and the role."""
+    for role, spec in specs.items():
+        if (why := backend_problem(role, spec)) is not None:
+            raise _Refused(f"{source}: {why}")
+    try:
+        return build_backends(specs)
+    except (ValueError, TypeError) as exc:  # a kind's own refusal (e.g. an option the teacher does not take)
+        raise _Refused(f"{source}: {exc}") from exc
+
+
+def run_inputs(request: RunRequest) -> RunInputs:
+    """What `run` resolves and checks before it starts the agent, and its dry run reports: the backends, agent
+    config and task, and --out free to write; `_Refused` names what is wrong."""
     tasks, task_id, backends, teacher, out = request.tasks, request.task_id, request.backends, request.teacher, \
         request.out
     if (backends is None) == (not teacher):
         raise _Refused("give exactly one of --backends FILE or --teacher")
     if out is not None and out.is_dir():
         raise _Refused(f"--out {out} is a folder: --out is the JSONL file the run is appended to")
+    if (busy := out_busy(out)) is not None:
+        raise _Refused(busy)
     try:
         specs = {"default": BackendSpec(kind="teacher")} if teacher else load_backend_specs(backends)  # type: ignore[arg-type]
         config = AgentConfig(mode=request.mode, step_budget=request.step_budget,  # type: ignore[arg-type]
@@ -101,7 +155,8 @@ def run_inputs(request: RunRequest) -> tuple[dict[str, BackendSpec], AgentConfig
     chosen = next((t for t in all_tasks if task_id is None or t.id == task_id), None)
     if chosen is None:
         raise _Refused(f"{tasks}: no task with id {task_id!r} ({len(all_tasks)} tasks)")
-    return specs, config, chosen
+    return RunInputs(specs, run_backends(specs, str(backends) if backends is not None else "--teacher"), config,
+                     chosen)
 
 
 def run(
@@ -115,13 +170,14 @@ def run(
     sample: int = typer.Option(0, help="sample index (seeds the teacher's noise)"),
     out: Optional[Path] = typer.Option(None, help="append the RunRecord to this JSONL file"),  # noqa: UP045
     fmt: str = typer.Option("auto", "--format", help="task file format"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="load the backends file and the tasks, find the task, check "
-                                 "--out, as the run does; print them as JSON; contact no endpoint, append nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="load the backends file and the tasks, find the task, build "
+                                 "the backends and check --out (its lock too), as the run does; print them as "
+                                 "JSON; contact no endpoint, load no weights, append nothing"),
 ) -> None:
     """Run the agent on one task and print the outcome (the full record goes to --out)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        specs, config, chosen = run_inputs(RunRequest(tasks=tasks, task_id=task_id, backends=backends,
+        specs, built, config, chosen = run_inputs(RunRequest(tasks=tasks, task_id=task_id, backends=backends,
                                                       teacher=teacher, mode=mode, step_budget=step_budget,
                                                       max_tool_calls=max_tool_calls, fmt=fmt, out=out))
     except _Refused as exc:
@@ -144,7 +200,7 @@ def run(
             except OutputBusy as exc:
                 typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(2) from exc
-        record = asyncio.run(run_task(chosen, config, build_backends(specs), sample=sample))
+        record = asyncio.run(run_task(chosen, config, built, sample=sample))
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             with out.open("a", encoding="utf-8") as fh:
