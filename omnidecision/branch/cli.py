@@ -5,7 +5,7 @@ the trajectory file (what `omnidecision collect` and `omnidecision eval` write),
 run id, a step out of range, a decision that is not JSON or not an action, an edited record, a missing recipe) exits
 2 with one line naming what was wrong. The branch is appended to --out under its lock (`outputs.exclusive`, held from
 before the parent is read to the written line): a second process on the same file stops with one line naming the
-holder; a file that is not UTF-8 JSONL is refused untouched (`store.append_record`). --out is a file outside the
+holder, and so does its dry run (`agent.cli.out_busy`, asked by both); a file that is not UTF-8 JSONL is refused untouched (`store.append_record`). --out is a file outside the
 collection's `trajectories*.jsonl` glob; a branch already in it (same parent, step, decision, policy, seed and tool
 mode: one run id) is skipped, not run again. docs/rollout.md has the walk-through.
 
@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 import typer
 
+from omnidecision.agent.cli import out_busy
 from omnidecision.branch.branch import branch_point, build_policy, decision_problem
 from omnidecision.branch.parent import BadInput, load_parent
 from omnidecision.branch.resume import ResumeError, ResumePoint, resume
@@ -100,7 +101,8 @@ def branch(
     out: Optional[Path] = typer.Option(  # noqa: UP045
         None, help="append the branch record to this JSONL file (required unless --dry-run)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="restore the state, check the decision against the state's "
-                                 "action space and print what would run (JSON); run nothing"),
+                                 "action space and --out (another process writing it too) and print what would run "
+                                 "(JSON); run nothing"),
 ) -> None:
     """Branch a recorded run at step t: restore its exact state, apply a decision, continue with a policy, and
     append the branch (an ordinary run record naming its parent and step) to --out."""
@@ -114,7 +116,7 @@ def branch(
         if out is None and not dry_run:
             raise BadInput("--out FILE is required (or --dry-run)")
         problem = out_problem(out, trajectories) if out is not None else None
-        if problem:
+        if problem or (problem := out_busy(out)):  # out_busy: the lock's holder, asked by the run and its dry run
             raise BadInput(problem)
         if out is not None and not dry_run:  # one writer per output, from before the run to its line
             held.enter_context(exclusive(out))
