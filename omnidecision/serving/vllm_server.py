@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from omnidecision.preflight import Check, check_adapter, check_model, is_hub_id
+from omnidecision.preflight import Check, check_adapter, check_model
 from omnidecision.procs import die_with_parent
 from omnidecision.provenance import ProvenanceError, recorded_base, same_model
 
@@ -293,14 +293,11 @@ class VLLMServer:
         return self.model_dir.is_dir()
 
     def check(self) -> None:
-        """Raise VLLMServerError when the model is neither a local folder nor a hub id, or an adapter is no folder."""
-        if not self.is_local and not is_hub_id(self.model):
-            raise VLLMServerError(f"model {self.model}: no such folder, and not a hub id (`org/name`)")
-        for name, path in self.lora_modules.items():
-            if not Path(path).is_dir():
-                raise VLLMServerError(f"LoRA adapter {name}={path}: not a folder")
-        if (why := self.lora_rank_problem() or self.name_problem() or self.lora_base_problem()) is not None:
-            raise VLLMServerError(why)
+        """Raise VLLMServerError before anything starts when a check of `checks()` fails: the run refuses what
+        `omnidecision serve --dry-run` reports, in its words (`what: detail`, one per failed check)."""
+        failed = [f"{c.what}: {c.detail}" for c in self.checks() if c.status == "error"]
+        if failed:
+            raise VLLMServerError(_redaction().redact_text("; ".join(failed)))  # vLLM's parser may echo --api-key
 
     def lora_base_problem(self) -> str | None:
         """Why an adapter would ride on the wrong weights: its recorded base (adapter_config.json
@@ -320,19 +317,32 @@ class VLLMServer:
                     f"it into that base (omnidecision export {path} --out DIR --merge) and serve DIR alone")
         return None
 
-    def plan(self) -> ServerPlan:
-        """This server's checks and the command it would run (nothing started)."""
-        # what the server would run, asked of the server first; the model and adapter folders checked last
+    def model_check(self) -> Check:
+        """The served model: a local folder with a config, or a hub id found in the HF cache or on the hub
+        (`preflight.check_model`; a hub that cannot be asked is a warning, not a refusal), and never a LoRA adapter
+        (vLLM loads a full model; an adapter rides on its base)."""
+        check = check_model(self.model, "model")
+        if check.status == "ok" and (Path(self.model) / "adapter_config.json").exists():
+            check.status, check.detail = "error", (
+                f"{self.model} is a LoRA adapter: serve its base with --lora NAME={self.model} (or export --merge)")
+        return check
+
+    def arguments_check(self) -> Check:
+        """The server's command line parsed by the installed vLLM's own parser (deferred to the server when vLLM
+        is not importable here)."""
         cmd = self.command()
-        shown = self.display_command()  # `--api-key X` shows as `--api-key ***`
-        env = self.environment_overrides(Path("<private-temp-dir>"))
         try:
             error = vllm_arg_error(cmd[cmd.index(API_SERVER_MODULE) + 1:])
-            args = Check(what="vllm arguments", status="error" if error else "ok",
-                         detail=error or "accepted by the installed vLLM's parser")
         except ImportError:
-            args = Check(what="vllm arguments", status="deferred",
+            return Check(what="vllm arguments", status="deferred",
                          detail="vLLM is not installed here: its parser checks them on the server")
+        return Check(what="vllm arguments", status="error" if error else "ok",
+                     detail=error or "accepted by the installed vLLM's parser")
+
+    def checks(self) -> list[Check]:
+        """Every check of this server, made before it starts: what `plan()` reports (the dry run) and `check()`
+        refuses on (the run), so the two never differ: the model, the adapters, their ranks, names and base, the
+        arguments."""
         loras: list[Check] = []
         if self.lora_modules:
             why = self.lora_rank_problem()
@@ -346,12 +356,13 @@ class VLLMServer:
             loras.append(Check(what="lora base", status="error" if base else "ok",
                                detail=base or f"every adapter's recorded base is the served model {self.model}"))
         adapters = [check_adapter(name, path) for name, path in self.lora_modules.items()]
-        model_check = check_model(self.model, "model")
-        if model_check.status == "ok" and (Path(self.model) / "adapter_config.json").exists():
-            # vLLM loads a full model; an adapter rides on its base
-            model_check.status, model_check.detail = "error", (
-                f"{self.model} is a LoRA adapter: serve its base with --lora NAME={self.model} (or export --merge)")
-        return ServerPlan(self, [model_check, *adapters, *loras, args],
+        return [self.model_check(), *adapters, *loras, self.arguments_check()]
+
+    def plan(self) -> ServerPlan:
+        """This server's checks (`checks()`) and the command it would run (nothing started)."""
+        shown = self.display_command()  # `--api-key X` shows as `--api-key ***`
+        env = self.environment_overrides(Path("<private-temp-dir>"))
+        return ServerPlan(self, self.checks(),
                           " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(shown)]),
                           {"vllm_command": shown, "served_names": [self.served_name, *self.lora_modules],
                            "base_url": self.base_url})
