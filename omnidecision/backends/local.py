@@ -36,19 +36,39 @@ from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, C
 logger = logging.getLogger(__name__)
 
 SEPARATORS = (",", ":")  # vLLM's separators under disable_any_whitespace (backend_xgrammar.py)
+OPTIONS = ("seed",)  # the options a `local` spec takes
+
+
+def local_problem(spec: BackendSpec) -> str | None:
+    """Why `LocalPlannerBackend(spec)` would refuse the spec, or None; reads no weights (they load on the first
+    request, so a dry run may ask this): `model` unset, not a folder, a folder that holds neither a checkpoint
+    (config.json) nor a LoRA adapter (adapter_config.json), an option it does not take, a seed that is no integer."""
+    if not spec.model:
+        return "backend kind 'local' needs `model`: the planner folder to load"
+    folder = Path(spec.model)
+    if not folder.exists():
+        return f"backend kind 'local': model folder {spec.model} does not exist"
+    if not folder.is_dir():
+        return f"backend kind 'local': model {spec.model} is a file, not a planner folder"
+    if not (folder / "config.json").is_file() and not (folder / "adapter_config.json").is_file():
+        return (f"backend kind 'local': model folder {spec.model} holds no config.json (a checkpoint) and no "
+                "adapter_config.json (a LoRA adapter)")
+    unknown = sorted(set(spec.options) - set(OPTIONS))
+    if unknown:
+        return f"backend kind 'local': unknown options {unknown} (known: {list(OPTIONS)})"
+    try:
+        int(spec.options.get("seed", 0))
+    except (TypeError, ValueError):
+        return f"backend kind 'local': options.seed must be an integer, got {spec.options['seed']!r}"
+    return None
 
 
 class LocalPlannerBackend:
     """`ChatBackend` over a transformers model in this process (see the module docstring)."""
 
     def __init__(self, spec: BackendSpec) -> None:
-        if not spec.model:
-            raise ValueError("backend kind 'local' needs `model`: the planner folder to load")
-        if not Path(spec.model).exists():
-            raise ValueError(f"backend kind 'local': model folder {spec.model} does not exist")
-        unknown = sorted(set(spec.options) - {"seed"})
-        if unknown:
-            raise ValueError(f"backend kind 'local': unknown options {unknown} (known: ['seed'])")
+        if (problem := local_problem(spec)) is not None:
+            raise ValueError(problem)
         self.spec = spec
         self.seed = int(spec.options.get("seed", 0))
         self._lock = threading.Lock()  # one decode at a time (see the module docstring)
@@ -154,6 +174,6 @@ class LocalPlannerBackend:
         return await asyncio.to_thread(self._chat, request)
 
 
-@register_backend("local")
+@register_backend("local", check=local_problem)
 def build_local(spec: BackendSpec) -> LocalPlannerBackend:
     return LocalPlannerBackend(spec)

@@ -50,6 +50,7 @@ from a hash of (seed, task id, sample, step, role, knob), never from global rand
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 from typing import Any
@@ -77,7 +78,7 @@ from omnidecision.protocol.actions import (
     render_action,
     short_form,
 )
-from omnidecision.protocol.chat import BackendError, ChatRequest, ChatResponse, Usage
+from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest, ChatResponse, Usage
 from omnidecision.protocol.rule import rule_action
 from omnidecision.tasks.schema import Task
 
@@ -534,3 +535,19 @@ class TeacherBackend:
         facts = "; ".join(f'need {i} = "{v}"' for i, v in sorted(found.items())) or "nothing found yet"
         tried = "; ".join(f"need {i} tried {n}" for i, n in sorted(tries.items()))
         return f"Summary of the evidence so far: {facts}." + (f" Attempts: {tried}." if tried else "")
+
+
+def teacher_problem(spec: BackendSpec) -> str | None:
+    """Why `TeacherBackend(**spec.options)` (backend kind `teacher`) would refuse the spec's options, or None: an
+    option it does not take (a typo: the constructor's TypeError, named here with the known ones) or a value it
+    refuses (a noise knob or habit it does not know, a probability outside [0, 1]). The constructor is cheap and
+    starts nothing, so the check is the constructor itself: what the run builds is what is checked."""
+    known = [name for name in inspect.signature(TeacherBackend).parameters]
+    unknown = sorted(set(spec.options) - set(known))
+    if unknown:
+        return f"backend kind 'teacher': unknown options {unknown} (known: {known})"
+    try:
+        TeacherBackend(**spec.options)
+    except (TypeError, ValueError) as exc:
+        return f"backend kind 'teacher': options: {exc}"
+    return None

@@ -22,6 +22,9 @@ from omnidecision.eval.teacher import TeacherRuns, teacher_check
 from omnidecision.preflight import Check
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, recipe_from_dict
 from omnidecision.rollout.runner import TaskSelection
+from omnidecision.rollout.store import shard_path
+
+TRAJECTORIES = "trajectories.jsonl"
 
 # ---------------------------------------------------------------- recipe loading
 
@@ -39,6 +42,11 @@ def load_eval_recipe(path: str | Path, overrides: list[str] | None = None) -> Ev
 # ---------------------------------------------------------------- the prepared eval
 
 
+def trajectories_path(out: str | Path, i: int = 0, n: int = 1) -> Path:
+    """OUT/trajectories.jsonl, or the engine's shard file name when the eval is sharded (n > 1)."""
+    return shard_path(out, i, n) if n > 1 else Path(out) / TRAJECTORIES
+
+
 @dataclass
 class PreparedEval:
     """An eval recipe resolved once: what its dry run checks and its run runs."""
@@ -54,6 +62,13 @@ class PreparedEval:
     # here) and command are what the dry run shows and the run starts; its checks are among `checks`
     server: ServerPlan | None = None
     teacher: TeacherRuns | None = None  # the teacher's runs, read once: the check's and the report's
+
+    @property
+    def out_file(self) -> Path:
+        """The trajectory file the run appends to, locks and resumes (`trajectories_path`), the one its dry run's
+        `out` checks read."""
+        i, n = self.recipe.shard_index
+        return trajectories_path(self.recipe.out, i, n)
 
 
 def prepare_eval(recipe: EvalRecipe) -> PreparedEval:

@@ -24,7 +24,8 @@ def dry_run_report(prepared: PreparedEval, config: Path, n_overrides: int, comma
     recipe = prepared.recipe
     report = DryRunReport(command=command, recipe=str(config), resolved=recipe.model_dump(mode="json"))
     report.checks.append(Check(what="recipe", status="ok", detail=f"{config} + {n_overrides} override(s)"))
-    report.checks.extend(rollout_checks(recipe, prepared.selection, prepared.served_roles))
+    # the output checks read the file the run writes (OUT/trajectories.jsonl unsharded), not the engine's shard name
+    report.checks.extend(rollout_checks(recipe, prepared.selection, prepared.served_roles, prepared.out_file))
     report.extra["environment"] = prepared.environment
     if prepared.overlap:
         report.extra["train_overlap"] = prepared.overlap

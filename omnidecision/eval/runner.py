@@ -11,8 +11,10 @@ environment's pre-flight before a server starts, OUT/manifest.json that refuses 
 concurrent workers, judge, single-writer append-only store) into OUT/trajectories.jsonl, so a killed eval restarts
 where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped. Tasks with annotated
 subgoals (OmniGAIA) also get the progress audit of the failed runs (`eval.progress`, string scorer): OUT/progress.md.
-One eval per output: the trajectory file's lock (`outputs.exclusive`) is held from before the manifest and any server
-to the last report file; a second process on the same --out stops with one line naming the holder.
+One eval per output: the trajectory file's lock (`rollout.runner.one_writer`) is held from before the manifest and any
+server to the last report file; a second process on the same --out stops with one line naming the holder. The file
+is `PreparedEval.out_file` (OUT/trajectories.jsonl unsharded): the run writes, locks and resumes the file its dry run
+checks (`rollout.checks.out_checks`).
 
     omnidecision eval --config configs/eval/synthetic-tiny-vllm.yaml --samples 2
     python -m omnidecision.eval.runner configs/eval/synthetic-tiny-vllm.yaml
@@ -32,7 +34,14 @@ from typing import Any
 import yaml
 
 from omnidecision.eval import environment, overlap
-from omnidecision.eval.checklist import PreparedEval, eval_recipe_from_dict, load_eval_recipe, prepare_eval
+from omnidecision.eval.checklist import (
+    TRAJECTORIES,
+    PreparedEval,
+    eval_recipe_from_dict,
+    load_eval_recipe,
+    prepare_eval,
+    trajectories_path,
+)
 from omnidecision.eval.environment import OFFLINE_NO_TOOLS, environment_label
 from omnidecision.eval.prices import PriceTableError
 from omnidecision.eval.progress import StringScorer, audit, subgoals
@@ -40,7 +49,6 @@ from omnidecision.eval.progress_report import write_audit
 from omnidecision.eval.report import write_report
 from omnidecision.eval.serve import maybe_serve, planner_info
 from omnidecision.eval.teacher import teacher_block
-from omnidecision.outputs import exclusive
 from omnidecision.preflight import Check
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
@@ -52,23 +60,17 @@ from omnidecision.rollout.recipe import (  # the eval recipe is the rollout laye
     ServeSpec,
     cli_overrides,
 )
-from omnidecision.rollout.runner import TaskSelection, prepare, run_rollouts
-from omnidecision.rollout.store import load_records, shard_path, write_json_atomic
+from omnidecision.rollout.runner import TaskSelection, one_writer, prepare, refuse_backends, run_rollouts
+from omnidecision.rollout.store import load_records, write_json_atomic
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
 
-TRAJECTORIES = "trajectories.jsonl"
-__all__ = ["OFFLINE_NO_TOOLS", "EvalRecipe", "ServeSpec", "TaskSelection", "environment_label",
-           "eval_recipe_from_dict", "load_eval_recipe", "maybe_serve", "run_eval", "run_prepared"]
+__all__ = ["OFFLINE_NO_TOOLS", "TRAJECTORIES", "EvalRecipe", "ServeSpec", "TaskSelection", "environment_label",
+           "eval_recipe_from_dict", "load_eval_recipe", "maybe_serve", "run_eval", "run_prepared", "trajectories_path"]
 
 
 # ---------------------------------------------------------------- the run
-
-
-def trajectories_path(out: str | Path, i: int = 0, n: int = 1) -> Path:
-    """OUT/trajectories.jsonl, or the engine's shard file name when the eval is sharded (n > 1)."""
-    return shard_path(out, i, n) if n > 1 else Path(out) / TRAJECTORIES
 
 
 def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
@@ -116,14 +118,15 @@ def run_prepared(prepared: PreparedEval, *, progress: bool = True, specs: dict[s
     written or served), then the very selection checked is prepared, (served,) run and reported."""
     refuse(prepared.checks)
     recipe = prepared.recipe
+    served = prepared.served_roles if specs is None else ()
+    refuse_backends(recipe, specs, served)  # before --out is made, as the dry run's backend checks say
     # one writer per output: held from before the manifest and any server to the last report file
-    i, n = recipe.shard_index
     out = Path(recipe.out)
     out.mkdir(parents=True, exist_ok=True)
-    with exclusive(trajectories_path(out, i, n)):
-        # -- pre-flight, manifest and services: the rollout engine's (a served role is checked once its server runs)
-        served = prepared.served_roles if specs is None else ()
-        ready = prepare(recipe, specs, served_roles=served, selection=prepared.selection)
+    with one_writer(prepared.out_file):
+        # -- pre-flight, output, manifest and services: the rollout engine's (a served role is checked once its
+        # server runs)
+        ready = prepare(recipe, specs, served_roles=served, selection=prepared.selection, out_file=prepared.out_file)
         tasks, all_tasks = ready.tasks, ready.selected
         if not tasks:
             raise RecipeError(f"{recipe.tasks.path}: no tasks left after the filters")
@@ -137,7 +140,7 @@ def run_prepared(prepared: PreparedEval, *, progress: bool = True, specs: dict[s
         with serving as role_specs:
             planner = planner_info(role_specs)
             summary = asyncio.run(run_rollouts(recipe, prepared=ready, specs=role_specs,
-                                               out_file=trajectories_path(out, i, n),
+                                               out_file=prepared.out_file,
                                                progress=progress and recipe.progress,
                                                desc=f"eval {recipe.name or out.name}"))
         wall = time.perf_counter() - t0

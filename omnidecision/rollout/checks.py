@@ -5,6 +5,13 @@ folder (`engine_checks`), and with a live environment every endpoint asked (GET 
 for (`environment_checks`, through `rollout.live`); `rollout_checks` is all of them, each a `preflight.Check`
 (`recipe_checks` and `live_checks` add them to a report). They run no agent and write nothing.
 
+Where the run refuses before its first write, the check here asks the run's own function, and the run refuses in
+the check's error line (`what: detail`): a backend built in-process (`factory.backend_problem`: a local planner
+folder without a checkpoint, a teacher option it does not take), the output (`runner.out_problems`: the trajectory
+file another process holds, a manifest.json of another experiment, a trajectory file that is not JSONL) on the file
+the run writes (`runner.records_file`; eval passes OUT/trajectories.jsonl). The environment's service factories are
+imported, not called: a factory may start what it serves (a server, a browser), which a dry run must not.
+
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
     omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --dry-run
 """
@@ -16,40 +23,42 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from omnidecision.backends.factory import BACKEND_KINDS
+from omnidecision.backends.factory import backend_problem
 from omnidecision.preflight import Check, DryRunReport, check_url
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.live import live_problems, probe_openai
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
-from omnidecision.rollout.runner import TaskSelection
-from omnidecision.rollout.store import shard_path
+from omnidecision.rollout.runner import TaskSelection, backend_specs, out_problems, records_file
 
 PROBE_TIMEOUT_S = 3.0
 
 
 def rollout_checks(recipe: RolloutRecipe, selection: TaskSelection | None = None,
-                   served_roles: Iterable[str] = ()) -> list[Check]:
+                   served_roles: Iterable[str] = (), out_file: str | Path | None = None) -> list[Check]:
     """Every check `collect --dry-run` and `eval --dry-run` share, in the order they print: tasks, backends, judge,
     environment services, output folder, and a live environment's endpoints and media files. `selection`: the run's
     `runner.TaskSelection` (made here when None); `served_roles`: the roles a caller points at a server it starts
-    itself (eval's `serve:`), left out of the live environment's probes."""
+    itself (eval's `serve:`), left out of the live environment's probes; `out_file`: the trajectory file the run
+    writes when the caller names one (eval: `PreparedEval.out_file`), else the shard's."""
     selection = selection or TaskSelection(recipe)
     served = set(served_roles)
     probed = recipe.model_copy(update={"backends": {r: s for r, s in recipe.backends.items() if r not in served}})
-    return engine_checks(recipe, selection) + environment_checks(probed, selection)
+    return engine_checks(recipe, selection, out_file, served) + environment_checks(probed, selection)
 
 
-def engine_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
-    """Tasks, backends, judge, environment services, output folder (in that order)."""
+def engine_checks(recipe: RolloutRecipe, selection: TaskSelection, out_file: str | Path | None = None,
+                  served_roles: Iterable[str] = ()) -> list[Check]:
+    """Tasks, backends, judge, environment services, output folder (in that order). A served role's own spec is
+    checked only as an endpoint: the run builds it from the server's spec, never from the recipe's kind."""
     # the checks that read only the recipe first; those that load files or ask endpoints after them
     services = [service_check(name, target) for name, target in recipe.environment.services.items()]
-    out = out_check(recipe)
+    out = out_checks(recipe, out_file)
     tasks = task_checks(recipe, selection)
-    endpoints = {f"backends.{role}": spec for role, spec in recipe.backends.items()}
-    if recipe.judge.enabled and recipe.judge.llm is not None:
-        endpoints["judge.llm"] = recipe.judge.llm
-    backends = [backend_check(what, spec) for what, spec in endpoints.items()]
-    return [*tasks, *backends, *services, out]
+    served = {f"backends.{role}" for role in served_roles}
+    backends = [backend_check(what, spec) if what not in served or spec.kind == "openai" else
+                Check(what=what, status="ok", detail="served by the `serve:` block (an OpenAI-compatible endpoint)")
+                for what, spec in backend_specs(recipe).items()]
+    return [*tasks, *backends, *services, *out]
 
 
 def task_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
@@ -74,26 +83,26 @@ def service_check(name: str, target: str) -> Check:
     return Check(what=f"environment.services.{name}", status="ok", detail=target)
 
 
-def out_check(recipe: RolloutRecipe) -> Check:
-    """The output folder: a run there resumes this shard's file."""
-    out = Path(recipe.out)
-    i, n = recipe.shard_index
-    shard = shard_path(out, i, n)
-    return Check(what="out", status="ok", detail=f"{out}: resumes {shard.name} (finished runs are skipped)"
-                 if shard.exists() else f"{out} (created by the run)")
+def out_checks(recipe: RolloutRecipe, out_file: str | Path | None = None) -> list[Check]:
+    """The output: the file the run writes (`runner.records_file`) and its folder, asked what the run refuses on
+    before its first write (`runner.out_problems`: one error each); else whether the run resumes that file."""
+    out, file = Path(recipe.out), records_file(recipe, out_file)
+    problems = out_problems(recipe, file)
+    if problems:
+        return [Check(what="out", status="error", detail=problem) for problem in problems]
+    return [Check(what="out", status="ok", detail=f"{out}: resumes {file.name} (finished runs are skipped)"
+                  if file.exists() else f"{out} (created by the run; records go to {file.name})")]
 
 
 def backend_check(what: str, spec: BackendSpec) -> Check:
     """One backend: an OpenAI-compatible endpoint is asked GET /models (a short timeout); a teacher or any other
-    registered kind runs in-process."""
-    if spec.kind == "teacher":
-        return Check(what=what, status="ok", detail="scripted teacher (offline)")
+    registered kind runs in-process: asked what the run's build refuses (`factory.backend_problem`: an unknown kind,
+    a local planner folder without a checkpoint, an option the kind does not take), no weights loaded."""
     if spec.kind != "openai":
-        # any other registered kind (replay, first-actionable, a user's own) runs in-process: nothing to ask
-        if spec.kind in BACKEND_KINDS:
-            return Check(what=what, status="ok", detail=f"{spec.kind} backend (in-process)")
-        return Check(what=what, status="error", detail=f"unknown backend kind {spec.kind!r} (registered: "
-                                                       f"{', '.join(BACKEND_KINDS.names())})")
+        if (problem := backend_problem(spec)) is not None:
+            return Check(what=what, status="error", detail=problem)
+        detail = "scripted teacher (offline)" if spec.kind == "teacher" else f"{spec.kind} backend (in-process)"
+        return Check(what=what, status="ok", detail=detail)
     if spec.base_url is None:
         # filled in by eval's serve: block, or the OpenAI client's own default
         return Check(what=what, status="ok", detail=f"model {spec.model!r}; base_url set by the serve: block or "

@@ -17,8 +17,11 @@ and when the endpoint stays down the rollouts stop with `RolloutsStopped` naming
 continues).
 
 `run_rollouts(recipe)` is the engine's one entry (the collect command, eval and the on-policy rounds go through it): it
-calls `prepare(recipe)` (load + filter tasks, keep this shard's tasks (`shard_of(task.id, n) == i`), the live
-environment's pre-flight, `manifest.json`, the tool services), builds the backends and runs.
+refuses a backend it could not build (`refuse_backends`), takes the shard's lock (`one_writer`), calls
+`prepare(recipe)` (load + filter tasks, keep this shard's tasks (`shard_of(task.id, n) == i`), the live
+environment's pre-flight, the output's checks (`out_problems`), `manifest.json`, the tool services), builds the
+backends and runs. Each refusal before the first write is one function that the dry run (`rollout.checks`) asks too,
+and the run refuses in the dry run's error line (`what: detail`).
 
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --out runs/synth-teacher
 """
@@ -27,10 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,8 +43,8 @@ from typing import Any
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.runtime import config_digest
-from omnidecision.backends.factory import build_backend, build_backends
-from omnidecision.outputs import exclusive
+from omnidecision.backends.factory import backend_problem, build_backend, build_backends
+from omnidecision.outputs import OutputBusy, exclusive
 from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.records import OUTCOMES, JudgeResult, RunRecord
 from omnidecision.protocol.redaction import redact_tree
@@ -51,8 +56,11 @@ from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
 from omnidecision.rollout.store import (
     RecordWriter,
+    TrajectoryFileError,
+    busy_problem,
     finished_keys,
     repair_tail,
+    resume_problem,
     shard_of,
     supersede_errors,
     write_json_atomic,
@@ -242,7 +250,8 @@ async def _run_locked(tasks: list[Task], config: AgentConfig, backends: dict[str
     out = Path(options.out_file)
     # what is finished already: every complete line read first (a file that is not JSONL is refused untouched),
     # then a torn last line cut away, earlier error runs moved aside to run again
-    finished_keys(out)
+    if (problem := resume_problem(out)) is not None:
+        raise TrajectoryFileError(problem)
     repair_tail(out)
     retried = supersede_errors(out) if options.retry_errors else 0
     done_keys = finished_keys(out)
@@ -349,29 +358,96 @@ def build_services(recipe: RolloutRecipe, tasks: list[Task]) -> Services:
     return services_for
 
 
+def manifest_identity(recipe: RolloutRecipe) -> dict[str, Any]:
+    """What a restart into the same folder must keep (the fields of OUT/manifest.json it compares): the agent
+    config's digest and the backends, as written (a header value, a key: ***), so that it compares like with like."""
+    return {"config_digest": config_digest(recipe.agent),
+            "backends": redact_tree({k: v.model_dump(mode="json") for k, v in sorted(recipe.backends.items())})}
+
+
+def manifest_problem(recipe: RolloutRecipe) -> str | None:
+    """Why a run of `recipe` is refused by the OUT/manifest.json already there: it records another agent config or
+    other backends (the records would mix two experiments); names the fields that differ. None when there is no
+    manifest, an unreadable one (the run replaces it), or one of this experiment. Writes nothing."""
+    path = Path(recipe.out) / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        old = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    old = old if isinstance(old, dict) else {}
+    ours = manifest_identity(recipe)
+    differ: list[str] = []
+    if old.get("config_digest") not in (None, ours["config_digest"]):
+        differ.append(f"config_digest {old['config_digest']} there, {ours['config_digest']} in this recipe's agent")
+    theirs = old.get("backends")
+    if theirs not in (None, ours["backends"]):
+        theirs = theirs if isinstance(theirs, dict) else {}
+        roles = sorted(r for r in {*theirs, *ours["backends"]} if theirs.get(r) != ours["backends"].get(r))
+        differ.append("backends " + ", ".join(f"backends.{r}" for r in roles))
+    if not differ:
+        return None
+    return (f"{Path(recipe.out)}: holds runs of a different agent config or backends ({path}: "
+            f"{'; '.join(differ)} differ); collect into a new --out folder")
+
+
 def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
     """OUT/manifest.json: the recipe, the agent config digest, the git revision. Every shard writes the same
     content (shard-specific fields left out; written atomically). A restart with a different agent config or
-    backends into the same folder is refused (the records would mix two experiments)."""
-    import json
-
-
-    path = out_dir / "manifest.json"
-    # as written (a header value, a key: ***), so that a restart compares like with like
-    backends = redact_tree({k: v.model_dump(mode="json") for k, v in sorted(recipe.backends.items())})
+    backends into the same folder is refused (`manifest_problem`: the records would mix two experiments)."""
+    if (problem := manifest_problem(recipe)) is not None:
+        raise RecipeError(f"out: {problem}")
     manifest = {"recipe": recipe.model_dump(mode="json", exclude={"shard", "concurrency", "progress"}),
-                "config_digest": config_digest(recipe.agent), "backends": backends,
-                "git_revision": git_revision(), "tasks": n_tasks}
-    if path.is_file():
-        try:
-            old = json.loads(path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
-            old = {}
-        if old.get("config_digest") not in (None, manifest["config_digest"]) or \
-                old.get("backends") not in (None, backends):
-            raise RecipeError(f"{out_dir}: holds runs of a different agent config or backends "
-                              f"(manifest.json); collect into a new --out folder")
-    write_json_atomic(path, manifest)
+                **manifest_identity(recipe), "git_revision": git_revision(), "tasks": n_tasks}
+    write_json_atomic(out_dir / "manifest.json", manifest)
+
+
+def records_file(recipe: RolloutRecipe, out_file: str | Path | None = None) -> Path:
+    """The trajectory file a run of `recipe` appends to and resumes: `out_file` when the caller names one (eval's
+    OUT/trajectories.jsonl), else the shard's file under `recipe.out` (`RolloutOptions.from_recipe`)."""
+    return RolloutOptions.from_recipe(recipe, out_file=out_file).out_file
+
+
+def out_problems(recipe: RolloutRecipe, out_file: str | Path) -> list[str]:
+    """Why a run of `recipe` writing `out_file` is refused before its first write, one line each: another process
+    holds the file (`store.busy_problem`), the folder holds another experiment (`manifest_problem`), the file is not
+    JSONL to resume (`store.resume_problem`). Writes nothing: the dry run lists them as `out` errors, `prepare`
+    refuses on the first in that error line's words."""
+    found = (busy_problem(out_file), manifest_problem(recipe), resume_problem(out_file))
+    return [problem for problem in found if problem is not None]
+
+
+def backend_specs(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
+                  served_roles: Iterable[str] = ()) -> dict[str, BackendSpec]:
+    """Every backend a run builds, by the recipe field that names it (`backends.ROLE`, `judge.llm` when the judge
+    asks an LLM): `specs` (default: the recipe's backends) less `served_roles`, the roles a caller points at a server
+    it starts itself (their specs are the served ones, made once it runs)."""
+    served = set(served_roles)
+    found = {f"backends.{role}": spec for role, spec in (specs or recipe.backends).items() if role not in served}
+    if recipe.judge.enabled and recipe.judge.llm is not None:
+        found["judge.llm"] = recipe.judge.llm
+    return found
+
+
+def refuse_backends(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
+                    served_roles: Iterable[str] = ()) -> None:
+    """A `RecipeError` in the dry run's error line (`what: detail`) for the first backend of `backend_specs` that
+    could not be built (`factory.backend_problem`: an unknown kind, a local planner folder without a checkpoint, a
+    teacher option it does not take); loads no weights, writes nothing, so a run refuses before it makes --out."""
+    for what, spec in backend_specs(recipe, specs, served_roles).items():
+        if (problem := backend_problem(spec)) is not None:
+            raise RecipeError(f"{what}: {problem}")
+
+
+@contextmanager
+def one_writer(out_file: str | Path) -> Iterator[None]:
+    """The trajectory file's lock for the block (`outputs.exclusive`), refused first in the dry run's words when
+    another process holds it (`store.busy_problem`; `exclusive` still refuses one that takes it in between)."""
+    if (problem := busy_problem(out_file)) is not None:
+        raise OutputBusy(f"out: {problem}")
+    with exclusive(out_file):
+        yield
 
 
 class TaskSelection:
@@ -398,11 +474,13 @@ class Prepared:
 
 
 def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
-            served_roles: Iterable[str] = (), selection: TaskSelection | None = None) -> Prepared:
-    """Select the tasks, check a live environment before the first run, write OUT/manifest.json, build the tool
-    services. The pre-flight checks `specs` (default: the recipe's backends) except `served_roles`, the roles a
-    caller points at a server it starts itself once this has passed (eval's `serve:`); `selection`: the tasks the
-    caller's checks read (selected here when None)."""
+            served_roles: Iterable[str] = (), selection: TaskSelection | None = None,
+            out_file: str | Path | None = None) -> Prepared:
+    """Select the tasks, check a live environment before the first run, refuse an output the run cannot write
+    (`out_problems` on `records_file(recipe, out_file)`), write OUT/manifest.json, build the tool services. The
+    pre-flight checks `specs` (default: the recipe's backends) except `served_roles`, the roles a caller points at a
+    server it starts itself once this has passed (eval's `serve:`); `selection`: the tasks the caller's checks read
+    (selected here when None)."""
     # tasks and shard; a live environment must have every endpoint and media file before the first run
     tasks, selected = (selection or TaskSelection(recipe))()
     if recipe.environment.kind == "live":
@@ -412,6 +490,8 @@ def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
         if problems:
             raise RecipeError("the live environment is not ready (run with --dry-run to check):\n  - "
                               + "\n  - ".join(problems))
+    for problem in out_problems(recipe, records_file(recipe, out_file)):
+        raise RecipeError(f"out: {problem}")  # the dry run's `out` error line
     i, n = recipe.shard_index
     out_dir = Path(recipe.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -428,10 +508,11 @@ async def run_rollouts(recipe: RolloutRecipe, tool_runner=None, *, prepared: Pre
     to start its server only once the pre-flight passed) passes what `prepare` returned; `specs` replaces the
     recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`."""
     options = RolloutOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
+    refuse_backends(recipe, specs)  # before --out is made: a backend it cannot build leaves nothing behind
     # one writer per shard, from before the manifest and the services (a second start stops before any work)
     Path(options.out_file).parent.mkdir(parents=True, exist_ok=True)
-    with exclusive(options.out_file):
-        prepared = prepared if prepared is not None else prepare(recipe, specs)
+    with one_writer(options.out_file):
+        prepared = prepared if prepared is not None else prepare(recipe, specs, out_file=options.out_file)
         # backends, judge
         backends = build_backends(specs if specs is not None else recipe.backends)
         judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None

@@ -6,7 +6,10 @@
   cut JSON line (binary, UTF-16, not UTF-8) are refused with the file untouched; callers read every complete line
   first (`finished_keys`), so a file that is not UTF-8 JSONL is refused before a byte of it is cut.
 - One writer per shard: `RecordWriter` and `supersede_errors` hold the shard's lock (`outputs.exclusive`); the
-  runner takes it before it reads what is done, so a second process on the same shard stops with one line.
+  runner takes it before it reads what is done, so a second process on the same shard stops with one line
+  (`busy_problem`: the same words, asked without taking the lock, by a dry run and by the run before it locks).
+- `resume_problem(path)`: why a restart over a trajectory file would be refused (a complete line that is not a
+  record, a last line that is not a cut JSON line), read without changing a byte: the run and its dry run ask it.
 - `RecordWriter`: ONE writer task fed by a queue; each record is written as a single line, flushed and fsynced
   before the next, so lines never interleave and a finished run survives a SIGKILL. Every secret is hidden in what
   it writes, as in `merge` and `write_json_atomic` (protocol/redaction.py: a server's error body may echo a key).
@@ -29,10 +32,11 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from omnidecision.outputs import exclusive, write_text_atomic
+from omnidecision.outputs import exclusive, holder_of, lock_path, write_text_atomic
 from omnidecision.protocol.records import RunRecord, run_key
 from omnidecision.protocol.redaction import redact_text
 
@@ -84,6 +88,39 @@ def torn_tail_problem(tail: bytes) -> str | None:
     return None
 
 
+def _tail(fh: BinaryIO, size: int) -> tuple[int, str | None]:
+    """(where the bytes after the last newline start, why they are not a cut JSON line or None) of an open file."""
+    # scan back from the end for the last newline, in blocks
+    pos, block, cut = size, 1 << 16, 0
+    while pos > 0:
+        start = max(0, pos - block)
+        fh.seek(start)
+        chunk = fh.read(pos - start)
+        k = chunk.rfind(b"\n")
+        if k >= 0:
+            cut = start + k + 1
+            break
+        pos = start
+    if cut == size:
+        return cut, None
+    fh.seek(cut)
+    problem = torn_tail_problem(fh.read(min(size - cut, 1 << 16)))
+    if problem is None:
+        return cut, None
+    return cut, (f"{fh.name}: its last {size - cut} bytes (after the last newline) are {problem}; refused, nothing "
+                 "changed")
+
+
+def tail_problem(path: str | Path) -> str | None:
+    """Why `repair_tail(path)` would refuse the file (its words), read without changing a byte; None when the file
+    ends in a newline, ends in a cut JSON line (cut away by the run), or does not exist."""
+    p = Path(path)
+    if not p.is_file() or p.stat().st_size == 0:
+        return None
+    with p.open("rb") as fh:
+        return _tail(fh, p.stat().st_size)[1]
+
+
 def repair_tail(path: str | Path) -> int:
     """Cut a torn last line (bytes after the final newline) away; returns the number of bytes dropped. Tail bytes
     that are not a cut JSON line raise `TrajectoryFileError` and nothing is cut (read every complete line first:
@@ -95,29 +132,39 @@ def repair_tail(path: str | Path) -> int:
     if size == 0:
         return 0
     with p.open("rb+") as fh:
-        # scan back from the end for the last newline, in blocks
-        pos, block, cut = size, 1 << 16, 0
-        while pos > 0:
-            start = max(0, pos - block)
-            fh.seek(start)
-            chunk = fh.read(pos - start)
-            k = chunk.rfind(b"\n")
-            if k >= 0:
-                cut = start + k + 1
-                break
-            pos = start
+        cut, problem = _tail(fh, size)
         dropped = size - cut
+        if problem:
+            raise TrajectoryFileError(problem)
         if dropped:
-            fh.seek(cut)
-            problem = torn_tail_problem(fh.read(min(dropped, 1 << 16)))
-            if problem:
-                raise TrajectoryFileError(f"{p}: its last {dropped} bytes (after the last newline) are {problem}; "
-                                          "refused, nothing changed")
             fh.truncate(cut)
             fh.flush()
             os.fsync(fh.fileno())
             logger.warning("%s: dropped a torn last line (%d bytes)", p, dropped)
     return dropped
+
+
+def resume_problem(path: str | Path) -> str | None:
+    """Why a restart over the trajectory file `path` is refused before it writes (the words of the
+    `TrajectoryFileError` that reading it raises): a complete line that is not a record (`finished_keys`: file:line
+    and the field), a last line that is not a JSON line cut by a kill (`tail_problem`); None when it resumes or does
+    not exist. Reads every line, changes nothing: the run asks it before its first write, a dry run to say so."""
+    try:
+        finished_keys(path)
+    except TrajectoryFileError as exc:
+        return str(exc)
+    return tail_problem(path)
+
+
+def busy_problem(target: str | Path) -> str | None:
+    """Why a run that writes `target` (a shard or trajectory file) would stop at its lock: another process holds it
+    (`outputs.holder_of`, which writes nothing), in the words `outputs.exclusive` refuses with; None when it is free
+    or this process holds it. The run asks it before it locks (`rollout.runner.one_writer`), a dry run to say so."""
+    holder = holder_of(target)
+    if holder is None:
+        return None
+    return (f"{target}: another process is writing this --out ({holder}; lock {lock_path(target).absolute()}); "
+            "one writer per output: wait for it to end or choose another --out")
 
 
 def parse_line(line: str | bytes, path: str | Path, lineno: int) -> RunRecord:
