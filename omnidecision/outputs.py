@@ -115,8 +115,7 @@ def exclusive(target: str | Path, what: str = "--out") -> Iterator[Path]:
             except BlockingIOError:
                 holder = _holder(fd)
                 os.close(fd)
-                raise OutputBusy(f"{target}: another process is writing this {what} ({holder}; lock {lock}); "
-                                 f"one writer per output: wait for it to end or choose another {what}") from None
+                raise _busy(target, what, holder, lock) from None
             since = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": since}).encode(), 0)
@@ -130,6 +129,19 @@ def exclusive(target: str | Path, what: str = "--out") -> Iterator[Path]:
             if held[1] == 0:
                 del _HELD[lock]
                 os.close(held[0])  # closing the last descriptor releases the flock
+
+
+def _busy(target: str | Path, what: str, holder: str, lock: Path) -> OutputBusy:
+    return OutputBusy(f"{target}: another process is writing this {what} ({holder}; lock {lock}); one writer per "
+                      f"output: wait for it to end or choose another {what}")
+
+
+def check_free(target: str | Path, what: str = "--out") -> None:
+    """`OutputBusy`, in `exclusive`'s words, when another process holds `target`'s lock now; writes nothing (a dry
+    run asks this where its run takes the lock)."""
+    holder = holder_of(target)
+    if holder is not None:
+        raise _busy(target, what, holder, lock_path(target).absolute())
 
 
 def holder_of(target: str | Path) -> str | None:

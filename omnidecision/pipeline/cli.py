@@ -31,13 +31,13 @@ from pathlib import Path
 
 import typer
 
-from omnidecision.outputs import holder_of, report_out
+from omnidecision.outputs import report_out
 from omnidecision.pipeline.curve import run_cells, write_curve
 from omnidecision.pipeline.experiment import experiment_table, load_experiment, pool, write_result
 from omnidecision.pipeline.merge import MergeError, merge_results, read_result
-from omnidecision.pipeline.plan import DemoConfig, build_plan, needed, script
-from omnidecision.pipeline.scheduler import kept_steps, run_plan
-from omnidecision.pipeline.slurm import dry_run as slurm_script
+from omnidecision.pipeline.plan import DemoConfig, build_plan, needed
+from omnidecision.pipeline.scheduler import dry_run as plan_dry_run
+from omnidecision.pipeline.scheduler import run_plan
 from omnidecision.pipeline.summary import summarise, table
 from omnidecision.provenance import git_revision
 
@@ -82,12 +82,11 @@ def demo(
     plan = build_plan(cfg, out)
     if only:
         plan = needed(plan, only)
-    if dry_run:
-        kept = kept_steps(plan, out)
-        print(slurm_script(plan, out, threads, shlex.split(sbatch_args), kept) if executor == "slurm" else
-              script(plan, out, kept), end="", file=report_out())
-        if (holder := holder_of(out)) is not None:  # the run would be refused: one runner per folder
-            print(f"# refused now: another process runs {out} ({holder})", file=report_out())
+    if dry_run:  # what a run in `out` would do now, and the refusal it would stop with (in its words)
+        text, refusal = plan_dry_run(plan, out, threads, executor, shlex.split(sbatch_args))
+        print(text, end="", file=report_out())
+        if refusal is not None:
+            raise typer.Exit(refusal)
         return
     times = run_plan(plan, out, jobs, threads, executor, shlex.split(sbatch_args))
     if only:

@@ -27,12 +27,15 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from omnidecision.outputs import holder_of, report_out
+import typer
+
+from omnidecision.outputs import report_out
 from omnidecision.pipeline.arms import ARMS
 from omnidecision.pipeline.experiment import pool, write_result
-from omnidecision.pipeline.plan import build_plan, script
-from omnidecision.pipeline.scheduler import kept_steps, read_state, run_plan
-from omnidecision.pipeline.slurm import dry_run as slurm_script
+from omnidecision.pipeline.plan import build_plan
+from omnidecision.pipeline.restart import kept_steps, read_state
+from omnidecision.pipeline.scheduler import dry_run as plan_dry_run
+from omnidecision.pipeline.scheduler import run_plan
 from omnidecision.pipeline.summary import summarise, units
 from omnidecision.provenance import git_revision
 from omnidecision.rollout.store import load_records
@@ -49,31 +52,39 @@ def cell_folder(out: Path, n: int | None, start: int) -> Path:
 
 def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = "local",
               sbatch_args: list[str] | None = None) -> dict[int | None, list[tuple[dict, Path]]]:
-    """Run (or, with `dry_run`, print) every (N, start) cell's plan; a cell with a `summary.json` is kept and
-    summarised again from its files, so its figures follow the current report and statistics code. N -> the cells'
-    (summary, folder); N is None outside a curve."""
+    """Run (or, with `dry_run`, print) every (N, start) cell's plan. A finished cell (a `summary.json`) is kept and
+    summarised again from its files, so its figures follow the current report and statistics code; a started one
+    keeps its finished steps (restart.kept_steps) and runs the rest. The dry run prints what the run would do and
+    exits with the run's refusal (a cell another runner holds). N -> the cells' (summary, folder); N is None
+    outside a curve."""
     arms = recipe.arm_table()
     cells: dict[int | None, list[tuple[dict, Path]]] = {}
+    refusals: list[str] = []
     for n, start in recipe.cells():
         folder = cell_folder(out, n, start).resolve()
         cfg = recipe.start_config(start, n)
         plan = build_plan(cfg, folder, arms)
-        if dry_run:  # what the run below would do: a finished cell is kept whole, a started one keeps its steps
+        finished = (folder / "summary.json").exists()  # kept whole, whatever its steps' files
+        if dry_run:  # what the run below would do, asked of the same functions
             cell = f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}"
-            if (folder / "summary.json").exists():
+            if finished:
                 print(f"{cell}: finished ({folder / 'summary.json'}): kept, nothing runs", file=report_out())
                 continue
+            text, refusal = plan_dry_run(plan, folder, recipe.threads, executor, sbatch_args)
             kept = kept_steps(plan, folder)
             print(cell + (f": {len(kept)} of {len(plan)} steps finished in an earlier run, kept" if kept else ""),
                   file=report_out())
-            if (holder := holder_of(folder)) is not None:  # the run would stop at this cell: one runner per folder
-                print(f"# refused now: another process runs this cell ({holder})", file=report_out())
-            print(slurm_script(plan, folder, recipe.threads, sbatch_args or [], kept) if executor == "slurm" else
-                  script(plan, folder, kept), file=report_out())
+            if refusal is not None:  # the run stops at this cell: one runner per folder
+                print(f"# refused now: {refusal}", file=report_out())
+                refusals.append(refusal)
+            print(text, file=report_out())
             continue
-        times = read_state(folder / "stage_wall_s.json") if (folder / "summary.json").exists() else \
+        # a finished cell's times with its groups' wall times (the total counts a group's steps once)
+        times = read_state(folder / "stage_wall_s.json") if finished else \
             run_plan(plan, folder, jobs, recipe.threads, executor, sbatch_args)
         cells.setdefault(n, []).append((summarise(folder, cfg, times, arms), folder))
+    if refusals:
+        raise typer.Exit(refusals[0])
     return cells
 
 

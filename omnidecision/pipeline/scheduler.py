@@ -20,7 +20,6 @@ that is still alive before it runs that step again: never two copies of a step o
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -36,11 +35,13 @@ from typing import Any
 
 import typer
 
-from omnidecision.outputs import OutputBusy, exclusive, write_json_atomic
+from omnidecision.outputs import OutputBusy, check_free, exclusive, write_json_atomic
 from omnidecision.pipeline.budget import matched_steps
-from omnidecision.pipeline.plan import BUDGET, Step, output_dir
-from omnidecision.pipeline.slurm import run_plan_slurm
-from omnidecision.procs import die_with_parent, stop_group
+from omnidecision.pipeline.plan import BUDGET, Step, output_dir, script
+from omnidecision.pipeline.restart import kept_steps, leftovers, read_state
+from omnidecision.pipeline.slurm import dry_run as slurm_script
+from omnidecision.pipeline.slurm import run_plan_slurm, waiting_jobs
+from omnidecision.procs import die_with_parent, group_alive, stop_group
 from omnidecision.provenance import cpu_model, git_revision
 
 logger = logging.getLogger(__name__)
@@ -190,10 +191,31 @@ def run_plan(plan: list[Step], out: Path, jobs: int = 2, threads: int = 1, execu
         raise typer.Exit(str(exc)) from None
 
 
+def dry_run(plan: list[Step], out: Path, threads: int = 1, executor: str = "local",
+            sbatch_args: list[str] | None = None) -> tuple[str, str | None]:
+    """`run_plan`'s dry run: (the script of what a run in `out` would do now, the refusal it would stop with or
+    None). The script comments out the steps the restart keeps, does not submit again a SLURM job of an earlier
+    submission still queued or running, and names the steps of a killed runner that the run stops first; the refusal
+    is the run's own words when another runner holds `out`. Every answer is the run's (restart.py, slurm.py)."""
+    kept = kept_steps(plan, out)
+    if executor == "slurm":
+        text = slurm_script(plan, out, threads, sbatch_args or [], kept, waiting_jobs(plan, out, kept))
+    else:
+        text = script(plan, out, kept)
+    for name, pgid in leftovers(out).items():
+        if group_alive(pgid):
+            text += (f"# a killed runner left step {name} running (process group {pgid}): the run stops it before "
+                     f"it runs the step again\n")
+    try:
+        check_free(out, "plan folder")
+    except OutputBusy as exc:
+        return text, str(exc)
+    return text, None
+
+
 def stop_leftovers(out: Path) -> list[str]:
     """The steps a killed runner left running (OUT/running.json), stopped; their names."""
-    left = read_state(out / "running.json")
-    stopped = [name for name, pgid in left.items() if isinstance(pgid, int) and stop_group(pgid)]
+    stopped = [name for name, pgid in leftovers(out).items() if stop_group(pgid)]
     for name in stopped:
         print(f"=== [{name}] was still running from a killed run: stopped before it runs again", flush=True)
     write_json_atomic(out / "running.json", {})
@@ -253,13 +275,6 @@ def _run_plan(plan: list[Step], out: Path, jobs: int, threads: int, executor: st
     return runner.times
 
 
-def kept_steps(plan: list[Step], out: Path) -> dict[str, float]:
-    """The steps of `plan` a restart in `out` keeps, with their wall seconds: finished in an earlier run (their time
-    in OUT/stage_wall_s.json) and every output they write still there. The run and its dry run both ask here."""
-    done = read_state(out / "stage_wall_s.json")
-    return {s.name: done[s.name] for s in plan if s.name in done and all(Path(w).exists() for w in s.writes)}
-
-
 def total_wall(plan: list[Step], times: dict[str, float], records: dict[str, dict[str, Any]] | None = None
                ) -> float:
     """The wall time of the run: steps that ran beside others count through their group's wall time
@@ -270,19 +285,3 @@ def total_wall(plan: list[Step], times: dict[str, float], records: dict[str, dic
     ran = {k.removeprefix("group:") for k in times if k.startswith("group:")}
     beside = {name for name, group in group_of.items() if group in ran}
     return round(sum(v for k, v in times.items() if k not in beside), 1)
-
-
-def read_state(path: Path) -> dict[str, Any]:
-    """A restart's state file (stage_wall_s.json, steps.json) as a dict ({} when absent); one line naming the file
-    when it cannot be read (a file damaged outside the project: the restart cannot tell which steps finished)."""
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise typer.Exit(f"{path}: not a readable state file ({type(exc).__name__}: {exc}); the restart cannot tell "
-                         "which steps finished: repair it, or delete it to run every step again") from None
-    if not isinstance(data, dict):
-        raise typer.Exit(f"{path}: holds a {type(data).__name__}, not the object a restart reads; repair it, or "
-                         "delete it to run every step again")
-    return data

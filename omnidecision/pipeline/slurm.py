@@ -30,20 +30,9 @@ import typer
 
 from omnidecision.outputs import write_json_atomic
 from omnidecision.pipeline.plan import Step
+from omnidecision.pipeline.restart import producers, read_state
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED"}
-
-
-def producers(plan: list[Step]) -> dict[str, list[str]]:
-    """step → the earlier steps whose outputs it reads (a read path equal to or inside a written path)."""
-    out: dict[str, list[str]] = {}
-    for i, step in enumerate(plan):
-        deps = []
-        for earlier in plan[:i]:
-            if any(Path(r) == Path(w) or Path(w) in Path(r).parents for r in step.reads for w in earlier.writes):
-                deps.append(earlier.name)
-        out[step.name] = deps
-    return out
 
 
 def job_line(step: Step, out: Path, threads: int, sbatch_args: list[str], after: list[str]) -> list[str]:
@@ -57,10 +46,11 @@ def job_line(step: Step, out: Path, threads: int, sbatch_args: list[str], after:
 
 
 def dry_run(plan: list[Step], out: Path, threads: int, sbatch_args: list[str],
-            kept: dict[str, float] | None = None) -> str:
-    """The sbatch lines of the plan, each job's id in a shell variable its dependants name. `kept`: the steps a
-    restart keeps (scheduler.kept_steps): not submitted, and no job waits for them, as `run_plan_slurm` does."""
-    kept = kept or {}
+            kept: dict[str, float] | None = None, waiting: dict[str, tuple[str, str]] | None = None) -> str:
+    """The sbatch lines of the plan, each job's id in a shell variable its dependants name. As `run_plan_slurm`
+    does: `kept` (restart.kept_steps) is not submitted and no job waits for it; `waiting` (`waiting_jobs`), a job of
+    an earlier submission still queued or running, is not submitted again: its dependants wait for that job."""
+    kept, waiting = kept or {}, waiting or {}
     deps = producers(plan)
     var = {s.name: "J_" + "".join(c if c.isalnum() else "_" for c in s.name) for s in plan}
     lines = ["#!/bin/bash", f"# the plan of {out} as SLURM jobs: `omnidecision ... --executor slurm` submits them",
@@ -69,6 +59,11 @@ def dry_run(plan: list[Step], out: Path, threads: int, sbatch_args: list[str],
     for step in plan:
         if step.name in kept:
             lines.append(f"# kept (finished in an earlier run, {kept[step.name]:.1f}s): {step.name}")
+            continue
+        if step.name in waiting:
+            job, state = waiting[step.name]
+            lines.append(f"{var[step.name]}={job}  # job of an earlier submission, {state}: waited for, not "
+                         f"submitted again ({step.name})")
             continue
         words = [shlex.quote(w) for w in job_line(step, out, threads, sbatch_args, [])]
         after = [d for d in deps[step.name] if d not in kept]
@@ -102,6 +97,15 @@ def dependants(plan: list[Step], failed: str) -> list[str]:
     return [s.name for s in plan if s.name in hit and s.name != failed]
 
 
+def waiting_jobs(plan: list[Step], out: Path, kept: dict[str, float] | set[str]) -> dict[str, tuple[str, str]]:
+    """The unfinished steps whose job of an earlier submission (OUT/slurm_jobs.json) is still queued or running:
+    step → (job id, state). A restart waits for them and submits them never twice; its dry run shows the same."""
+    earlier = read_state(out / "slurm_jobs.json")
+    alive = job_states([str(j) for j in earlier.values()])
+    return {s.name: (str(job), alive[str(job)]) for s in plan if s.name not in kept
+            and (job := earlier.get(s.name)) and alive.get(str(job)) in ACTIVE}
+
+
 def run_plan_slurm(plan: list[Step], runner: Any, sbatch_args: list[str], done: set[str],
                    poll_s: float = 2.0) -> None:
     """Submit the unfinished steps of `plan`, wait for them, fold each job's record into `runner` (the local
@@ -112,17 +116,17 @@ def run_plan_slurm(plan: list[Step], runner: Any, sbatch_args: list[str], done: 
     (out / "steps").mkdir(exist_ok=True)
     write_json_atomic(out / "plan.json", {"threads": threads, "steps": [dataclasses.asdict(s) for s in plan]})
     jobs_file = out / "slurm_jobs.json"
-    earlier = json.loads(jobs_file.read_text("utf-8")) if jobs_file.exists() else {}
-    alive = job_states(list(earlier.values()))
+    earlier = read_state(jobs_file)
+    waiting = waiting_jobs(plan, out, done)
     deps = producers(plan)
     ids: dict[str, str] = {}
     for step in plan:
         if step.name in done:
             continue
-        if (job := earlier.get(step.name)) and alive.get(job) in ACTIVE:
+        if step.name in waiting:
+            job, state = waiting[step.name]
             ids[step.name] = job  # still queued or running from the last submission: wait for it, never twice
-            print(f"=== [{step.name}] job {job} of an earlier submission is {alive[job]}: waiting for it",
-                  flush=True)
+            print(f"=== [{step.name}] job {job} of an earlier submission is {state}: waiting for it", flush=True)
             continue
         (out / "steps" / f"{step.name}.json").unlink(missing_ok=True)
         after = [ids[d] for d in deps[step.name] if d in ids]

@@ -79,32 +79,87 @@ def test_the_slurm_dry_run_submits_no_kept_step_and_no_job_waits_for_one(tmp_pat
     assert f"${var}" in next(line for line in fresh.splitlines() if f"--job-name=od-{reader} " in line)
 
 
-def test_the_experiment_dry_run_names_finished_cells_and_a_cell_another_process_runs(tmp_path):
+def _hold(folder: Path) -> subprocess.Popen:
+    """Another process holding `folder`'s runner lock, as a run in it would (returns once it holds it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom omnidecision.outputs import exclusive\n"
+         f"with exclusive({str(folder)!r}, 'plan folder'):\n    print('held', flush=True)\n    time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_the_experiment_dry_run_names_finished_cells_and_stops_at_a_cell_another_process_runs(tmp_path):
     recipe = load_experiment(CURVE)
     (n0, s0), (n1, s1) = list(recipe.cells())[:2]
     out = tmp_path / "curve"
     done = cell_folder(out, n0, s0)
     done.mkdir(parents=True)
     (done / "summary.json").write_text("{}")
-    busy = cell_folder(out, n1, s1).resolve()
-    busy.mkdir(parents=True)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom omnidecision.outputs import exclusive\n"
-         f"with exclusive({str(busy)!r}, 'plan folder'):\n    print('held', flush=True)\n    time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    holder = _hold(cell_folder(out, n1, s1).resolve())
     try:
-        assert holder.stdout.readline().strip() == "held"
         proc = cli("experiment", "--config", str(CURVE), "--out", str(out), "--dry-run")
     finally:
         holder.kill()
         holder.wait()
-    assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith(f"# cell: teacher_tasks={n0}, start={s0}"))
     assert lines[first].endswith(": kept, nothing runs") and not lines[first + 1].startswith("#!")
     second = next(i for i, line in enumerate(lines) if line.startswith(f"# cell: teacher_tasks={n1}, start={s1}"))
-    assert lines[second + 1].startswith("# refused now: another process runs this cell (host ")
-    assert f"pid {holder.pid}," in lines[second + 1]
+    assert lines[second + 1].startswith("# refused now: ") and f"pid {holder.pid}," in lines[second + 1]
+    # every cell is still printed, and the dry run exits as the run would, with its refusal
+    assert len([line for line in lines if line.startswith("# cell: ")]) == len(list(recipe.cells()))
+    assert proc.returncode != 0 and lines[second + 1].removeprefix("# refused now: ") in proc.stderr
     # with the holder gone the same dry run names no refusal
     again = cli("experiment", "--config", str(CURVE), "--out", str(out), "--dry-run")
     assert again.returncode == 0 and "refused now" not in again.stdout
+
+
+def test_the_demo_dry_run_is_refused_in_the_runs_words_while_another_runner_holds_the_folder(tmp_path):
+    out = (tmp_path / "demo").resolve()
+    kept, _, _ = _plant(out)
+    holder = _hold(out)
+    try:
+        dry = cli("demo", "--quick", "--dry-run", "--out", str(out))
+        run = cli("demo", "--quick", "--out", str(out), "--only", kept)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert dry.returncode != 0 and run.returncode != 0
+    refusal = [line for line in run.stderr.splitlines() if "another process is writing this plan folder" in line]
+    assert refusal and f"pid {holder.pid}," in refusal[0]
+    assert refusal[0] in dry.stderr.splitlines()
+    assert "omnidecision tasks synth" in dry.stdout  # the script is still shown
+
+
+def test_a_damaged_state_file_stops_the_dry_run_as_it_stops_the_run(tmp_path):
+    out = (tmp_path / "demo").resolve()
+    kept, _, _ = _plant(out)
+    (out / "steps.json").write_text("{not json")
+    dry = cli("demo", "--quick", "--dry-run", "--out", str(out))
+    run = cli("demo", "--quick", "--out", str(out), "--only", kept)
+    assert dry.returncode != 0 and run.returncode != 0
+    said = [line for line in run.stderr.splitlines() if "steps.json: not a readable state file" in line]
+    assert said and said[0] in dry.stderr.splitlines()
+
+
+def test_the_dry_run_names_a_step_a_killed_runner_left_running_and_the_run_stops_it(tmp_path):
+    out = (tmp_path / "demo").resolve()
+    kept, gone, _ = _plant(out)
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    try:
+        (out / "running.json").write_text(json.dumps({gone: orphan.pid}))  # its own group: pgid = pid
+        dry = cli("demo", "--quick", "--dry-run", "--out", str(out))
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        assert f"# a killed runner left step {gone} running (process group {orphan.pid})" in dry.stdout
+        assert orphan.poll() is None  # the dry run stopped nothing
+        run = cli("demo", "--quick", "--out", str(out), "--only", gone)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert f"=== [{gone}] was still running from a killed run: stopped before it runs again" in run.stdout
+        assert orphan.wait(timeout=30) is not None
+    finally:
+        orphan.kill()
+        orphan.wait()
+    again = cli("demo", "--quick", "--dry-run", "--out", str(out))
+    assert "a killed runner left" not in again.stdout

@@ -1,7 +1,8 @@
 """The plan executor on SLURM (`--executor slurm`, omnidecision/pipeline/slurm.py) against the local one, on a plan
 of the project's own commands: two task suites, a collection of each, a harvest reading both. Every step a job
 whose `afterok` dependencies are the steps it reads from; the same outputs as the local executor; a restart submits
-nothing finished; a failed step cancels its dependants and the runner names them.
+nothing finished, and its dry run shows a job of the last submission still queued as waited for, not submitted
+again; a failed step cancels its dependants and the runner names them.
 
     make slurm-test     # or: .venv/bin/pytest -q -m slurm tests/slurm/test_executor_slurm.py
 """
@@ -9,14 +10,16 @@ nothing finished; a failed step cancels its dependants and the runner names them
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 import typer
 
 from omnidecision.pipeline.plan import Step
+from omnidecision.pipeline.scheduler import dry_run as plan_dry_run
 from omnidecision.pipeline.scheduler import run_plan
-from omnidecision.pipeline.slurm import dry_run, producers
+from omnidecision.pipeline.slurm import dry_run, producers, waiting_jobs
 from tests.slurm.conftest import Cluster
 
 pytestmark = pytest.mark.slurm
@@ -92,3 +95,25 @@ def test_a_failed_step_cancels_what_depends_on_it(on_cluster: Cluster, tmp_path:
     jobs = json.loads((out / "slurm_jobs.json").read_text())
     assert on_cluster.jobs(jobs["harvest"])[0]["JobState"] == "CANCELLED"
     assert not (out / "harvest").exists()
+
+
+def test_a_restart_dry_run_waits_for_a_queued_job_of_the_last_submission(on_cluster: Cluster, tmp_path: Path):
+    out = tmp_path / "wait"
+    out.mkdir()
+    plan = plan_of(out)
+    held = subprocess.run(["sbatch", "--parsable", "--hold", "--mem=1G", "--job-name=od-held", "--wrap", "sleep 1"],
+                          capture_output=True, text=True, check=True)  # queued, never started: PENDING
+    job = held.stdout.strip().split(";")[0]
+    try:
+        (out / "slurm_jobs.json").write_text(json.dumps({"synth-a": job}))
+        assert waiting_jobs(plan, out, {}) == {"synth-a": (job, "PENDING")}  # what the run waits for
+        text, refusal = plan_dry_run(plan, out, 1, "slurm", ["--mem=1G"])
+        assert refusal is None
+        assert f"J_synth_a={job}  # job of an earlier submission, PENDING" in text
+        assert "--job-name=od-synth-a " not in text and "--job-name=od-synth-b " in text
+        collect_a = next(line for line in text.splitlines() if "--job-name=od-collect-a " in line)
+        assert "$J_synth_a" in collect_a  # it waits for that job, as the run's submission would
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)
+    # once that job is gone the dry run submits the step again
+    assert waiting_jobs(plan, out, {}) == {}
