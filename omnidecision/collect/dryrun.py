@@ -10,11 +10,20 @@ run no agent, write nothing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from omnidecision.collect.harvest import HarvestError, HarvestOptions, assign_splits, harvest_runs, ordered_runs
+from omnidecision.collect.datacard import read_manifests
+from omnidecision.collect.harvest import (
+    HarvestError,
+    HarvestOptions,
+    assign_splits,
+    harvest_runs,
+    load_tokenizer,
+    ordered_runs,
+)
 from omnidecision.collect.recipe import CollectRecipe
 from omnidecision.outputs import output_problems
-from omnidecision.preflight import DryRunReport
+from omnidecision.preflight import Check, DryRunReport
 from omnidecision.rollout.checks import live_checks, recipe_checks
 from omnidecision.rollout.recipe import RecipeError, load_recipe
 
@@ -39,8 +48,9 @@ def dry_run(config: Path | None, overrides: list[str]) -> DryRunReport:
 
 def harvest_dry_run(paths: list[str], out: Path, opts: HarvestOptions, *, replace: bool = False) -> DryRunReport:
     """`harvest ... --dry-run`: the run's own phases up to the write (the output folder's checks, every line of
-    every trajectory file read and replayed, the rows built and split), so a bad line or an `--out` that holds an
-    input is refused here in the run's words; the row counts it would write; nothing is written."""
+    every trajectory file read and replayed, the rows built and split, the tokenizer its stats count with loaded by
+    the run's `load_tokenizer`), so a bad line, an `--out` that holds an input or a tokenizer that does not load is
+    refused here in the run's words; the row counts it would write; nothing is written."""
     report = DryRunReport(command="harvest", extra={"out": str(out)})
     problems = output_problems(out, [*paths, *opts.validation_from, opts.tokenizer], replace=replace)
     for problem in problems:
@@ -61,4 +71,20 @@ def harvest_dry_run(paths: list[str], out: Path, opts: HarvestOptions, *, replac
              for kind, rows in (("sft", got.sft), ("rl", got.rl))}
     report.extra["rows"] = sizes
     report.add("rows", "ok" if got.rl else "warning", f"sft {sizes['sft']}, rl {sizes['rl']} (before switch copies)")
+    report.checks.append(tokenizer_check(opts, runs))
     return report
+
+
+def tokenizer_check(opts: HarvestOptions, runs: list[tuple[str, int, Any]]) -> Check:
+    """The tokenizer the run's stats count with, loaded as the run loads it (`harvest.load_tokenizer`, on the
+    manifests of the same runs' folders): one that does not load is the run's error, in its words. A hub id is read
+    from the local cache only (a dry run downloads nothing): one not cached there is a warning, the run fetches it."""
+    try:
+        tokenizer, name, source = load_tokenizer(opts, read_manifests(path for path, _, _ in runs), fetch=False)
+    except HarvestError as exc:
+        local = opts.tokenizer is None or Path(opts.tokenizer).exists()  # a served planner's is a local folder
+        return Check(what="tokenizer", status="error" if local else "warning",
+                     detail=str(exc) if local else f"{exc}; not in the local cache: the run downloads it")
+    if tokenizer is None:
+        return Check(what="tokenizer", status="ok", detail="none: the stats count characters")
+    return Check(what="tokenizer", status="ok", detail=f"{name} (from {source}): loads; the stats count tokens")

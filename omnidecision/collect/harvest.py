@@ -429,15 +429,30 @@ def with_switch_copies(sft: list[dict[str, Any]], split: dict[str, str], copies:
             for _ in range(copies if row.get(SWITCH) and split[row["task_id"]] == "train" else 1)]
 
 
-def _load_tokenizer(opts: HarvestOptions, manifests: Any) -> tuple[Any, str | None, str]:
-    """(tokenizer or None, its name, where the name came from): `--tokenizer`, else the collection's planner."""
-    tok_name, tok_from = ((opts.tokenizer, "--tokenizer") if opts.tokenizer else
-                          (recipe_tokenizer(manifests), "the planner the collection served"))
-    tokenizer = None
-    if tok_name:
-        from transformers import AutoTokenizer
+def tokenizer_source(opts: HarvestOptions, manifests: dict[str, dict[str, Any]]) -> tuple[str | None, str]:
+    """(the tokenizer's name or None, where the name came from): `--tokenizer`, else the collection's served
+    planner (`datacard.recipe_tokenizer`: a local folder that holds one), else none (stats count characters)."""
+    if opts.tokenizer:
+        return opts.tokenizer, "--tokenizer"
+    return recipe_tokenizer(manifests), "the planner the collection served"
 
-        tokenizer = AutoTokenizer.from_pretrained(tok_name)
+
+def load_tokenizer(opts: HarvestOptions, manifests: dict[str, dict[str, Any]], *, fetch: bool = True
+                   ) -> tuple[Any, str | None, str]:
+    """(tokenizer or None, its name, where the name came from: `tokenizer_source`). One that does not load raises
+    `HarvestError` naming the name and where it came from. `fetch=False` (a dry run): a hub id is read from the local
+    cache only, never downloaded; a local folder loads the same either way (the run's words)."""
+    tok_name, tok_from = tokenizer_source(opts, manifests)
+    if not tok_name:
+        return None, tok_name, tok_from
+    from transformers import AutoTokenizer  # transformers takes seconds to import: only when a tokenizer is named
+
+    offline = not fetch and not Path(tok_name).exists()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tok_name, local_files_only=offline)
+    except Exception as exc:  # OSError, ValueError, KeyError...: transformers' error depends on the missing file
+        raise HarvestError(f"{tok_from} {tok_name}: its tokenizer does not load ({type(exc).__name__}: "
+                           f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no message'})") from exc
     return tokenizer, tok_name, tok_from
 
 
@@ -448,7 +463,7 @@ def write_dataset(tmp: Path, sources: _Sources, got: _Harvested, opts: HarvestOp
     sft_sizes = write_splits(sft, "sft", tmp / "sft", split)
     rl_sizes = write_splits(rl, "rl", tmp / "rl", split)
     manifests = read_manifests(path for path, _, _ in runs)
-    tokenizer, tok_name, tok_from = _load_tokenizer(opts, manifests)
+    tokenizer, tok_name, tok_from = load_tokenizer(opts, manifests)
     unit = "tokens" if tokenizer is not None else "chars"
     lengths = {"sft": _lengths(sft, "messages", tokenizer), "rl": _lengths(rl, "prompt", tokenizer)}
     length_stats = {kind: _length_stats(v) for kind, v in lengths.items()}
