@@ -13,12 +13,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from omnidecision.backends.factory import build_backend
-from omnidecision.onpolicy.relabel import LLMLabeller, rule_labeller
 from omnidecision.onpolicy.rl_round import check_rl_recipe, run_rl_round
-from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe, run_round
+from omnidecision.onpolicy.rounds import RoundsRecipe, build_labeller, finished_round, load_rounds_recipe, run_round
 from omnidecision.outputs import write_json_atomic
-from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.recipe import cli_overrides
 
 logger = logging.getLogger(__name__)
@@ -26,17 +23,13 @@ logger = logging.getLogger(__name__)
 
 def run_rounds(recipe: RoundsRecipe) -> dict[str, Any]:
     """All rounds (done ones are skipped); returns and writes `out/rounds.json`."""
-    labeller: Any = "own" if recipe.labeller == "own" else rule_labeller
-    if isinstance(recipe.labeller, BackendSpec):
-        labeller = LLMLabeller(build_backend(recipe.labeller))
+    labeller = build_labeller(recipe)  # built before round 1 (the dry run builds it too): a bad spec stops here
     if recipe.mode == "rl":
         check_rl_recipe(recipe)
     model, done = recipe.start_model, []
     for r in range(1, recipe.rounds + 1):
-        marker = Path(recipe.out) / f"round-{r}" / "round.json"
-        if marker.exists():
-            info = json.loads(marker.read_text("utf-8"))
-            logger.info("round %d already done (%s): skipped", r, marker)
+        if (info := finished_round(recipe, r)) is not None:  # its round.json: the one mark of a done round
+            logger.info("round %d already done (%s): skipped", r, Path(recipe.out) / f"round-{r}" / "round.json")
         elif recipe.mode == "rl":
             info = run_rl_round(recipe, r, model)
         else:

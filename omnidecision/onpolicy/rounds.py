@@ -23,6 +23,7 @@ judge can be retrained each round on the new runs' outcomes (`judge_refresh: tru
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -33,9 +34,10 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from omnidecision.backends.factory import build_backend
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
 from omnidecision.eval.runner import run_eval
-from omnidecision.onpolicy.relabel import relabel_runs, write_rows
+from omnidecision.onpolicy.relabel import LLMLabeller, relabel_runs, rule_labeller, write_rows
 from omnidecision.outputs import write_json_atomic
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.provenance import TrainingTasks, training_tasks, write_task_ids
@@ -136,15 +138,58 @@ def _load_rows(folder: Path, split: str) -> list[dict[str, Any]]:
     return datasets.load_dataset("parquet", data_files=files, split="train").to_list() if files else []
 
 
-def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]:
-    """Step 1: the current planner served with vLLM, in the loop on the training tasks."""
+def round_collect_recipe(recipe: RoundsRecipe, model: str, out: Path) -> EvalRecipe:
+    """The eval recipe of a round's collection: `collect:` with `model` served and written to `out`, what
+    `collect_round` runs and the dry run checks (one recipe, so the dry run never refuses what the run allows)."""
     base = recipe.collect
     assert base.serve is not None  # RoundsRecipe fills it in
     # on-policy collection runs the planner on its own training tasks by design: a collection, not a test, so the
     # eval's train/test check (which would refuse it from round 1 on) does not apply; its report still says so
-    return run_eval(base.model_copy(update={"serve": base.serve.model_copy(update={"model": model}), "out": str(out),
-                                            "name": base.name or out.parent.name, "plots": False,
-                                            "allow_train_overlap": True}))
+    return base.model_copy(update={"serve": base.serve.model_copy(update={"model": model}), "out": str(out),
+                                   "name": base.name or out.parent.name, "plots": False, "allow_train_overlap": True})
+
+
+def collect_round(recipe: RoundsRecipe, model: str, out: Path) -> dict[str, Any]:
+    """Step 1: the current planner served with vLLM, in the loop on the training tasks."""
+    return run_eval(round_collect_recipe(recipe, model, out))
+
+
+def finished_round(recipe: RoundsRecipe, r: int) -> dict[str, Any] | None:
+    """Round `r`'s `round.json` (written last: the mark that the round is done), None while the round is not done
+    (its folder may exist: a restart redoes the round, its collection resuming). The loop skips a done round; the
+    dry run says which. ValueError naming the file when it is not JSON."""
+    marker = Path(recipe.out) / f"round-{r}" / "round.json"
+    if not marker.is_file():
+        return None
+    try:
+        return json.loads(marker.read_text("utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{marker}: not JSON ({exc}): remove it to run round {r} again") from exc
+
+
+def next_round(recipe: RoundsRecipe) -> tuple[list[int], int | None, str]:
+    """(the done rounds, the first round a run starts or None when every round is done, the planner it serves:
+    the last done round's model before it, else `start_model`), as `onpolicy.loop.run_rounds` goes through them."""
+    infos = {r: finished_round(recipe, r) for r in range(1, recipe.rounds + 1)}
+    first = next((r for r, info in infos.items() if info is None), None)
+    model = recipe.start_model
+    for r in range(1, first or recipe.rounds + 1):
+        model = infos[r]["model"]  # type: ignore[index]  # rounds before `first` are done
+    return [r for r, info in infos.items() if info is not None], first, model
+
+
+def build_labeller(recipe: RoundsRecipe) -> Any:
+    """What relabels an SFT round's states: "own", the rule planner, or an LLM labeller over the `labeller:`
+    backend (built: no request sent, no weights loaded), the run's and the dry run's one build. ValueError
+    `labeller: ...` when the backend cannot be built (an unknown kind, a missing local folder, a bad option)."""
+    if recipe.labeller == "own":
+        return "own"
+    if not isinstance(recipe.labeller, BackendSpec):
+        return rule_labeller
+    try:
+        return LLMLabeller(build_backend(recipe.labeller))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"labeller: {exc}") from exc
 
 
 def _write_round_tasks(recipe: RoundsRecipe, r: int, folder: Path) -> None:
