@@ -82,7 +82,9 @@ def default_corpus(n: int = 1500, seed: int = 0) -> Iterator[str]:
 
 
 def harvest_texts(data_dir: str | Path, limit: int = 20000) -> Iterator[str]:
-    """Texts of SFT rows under `data_dir` (JSONL or parquet files holding a `messages` column, any depth)."""
+    """Texts of SFT rows under `data_dir` (JSONL or parquet files holding a `messages` column, any depth).
+    FileNotFoundError when it holds no such file, ValueError (file:line) for a bad row or when no file holds a row:
+    the tokenizer would have nothing to train on."""
     root = Path(data_dir)
     files = sorted(p for p in root.rglob("*") if p.suffix in (".jsonl", ".parquet", ".json") and p.is_file())
     if not files:
@@ -97,6 +99,43 @@ def harvest_texts(data_dir: str | Path, limit: int = 20000) -> Iterator[str]:
             count += 1
             if count >= limit:
                 return
+    if count == 0:
+        raise ValueError(f"no SFT rows under {root}: its {len(files)} .jsonl/.parquet/.json file(s) hold none")
+
+
+def default_head_dim(hidden: int, heads: int) -> int:
+    """The head size `build_tiny_planner` gives a model when none is passed: hidden/heads, at least 32 (vLLM's CPU
+    attention rejects smaller heads)."""
+    return max(hidden // heads, min(VLLM_CPU_HEAD_SIZES))
+
+
+def head_dim_problem(hidden: int, heads: int, head_dim: int | None = None) -> str | None:
+    """Why `build_tiny_planner` refuses these sizes (None: it builds them): no attention head, or a head size
+    computed from hidden/heads that vLLM's CPU attention does not serve (an explicit `head_dim` is the caller's
+    choice: built, with a warning)."""
+    if heads < 1:
+        return f"heads={heads}: a model needs at least one attention head"
+    if head_dim is None and (size := default_head_dim(hidden, heads)) not in VLLM_CPU_HEAD_SIZES:
+        return (f"head_dim={size} (hidden/heads) is not served by vLLM's CPU attention (sizes {VLLM_CPU_HEAD_SIZES}); "
+                "change heads or pass head_dim=")
+    return None
+
+
+def tiny_planner_problems(data: str | Path | None, hidden: int, heads: int,
+                          head_dim: int | None = None) -> dict[str, str]:
+    """What `omnidecision tiny-planner` (the tiny planner, not a --shape) would be refused on, by field: `head_dim`
+    (`head_dim_problem`, what `build_tiny_planner` raises) and `data` (what `harvest_texts` raises: no file, a bad
+    row, no row; it reads every row the run reads). Empty when the run would build; the words are the run's."""
+    problems: dict[str, str] = {}
+    if (why := head_dim_problem(hidden, heads, head_dim)) is not None:
+        problems["head_dim"] = why
+    if data is not None:
+        try:
+            for _ in harvest_texts(data):
+                pass
+        except (OSError, ValueError) as exc:
+            problems["data"] = str(exc)
+    return problems
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict]]:
@@ -169,11 +208,10 @@ def build_tiny_planner(
     """
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
+    if (why := head_dim_problem(hidden, heads, head_dim)) is not None:  # `tiny_planner_problems` asks it too
+        raise ValueError(why)
     if head_dim is None:
-        head_dim = max(hidden // heads, min(VLLM_CPU_HEAD_SIZES))
-        if head_dim not in VLLM_CPU_HEAD_SIZES:
-            raise ValueError(f"head_dim={head_dim} (hidden/heads) is not served by vLLM's CPU attention "
-                             f"(sizes {VLLM_CPU_HEAD_SIZES}); change heads or pass head_dim=")
+        head_dim = default_head_dim(hidden, heads)
     elif head_dim not in VLLM_CPU_HEAD_SIZES:
         logger.warning("head_dim=%d: vLLM's CPU attention will not serve this model", head_dim)
     out = Path(out_dir)
