@@ -380,16 +380,16 @@ def manifest_problem(recipe: RolloutRecipe) -> str | None:
     ours = manifest_identity(recipe)
     differ: list[str] = []
     if old.get("config_digest") not in (None, ours["config_digest"]):
-        differ.append(f"config_digest {old['config_digest']} there, {ours['config_digest']} in this recipe's agent")
+        differ.append(f"agent (config_digest {old['config_digest']} there, {ours['config_digest']} in this recipe)")
     theirs = old.get("backends")
     if theirs not in (None, ours["backends"]):
         theirs = theirs if isinstance(theirs, dict) else {}
         roles = sorted(r for r in {*theirs, *ours["backends"]} if theirs.get(r) != ours["backends"].get(r))
-        differ.append("backends " + ", ".join(f"backends.{r}" for r in roles))
+        differ.append(", ".join(f"backends.{r}" for r in roles))
     if not differ:
         return None
-    return (f"{Path(recipe.out)}: holds runs of a different agent config or backends ({path}: "
-            f"{'; '.join(differ)} differ); collect into a new --out folder")
+    return (f"{Path(recipe.out)}: holds runs of a different agent config or backends ({path} differs in "
+            f"{'; '.join(differ)}); collect into a new --out folder")
 
 
 def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
@@ -490,8 +490,8 @@ def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
         if problems:
             raise RecipeError("the live environment is not ready (run with --dry-run to check):\n  - "
                               + "\n  - ".join(problems))
-    for problem in out_problems(recipe, records_file(recipe, out_file)):
-        raise RecipeError(f"out: {problem}")  # the dry run's `out` error line
+    if problems := out_problems(recipe, records_file(recipe, out_file)):
+        raise RecipeError(f"out: {problems[0]}")  # the dry run's first `out` error line
     i, n = recipe.shard_index
     out_dir = Path(recipe.out)
     out_dir.mkdir(parents=True, exist_ok=True)
