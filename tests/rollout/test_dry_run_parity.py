@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from omnidecision.cli import app
 from omnidecision.collect.dryrun import dry_run as collect_dry_run
 from omnidecision.collect.recipe import CollectRecipe
 from omnidecision.eval.checklist import eval_recipe_from_dict
@@ -35,6 +37,7 @@ from omnidecision.rollout.runner import run_rollouts
 from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.synth import write_suite
 
+RECIPE = Path(__file__).resolve().parents[2] / "configs" / "collect" / "synthetic-teacher.yaml"
 HOLD = ("import sys, time\nfrom omnidecision.outputs import exclusive\n"
         "with exclusive(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n")
 
@@ -196,6 +199,19 @@ def test_a_backend_that_cannot_be_built_is_refused_by_both(suite, tmp_path, args
     with pytest.raises(RecipeError) as refused:
         _collect(_collect_args(suite, out, *extra))
     assert str(refused.value) == f"{what}: {error.detail}"
+    assert not out.exists()
+
+
+def test_the_collect_command_prints_the_same_error_line_for_both(suite, tmp_path):
+    """End to end: `collect --dry-run` and `collect` exit 2 with one identical error line (a teacher option typo)."""
+    out = tmp_path / "runs"
+    args = ["collect", "--config", str(RECIPE), "--tasks.path", str(suite), "--tasks.limit", "2", "--out", str(out),
+            "--no-progress", "--backends.default.options.nosie", "0.2"]
+    dry, real = CliRunner().invoke(app, [*args, "--dry-run"]), CliRunner().invoke(app, args)
+    assert dry.exit_code == real.exit_code == 2, (dry.output, real.output)
+    lines = [[line for line in res.stderr.splitlines() if line.startswith("error:")] for res in (dry, real)]
+    assert lines[0] == lines[1] and len(lines[0]) == 1, lines
+    assert "backends.default: backend kind 'teacher': unknown options ['nosie']" in lines[0][0]
     assert not out.exists()
 
 
