@@ -47,9 +47,11 @@ from omnidecision.preflight import (
     check_folder,
     check_model,
     check_resume,
+    check_split_columns,
     check_tracking,
     emit,
     hide_argv_secrets,
+    split_files,
 )
 
 logger = logging.getLogger(__name__)
@@ -295,14 +297,71 @@ def output_dir_checks(training: Any, inputs: list[Any]) -> list[Any]:
             for p in overlap_problems(output_dir, inputs, what="output_dir", ways=("is", "is inside"))]
 
 
+def resume_checks(training: Any) -> list[Any]:
+    """Where a trained stage starts (`resume_from_checkpoint`, read by `checkpoints.resolve_resume`): a named
+    checkpoint that is not there is an error. In each stage's checks function (`sft_checks`, `grpo_checks`,
+    `judge_checks`), so its run refuses it before anything loads, in the words of its dry run."""
+    if not hasattr(training, "resume_from_checkpoint"):
+        return []
+    return [check_resume(training.resume_from_checkpoint, training.output_dir)]
+
+
+# what the dev_closure checkpoint policy's scorer reads of every dev state (rl/evaluate.py: dev_closure_scorer)
+DEV_STATE_COLUMNS = ("prompt", "ledger")
+
+
+def rl_states_folder(path: str | Path) -> Path:
+    """The folder holding a harvest's RL splits: `path/rl` when it exists, else `path` (a harvest folder or its rl/
+    folder). The one rule of rl's loader (rl/data.py:rl_folder) and of SFT's dev_closure check; here because both
+    stages sit above the launcher and SFT may not import rl."""
+    p = Path(path)
+    return p / "rl" if (p / "rl").is_dir() else p
+
+
+def dev_closure_checks(policy: Any, dev_data: Callable[[], str],
+                       rows_problem: Callable[[list[str]], str | None]) -> list[Any]:
+    """`checkpoint_policy: dev_closure` (`policy`: a stage's `checkpoints.CheckpointPolicyArguments`): the dev states
+    that score every candidate, as the scorer (rl/evaluate.py:dev_closure_scorer) reads them when training starts.
+    `dev_data()` (the stage's rule for where they are) names a folder, `checkpoint_dev_split` is one of its splits,
+    with the `prompt` and `ledger` columns; `rows_problem` (the first problem of the split's files: `inputs.
+    split_problem` with the stage's row check, passed in because the launcher sits below `inputs`) finds a row
+    without them or a split with no rows. None of this for another policy (no dev state is read)."""
+    if policy.checkpoint_policy != "dev_closure":
+        return []
+    try:
+        folder = dev_data()
+    except (ValueError, KeyError, OSError) as exc:  # SFT's rule reads an rft_select.json when there is one
+        return [Check(what="checkpoint_dev_data", status="error", detail=str(exc))]
+    if not Path(folder).exists():
+        return [Check(what="checkpoint_dev_data", status="error", detail=f"checkpoint_policy=dev_closure: {folder} "
+                                                                        "does not exist (a harvest folder holding "
+                                                                        "rl/, or rl/ itself)")]
+    states = rl_states_folder(folder)
+    try:
+        files = split_files(states)
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        return [Check(what="checkpoint_dev_data", status="error", detail=f"checkpoint_policy=dev_closure: {exc}")]
+    split = policy.checkpoint_dev_split
+    if split not in files:
+        return [Check(what="checkpoint_dev_split", status="error", detail=f"{states}: no `{split}` split (found "
+                                                                         f"{sorted(files)}): checkpoint_policy="
+                                                                         "dev_closure scores its candidates on it")]
+    columns = check_split_columns(files, "checkpoint_dev_data", str(states), DEV_STATE_COLUMNS, [split])
+    if columns.status != "ok":
+        return [columns]
+    if (problem := rows_problem(files[split])) is not None:
+        return [Check(what="checkpoint_dev_data", status="error", detail=f"split {split!r}: {problem}")]
+    return [Check(what="checkpoint_dev_data", status="ok", detail=f"{states} split {split!r} scores the "
+                                                                  "dev_closure candidates")]
+
+
 def launch_checks(report: Any, stage: Stage, args: Sequence[str], training: Any, *,
                   accelerate_config: str | None = None, num_processes: int | None = None) -> None:
-    """The checks every trained stage's dry run ends with (tracking, output_dir, resume, the accelerate config) and
-    the command the real run starts (`stage_command`)."""
+    """The checks every trained stage's dry run ends with (tracking, output_dir, the accelerate config) and the
+    command the real run starts (`stage_command`). Where training starts is checked by the stage's own checks
+    (`resume_checks`), which its run makes too."""
     report.checks.append(check_tracking(training.report_to))
     report.checks.append(check_folder(training.output_dir, "output_dir", must_exist=False))
-    if hasattr(training, "resume_from_checkpoint"):
-        report.checks.append(check_resume(training.resume_from_checkpoint, training.output_dir))
     report.checks.append(check_accelerate_config(accelerate_config))
     try:
         report.would_run = [render(stage_command(stage, args, accelerate_config=accelerate_config,

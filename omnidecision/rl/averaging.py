@@ -10,7 +10,8 @@ every 25 steps of two seeds ranged from -0.046 to +0.024; the average of the sam
     omnidecision grpo --config configs/grpo/tiny-cpu.yaml --weight_average true [--weight_average_start 0.5]
 
 Only trainable parameters are averaged (a LoRA run averages its adapter, not the frozen base), in float32 on
-each parameter's device. With ZeRO-3/FSDP the parameters are sharded and this is refused (see `check_supported`).
+each parameter's device. With ZeRO-3/FSDP the parameters are sharded and this is refused before anything loads, by
+the dry run and the run in the same words (`rl/dryrun.py:weight_average_checks`; `check_supported` here).
 The running average is saved next to each checkpoint (`weight_average.pt`) and picked up on resume.
 """
 
@@ -23,7 +24,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from omnidecision.preflight import sharded_parameters
+from omnidecision.preflight import require, sharded_parameters
+from omnidecision.rl.dryrun import weight_average_checks
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +115,7 @@ def start_step(max_steps: int, fraction: float) -> int:
 
 def check_supported(training_args: Any) -> None:
     """Refuse sharded parameters (ZeRO-3, FSDP): each rank would average only its shard. Looks at the training
-    arguments and at what `accelerate launch` exports for its config file."""
-    if sharded_parameters(training_args):
-        raise ValueError("weight_average needs whole parameters on every rank: not supported with FSDP or ZeRO-3")
+    arguments and at what `accelerate launch` exports for its config file. `rl/train.py:prepare_run` has refused
+    this before anything loaded (`grpo_checks`); this guards a caller that builds its own trainer, in the same words
+    (a `PreflightError`, a ValueError)."""
+    require(weight_average_checks(sharded_parameters(training_args)))

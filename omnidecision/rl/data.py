@@ -14,11 +14,17 @@ import random
 from pathlib import Path
 from typing import Any
 
-from omnidecision.preflight import split_files
+from omnidecision.inputs import has_columns, split_problem
+from omnidecision.launch import rl_states_folder
+from omnidecision.preflight import Check, check_split_columns, split_files
 from omnidecision.protocol.rows import rl_row
 from omnidecision.synthetic.states import random_ledger, splits_main, write_splits
 
 logger = logging.getLogger(__name__)
+
+# the columns GRPO's loader (`load_rl_splits`) and the held-out evaluation (rl/evaluate.py) read of every state (of
+# the row model's `protocol.rows.RL_COLUMNS`): the dry runs check them on every row the run reads (`rows_check`)
+STATE_COLUMNS = ("prompt", "ledger")
 
 
 def rl_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -41,12 +47,27 @@ def rl_folder(path: str | Path) -> Path:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"dataset_name: {p} does not exist (a harvest folder holding rl/, or rl/ itself)")
-    return p / "rl" if (p / "rl").is_dir() else p
+    return rl_states_folder(p)  # the rule SFT's dev_closure check reads the same folder by
 
 
 def rl_split_files(path: str | Path) -> dict[str, list[str]]:
     """Split name -> data files of an RL folder (`dataset_name`), without loading it (what a dry run checks)."""
     return split_files(rl_folder(path))
+
+
+def rows_check(files: dict[str, list[str]], where: str, folder: str, columns: tuple[str, ...],
+               splits: list[str], on_every_row: tuple[str, ...] | None = None) -> Check:
+    """`columns` in every split (`check_split_columns`), then `on_every_row` (default: `columns`) on every row of
+    `splits`: the first row without one, a row that cannot be read, or a split with no rows names its file and
+    line. Read file by file, without loading the data (the check of rl/dryrun.py and rl/evaluate.py)."""
+    check = check_split_columns(files, where, folder, columns, splits)
+    if check.status != "ok":
+        return check
+    for split in splits:
+        needed = has_columns(*(columns if on_every_row is None else on_every_row))
+        if (problem := split_problem(files[split], needed)) is not None:
+            return Check(what=where, status="error", detail=f"split {split!r}: {problem}")
+    return check
 
 
 def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "validation"),
@@ -72,7 +93,7 @@ def load_rl_splits(path: str | Path, splits: tuple[str, ...] = ("train", "valida
     for split in splits:
         if split not in loaded:
             raise KeyError(f"{folder}: no `{split}` split (found {sorted(loaded)})")
-        missing = [c for c in ("prompt", "ledger") if c not in loaded[split].column_names]
+        missing = [c for c in STATE_COLUMNS if c not in loaded[split].column_names]
         if missing:
             have = loaded[split].column_names
             raise KeyError(f"{folder} split `{split}`: missing RL columns {missing} (have {have})")

@@ -1,9 +1,9 @@
 """`omnidecision grpo | judge train | rft-select ... --dry-run`: resolve the recipe and its overrides, check what can
 be checked here, print the resolved configuration and the command a real run starts; load no model, start nothing.
 
-The model, data and output checks of each stage are one function (`grpo_checks`, `judge_checks`, `rft_checks`)
-that the stage's real run calls through `preflight.require` before it loads anything, so a dry run that passes
-means the run does not refuse the same input.
+The model, data, reward, dev-state, sharding, resume and output checks of each stage are one function
+(`grpo_checks`, `judge_checks`, `rft_checks`) that the stage's real run calls through `preflight.require` before it
+loads anything, so a dry run that passes means the run does not refuse the same input.
 
     omnidecision grpo --config configs/grpo/qwen3-8b-lora-vllm-server.yaml --dataset_name data/harvest/rl --dry-run
     omnidecision judge train --config configs/judge/tiny-cpu.yaml --dataset_name data/harvest/rl --dry-run
@@ -17,26 +17,34 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.inputs import BadRow, has_columns, iter_rows, split_problem
-from omnidecision.launch import launch_checks, model_check_list, output_dir_checks, render
+from omnidecision.launch import (
+    DEV_STATE_COLUMNS,
+    dev_closure_checks,
+    launch_checks,
+    model_check_list,
+    output_dir_checks,
+    render,
+    resume_checks,
+)
 from omnidecision.outputs import output_problems
 from omnidecision.preflight import (
     Check,
     DryRunReport,
     _adapter_base,
     check_folder,
-    check_split_columns,
     check_url,
     cuda_available,
     parse_stage,
+    sharded_parameters,
     split_files,
 )
 from omnidecision.rewards.registry import reward_problems
-from omnidecision.rl.data import rl_folder
+from omnidecision.rl.data import STATE_COLUMNS, rl_folder, rows_check
 from omnidecision.rl.judge_labels import judge_label
 
-# the columns GRPO's loader (rl/data.py:load_rl_splits) and the judge's labels (rl/judge_labels.py:judge_label) need,
-# and those rft-select copies into every row it writes (rl/rft.py:select_rows): checked on every row the run reads
-RL_COLUMNS = ("prompt", "ledger")
+# the columns GRPO's loader needs (rl/data.py:STATE_COLUMNS), the judge's labels (rl/judge_labels.py:judge_label), and
+# those rft-select copies into every row it writes (rl/rft.py:select_rows): checked on every row the run reads
+RL_COLUMNS = STATE_COLUMNS
 JUDGE_COLUMNS = ("prompt", "decision", "advanced")
 RFT_COLUMNS = (*RL_COLUMNS, "task_id", "run_id", "step")
 
@@ -97,21 +105,6 @@ def rl_data_checks(script: Any, columns: tuple[str, ...] = RL_COLUMNS) -> list[C
     return checks
 
 
-def rows_check(files: dict[str, list[str]], where: str, folder: str, columns: tuple[str, ...],
-               splits: list[str], on_every_row: tuple[str, ...] | None = None) -> Check:
-    """`columns` in every split (`check_split_columns`), then `on_every_row` (default: `columns`) on every row of
-    `splits`: the first row without one, a row that cannot be read, or a split with no rows names its file and
-    line."""
-    check = check_split_columns(files, where, folder, columns, splits)
-    if check.status != "ok":
-        return check
-    for split in splits:
-        needed = has_columns(*(columns if on_every_row is None else on_every_row))
-        if (problem := split_problem(files[split], needed)) is not None:
-            return Check(what=where, status="error", detail=f"split {split!r}: {problem}")
-    return check
-
-
 def reward_checks(script: Any, given: Collection[str] = ()) -> list[Check]:
     """The recipe's reward functions are registered (or among the names `given` by the caller's entry); the judge
     they name is a folder or an endpoint URL."""
@@ -128,16 +121,35 @@ def reward_checks(script: Any, given: Collection[str] = ()) -> list[Check]:
     return checks
 
 
-def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...] = RL_COLUMNS, *,
-                rewards: Collection[str] = (), environments: Collection[str] = ()) -> list[Check]:
-    """The checks `omnidecision grpo` makes before it starts, in its dry run and in its real run
-    (`rl/train.py:main`): the start model, the attention implementation, the state folders (`columns` on every row),
-    the rewards. `rewards` and `environments`: the reward and environment names the calling entry brings itself
-    (`omnidecision grpo-agent`'s, which run the agent: decision-level GRPO brings none)."""
+def reward_weights_checks(script: Any, training: Any) -> list[Check]:
+    """`reward_weights` (TRL's, summing the reward functions): one weight per name in `reward_funcs`, in its order
+    (what `rl/train.py:build_rewards` and `rl/rft.py:score_groups` weigh); unset with an environment, whose
+    `get_reward` is the only reward (grounding/grpo.py). Nothing to check when unset."""
+    weights = training.reward_weights
+    if weights is None:
+        return []
+    if script.environment is not None:
+        return [Check(what="reward_weights", status="error", detail=f"environment: {script.environment}: the "
+                                                                    "environment's get_reward is the only reward; "
+                                                                    f"unset reward_weights (got {list(weights)})")]
+    if len(weights) != len(script.reward_funcs):
+        return [Check(what="reward_weights", status="error", detail=f"{len(weights)} values for "
+                                                                    f"{len(script.reward_funcs)} reward_funcs "
+                                                                    f"{script.reward_funcs}: one weight per reward, "
+                                                                    "in its order")]
+    return [Check(what="reward_weights", status="ok", detail=", ".join(
+        f"{name} {weight:g}" for name, weight in zip(script.reward_funcs, weights, strict=True)))]
+
+
+def recipe_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...] = RL_COLUMNS, *,
+                  rewards: Collection[str] = (), environments: Collection[str] = ()) -> list[Check]:
+    """What `omnidecision grpo` and `rft-select` check of the GRPO recipe they share, in their dry runs and their
+    runs: the start model, the attention implementation, the state folders (`columns` on every row), the rewards and
+    their weights, `output_dir` clear of the inputs, and an environment only where the entry brings it."""
     inputs = [model.model_name_or_path, script.dataset_name, *(s["path"] for s in script.state_sources or []),
               getattr(script, "judge_path", None)]
     checks = [*model_check_list(model), *rl_data_checks(script, columns), *reward_checks(script, rewards),
-              *output_dir_checks(training, inputs)]
+              *reward_weights_checks(script, training), *output_dir_checks(training, inputs)]
     if script.environment is not None and script.environment not in environments:
         checks.append(Check(what="environment", status="error", detail=f"{script.environment}: an environment runs "
                             "the agent in the loop, which decision-level GRPO never loads: `omnidecision grpo-agent` "
@@ -145,10 +157,72 @@ def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...]
     return checks
 
 
+def dev_rows_problem(files: list[str]) -> str | None:
+    """The first dev state of `files` without a prompt or a ledger (or `no rows`): what the dev_closure scorer
+    cannot score."""
+    return split_problem(files, has_columns(*DEV_STATE_COLUMNS))
+
+
+def whole_model_checks(script: Any, sharded: str | None) -> list[Check]:
+    """What decodes with the whole model on a rank, refused when the launch shards the parameters (`sharded`:
+    "ZeRO-3", "FSDP"; None: every rank holds them whole): balanced selection and the dev_closure candidates; the
+    in-run held-out evaluation is skipped (a warning). `rl/train.py:_place_policy` refuses these too."""
+    if sharded is None or script.environment is not None:  # an environment run decodes nothing of this
+        return []
+    checks = []
+    if script.select_states == "balanced":
+        checks.append(Check(what="select_states", status="error", detail=f"select_states=balanced decodes every "
+                            f"training state with the whole model, which {sharded} shards (select_states: all)"))
+    if script.checkpoint_policy == "dev_closure":
+        checks.append(Check(what="checkpoint_policy", status="error", detail="checkpoint_policy=dev_closure decodes "
+                            f"every candidate with the whole model, which {sharded} shards (checkpoint_policy: "
+                            "final)"))
+    if script.eval_closure_n != 0:
+        checks.append(Check(what="eval_closure_n", status="warning", detail=f"{sharded} shards the parameters: the "
+                            "in-run closure evaluation will be skipped (python -m omnidecision.rl.evaluate "
+                            "afterwards)"))
+    return checks
+
+
+def weight_average_checks(sharded: str | None) -> list[Check]:
+    """`weight_average: true` under a launch that shards the parameters: each rank would average only its shard.
+    `rl/averaging.py:check_supported` refuses it in these words too."""
+    if sharded is None:
+        return []
+    return [Check(what="weight_average", status="error", detail=f"weight_average=true averages whole parameters on "
+                                                                f"every rank, which {sharded} shards "
+                                                                "(weight_average: false)")]
+
+
+def grpo_checks(script: Any, training: Any, model: Any, columns: tuple[str, ...] = RL_COLUMNS, *,
+                rewards: Collection[str] = (), environments: Collection[str] = (),
+                sharded: str | None = None) -> list[Check]:
+    """The checks `omnidecision grpo` (and `grpo-agent`) makes before it starts, in its dry run and in its real run
+    (`rl/train.py:prepare_run`): the recipe's (`recipe_checks`), then what training reads besides: the dev states of
+    `checkpoint_policy: dev_closure` (`script.dev_data()`), where training starts (`resume_from_checkpoint`), and
+    what needs whole parameters when the launch shards them (`sharded`: the dry run passes what its accelerate
+    config will shard, the run what its launch shards, `preflight.sharded_parameters`). `rewards` and
+    `environments`: the reward and environment names the calling entry brings itself (`omnidecision grpo-agent`'s,
+    which run the agent: decision-level GRPO brings none)."""
+    checks = [*recipe_checks(script, training, model, columns, rewards=rewards, environments=environments),
+              *resume_checks(training)]
+    if script.environment is None:  # an environment run has no checkpoint policy and no averaging (rl/train.py)
+        # by default the dev states are the training states' folder: a folder already refused is named once
+        states_refused = any(c.status == "error" and c.what.startswith(("dataset_name", "state_sources"))
+                             for c in checks)
+        if script.checkpoint_dev_data or not states_refused:
+            checks += dev_closure_checks(script, script.dev_data, dev_rows_problem)
+        checks += whole_model_checks(script, sharded)
+        checks += weight_average_checks(sharded) if script.weight_average else []
+    return checks
+
+
 def judge_checks(script: Any, training: Any, model: Any) -> list[Check]:
     """The checks `judge train` makes before it starts, in its dry run and its real run (`rl/judge_train.py:main`):
-    the start model and the rows' folder with its train split and the columns the labels read."""
-    checks = [*model_check_list(model), *output_dir_checks(training, [model.model_name_or_path, script.dataset_name])]
+    the start model, where training starts (`resume_from_checkpoint`, which the run resumes from as the other
+    stages do) and the rows' folder with its train split and the columns the labels read."""
+    checks = [*model_check_list(model), *resume_checks(training),
+              *output_dir_checks(training, [model.model_name_or_path, script.dataset_name])]
     folder = str(script.dataset_name)
     try:
         files = split_files(folder) if Path(folder).is_dir() else None
@@ -200,11 +274,11 @@ def rft_inputs(script: Any, model: Any, val: Path | None) -> list[str | Path | N
 
 def rft_checks(script: Any, training: Any, model: Any, *, out: Path, val: Path | None = None,
                replace: bool = False) -> list[Check]:
-    """The checks `rft-select` makes before it starts, in its dry run and its real run (`rl/rft.py:main`): GRPO's
-    (the states, the model, the reward it shares), the SFT folder `--val` copies its validation split from, and
-    `--out` (`outputs.output_problems`: never an input, a folder holding one or inside one; never a non-empty
-    folder the project did not write unless `replace`)."""
-    checks = grpo_checks(script, training, model, RFT_COLUMNS)
+    """The checks `rft-select` makes before it starts, in its dry run and its real run (`rl/rft.py:main`): the GRPO
+    recipe's (`recipe_checks`: the states, the model, the reward and weights it shares), the SFT folder `--val`
+    copies its validation split from, and `--out` (`outputs.output_problems`: never an input, a folder holding one
+    or inside one; never a non-empty folder the project did not write unless `replace`)."""
+    checks = recipe_checks(script, training, model, RFT_COLUMNS)  # no training: no dev states, resume, sharding
     if val is not None:
         try:
             files = split_files(val)
@@ -246,21 +320,13 @@ def dry_run(stage_args: list[str], *, accelerate_config: str | None = None, num_
                        f"{url} (`trl vllm-serve --model {generation_model(model.model_name_or_path)}`; "
                        "not contacted)")
 
-    # --- model, data, rewards (the checks the real run makes: grpo_checks)
-    report.extend(grpo_checks(script, training, model, rewards=rewards, environments=environments))
+    # --- model, data, rewards, dev states, resume, sharding (the checks the real run makes: grpo_checks); the
+    # parameters are sharded where the accelerate config will shard them (the run reads its launch's)
+    sharded = _accelerate_sharding(accelerate_config) or sharded_parameters(training)
+    report.extend(grpo_checks(script, training, model, rewards=rewards, environments=environments, sharded=sharded))
     # --- the launch (the checks every trained stage ends with, and the command a real run starts)
     launch_checks(report, stage, stage_args, training, accelerate_config=accelerate_config,
                   num_processes=num_processes)
-    sharded = _accelerate_sharding(accelerate_config)
-    if sharded and script.select_states == "balanced":
-        report.add("select_states", "error", f"balanced selection needs the whole model on every rank; {sharded} "
-                                             "shards it")
-    elif sharded and script.checkpoint_policy == "dev_closure":
-        report.add("checkpoint_policy", "error", f"dev_closure decodes every candidate with the whole model; "
-                                                 f"{sharded} shards it (checkpoint_policy: final)")
-    elif sharded and script.eval_closure_n != 0:
-        report.add("eval_closure_n", "warning", f"{sharded} shards the parameters: the in-run closure evaluation "
-                                                "will be skipped (python -m omnidecision.rl.evaluate afterwards)")
     # what scripts/slurm/grpo.slurm starts on its last node: TRL's generation server only in server mode
     report.extra = {"generation_model": generation_model(model.model_name_or_path),
                     "generation_server": bool(training.use_vllm and training.vllm_mode == "server"),

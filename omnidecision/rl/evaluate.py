@@ -8,7 +8,8 @@ states can be compared pair-wise (`paired_comparison`: mean per-state difference
 losses / ties and an exact sign test; far tighter than comparing two independent means). Used by GRPO (start vs
 trained, same run) and the demo. Standalone (the post-hoc evaluation of a ZeRO-3/FSDP run) it decodes on the
 available accelerator (`--device auto`: CUDA when visible, in the checkpoint's dtype; else the CPU, float32), and
-`--dry-run` names that device, the model and the states without loading anything.
+`--dry-run` names that device, the model and the states without loading anything; it makes the checks the run makes
+before it loads anything (`evaluate_checks`: the split, a prompt and a ledger on every row, at least one row).
 
     python -m omnidecision.rl.evaluate MODEL_DIR DATASET_NAME [--n 64 --mode greedy --device auto] [--dry-run]
 """
@@ -20,6 +21,7 @@ import json
 import logging
 import math
 import statistics
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,10 +29,10 @@ from typing import Any, Literal
 
 from omnidecision.modeling import generate_decisions, load_planner
 from omnidecision.outputs import dry_run_stdout
-from omnidecision.preflight import DryRunReport, check_model, cuda_available, emit
+from omnidecision.preflight import Check, DryRunReport, PreflightError, check_model, cuda_available, emit, require
 from omnidecision.rewards.checks import load_ledger
 from omnidecision.rewards.closure import ClosureRubric
-from omnidecision.rl.data import load_rl_splits, rl_split_files
+from omnidecision.rl.data import STATE_COLUMNS, load_rl_splits, rl_folder, rl_split_files, rows_check
 from omnidecision.stats import bootstrap_mean_ci, exact_sign_p
 
 logger = logging.getLogger(__name__)
@@ -165,26 +167,42 @@ def heldout_closure_reward(model_dir: Any, dataset: Any, n: int | None = 64, *, 
     return result
 
 
-def dry_run(model_dir: str, dataset_name: str, split: str, device: str) -> Any:
-    """The report of `--dry-run`: the model, the states' split and the device a real run would use."""
-    report = DryRunReport(command="rl.evaluate", resolved={"model_dir": model_dir, "dataset_name": dataset_name,
-                                                           "split": split, "device": device})
-    report.checks.append(check_model(model_dir, "model_dir"))
+def states_check(dataset_name: str, split: str) -> Check:
+    """The states the evaluation reads: `split` of the RL folder, with the `prompt` and `ledger` columns the closure
+    rubric reads on every row and at least one row (`rl/data.py:rows_check`; `load_rl_splits` refuses a missing
+    column, `heldout_closure_reward` a split with no rows)."""
     try:
         files = rl_split_files(dataset_name)
     except (FileNotFoundError, ValueError) as exc:
-        report.add("dataset_name", "error", str(exc))
-    else:
-        ok = split in files
-        report.add("dataset_name", "ok" if ok else "error",
-                   f"{dataset_name}: splits {sorted(files)}" + ("" if ok else f", no `{split}`"))
+        return Check(what="dataset_name", status="error", detail=str(exc).removeprefix("dataset_name: "))
+    if split not in files:
+        return Check(what="dataset_name", status="error", detail=f"{dataset_name}: splits {sorted(files)}, "
+                                                                 f"no `{split}`")
+    return rows_check(files, "dataset_name", str(rl_folder(dataset_name)), STATE_COLUMNS, [split])
+
+
+def evaluate_checks(model_dir: str, dataset_name: str, split: str, device: str, n: int = -1) -> list[Check]:
+    """The checks `python -m omnidecision.rl.evaluate` makes before it loads anything, in its dry run and its run:
+    the model, the states (`states_check`), `--n` (0 evaluates no state) and the device (`resolve_device`)."""
+    checks = [check_model(model_dir, "model_dir"), states_check(dataset_name, split)]
+    if n == 0:
+        checks.append(Check(what="--n", status="error", detail="0 evaluates no state (-1: every row)"))
     try:
         resolved, why = resolve_device(device)
     except ValueError as exc:
-        report.add("device", "error", str(exc))
+        checks.append(Check(what="device", status="error", detail=str(exc)))
     else:
-        report.add("device", "ok", f"{resolved} ({why})")
-        report.extra["device"] = resolved
+        checks.append(Check(what="device", status="ok", detail=f"{resolved} ({why})"))
+    return checks
+
+
+def dry_run(model_dir: str, dataset_name: str, split: str, device: str, n: int = -1) -> Any:
+    """The report of `--dry-run`: the checks the run makes (`evaluate_checks`) and the device it would use."""
+    report = DryRunReport(command="rl.evaluate", resolved={"model_dir": model_dir, "dataset_name": dataset_name,
+                                                           "split": split, "device": device, "n": n})
+    report.extend(evaluate_checks(model_dir, dataset_name, split, device, n))
+    if not any(c.what == "device" and c.status == "error" for c in report.checks):
+        report.extra["device"] = resolve_device(device)[0]
     return report
 
 
@@ -203,7 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO)
     if a.dry_run:
         with dry_run_stdout():  # the report alone on stdout, as `omnidecision ... --dry-run` (cli.py)
-            return emit(dry_run(a.model_dir, a.dataset_name, a.split, a.device))
+            return emit(dry_run(a.model_dir, a.dataset_name, a.split, a.device, a.n))
+    try:  # what the dry run checks, before the model or the states load: refused in its words, exit 2
+        require(evaluate_checks(a.model_dir, a.dataset_name, a.split, a.device, a.n))
+    except PreflightError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     device, why = resolve_device(a.device)
     logger.info("evaluating on %s (%s)", device, why)

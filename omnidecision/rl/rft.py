@@ -45,7 +45,7 @@ from omnidecision.preflight import require
 from omnidecision.provenance import training_tasks, write_task_ids
 from omnidecision.rewards import get_reward_funcs
 from omnidecision.rewards.checks import CHECKS, Decision
-from omnidecision.rl.dryrun import rft_checks, rft_dry_run, rft_inputs
+from omnidecision.rl.dryrun import reward_weights_checks, rft_checks, rft_dry_run, rft_inputs
 from omnidecision.rl.judge_stats import judges_of
 from omnidecision.rl.states import consumed_indices, load_states, select, state_id
 
@@ -84,10 +84,10 @@ def score_groups(script: Any, training: Any, rows: list[dict[str, Any]], groups:
     """The recipe's reward of every decision, weighted and summed as TRL does (a missing score counts nothing),
     with every dataset column passed to the reward functions as TRL passes them."""
     k = training.num_generations
+    # `main` refused a weight count that does not match before the planner loaded (rft_checks); the same words here
+    require(reward_weights_checks(script, training))
     funcs = get_reward_funcs(script.reward_funcs, **script.reward_params(0, 1, output_dir, seed=training.seed))
     weights = training.reward_weights or [1.0] * len(funcs)
-    if len(weights) != len(funcs):
-        raise ValueError(f"reward_weights has {len(weights)} values for {len(funcs)} reward_funcs")
     flat = [c for g in groups for c in g]
     columns = {key: [r[key] for r in rows for _ in range(k)] for key in rows[0] if key not in ("prompt", "completion")}
     columns["prompts"] = [r["prompt"] for r in rows for _ in range(k)]

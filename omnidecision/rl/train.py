@@ -78,7 +78,7 @@ from omnidecision.rl.config import (
     closure_decoding,
     parse_args,
 )
-from omnidecision.rl.dryrun import grpo_checks
+from omnidecision.rl.dryrun import grpo_checks, reward_weights_checks, whole_model_checks
 from omnidecision.rl.evaluate import ClosureDecoding, dev_closure_scorer, heldout_closure_reward, paired_comparison
 from omnidecision.rl.judge_stats import gather_judge_stats, judges_of, with_judge_logging
 from omnidecision.rl.sources import source_counts
@@ -128,12 +128,9 @@ def _place_policy(model: Any, script_args: GRPOScriptArguments, training_args: P
         # the state selection below run on the GPU instead of the CPU
         model.to(training_args.device)
         return script_args.eval_closure_n != 0
-    if script_args.select_states == "balanced":
-        raise ValueError(f"select_states=balanced decodes with the whole model on every rank, which {sharded} "
-                         "shards: use select_states: all")
-    if script_args.checkpoint_policy == "dev_closure":
-        raise ValueError(f"checkpoint_policy=dev_closure decodes every candidate with the whole model, which "
-                         f"{sharded} shards: use checkpoint_policy: final")
+    # balanced selection and dev_closure need the whole model: `prepare_run` refused them before anything loaded;
+    # refused here too, in the same words, for a caller that places a policy itself
+    require(whole_model_checks(script_args, sharded))
     if script_args.eval_closure_n != 0:
         logger.warning("%s shards the parameters: the in-run held-out closure evaluation is skipped "
                        "(eval_closure_n=%d). Evaluate afterwards: python -m omnidecision.rl.evaluate OUTPUT_DIR "
@@ -247,13 +244,15 @@ def train_decisions(recipe: GRPORecipe, callbacks: list[Any] | None, rewards: Re
 
 def prepare_run(recipe: GRPORecipe, *, rewards: Collection[str] = (), environments: Collection[str] = ()) -> Path:
     """Refuse a launch that cannot work (vLLM without CUDA, a missing attention kernel, what the dry run refuses:
-    `rl/dryrun.py:grpo_checks`, with the reward and environment names the calling entry brings), fall back to offline
-    wandb without a key, and create the output folder (returned)."""
+    `rl/dryrun.py:grpo_checks`, with the reward and environment names the calling entry brings and the sharding this
+    launch brings), fall back to offline wandb without a key, and create the output folder (returned)."""
     _check_backend(recipe.training)
     require_attention(recipe.model.attn_implementation, "GRPO recipe")
     wandb_offline_fallback(recipe.training.report_to)
-    # the dry run's checks, before anything loads
-    require(grpo_checks(recipe.script, recipe.training, recipe.model, rewards=rewards, environments=environments))
+    # the dry run's checks, before anything loads (the dev states, the reward weights, what sharding rules out: a
+    # refusal here costs nothing, after the trainer is built it cost the model load)
+    require(grpo_checks(recipe.script, recipe.training, recipe.model, rewards=rewards, environments=environments,
+                        sharded=sharded_parameters(recipe.training)))
     recipe.out.mkdir(parents=True, exist_ok=True)
     return recipe.out
 
@@ -270,9 +269,7 @@ def build_rewards(recipe: GRPORecipe, rewards: RewardFactories | None = None) ->
                                        **{n: p for n, p in params.items() if n not in given}))
     reward_funcs = with_judge_logging([_given_reward(n, given[n], params.get(n) or {}) if n in given
                                        else next(registered) for n in script.reward_funcs])
-    if training.reward_weights is not None and len(training.reward_weights) != len(reward_funcs):
-        raise ValueError(f"reward_weights has {len(training.reward_weights)} values for "
-                         f"{len(reward_funcs)} reward_funcs {script.reward_funcs}")
+    require(reward_weights_checks(script, training))  # prepare_run's check, in its words, for a direct caller
     return reward_funcs
 
 

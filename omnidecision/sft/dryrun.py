@@ -2,8 +2,9 @@
 the attention implementation and the accelerate config, print the resolved configuration and the command a real
 run starts; load no model, start nothing.
 
-The model and data checks are one function, `sft_checks`, that the real run (`sft/train.py:build_trainer`) calls
-through `preflight.require` before it loads anything: what the dry run passes, the run does not refuse.
+The model, data, dev-state and resume checks are one function, `sft_checks`, that the real run
+(`sft/train.py:build_trainer`) calls through `preflight.require` before it loads anything: what the dry run passes,
+the run does not refuse.
 
     omnidecision sft --accelerate-config configs/accelerate/zero2.yaml --config configs/sft/qwen3-8b-lora.yaml \
         --dataset_name data/harvest/sft --dry-run
@@ -14,8 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from omnidecision.inputs import resolve, split_problem
-from omnidecision.launch import launch_checks, model_check_list, output_dir_checks
+from omnidecision.inputs import has_columns, resolve, split_problem
+from omnidecision.launch import (
+    DEV_STATE_COLUMNS,
+    dev_closure_checks,
+    launch_checks,
+    model_check_list,
+    output_dir_checks,
+    resume_checks,
+)
 from omnidecision.preflight import Check, DryRunReport, check_split_columns, parse_stage, ref_check, split_files
 from omnidecision.sft.data import sft_row_check
 
@@ -58,10 +66,19 @@ def sft_data_check(script: Any, training: Any) -> Check:
     return columns
 
 
+def dev_rows_problem(files: list[str]) -> str | None:
+    """The first dev state of `files` without a prompt or a ledger (or `no rows`): what the dev_closure scorer
+    cannot score."""
+    return split_problem(files, has_columns(*DEV_STATE_COLUMNS))
+
+
 def sft_checks(script: Any, training: Any, model: Any) -> list[Check]:
     """The checks `omnidecision sft` makes before it starts, in its dry run and in its real run: the start model
-    (and tokenizer), the attention implementation, the data, `output_dir` clear of them (`output_dir_checks`)."""
+    (and tokenizer), the attention implementation, the data, the dev states of `checkpoint_policy: dev_closure`
+    (`script.dev_data()`: the rl/ folder beside the data, or `checkpoint_dev_data`), where training starts
+    (`resume_from_checkpoint`), `output_dir` clear of the inputs (`output_dir_checks`)."""
     return [*model_check_list(model), sft_data_check(script, training),
+            *dev_closure_checks(script, script.dev_data, dev_rows_problem), *resume_checks(training),
             *output_dir_checks(training, [model.model_name_or_path, script.dataset_name])]
 
 

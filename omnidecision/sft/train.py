@@ -51,7 +51,8 @@ def build_trainer(script_args: SFTScriptArguments, training_args: PlannerSFTConf
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
     wandb_offline_fallback(training_args.report_to)
-    # the model, attention and data checks of the dry run, before anything loads (one function: sft/dryrun.py)
+    # the dry run's checks (model, attention, data, dev_closure's dev states, resume), before anything loads: one
+    # function, sft/dryrun.py:sft_checks, so a dry run that passes means this run is not refused for those
     require(sft_checks(script_args, training_args, model_args))
 
     # Model loading options (SFTTrainer loads the model from its name with these)
