@@ -26,7 +26,7 @@ from typing import Any
 
 import typer
 
-from omnidecision.checkpoints import write_consumed
+from omnidecision.checkpoints import resolve_resume, write_consumed
 from omnidecision.launch import launch_checks, launch_stage, stage_args
 from omnidecision.outputs import overlap_problems, write_json_atomic
 from omnidecision.preflight import (
@@ -85,13 +85,17 @@ def _rows(data: str, split: str) -> list[dict[str, Any]]:
 
 
 def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
-    """Fit the judge with TRL's RewardTrainer from the parsed recipe (omnidecision.rl.judge_config); writes
-    output_dir (model + tokenizer), output_dir/judge_train.json and consumed.json."""
+    """Fit the judge with TRL's RewardTrainer from the parsed recipe (omnidecision.rl.judge_config), continuing from
+    `resume_from_checkpoint` as sft and grpo do (the checkpoint the dry run names); writes output_dir (model +
+    tokenizer), output_dir/judge_train.json (with `resumed_from`) and consumed.json."""
     import datasets
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
     from trl import RewardTrainer
 
     require(judge_checks(script, training, model_args))  # what the dry run checks, before anything loads
+    # where training starts, by the rule of sft and grpo (a checkpoint folder, true/auto: the newest complete one in
+    # output_dir, false/unset: from scratch), passed to train() as TRL's reward script passes the field
+    resume = resolve_resume(training.resume_from_checkpoint, training.output_dir)
     t0 = time.perf_counter()
     out = Path(training.output_dir)
     # data: pairs of (prompt + decision) texts, tokenized here so scoring tokenizes the same way
@@ -113,7 +117,7 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
                                                             dtype=model_args.dtype)
     rm.config.pad_token_id = tok.pad_token_id
     trainer = RewardTrainer(model=rm, args=training, train_dataset=ds, processing_class=tok)
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=resume)
     # outputs: what the ecosystem reads (model, tokenizer, metrics, state) and the project's summary
     trainer.save_model(str(out))
     tok.save_pretrained(str(out))
@@ -124,6 +128,7 @@ def main(script: Any, training: Any, model_args: Any) -> dict[str, Any]:
                "unlabelled_rows": labels.count(None), "max_steps": training.max_steps, "seed": training.seed,
                "train_loss": result.metrics.get("train_loss"), "wall_s": round(time.perf_counter() - t0, 1),
                "data": str(script.dataset_name), "start_model": str(model_args.model_name_or_path),
+               "resumed_from": resume,
                "checkpoint_selection": "final weights (the judge is scored by its dev AUROC, `judge eval`)"}
     (out / "judge_train.json").write_text(json.dumps(summary, indent=2), "utf-8")
     write_consumed(out, "judge", seed=training.seed, trainer=trainer, row_unit="pairs")
