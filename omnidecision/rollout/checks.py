@@ -9,8 +9,9 @@ Where the run refuses before its first write, the check here asks the run's own 
 the check's error line (`what: detail`): a backend built in-process (`factory.backend_problem`: a local planner
 folder without a checkpoint, a teacher option it does not take), the output (`runner.out_problems`: the trajectory
 file another process holds, a manifest.json of another experiment, a trajectory file that is not JSONL) on the file
-the run writes (`runner.records_file`; eval passes OUT/trajectories.jsonl). The environment's service factories are
-imported, not called: a factory may start what it serves (a server, a browser), which a dry run must not.
+the run writes (`runner.records_file`; eval passes OUT/trajectories.jsonl), an environment service entry that does
+not import or does not take `environment.options` (`runner.service_problem`). The service factories themselves are
+not called: a factory may start what it serves (a server, a browser), which a dry run must not.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
     omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --dry-run
@@ -18,17 +19,17 @@ imported, not called: a factory may start what it serves (a server, a browser), 
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from omnidecision.backends.factory import backend_problem
 from omnidecision.preflight import Check, DryRunReport, check_url
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.live import live_problems, probe_openai
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
-from omnidecision.rollout.runner import TaskSelection, backend_specs, out_problems, records_file
+from omnidecision.rollout.runner import TaskSelection, backend_specs, out_problems, records_file, service_problem
 
 PROBE_TIMEOUT_S = 3.0
 
@@ -51,7 +52,8 @@ def engine_checks(recipe: RolloutRecipe, selection: TaskSelection, out_file: str
     """Tasks, backends, judge, environment services, output folder (in that order). A served role's own spec is
     checked only as an endpoint: the run builds it from the server's spec, never from the recipe's kind."""
     # the checks that read only the recipe first; those that load files or ask endpoints after them
-    services = [service_check(name, target) for name, target in recipe.environment.services.items()]
+    services = [service_check(name, target, recipe.environment.options)
+                for name, target in recipe.environment.services.items()]
     out = out_checks(recipe, out_file)
     tasks = task_checks(recipe, selection)
     served = {f"backends.{role}" for role in served_roles}
@@ -73,13 +75,11 @@ def task_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
                          f"shard {i}/{n} runs {len(mine)} x {recipe.samples} samples")]
 
 
-def service_check(name: str, target: str) -> Check:
-    """An extra `environment.services` entry (`module:factory`) imports."""
-    module, _, attr = target.partition(":")
-    try:
-        getattr(importlib.import_module(module), attr or "build")
-    except (ImportError, AttributeError) as exc:
-        return Check(what=f"environment.services.{name}", status="error", detail=f"cannot import {target!r}: {exc}")
+def service_check(name: str, target: str, options: dict[str, Any] | None = None) -> Check:
+    """An extra `environment.services` entry (`module:factory`) imports and takes `environment.options`
+    (`runner.service_problem`, which the run asks too); the factory is not called (it may start what it serves)."""
+    if (problem := service_problem(target, options or {})) is not None:
+        return Check(what=f"environment.services.{name}", status="error", detail=problem)
     return Check(what=f"environment.services.{name}", status="ok", detail=target)
 
 

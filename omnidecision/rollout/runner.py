@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import logging
 import time
@@ -338,13 +339,10 @@ def build_services(recipe: RolloutRecipe, tasks: list[Task]) -> Services:
     `name: 'module:factory'` is called with `environment.options` and added to every run's services."""
     env = recipe.environment
     extra: dict[str, Any] = {}
+    refuse_services(recipe)
     for name, target in env.services.items():
         module, _, attr = target.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module), attr or "build")
-        except (ImportError, AttributeError) as exc:
-            raise RecipeError(f"environment.services.{name}: cannot import {target!r}: {exc}") from exc
-        extra[name] = factory(**env.options)
+        extra[name] = getattr(importlib.import_module(module), attr or "build")(**env.options)
     if env.kind == "live":
         return {**build_live_services(env), **extra}
     if env.kind != "replay":
@@ -390,6 +388,32 @@ def manifest_problem(recipe: RolloutRecipe) -> str | None:
         return None
     return (f"{Path(recipe.out)}: holds runs of a different agent config or backends ({path} differs in "
             f"{'; '.join(differ)}); collect into a new --out folder")
+
+
+def service_problem(target: str, options: dict[str, Any]) -> str | None:
+    """Why the run could not call an `environment.services` entry (`module:factory`) with `environment.options`: it
+    does not import, or its signature does not take those options (a typo). The factory is not called: it may start
+    what it serves (a server, a browser), which a dry run must not; what it raises when called is met by the run."""
+    module, _, attr = target.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr or "build")
+    except (ImportError, AttributeError) as exc:
+        return f"cannot import {target!r}: {exc}"
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        return f"{target} cannot be called with environment.options {sorted(options)}: {exc}"
+    except ValueError:  # no signature to read (a builtin): the call itself will say
+        return None
+    return None
+
+
+def refuse_services(recipe: RolloutRecipe) -> None:
+    """A `RecipeError` in the dry run's error line (`environment.services.NAME: detail`) for the first service
+    entry `service_problem` refuses; nothing called, nothing written."""
+    for name, target in recipe.environment.services.items():
+        if (problem := service_problem(target, recipe.environment.options)) is not None:
+            raise RecipeError(f"environment.services.{name}: {problem}")
 
 
 def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
@@ -492,6 +516,7 @@ def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
                               + "\n  - ".join(problems))
     if problems := out_problems(recipe, records_file(recipe, out_file)):
         raise RecipeError(f"out: {problems[0]}")  # the dry run's first `out` error line
+    refuse_services(recipe)  # before the manifest: a service entry the run cannot call leaves nothing behind
     i, n = recipe.shard_index
     out_dir = Path(recipe.out)
     out_dir.mkdir(parents=True, exist_ok=True)

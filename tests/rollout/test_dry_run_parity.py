@@ -7,6 +7,8 @@ refuses in that error line's words (`what: detail`) and writes nothing.
 - a trajectory file that is not JSONL (`store.resume_problem`; a line torn by a kill is still resumed);
 - a backend the run builds in-process that cannot be built (`factory.backend_problem`: a local planner folder
   without a checkpoint, a teacher option typo), found without loading any weights;
+- an environment service entry that does not take `environment.options` (`runner.service_problem`: its signature
+  read, the factory never called by the dry run);
 - the file an unsharded eval writes and resumes is OUT/trajectories.jsonl (`PreparedEval.out_file`), the one its dry
   run reads and its run locks.
 
@@ -225,6 +227,42 @@ def test_a_local_planner_folder_is_checked_without_loading_its_weights(suite, tm
     assert _only(collect_dry_run(None, args), "backends.planner").status == "ok"
     error = _only(collect_dry_run(None, [*args, "backends.planner.options.temp=1"]), "backends.planner")
     assert error.status == "error" and "unknown options ['temp']" in error.detail
+
+
+# ---------------------------------------------------------------- (e) an environment service entry
+
+
+CALLED: list[dict[str, object]] = []
+
+
+def echo_service(greeting: str = "hi") -> dict[str, str]:
+    """A service factory for the recipe below; records each call (a dry run must make none)."""
+    CALLED.append({"greeting": greeting})
+    return {"greeting": greeting}
+
+
+@pytest.mark.parametrize(("option", "words"), [("greting", "cannot be called with environment.options ['greting']"),
+                                               (None, "cannot import")])
+def test_a_service_the_run_cannot_call_is_refused_by_both(suite, tmp_path, option, words):
+    out = tmp_path / "runs"
+    target = f"{__name__}:echo_service" if option else f"{__name__}:no_such_factory"
+    extra = [f"environment.services.echo={target}", f"environment.options.{option or 'greeting'}=hello"]
+    CALLED.clear()
+    error = _only(collect_dry_run(None, _collect_args(suite, out, *extra)), "environment.services.echo")
+    assert error.status == "error" and words in error.detail, error
+    with pytest.raises(RecipeError) as refused:
+        _collect(_collect_args(suite, out, *extra))
+    assert str(refused.value) == f"environment.services.echo: {error.detail}"
+    assert _files(out) == {} and CALLED == []
+
+
+def test_a_service_that_takes_its_options_passes_without_being_called(suite, tmp_path):
+    extra = [f"environment.services.echo={__name__}:echo_service", "environment.options.greeting=hello"]
+    CALLED.clear()
+    check = _only(collect_dry_run(None, _collect_args(suite, tmp_path / "runs", *extra)), "environment.services.echo")
+    assert check.status == "ok" and CALLED == []
+    _collect(_collect_args(suite, tmp_path / "runs", *extra))
+    assert CALLED == [{"greeting": "hello"}]  # the run calls it, once
 
 
 # ---------------------------------------------------------------- (f) an unsharded eval's own file, resumed
