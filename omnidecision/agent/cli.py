@@ -21,11 +21,10 @@ import typer
 from omnidecision.agent.config import AgentConfig
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import MalformedLine, check_file
-from omnidecision.backends.factory import BACKEND_KINDS, build_backends, load_backend_specs
-from omnidecision.outputs import OutputBusy, exclusive, holder_of, lock_path, report_out
+from omnidecision.backends.factory import backend_problem, build_backends, load_backend_specs
+from omnidecision.outputs import OutputBusy, check_free, exclusive, report_out
 from omnidecision.protocol.chat import BackendSpec, ChatBackend
 from omnidecision.protocol.redaction import redact_text
-from omnidecision.protocol.registry import UnknownName
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.schema import Task
 
@@ -94,43 +93,29 @@ class RunInputs(NamedTuple):
 
 
 def out_busy(out: Path | None, what: str = "--out") -> str | None:
-    """Why `out` cannot be written now: another process holds its lock, in the words `outputs.exclusive` refuses
-    it with; None when it is free. It asks without taking the lock, so a dry run says what its run would meet (the
-    run asks it too, then takes the lock: a writer that starts in between is still refused by `exclusive`)."""
-    if out is None or (holder := holder_of(out)) is None:
+    """Why `out` cannot be written now: another process holds its lock (`outputs.check_free`, in the words
+    `outputs.exclusive` refuses it with); None when it is free. It asks without taking the lock, so a dry run says
+    what its run would meet (the run asks it too, then takes the lock: a writer that starts in between is still
+    refused by `exclusive`)."""
+    if out is None:
         return None
-    return (f"{out}: another process is writing this {what} ({holder}; lock {lock_path(out).absolute()}); one "
-            f"writer per output: wait for it to end or choose another {what}")
-
-
-def backend_problem(role: str, spec: BackendSpec) -> str | None:
-    """Why `build_backends` would refuse this role's spec, or the first request fail, found without building:
-    an unknown kind (the registry's words, listing the known ones); for kind `local`, no model folder, or one
-    without config.json or adapter_config.json (its weights load at the first request, too late to refuse)."""
     try:
-        BACKEND_KINDS[spec.kind]  # the first lookup imports the backend modules, which register their kinds
-    except UnknownName as exc:
-        return f"backends.{role}.kind: {exc}"
-    if spec.kind != "local":
-        return None
-    folder = Path(spec.model or "")
-    if not spec.model or not folder.is_dir():
-        return f"backends.{role}.model: {spec.model or '(not set)'} is not a folder (kind local loads one)"
-    if not (folder / "config.json").is_file() and not (folder / "adapter_config.json").is_file():
-        return (f"backends.{role}.model: {folder} holds no config.json or adapter_config.json: not a planner "
-                "checkpoint or LoRA adapter")
+        check_free(out, what)
+    except OutputBusy as exc:
+        return str(exc)
     return None
 
 
 def run_backends(specs: dict[str, BackendSpec], source: str) -> dict[str, ChatBackend]:
-    """The backends `run` runs, built (nothing contacted, nothing loaded) after each role's `backend_problem`;
-    `_Refused` names `source` (the backends file) and the role."""
+    """The backends `run` runs, built (no endpoint contacted, no weights loaded) after each role's
+    `factory.backend_problem` (an unknown kind; a `local` folder without a checkpoint, whose weights would load only
+    at the first request); `_Refused` names `source` (the backends file) and the role."""
     for role, spec in specs.items():
-        if (why := backend_problem(role, spec)) is not None:
-            raise _Refused(f"{source}: {why}")
+        if (why := backend_problem(spec)) is not None:
+            raise _Refused(f"{source}: backends.{role}: {why}")
     try:
         return build_backends(specs)
-    except (ValueError, TypeError) as exc:  # a kind's own refusal (e.g. an option the teacher does not take)
+    except (ValueError, TypeError) as exc:  # a kind's own refusal at build
         raise _Refused(f"{source}: {exc}") from exc
 
 

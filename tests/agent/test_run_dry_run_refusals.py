@@ -1,6 +1,7 @@
 """`omnidecision run --dry-run` refuses what `run` refuses, in the same words (one function each, called by both):
 another process writing --out (`agent.cli.out_busy`, asked without taking the lock), an unknown backend kind and a
-`local` planner folder that is missing or holds no checkpoint (`agent.cli.backend_problem`, no weights loaded).
+`local` planner folder that is missing or holds no checkpoint (`backends.factory.backend_problem` per role, in
+`agent.cli.run_backends`; no weights loaded).
 Before, the dry run exited 0 for all three; the run refused the lock and the kind, and met the empty folder only at
 its first request.
 
@@ -58,9 +59,9 @@ def test_the_dry_run_names_the_process_that_holds_out(synth: Path, held: tuple[P
 
 
 @pytest.mark.parametrize(("spec", "says"), [
-    ("{kind: no-such-kind}", "backends.planner.kind: unknown backend kind"),
-    ("{kind: local, model: MISSING}", "backends.planner.model: "),
-    ("{kind: local, model: EMPTY}", "holds no config.json or adapter_config.json"),
+    ("{kind: no-such-kind}", "backends.planner: unknown backend kind"),
+    ("{kind: local, model: MISSING}", "backends.planner: backend kind 'local': model folder"),
+    ("{kind: local, model: EMPTY}", "holds no config.json (a checkpoint) and no adapter_config.json"),
 ])
 def test_the_dry_run_refuses_the_backends_the_run_refuses(synth: Path, tmp_path: Path, spec: str, says: str) -> None:
     (tmp_path / "empty").mkdir()  # a folder, but no checkpoint in it
