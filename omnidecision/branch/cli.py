@@ -5,8 +5,8 @@ the trajectory file (what `omnidecision collect` and `omnidecision eval` write),
 run id, a step out of range, a decision that is not JSON or not an action, an edited record, a missing recipe) exits
 2 with one line naming what was wrong. The branch is appended to --out under its lock (`outputs.exclusive`, held from
 before the parent is read to the written line): a second process on the same file stops with one line naming the
-holder, and so does its dry run (`agent.cli.out_busy`, asked by both); a file that is not UTF-8 JSONL is refused untouched (`store.append_record`). --out is a file outside the
-collection's `trajectories*.jsonl` glob; a branch already in it (same parent, step, decision, policy, seed and tool
+holder, and so does its dry run (`outputs.check_free`, asked by both); a file that is not UTF-8 JSONL is refused
+untouched (`store.append_record`). --out is a file outside the collection's `trajectories*.jsonl` glob; a branch already in it (same parent, step, decision, policy, seed and tool
 mode: one run id) is skipped, not run again. docs/rollout.md has the walk-through.
 
     omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id syn-0-00003-s0-2c1bffea \
@@ -27,12 +27,11 @@ from typing import Any, Optional
 
 import typer
 
-from omnidecision.agent.cli import out_busy
 from omnidecision.branch.branch import branch_point, build_policy, decision_problem
 from omnidecision.branch.parent import BadInput, load_parent
 from omnidecision.branch.resume import ResumeError, ResumePoint, resume
 from omnidecision.ledger import actionable_need_indices, finish_available
-from omnidecision.outputs import exclusive, report_out
+from omnidecision.outputs import check_free, exclusive, report_out
 from omnidecision.rollout.store import SHARD_GLOB, append_record, read_records
 
 logger = logging.getLogger(__name__)
@@ -116,8 +115,10 @@ def branch(
         if out is None and not dry_run:
             raise BadInput("--out FILE is required (or --dry-run)")
         problem = out_problem(out, trajectories) if out is not None else None
-        if problem or (problem := out_busy(out)):  # out_busy: the lock's holder, asked by the run and its dry run
+        if problem:
             raise BadInput(problem)
+        if out is not None:  # another process writing it (its holder named): asked by the run and its dry run
+            check_free(out)
         if out is not None and not dry_run:  # one writer per output, from before the run to its line
             held.enter_context(exclusive(out))
         given: Any = None

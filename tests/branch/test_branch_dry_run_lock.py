@@ -1,5 +1,5 @@
 """`omnidecision branch --dry-run` asks whether another process is writing --out, as the run does before it takes
-the lock (`agent.cli.out_busy`, one function for both): both exit 2 with the same line naming the holder's pid, and
+the lock (`outputs.check_free`, one function for both): both exit 2 with the same line naming the holder's pid, and
 nothing is appended. Before, the dry run did not ask and exited as if the run could write.
 
     .venv/bin/pytest -q -p no:cacheprovider tests/branch/test_branch_dry_run_lock.py
