@@ -6,8 +6,9 @@ run id, a step out of range, a decision that is not JSON or not an action, an ed
 2 with one line naming what was wrong. The branch is appended to --out under its lock (`outputs.exclusive`, held from
 before the parent is read to the written line): a second process on the same file stops with one line naming the
 holder, and so does its dry run (`outputs.check_free`, asked by both); a file that is not UTF-8 JSONL is refused
-untouched (`store.append_record`). --out is a file outside the collection's `trajectories*.jsonl` glob; a branch already in it (same parent, step, decision, policy, seed and tool
-mode: one run id) is skipped, not run again. docs/rollout.md has the walk-through.
+untouched (`store.append_record`). --out is a file outside the collection's `trajectories*.jsonl` glob; a branch
+already in it (same parent, step, decision, policy, seed and tool mode: one run id) is skipped, not run again.
+docs/rollout.md has the walk-through.
 
     omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id syn-0-00003-s0-2c1bffea \
         --step 1 --decision '{"action": "finish"}' --policy teacher --out runs/branches.jsonl
