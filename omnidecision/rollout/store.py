@@ -36,7 +36,7 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from omnidecision.outputs import exclusive, holder_of, lock_path, write_text_atomic
+from omnidecision.outputs import OutputBusy, check_free, exclusive, write_text_atomic
 from omnidecision.protocol.records import RunRecord, run_key
 from omnidecision.protocol.redaction import redact_text
 
@@ -158,13 +158,14 @@ def resume_problem(path: str | Path) -> str | None:
 
 def busy_problem(target: str | Path) -> str | None:
     """Why a run that writes `target` (a shard or trajectory file) would stop at its lock: another process holds it
-    (`outputs.holder_of`, which writes nothing), in the words `outputs.exclusive` refuses with; None when it is free
-    or this process holds it. The run asks it before it locks (`rollout.runner.one_writer`), a dry run to say so."""
-    holder = holder_of(target)
-    if holder is None:
-        return None
-    return (f"{target}: another process is writing this --out ({holder}; lock {lock_path(target).absolute()}); "
-            "one writer per output: wait for it to end or choose another --out")
+    (`outputs.check_free`, through `holder_of`: it writes nothing), in the words `outputs.exclusive` refuses with;
+    None when it is free or this process holds it. The run asks it before it locks (`rollout.runner.one_writer`), a
+    dry run to say so."""
+    try:
+        check_free(target)
+    except OutputBusy as exc:
+        return str(exc)
+    return None
 
 
 def parse_line(line: str | bytes, path: str | Path, lineno: int) -> RunRecord:
