@@ -32,7 +32,14 @@ from omnidecision.outputs import OutputError, output_problems, staged_output
 from omnidecision.preflight import Check, DryRunReport, PreflightError, check_folder, emit
 from omnidecision.sft.dryrun import dry_run as check
 from omnidecision.synthetic.qwen3_tokenizer import resources
-from omnidecision.synthetic.tiny import SHAPES, build_shaped_planner, build_tiny_planner, harvest_texts, shape_summary
+from omnidecision.synthetic.tiny import (
+    SHAPES,
+    build_shaped_planner,
+    build_tiny_planner,
+    harvest_texts,
+    shape_summary,
+    tiny_planner_problems,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -78,11 +85,17 @@ def tiny_planner(
             report.resolved.update(hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size)
             if data is not None:
                 report.checks.append(check_folder(str(data), "data"))
+            for field, why in tiny_planner_problems(data, hidden, heads).items():  # what the run refuses
+                report.add(field, "error", why)
         problems = output_problems(out, [data], replace=replace)  # what staged_output refuses in the run
         report.checks += [Check(what="out", status="error", detail=p) for p in problems] or \
             [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
         report.would_run = [f"build {'a random ' + shape if shape else 'the tiny planner'} into {out}"]
         raise typer.Exit(emit(report))
+    if shape is None and (problems := tiny_planner_problems(data, hidden, heads)):  # the dry run's words
+        for field, why in problems.items():
+            typer.echo(f"error: {field}: {why}", err=True)
+        raise typer.Exit(2)
     try:
         with staged_output(out, [data], command="tiny-planner", replace=replace) as tmp:
             if shape is not None:
