@@ -29,7 +29,7 @@ from omnidecision.launch import (
 )
 from omnidecision.options import ReplaceOption
 from omnidecision.outputs import OutputError, output_problems, staged_output
-from omnidecision.preflight import Check, DryRunReport, PreflightError, check_folder, emit
+from omnidecision.preflight import Check, DryRunReport, PreflightError, emit
 from omnidecision.sft.dryrun import dry_run as check
 from omnidecision.synthetic.qwen3_tokenizer import resources
 from omnidecision.synthetic.tiny import (
@@ -47,6 +47,15 @@ logger = logging.getLogger(__name__)
 def _logging() -> None:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _refusals(out: Path, data: Path | None, shape: str | None, hidden: int, heads: int, replace: bool
+              ) -> list[tuple[str, str]]:
+    """(field, why) for everything `tiny-planner` refuses before it writes, in order: the tiny planner's head size
+    and --data rows (`tiny_planner_problems`), then --out (`output_problems`, what `staged_output` refuses). The run
+    and its dry run both ask this."""
+    problems = list(tiny_planner_problems(data, hidden, heads).items()) if shape is None else []
+    return problems + [("out", p) for p in output_problems(out, [data], replace=replace)]
 
 
 def tiny_planner(
@@ -83,17 +92,16 @@ def tiny_planner(
             report.extra = shape_summary(shape, dtype)
         else:
             report.resolved.update(hidden=hidden, layers=layers, heads=heads, vocab_size=vocab_size)
-            if data is not None:
-                report.checks.append(check_folder(str(data), "data"))
-            for field, why in tiny_planner_problems(data, hidden, heads).items():  # what the run refuses
-                report.add(field, "error", why)
-        problems = output_problems(out, [data], replace=replace)  # what staged_output refuses in the run
-        report.checks += [Check(what="out", status="error", detail=p) for p in problems] or \
-            [Check(what="out", status="ok", detail=f"{out} (written whole: a temporary sibling renamed into place)")]
+        refused = _refusals(out, data, shape, hidden, heads, replace)
+        report.checks += [Check(what=field, status="error", detail=why) for field, why in refused]
+        if not any(field == "out" for field, _ in refused):
+            report.add("out", "ok", f"{out} (written whole: a temporary sibling renamed into place)")
+        if shape is None and data is not None and not any(field == "data" for field, _ in refused):
+            report.add("data", "ok", f"{data} (its SFT rows train the tokenizer)")
         report.would_run = [f"build {'a random ' + shape if shape else 'the tiny planner'} into {out}"]
         raise typer.Exit(emit(report))
-    if shape is None and (problems := tiny_planner_problems(data, hidden, heads)):  # the dry run's words
-        for field, why in problems.items():
+    if refused := _refusals(out, data, shape, hidden, heads, replace):  # in the dry run's words, before any write
+        for field, why in refused:
             typer.echo(f"error: {field}: {why}", err=True)
         raise typer.Exit(2)
     try:
