@@ -8,8 +8,10 @@ named kept, and a cell another process is running is named with its holder, as t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from omnidecision.pipeline.curve import cell_folder
@@ -144,22 +146,42 @@ def test_a_damaged_state_file_stops_the_dry_run_as_it_stops_the_run(tmp_path):
     assert said and said[0] in dry.stderr.splitlines()
 
 
+def _orphan() -> tuple[int, int]:
+    """A process a killed runner left behind: its own process group, parented by init (not by this test, which would
+    keep it a zombie after it is stopped). Returns (pid, process group)."""
+    shell = subprocess.run(["setsid", "bash", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"], capture_output=True,
+                           text=True, check=True)
+    pid = int(shell.stdout.strip())
+    return pid, os.getpgid(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_the_dry_run_names_a_step_a_killed_runner_left_running_and_the_run_stops_it(tmp_path):
     out = (tmp_path / "demo").resolve()
     kept, gone, _ = _plant(out)
-    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    pid, pgid = _orphan()
     try:
-        (out / "running.json").write_text(json.dumps({gone: orphan.pid}))  # its own group: pgid = pid
+        (out / "running.json").write_text(json.dumps({gone: pgid}))
         dry = cli("demo", "--quick", "--dry-run", "--out", str(out))
         assert dry.returncode == 0, dry.stderr[-2000:]
-        assert f"# a killed runner left step {gone} running (process group {orphan.pid})" in dry.stdout
-        assert orphan.poll() is None  # the dry run stopped nothing
+        assert f"# a killed runner left step {gone} running (process group {pgid})" in dry.stdout
+        assert _alive(pid)  # the dry run stopped nothing
         run = cli("demo", "--quick", "--out", str(out), "--only", gone)
         assert run.returncode == 0, run.stderr[-2000:]
         assert f"=== [{gone}] was still running from a killed run: stopped before it runs again" in run.stdout
-        assert orphan.wait(timeout=30) is not None
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(pid)
     finally:
-        orphan.kill()
-        orphan.wait()
+        if _alive(pid):
+            os.killpg(pgid, 9)
     again = cli("demo", "--quick", "--dry-run", "--out", str(out))
     assert "a killed runner left" not in again.stdout
