@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
+from tests.refusals import cli_errors, same_refusal
 
 pytestmark = pytest.mark.requires("trl")
 
@@ -22,21 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CFG = ROOT / "configs"
 
 
-def _errors(args: list[str]) -> tuple[int, list[str]]:
-    """(exit code, the `error:` lines on stderr) of one CLI call."""
-    res = CliRunner().invoke(app, args)
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, [line for line in res.stderr.splitlines() if line.startswith("error:")]
-
-
-def _same_refusal(args: list[str], *, names: str) -> str:
-    """Run `args` with and without --dry-run: both exit 2 with the same error line(s), naming `names`."""
-    dry_code, dry = _errors([*args, "--dry-run"])
-    real_code, real = _errors(args)
-    assert dry_code == 2 and real_code == 2, (dry_code, dry, real_code, real)
-    assert dry == real and len(real) == 1, (dry, real)
-    assert names in real[0], real
-    return real[0]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +53,7 @@ def test_sft_refuses_a_dataset_without_messages(planner, tmp_path):
     data = _jsonl(tmp_path / "sft", [{"prompt": "p", "completion": "c"}] * 4)
     with pytest.raises(ValueError, match="no `messages` column"):  # the loader the run uses refuses it too
         load_sft_splits(data)
-    line = _same_refusal(["sft", "--config", str(CFG / "sft/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
+    line = same_refusal(["sft", "--config", str(CFG / "sft/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
                           "--dataset_name", str(data), "--output_dir", str(tmp_path / "out")],
                          names="no `messages` column")
     assert line.startswith("error: dataset_name: ") and "'train'" in line
@@ -84,7 +70,7 @@ def test_the_module_accelerate_launches_refuses_in_the_same_line(planner, tmp_pa
     data = _jsonl(tmp_path / "sft", [{"prompt": "p", "completion": "c"}] * 4)
     args = ["--config", str(CFG / "sft/tiny-cpu.yaml"), "--model_name_or_path", str(planner), "--dataset_name",
             str(data), "--output_dir", str(tmp_path / "out")]
-    _, dry = _errors(["sft", *args, "--dry-run"])
+    _, dry = cli_errors(["sft", *args, "--dry-run"])
     proc = subprocess.run([sys.executable, "-m", "omnidecision.sft.train", *args], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -98,7 +84,7 @@ def test_grpo_refuses_states_without_the_ledger(planner, tmp_path):
     data = _jsonl(tmp_path / "rl", _rl_rows_without("ledger"))
     with pytest.raises(KeyError, match="ledger"):
         load_rl_splits(data)
-    _same_refusal(["grpo", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
+    same_refusal(["grpo", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
                    "--dataset_name", str(data), "--output_dir", str(tmp_path / "out")], names="no `ledger` column")
     assert not (tmp_path / "out").exists()
 
@@ -111,7 +97,7 @@ def test_judge_train_refuses_rows_without_labels(planner, tmp_path):
     rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()]
     with pytest.raises(ValueError, match="positive and negative"):  # what the run's pairing says of them
         judge_pairs(rows)
-    _same_refusal(["judge", "train", "--config", str(CFG / "judge/tiny-cpu.yaml"), "--model_name_or_path",
+    same_refusal(["judge", "train", "--config", str(CFG / "judge/tiny-cpu.yaml"), "--model_name_or_path",
                    str(planner), "--dataset_name", str(data), "--output_dir", str(tmp_path / "out")],
                   names="no `prompt`, `decision`, `advanced` column")
     assert not (tmp_path / "out").exists()
@@ -123,7 +109,7 @@ def test_rft_select_refuses_states_without_prompts(planner, tmp_path):
     data = _jsonl(tmp_path / "rl", _rl_rows_without("prompt"))
     with pytest.raises(KeyError, match="prompt"):
         load_rl_splits(data)
-    _same_refusal(["rft-select", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
+    same_refusal(["rft-select", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
                    "--dataset_name", str(data), "--out", str(tmp_path / "rft")], names="no `prompt` column")
     assert not (tmp_path / "rft").exists() and not (tmp_path / "rft.tmp").exists()
     # and a dry run that passes does not stop at these checks (the recipe, model and states are fine)
@@ -148,7 +134,7 @@ def test_export_refuses_a_non_checkpoint_in_one_line(tmp_path, kind):
     expected = "no such folder" if kind == "missing" else "a folder without config.json or adapter_config.json"
     assert res.stderr.strip() == f"error: checkpoint: {src}{': ' if kind == 'missing' else ' is '}{expected}"
     assert not out.exists()
-    _same_refusal(["export", str(src), "--out", str(out)], names=str(src))
+    same_refusal(["export", str(src), "--out", str(out)], names=str(src))
     assert not out.exists()
 
 
@@ -158,5 +144,5 @@ def test_export_refuses_a_full_checkpoint_without_a_tokenizer(planner, tmp_path)
     src = tmp_path / "weights-only"
     shutil.copytree(planner, src, ignore=shutil.ignore_patterns("tokenizer*", "special_tokens_map.json",
                                                                 "chat_template.jinja", "vocab.json", "merges.txt"))
-    _same_refusal(["export", str(src), "--out", str(tmp_path / "out")], names="no tokenizer files")
+    same_refusal(["export", str(src), "--out", str(tmp_path / "out")], names="no tokenizer files")
     assert not (tmp_path / "out").exists()

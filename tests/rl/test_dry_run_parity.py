@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
+from tests.refusals import cli_errors, same_refusal
 
 pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
 
@@ -26,21 +27,6 @@ GRPO = CFG / "grpo" / "tiny-cpu.yaml"
 JUDGE = CFG / "judge" / "tiny-cpu.yaml"
 
 
-def _errors(args: list[str]) -> tuple[int, list[str]]:
-    """(exit code, the `error:` lines on stderr) of one CLI call."""
-    res = CliRunner().invoke(app, args)
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, [line for line in res.stderr.splitlines() if line.startswith("error:")]
-
-
-def _same_refusal(args: list[str], *, names: str) -> str:
-    """`args` with and without --dry-run: both exit 2 with the same one error line, naming `names`."""
-    dry_code, dry = _errors([*args, "--dry-run"])
-    real_code, real = _errors(args)
-    assert dry_code == 2 and real_code == 2, (dry_code, dry, real_code, real)
-    assert dry == real and len(real) == 1, (dry, real)
-    assert names in real[0], real
-    return real[0]
 
 
 def _grpo_args(command: str, model: Path, data: Path, out: Path, *extra: str) -> list[str]:
@@ -75,7 +61,7 @@ def test_dev_closure_dev_states_are_checked_before_the_model(command, plant, tin
     else:
         dev = _rl_folder(tmp_path / "dev", {"validation": _states(4, drop="ledger")})
         extra, names = ["--checkpoint_dev_data", str(dev)], "no `ledger` column"
-    line = _same_refusal(_grpo_args(command, tiny_planner, rl_dir, out, *extra), names=names)
+    line = same_refusal(_grpo_args(command, tiny_planner, rl_dir, out, *extra), names=names)
     if plant == "split":
         assert "no `dev` split" in line and str(rl_dir) in line
     assert not out.exists()  # refused before prepare_run made the output folder: nothing loaded
@@ -100,7 +86,8 @@ def test_weight_average_under_sharding_is_refused_by_the_dry_run_as_by_the_run(
 
     out = tmp_path / "out"
     args = _grpo_args("grpo", tiny_planner, rl_dir, out, "--select_states", "all", "--checkpoint_policy", "final")
-    code, dry = _errors([*args[:1], "--accelerate-config", str(CFG / "accelerate" / config), *args[1:], "--dry-run"])
+    code, dry = cli_errors([*args[:1], "--accelerate-config", str(CFG / "accelerate" / config), *args[1:],
+                            "--dry-run"])
     assert code == 2 and len(dry) == 1, dry
     assert dry[0].startswith("error: weight_average: ") and sharded in dry[0], dry
     parsed = parse_args(args[1:])
@@ -127,7 +114,7 @@ def test_a_reward_weight_per_reward_is_checked_before_anything_loads(command, ti
     if command == "rft-select":  # rft-select writes --out; its recipe's output_dir is not used
         args += ["--out", str(out), "--max_steps", "1", "--num_generations", "2", "--per_device_train_batch_size",
                  "2", "--generation_batch_size", "2"]
-    line = _same_refusal(args, names="reward_weights: 2 values for 1 reward_funcs ['closure']")
+    line = same_refusal(args, names="reward_weights: 2 values for 1 reward_funcs ['closure']")
     assert line.startswith("error: reward_weights: ")
     assert not out.exists()
 
@@ -137,7 +124,7 @@ def test_an_environment_run_refuses_reward_weights_in_its_dry_runs_words(tiny_pl
     did not check it) and by the run, in one line."""
     tasks, out = tmp_path / "tasks", tmp_path / "out"
     tasks.mkdir()
-    line = _same_refusal(["grpo-agent", "--config", str(CFG / "grpo" / "tiny-cpu-env.yaml"), "--model_name_or_path",
+    line = same_refusal(["grpo-agent", "--config", str(CFG / "grpo" / "tiny-cpu-env.yaml"), "--model_name_or_path",
                           str(tiny_planner), "--dataset_name", str(tasks), "--output_dir", str(out),
                           "--reward_weights", "1.0"],
                          names="the environment's get_reward is the only reward; unset reward_weights")
@@ -223,7 +210,7 @@ def test_the_judge_resumes_where_its_dry_run_says(tiny_planner, tmp_path):
     # a named checkpoint that is not there: the same line from the dry run and the run, nothing written
     other = tmp_path / "judge2"
     missing = [*judge(other), "--max_steps", "2", "--resume_from_checkpoint", str(tmp_path / "nope")]
-    line = _same_refusal(missing, names="resume_from_checkpoint: ")
+    line = same_refusal(missing, names="resume_from_checkpoint: ")
     assert "nope" in line and not other.exists()
 
 
@@ -232,7 +219,7 @@ def test_rft_select_reads_no_dev_states(tiny_planner, rl_dir, tmp_path):
     not its checks, so a recipe whose dev split is missing still passes its dry run."""
     data = tmp_path / "harvest"
     shutil.copytree(rl_dir, data)
-    code, errors = _errors(["rft-select", "--config", str(GRPO), "--model_name_or_path", str(tiny_planner),
+    code, errors = cli_errors(["rft-select", "--config", str(GRPO), "--model_name_or_path", str(tiny_planner),
                             "--dataset_name", str(data), "--checkpoint_dev_split", "dev", "--out",
                             str(tmp_path / "rft"), "--dry-run"])
     assert code == 0 and errors == [], errors
