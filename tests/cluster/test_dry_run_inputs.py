@@ -15,7 +15,8 @@ import pytest
 
 from omnidecision.inputs import resolve, split_problem
 from omnidecision.preflight import check_model, is_hub_id
-from tests.cluster.test_dry_run_refusals import CFG, _jsonl, _rl_rows_without, _same_refusal
+from tests.cluster.test_dry_run_refusals import CFG, _jsonl, _rl_rows_without
+from tests.refusals import same_refusal
 
 pytestmark = pytest.mark.requires("trl")
 
@@ -81,7 +82,7 @@ def test_a_hub_id_the_hub_denies_is_an_error_and_an_unreachable_hub_says_not_che
 
 def test_sft_refuses_a_missing_local_model_in_the_dry_run_and_the_run(sft_data, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    line = _same_refusal(_sft("runs/sft", sft_data, tmp_path / "out"), names="runs/sft: no such folder")
+    line = same_refusal(_sft("runs/sft", sft_data, tmp_path / "out"), names="runs/sft: no such folder")
     assert line.startswith("error: model_name_or_path: ") and not (tmp_path / "out").exists()
 
 
@@ -90,14 +91,14 @@ def test_grpo_refuses_a_missing_local_model(planner, tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     data = _jsonl(tmp_path / "rl", rl_rows(6))
-    _same_refusal(["grpo", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", "runs/sft",
+    same_refusal(["grpo", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", "runs/sft",
                    "--dataset_name", str(data), "--output_dir", str(tmp_path / "out")], names="runs/sft: no such")
 
 
 @pytest.mark.parametrize("name", ["data/sft", "./x"])
 def test_sft_refuses_a_missing_local_dataset(planner, tmp_path, monkeypatch, name):
     monkeypatch.chdir(tmp_path)
-    line = _same_refusal(_sft(planner, name, tmp_path / "out"), names=f"{name}: no such folder")
+    line = same_refusal(_sft(planner, name, tmp_path / "out"), names=f"{name}: no such folder")
     assert line.startswith("error: dataset_name: ")
 
 
@@ -116,7 +117,7 @@ def _write(data: Path, rows: list[dict] | str, split: str = "train") -> Path:
 
 def test_sft_refuses_an_empty_train_file(planner, sft_data, tmp_path):
     train = _write(sft_data, "")
-    line = _same_refusal(_sft(planner, sft_data, tmp_path / "out"), names=f"{train}: no rows")
+    line = same_refusal(_sft(planner, sft_data, tmp_path / "out"), names=f"{train}: no rows")
     assert line.startswith("error: dataset_name: ")
 
 
@@ -124,21 +125,21 @@ def test_sft_refuses_messages_on_the_first_line_only(planner, sft_data, tmp_path
     rows = _rows(sft_data)
     rows[2] = {k: v for k, v in rows[2].items() if k != "messages"}
     train = _write(sft_data, rows)
-    _same_refusal(_sft(planner, sft_data, tmp_path / "out"), names=f"{train}:3: messages: missing")
+    same_refusal(_sft(planner, sft_data, tmp_path / "out"), names=f"{train}:3: messages: missing")
 
 
 def test_sft_refuses_messages_that_are_not_a_list(planner, sft_data, tmp_path):
     rows = _rows(sft_data)
     rows[1]["messages"] = "hello"
     train = _write(sft_data, rows)
-    _same_refusal(_sft(planner, sft_data, tmp_path / "out"), names=f"{train}:2: messages: must be a list")
+    same_refusal(_sft(planner, sft_data, tmp_path / "out"), names=f"{train}:2: messages: must be a list")
 
 
 def test_sft_checks_the_eval_split_too(planner, sft_data, tmp_path):
     rows = _rows(sft_data, "validation")
     rows[-1]["messages"] = rows[-1]["messages"][:-1]  # no assistant turn
     validation = _write(sft_data, rows, "validation")
-    _same_refusal([*_sft(planner, sft_data, tmp_path / "out"), "--eval_strategy", "steps", "--eval_steps", "1"],
+    same_refusal([*_sft(planner, sft_data, tmp_path / "out"), "--eval_strategy", "steps", "--eval_steps", "1"],
                   names=f"{validation}:{len(rows)}: messages: the last message must be the assistant action")
 
 
@@ -154,7 +155,7 @@ def test_grpo_refuses_a_state_without_its_ledger_past_the_first_line(planner, tm
     rows = rl_rows(6)
     rows[4] = {k: v for k, v in rows[4].items() if k != "ledger"}
     data = _jsonl(tmp_path / "rl", rows)
-    _same_refusal(["grpo", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
+    same_refusal(["grpo", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
                    "--dataset_name", str(data), "--output_dir", str(tmp_path / "out")],
                   names=f"{data / 'train.jsonl'}:5: ledger: missing")
 
@@ -166,7 +167,7 @@ def test_judge_train_refuses_rows_without_correct(planner, tmp_path):
             for i, r in enumerate(rl_rows(8))]
     rows = [{k: v for k, v in r.items() if k != "correct"} for r in rows]
     data = _jsonl(tmp_path / "rl", rows, splits=("train",))
-    line = _same_refusal(["judge", "train", "--config", str(CFG / "judge/tiny-cpu.yaml"), "--model_name_or_path",
+    line = same_refusal(["judge", "train", "--config", str(CFG / "judge/tiny-cpu.yaml"), "--model_name_or_path",
                           str(planner), "--dataset_name", str(data), "--output_dir", str(tmp_path / "out")],
                          names="0 positive")
     assert "no row has a `correct` value" in line and not (tmp_path / "out").exists()
@@ -175,6 +176,6 @@ def test_judge_train_refuses_rows_without_correct(planner, tmp_path):
 def test_rft_select_refuses_states_without_task_id(planner, tmp_path):
     rows = _rl_rows_without("task_id")
     data = _jsonl(tmp_path / "rl", rows)
-    _same_refusal(["rft-select", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
+    same_refusal(["rft-select", "--config", str(CFG / "grpo/tiny-cpu.yaml"), "--model_name_or_path", str(planner),
                    "--dataset_name", str(data), "--out", str(tmp_path / "rft")], names="task_id")
     assert not (tmp_path / "rft").exists() and not (tmp_path / "rft.tmp").exists()
