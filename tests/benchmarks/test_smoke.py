@@ -48,6 +48,9 @@ MARKS = {"collect": [pytest.mark.vllm, pytest.mark.requires("vllm")],
 # them; the fast suite runs the same smoke sizes in its own process: 85-115 s for the ten at load 6-7 with torch and
 # TRL already imported, not counting the server's start (the more with that server idling beside them).
 SLOW_MARKS = {name: [*MARKS.get(name, []), pytest.mark.slow] for name in NAMES}
+# in-process: grpo_env (about 20 s on 2 cores) runs in `make long-test`; the fast suite trains GRPO through the
+# environment in tests/rl/test_environment.py, and `make test` is near its 15 minutes on the slower CPU type
+IN_PROCESS_MARKS = MARKS | {"grpo_env": [pytest.mark.long]}
 # The vLLM benchmarks' options for an already running server: the session's, serving the tiny planner as `planner`.
 SERVER_OPTIONS = {"collect": lambda server, model: ["--base-url", server.base_url,
                                                     "--served-model", server.served_name],
@@ -107,7 +110,8 @@ def _run_in_process(name: str, argv: list[str], out: Path, monkeypatch: pytest.M
     return result
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=MARKS.get(n, [])) for n in NAMES if n not in SERVER_OPTIONS])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=IN_PROCESS_MARKS.get(n, [])) for n in NAMES
+                                  if n not in SERVER_OPTIONS])
 def test_every_benchmark_runs_at_its_smoke_size(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _needs_chromium(name)
     _run_in_process(name, ["--smoke"], tmp_path / "results", monkeypatch)

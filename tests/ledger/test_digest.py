@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,6 +38,7 @@ def test_digest_stays_within_a_token_budget(seq, max_tokens):
         assert count(render_digest(s, budget)) <= max_tokens
 
 
+@pytest.mark.long  # about 14 s on 2 cores; the char and token budgets above hold the cap in `make test`
 @given(st.integers(5, 60), text)
 @settings(max_examples=30, deadline=None)
 def test_huge_ledger_is_capped(n_needs, question):
