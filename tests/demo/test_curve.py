@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omnidecision.pipeline.curve import cell_folder, count, curve_page, headline, secondary
+from omnidecision.pipeline import curve
+from omnidecision.pipeline.curve import cell_folder, count, curve_page, headline, sd, secondary, sized, sized_rows
 from omnidecision.pipeline.experiment import ExperimentRecipe, load_experiment
 from omnidecision.pipeline.plan import DemoConfig, build_plan
 from omnidecision.pipeline.summary import summarise, units
@@ -248,8 +249,6 @@ def _sized_result() -> dict:
 
 
 def test_the_sized_goals_are_computed_from_the_file_and_reported_met_or_not():
-    from omnidecision.pipeline.curve import sd, sized, sized_rows
-
     result = _sized_result()
     assert sized(result)
     rows = sized_rows(result)
@@ -268,8 +267,6 @@ def test_the_sized_goals_are_computed_from_the_file_and_reported_met_or_not():
 
 
 def test_a_sized_page_leads_with_its_goals_and_links_its_own_declaration(tmp_path):
-    from omnidecision.pipeline import curve
-
     # the committed curve's result, given a fixed-steps SFT arm (sft's accuracies lowered by 0.1): a sized curve
     result = json.loads((ROOT / "docs" / "results" / "teacher-curve.json").read_text("utf-8"))
     for b in result["by_n"].values():

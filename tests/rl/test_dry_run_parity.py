@@ -17,6 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
+from omnidecision.preflight import PreflightError
+from omnidecision.rl import evaluate
+from omnidecision.rl.config import parse_args
+from omnidecision.rl.data import rl_rows
 from tests.refusals import cli_errors, same_refusal
 
 pytestmark = pytest.mark.requires("trl")  # skips without it; fails under CI=true (tests/conftest.py)
@@ -42,8 +46,6 @@ def _rl_folder(folder: Path, splits: dict[str, list[dict]]) -> Path:
 
 
 def _states(n: int, *, drop: str | None = None) -> list[dict]:
-    from omnidecision.rl.data import rl_rows
-
     return [{k: v for k, v in r.items() if k != drop} for r in rl_rows(n, seed=5)]
 
 
@@ -79,10 +81,8 @@ def test_weight_average_under_sharding_is_refused_by_the_dry_run_as_by_the_run(
     """`weight_average: true` with ZeRO-3 or FSDP: the dry run of the accelerate launch reports it, and the run
     under that launch (the variable `accelerate launch` exports for the config) refuses it in the same line in
     prepare_run, before anything loads (it used to be refused after the trainer was built)."""
-    from omnidecision.preflight import PreflightError
-    from omnidecision.rl.averaging import check_supported
-    from omnidecision.rl.config import parse_args
-    from omnidecision.rl.train import main
+    from omnidecision.rl.averaging import check_supported  # transformers: loaded only where trl is required
+    from omnidecision.rl.train import main  # imports rl.averaging: transformers, as above
 
     out = tmp_path / "out"
     args = _grpo_args("grpo", tiny_planner, rl_dir, out, "--select_states", "all", "--checkpoint_policy", "final")
@@ -136,8 +136,6 @@ def test_an_environment_run_refuses_reward_weights_in_its_dry_runs_words(tiny_pl
 
 
 def _evaluate_errors(capsys, argv: list[str]) -> tuple[int, list[str]]:
-    from omnidecision.rl import evaluate
-
     code = evaluate.main(argv)
     return code, [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
 

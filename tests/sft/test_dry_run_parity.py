@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omnidecision.cli import app
+from omnidecision.rl.data import rl_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTINUE = ROOT / "configs" / "sft" / "tiny-cpu-continue.yaml"
@@ -28,8 +29,6 @@ def _errors(args: list[str]) -> tuple[int, list[str]]:
 
 
 def _rl(folder: Path, splits: dict[str, int], *, drop: str | None = None) -> Path:
-    from omnidecision.rl.data import rl_rows
-
     folder.mkdir(parents=True)
     for split, n in splits.items():
         rows = [{k: v for k, v in r.items() if k != drop} for r in rl_rows(n, seed=1)]
