@@ -1,9 +1,11 @@
 """One checklist per eval: the recipe resolved once into a `PreparedEval` (the tasks selected once, the environment
 labelled, the served planner's training tasks, the teacher's runs and the price table read, the served roles named,
-the server built), and the checks made on it (each in the module of its subject: `eval.environment`,
-`eval.overlap`, `eval.teacher`, `eval.prices`; the server's by the server, `eval.serve.served`).
-`eval --dry-run` lists the checks (`eval.dryrun.dry_run_report`); the run (`eval.runner.run_prepared`) refuses the
-first failed one in the same words (`eval.runner.refuse`), then runs the very object checked.
+the server built), and the checks made on it, each in the module of its subject: the rollout engine's
+(`rollout.checks.rollout_checks`: tasks, backends, judge, services, output, a live environment's endpoints and media),
+then eval's own (`eval.environment`, `eval.overlap`, `eval.teacher`, `eval.prices`; the server's by the server,
+`eval.serve.served`). `eval --dry-run` lists exactly these checks (`eval.dryrun.dry_run_report`); the run
+(`eval.runner.run_prepared`) refuses the first failed one in the dry run's error line (`eval.runner.refuse`), then
+runs the very object checked.
 
     omnidecision eval --config configs/eval/qwen3-8b-sft.yaml --dry-run
 """
@@ -20,6 +22,8 @@ from omnidecision.eval.prices import PriceTable, price_checks
 from omnidecision.eval.serve import ServerPlan, served
 from omnidecision.eval.teacher import TeacherRuns, teacher_check
 from omnidecision.preflight import Check
+from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.checks import rollout_checks
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, recipe_from_dict
 from omnidecision.rollout.runner import TaskSelection
 from omnidecision.rollout.store import shard_path
@@ -54,7 +58,8 @@ class PreparedEval:
     recipe: EvalRecipe
     selection: TaskSelection  # the tasks, selected once: the checks, the dry run and `rollout.runner.prepare` read it
     environment: str  # `environment_label`: what every report says about the runs' tools
-    checks: list[Check] = field(default_factory=list)  # environment, provenance, train/test, prices
+    # the engine's, then environment, train/test, teacher, prices, the server's
+    checks: list[Check] = field(default_factory=list)
     overlap: dict[str, Any] = field(default_factory=dict)  # `train_overlap`'s figures ({} when unreadable)
     prices: PriceTable | None = None
     served_roles: tuple[str, ...] = ()  # the roles the `serve:` block points at its own server
@@ -62,6 +67,9 @@ class PreparedEval:
     # here) and command are what the dry run shows and the run starts; its checks are among `checks`
     server: ServerPlan | None = None
     teacher: TeacherRuns | None = None  # the teacher's runs, read once: the check's and the report's
+    # role → spec of endpoints a caller serves itself for several evals (`ablate`, the grid): they replace the
+    # recipe's backends and its `serve:` block, and the backend checks ask them
+    specs: dict[str, BackendSpec] | None = None
 
     @property
     def out_file(self) -> Path:
@@ -71,11 +79,19 @@ class PreparedEval:
         return trajectories_path(self.recipe.out, i, n)
 
 
-def prepare_eval(recipe: EvalRecipe) -> PreparedEval:
+def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None) -> PreparedEval:
     """Resolve `recipe` once: select its tasks, label its environment, read the served planner's training tasks, the
-    teacher's runs and the price table, build the `serve:` block's server, and make the checks of all of it (an
-    unreadable task file or provenance is the train/test check's error). Writes nothing, starts nothing."""
+    teacher's runs and the price table, build the `serve:` block's server, and make the checks of all of it: the
+    rollout engine's on the file the run writes (`PreparedEval.out_file`), then eval's (an unreadable task file or
+    provenance is the train/test check's error). `specs`: endpoints the caller serves (see `PreparedEval.specs`).
+    Writes nothing, starts nothing."""
     selection = TaskSelection(recipe)
+    roles = tuple(recipe.serve.roles) if recipe.serve is not None and specs is None else ()
+    i, n = recipe.shard_index
+    # the engine's checks: a caller's served specs are the backends the run builds; a `serve:` role is asked only as
+    # an endpoint (its server starts once these passed)
+    engine = rollout_checks(recipe if specs is None else recipe.model_copy(update={"backends": specs}), selection,
+                            roles, trajectories_path(recipe.out, i, n))
     label, checks = label_and_checks(recipe)
     try:
         overlap_list, overlap = overlap_checks(recipe, selection)
@@ -84,9 +100,8 @@ def prepare_eval(recipe: EvalRecipe) -> PreparedEval:
         overlap_list, overlap = [Check(what="train/test", status="error", detail=str(exc))], {}
         teacher_list, teacher = [], None  # no tasks to pair the teacher's runs with: the train/test check names why
     prices_list, table = price_checks(recipe)
-    roles = tuple(recipe.serve.roles) if recipe.serve is not None else ()
-    server = served(recipe.serve) if recipe.serve is not None else None
+    server = served(recipe.serve) if recipe.serve is not None and specs is None else None
     server_list = server.checks if server is not None else []
     return PreparedEval(recipe, selection, label,
-                        [*checks, *overlap_list, *teacher_list, *prices_list, *server_list], overlap, table, roles,
-                        server, teacher)
+                        [*engine, *checks, *overlap_list, *teacher_list, *prices_list, *server_list], overlap, table,
+                        roles, server, teacher, specs)

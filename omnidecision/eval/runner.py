@@ -60,7 +60,7 @@ from omnidecision.rollout.recipe import (  # the eval recipe is the rollout laye
     ServeSpec,
     cli_overrides,
 )
-from omnidecision.rollout.runner import TaskSelection, one_writer, prepare, refuse_backends, run_rollouts
+from omnidecision.rollout.runner import TaskSelection, one_writer, prepare, run_rollouts
 from omnidecision.rollout.store import load_records, write_json_atomic
 from omnidecision.tasks.schema import Task
 
@@ -97,10 +97,13 @@ def progress_audit(out: Path, records: list[RunRecord], tasks: list[Task]) -> di
 
 
 def refuse(checks: list[Check]) -> None:
-    """The run's side of the checklist: the first failed check stops it, in the dry run's words (a price table's
-    as the `PriceTableError` that reading it raises, every other as a `RecipeError`)."""
-    if (failed := next((c for c in checks if c.status == "error"), None)) is not None:
-        raise (PriceTableError if failed.what == "prices" else RecipeError)(failed.detail)
+    """The run's side of the checklist: the first failed check stops it in the dry run's error line (`what:
+    detail`; a price table's as the `PriceTableError` that reading it raises, every other as a `RecipeError`). The
+    output's checks are left to the engine, which asks the same `rollout.runner.out_problems` under the trajectory
+    file's lock (`one_writer`, `prepare`) and refuses in the same line: only there is the answer still true."""
+    failed = next((c for c in checks if c.status == "error" and c.what != "out"), None)
+    if failed is not None:
+        raise (PriceTableError if failed.what == "prices" else RecipeError)(f"{failed.what}: {failed.detail}")
 
 
 def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, BackendSpec] | None = None
@@ -109,17 +112,15 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     `specs` (role → BackendSpec) replaces the recipe's backends and its `serve:` block (a caller that serves
     one model for several evals, like `ablate`, passes the served specs)."""
-    return run_prepared(prepare_eval(recipe), progress=progress, specs=specs)
+    return run_prepared(prepare_eval(recipe, specs), progress=progress)
 
 
-def run_prepared(prepared: PreparedEval, *, progress: bool = True, specs: dict[str, BackendSpec] | None = None
-                 ) -> dict[str, Any]:
+def run_prepared(prepared: PreparedEval, *, progress: bool = True) -> dict[str, Any]:
     """`run_eval` of a recipe resolved by `checklist.prepare_eval`: its checklist refused first (before anything is
-    written or served), then the very selection checked is prepared, (served,) run and reported."""
+    written or served: the engine's backends, services and live environment among it), then the very selection
+    checked is prepared, (served,) run and reported."""
     refuse(prepared.checks)
-    recipe = prepared.recipe
-    served = prepared.served_roles if specs is None else ()
-    refuse_backends(recipe, specs, served)  # before --out is made, as the dry run's backend checks say
+    recipe, specs, served = prepared.recipe, prepared.specs, prepared.served_roles
     # one writer per output: held from before the manifest and any server to the last report file
     out = Path(recipe.out)
     out.mkdir(parents=True, exist_ok=True)

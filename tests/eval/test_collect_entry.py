@@ -1,6 +1,6 @@
-"""Eval goes through the engine's one entry (`rollout.runner.prepare` + `collect`): it writes collect's manifest and
-refuses a second experiment in the same folder, and a live eval passes collect's pre-flight before any server
-starts (the served roles are checked by the server, not by the pre-flight).
+"""Eval goes through the engine's one entry (`rollout.runner.prepare` + `run_rollouts`): it writes the engine's
+manifest and refuses a second experiment in the same folder, and a live eval is refused on the engine's checks, in
+its checklist, before any server starts (the served roles are checked by the server, not by the pre-flight).
 
     pytest -q tests/eval/test_collect_entry.py
 """
@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from omnidecision.eval.checklist import prepare_eval
 from omnidecision.eval.runner import eval_recipe_from_dict, run_eval
 from omnidecision.rollout.recipe import RecipeError
 
@@ -37,13 +38,18 @@ def test_a_live_eval_is_checked_before_its_server_starts(synth_dir, tmp_path):
             "serve": {"model": str(model)},  # never started: a check fails first
             "out": str(tmp_path / "out"), "progress": False,
         })
-    # the served model is the checklist's (the dry run's) check: a missing one is refused first
-    with pytest.raises(RecipeError, match="no-such-model: no such folder"):
-        run_eval(recipe(tmp_path / "no-such-model"), progress=False)
+    # one checklist, in the dry run's order: the engine's live environment check, then the server's model; the run
+    # refuses its first failed check in the dry run's error line, before any server starts
+    missing = tmp_path / "no-such-model"
+    errors = [c for c in prepare_eval(recipe(missing)).checks if c.status == "error"]
+    assert [c.what for c in errors][-1] == "model" and {c.what for c in errors[:-1]} == {"environment"}, errors
+    assert "environment.media_root" in errors[0].detail and "no-such-model: no such folder" in errors[-1].detail
+    assert not any("backends.planner" in c.detail for c in errors)  # served: its endpoint exists once the server runs
+    with pytest.raises(RecipeError) as err:
+        run_eval(recipe(missing), progress=False)
+    assert str(err.value) == f"environment: {errors[0].detail}"
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    with pytest.raises(RecipeError, match="live environment is not ready") as err:
-        run_eval(recipe(model), progress=False)
-    assert "environment.media_root" in str(err.value)
-    assert "backends.planner" not in str(err.value)  # served: its endpoint exists once the server runs
+    assert {c.what for c in prepare_eval(recipe(model)).checks if c.status == "error"} == {"environment"}
+    assert not (tmp_path / "out").exists()

@@ -1,6 +1,6 @@
 """One checklist per eval run (docs/architecture.md, "Layers"): the recipe is resolved once (`eval.checklist.
-prepare_eval`: environment, train/test, prices on one `TaskSelection`), the dry run lists those checks and the run
-refuses on them, so the tasks are selected once per dry run and once per run, and what the dry run checks is the very
+prepare_eval`: the rollout engine's checks, then environment, train/test, prices on one `TaskSelection`), the dry run
+lists those checks and the run refuses on them in the dry run's error line, so the tasks are selected once per dry run and once per run, and what the dry run checks is the very
 selection the run prepares."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_the_run_selects_once_and_refuses_in_the_dry_runs_words(synth_dir, tmp_p
     error = next(c for c in eval_dry_run(recipe, Path("recipe.yaml"), 0).checks if c.status == "error")
     with pytest.raises(RecipeError) as refused:
         eval_runner.run_eval(recipe.model_copy(update={"out": str(tmp_path / "eval2")}), progress=False)
-    assert error.what == "train/test" and str(refused.value) == error.detail
+    assert error.what == "train/test" and str(refused.value) == f"train/test: {error.detail}"
 
 
 def test_the_dry_run_lists_the_checks_the_run_prepared(synth_dir, tmp_path, counted):
@@ -70,6 +70,26 @@ def test_the_dry_run_lists_the_checks_the_run_prepared(synth_dir, tmp_path, coun
     prepared.checks.append(planted)
     report = dry_run_report(prepared, Path("recipe.yaml"), 0)
     assert planted in report.checks and len(counted) == 1
+    # the recipe line, then the checklist as the run holds it (the engine's checks among it), then the server
+    assert report.checks[1:-1] == prepared.checks and report.checks[-1].what == "serve"
+    assert {"tasks", "backends.default", "out", "environment", "train/test"} <= {c.what for c in prepared.checks}
+
+
+def test_the_run_refuses_the_engines_checks_from_its_checklist(synth_dir, tmp_path, counted):
+    """A backend the run could not build (a teacher option it does not take) is the checklist's error, printed by
+    the dry run and refused by the run in that line, before --out is made."""
+
+    recipe = teacher_recipe(synth_dir, tmp_path / "eval")
+    planner = recipe.backends["default"].model_copy(update={"options": {"no_such_option": 1}})
+    recipe = recipe.model_copy(update={"backends": {**recipe.backends, "planner": planner}})
+    prepared = prepare_eval(recipe)
+    error = next(c for c in prepared.checks if c.status == "error")
+    assert error.what == "backends.planner", prepared.checks
+    assert error in dry_run_report(prepared, Path("recipe.yaml"), 0).checks
+    with pytest.raises(RecipeError) as refused:
+        eval_runner.run_prepared(prepared, progress=False)
+    assert str(refused.value) == f"backends.planner: {error.detail}"
+    assert not (tmp_path / "eval").exists() and len(counted) == 1
 
 
 def test_the_served_model_is_checked_once_and_the_run_keeps_the_server_its_dry_run_showed(synth_dir, tmp_path,
@@ -91,6 +111,6 @@ def test_the_served_model_is_checked_once_and_the_run_keeps_the_server_its_dry_r
     assert report.would_run == [prepared.server.would_run]
     with pytest.raises(RecipeError) as refused:
         eval_runner.run_prepared(prepared, progress=False)
-    assert str(refused.value) == error.detail
+    assert str(refused.value) == f"model: {error.detail}"  # the dry run's error line
     assert prepared.server.server.proc is None and not (tmp_path / "eval" / "recipe.yaml").exists()
     assert len(counted) == 1
