@@ -85,13 +85,14 @@ def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None
     rollout engine's on the file the run writes (`PreparedEval.out_file`), then eval's (an unreadable task file or
     provenance is the train/test check's error). `specs`: endpoints the caller serves (see `PreparedEval.specs`).
     Writes nothing, starts nothing."""
+    i, n = recipe.shard_index
+    out_file = trajectories_path(recipe.out, i, n)
     selection = TaskSelection(recipe)
     roles = tuple(recipe.serve.roles) if recipe.serve is not None and specs is None else ()
-    i, n = recipe.shard_index
     # the engine's checks: a caller's served specs are the backends the run builds; a `serve:` role is asked only as
     # an endpoint (its server starts once these passed)
     engine = rollout_checks(recipe if specs is None else recipe.model_copy(update={"backends": specs}), selection,
-                            roles, trajectories_path(recipe.out, i, n))
+                            roles, out_file)
     label, checks = label_and_checks(recipe)
     try:
         overlap_list, overlap = overlap_checks(recipe, selection)

@@ -40,7 +40,7 @@ from omnidecision.pipeline.budget import matched_steps
 from omnidecision.pipeline.plan import BUDGET, Step, output_dir, script
 from omnidecision.pipeline.restart import kept_steps, leftovers, read_state
 from omnidecision.pipeline.slurm import dry_run as slurm_script
-from omnidecision.pipeline.slurm import run_plan_slurm, waiting_jobs
+from omnidecision.pipeline.slurm import run_plan_slurm, submit_problem, waiting_jobs
 from omnidecision.procs import die_with_parent, group_alive, stop_group
 from omnidecision.provenance import cpu_model, git_revision
 
@@ -196,10 +196,15 @@ def dry_run(plan: list[Step], out: Path, threads: int = 1, executor: str = "loca
     """`run_plan`'s dry run: (the script of what a run in `out` would do now, the refusal it would stop with or
     None). The script comments out the steps the restart keeps, does not submit again a SLURM job of an earlier
     submission still queued or running, and names the steps of a killed runner that the run stops first; the refusal
-    is the run's own words when another runner holds `out`. Every answer is the run's (restart.py, slurm.py)."""
+    is the run's own words when another runner holds `out`, or (executor slurm) when sbatch is missing or the
+    controller would refuse the first job (`slurm.submit_problem`, `sbatch --test-only`). Every answer is the run's
+    (restart.py, slurm.py)."""
     kept = kept_steps(plan, out)
+    submit = None
     if executor == "slurm":
-        text = slurm_script(plan, out, threads, sbatch_args or [], kept, waiting_jobs(plan, out, kept))
+        waiting = waiting_jobs(plan, out, kept)
+        text = slurm_script(plan, out, threads, sbatch_args or [], kept, waiting)
+        submit = submit_problem(plan, out, threads, sbatch_args or [], kept, waiting)  # sbatch --test-only
     else:
         text = script(plan, out, kept)
     for name, pgid in leftovers(out).items():
@@ -210,7 +215,7 @@ def dry_run(plan: list[Step], out: Path, threads: int = 1, executor: str = "loca
         check_free(out, "plan folder")
     except OutputBusy as exc:
         return text, str(exc)
-    return text, None
+    return text, submit
 
 
 def stop_leftovers(out: Path) -> list[str]:

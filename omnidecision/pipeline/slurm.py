@@ -10,6 +10,12 @@ runner's own `Runner.execute` (the same environment, thread count and records), 
 (its wall time and record); the runner folds those into stage_wall_s.json and steps.json. A job asks
 `--cpus-per-task` = the plan's threads.
 
+Before it writes or submits anything the runner asks `sbatch --test-only` (`submit_problem`) whether the controller
+would take the first job it submits (the partition, the resources asked, the account and limits there; every job
+differs only in its name, log and dependencies): a refusal stops it with the controller's verdict, and the dry run
+asks the same and stops in the same line. Nothing is submitted by the question. It also stops a job that sbatch
+would take and that could never start (more CPUs a task than any node has: the job would stay PENDING for ever).
+
 A restart (the same command again) keeps the finished steps, re-attaches to the jobs of the last submission that are
 still pending or running (OUT/slurm_jobs.json), and submits only the rest. A step that fails cancels every step that
 depends on it, and the runner stops naming the failed step, its log and the cancelled ones.
@@ -20,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -43,6 +50,38 @@ def job_line(step: Step, out: Path, threads: int, sbatch_args: list[str], after:
         line.append(f"--dependency=afterok:{':'.join(after)}")
     body = [sys.executable, "-m", "omnidecision.pipeline.slurm_job", str(out), step.name]
     return [*line, "--wrap", shlex.join(body)]
+
+
+NO_SBATCH = ("sbatch: not found on PATH; the slurm executor submits every step with it (run on a login node of the "
+             "cluster, or use --executor local)")
+
+
+def refused(step: str, stderr: str, sbatch_args: list[str] | None = None) -> str:
+    """The run's one line when sbatch refuses the job of `step`, its dry run's too: the controller's verdict (the
+    last line sbatch prints, without the prefix that differs between a submission, `sbatch: error: Batch job
+    submission failed:`, and `--test-only`, `allocation failure:`) and what was asked."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()] or ["no reason given"]
+    verdict = lines[-1]
+    for prefix in ("sbatch: error:", "Batch job submission failed:", "allocation failure:"):
+        verdict = verdict.removeprefix(prefix).strip()
+    asked = f" (asked: {shlex.join(sbatch_args)})" if sbatch_args else ""
+    return f"sbatch refused step {step!r}{asked}: {verdict}"
+
+
+def submit_problem(plan: list[Step], out: Path, threads: int, sbatch_args: list[str],
+                   kept: dict[str, float] | set[str], waiting: dict[str, tuple[str, str]]) -> str | None:
+    """Why the run's first submission would be refused, asked of sbatch itself with `--test-only` (nothing is
+    submitted): sbatch missing, or the controller refusing the job of the first step the run submits (a partition
+    that does not exist, more CPUs or memory than a node has, an account or QOS limit); in the run's words. None when
+    it would be taken or nothing is left to submit (every step kept or still queued from an earlier submission)."""
+    todo = [s for s in plan if s.name not in kept and s.name not in waiting]
+    if not todo:
+        return None
+    if shutil.which("sbatch") is None:
+        return NO_SBATCH
+    line = job_line(todo[0], out, threads, sbatch_args, [])
+    res = subprocess.run([line[0], "--test-only", *line[1:]], capture_output=True, text=True)
+    return refused(todo[0].name, res.stderr, sbatch_args) if res.returncode != 0 else None
 
 
 def dry_run(plan: list[Step], out: Path, threads: int, sbatch_args: list[str],
@@ -112,12 +151,15 @@ def run_plan_slurm(plan: list[Step], runner: Any, sbatch_args: list[str], done: 
     runner, scheduler.Runner: its folder `out`, its `threads` per step, its `times` and `records`) and call its
     `on_done()` (what saves them) after each. `done`: the steps a restart keeps."""
     out, threads, save = runner.out, runner.threads, runner.on_done
+    waiting = waiting_jobs(plan, out, done)
+    # asked before anything is written, as the dry run asks it
+    if (problem := submit_problem(plan, out, threads, sbatch_args, done, waiting)) is not None:
+        raise typer.Exit(problem)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     (out / "steps").mkdir(exist_ok=True)
     write_json_atomic(out / "plan.json", {"threads": threads, "steps": [dataclasses.asdict(s) for s in plan]})
     jobs_file = out / "slurm_jobs.json"
     earlier = read_state(jobs_file)
-    waiting = waiting_jobs(plan, out, done)
     deps = producers(plan)
     ids: dict[str, str] = {}
     for step in plan:
@@ -132,7 +174,7 @@ def run_plan_slurm(plan: list[Step], runner: Any, sbatch_args: list[str], done: 
         after = [ids[d] for d in deps[step.name] if d in ids]
         res = subprocess.run(job_line(step, out, threads, sbatch_args, after), capture_output=True, text=True)
         if res.returncode != 0:
-            raise typer.Exit(f"sbatch refused step {step.name!r}: {res.stderr.strip()}")
+            raise typer.Exit(refused(step.name, res.stderr, sbatch_args))
         ids[step.name] = res.stdout.strip().split(";")[0]
         print(f"=== [{step.name}] submitted as job {ids[step.name]}" + (f" after {', '.join(after)}" if after else ""),
               flush=True)

@@ -14,10 +14,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+import typer
+
 from omnidecision.pipeline.curve import cell_folder
 from omnidecision.pipeline.experiment import load_experiment
 from omnidecision.pipeline.plan import DemoConfig, build_plan
-from omnidecision.pipeline.scheduler import kept_steps
+from omnidecision.pipeline.scheduler import dry_run as plan_dry_run
+from omnidecision.pipeline.scheduler import kept_steps, run_plan
+from omnidecision.pipeline.slurm import NO_SBATCH
 from omnidecision.pipeline.slurm import dry_run as slurm_script
 
 from .test_demo_plan import script_commands
@@ -80,6 +85,21 @@ def test_the_slurm_dry_run_submits_no_kept_step_and_no_job_waits_for_one(tmp_pat
     assert f"--job-name=od-{kept} " in fresh
     assert f"${var}" in next(line for line in fresh.splitlines() if f"--job-name=od-{reader} " in line)
 
+
+def test_without_sbatch_the_slurm_dry_run_and_the_run_stop_in_one_line(tmp_path, monkeypatch):
+    """A login node without SLURM's client: the run stops before it writes anything, and its dry run, which still
+    shows the script, stops in the same line (the SLURM tests hold the controller's own refusals the same way)."""
+    out = (tmp_path / "demo").resolve()
+    plan = build_plan(DemoConfig.quick(), out)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no sbatch there
+    text, refusal = plan_dry_run(plan, out, 1, "slurm", ["--mem=1G"])
+    assert refusal == NO_SBATCH and "sbatch --parsable" in text
+    with pytest.raises(typer.Exit) as stopped:
+        run_plan(plan, out, jobs=1, threads=1, executor="slurm", sbatch_args=["--mem=1G"])
+    assert str(stopped.value) == refusal
+    assert not any((out / name).exists() for name in ("plan.json", "slurm_jobs.json", "logs", "steps"))
+    # the local executor needs no sbatch: its dry run is not refused
+    assert plan_dry_run(plan, out, 1, "local", [])[1] is None
 
 def _hold(folder: Path) -> subprocess.Popen:
     """Another process holding `folder`'s runner lock, as a run in it would (returns once it holds it)."""

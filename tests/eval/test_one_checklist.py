@@ -1,7 +1,7 @@
 """One checklist per eval run (docs/architecture.md, "Layers"): the recipe is resolved once (`eval.checklist.
 prepare_eval`: the rollout engine's checks, then environment, train/test, prices on one `TaskSelection`), the dry run
-lists those checks and the run refuses on them in the dry run's error line, so the tasks are selected once per dry run and once per run, and what the dry run checks is the very
-selection the run prepares."""
+lists those checks and the run refuses on them in the dry run's error line, so the tasks are selected once per dry
+run and once per run, and what the dry run checks is the very selection the run prepares."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import typer
 from omnidecision.pipeline.plan import Step
 from omnidecision.pipeline.scheduler import dry_run as plan_dry_run
 from omnidecision.pipeline.scheduler import run_plan
-from omnidecision.pipeline.slurm import dry_run, producers, waiting_jobs
+from omnidecision.pipeline.slurm import dry_run, job_line, producers, refused, waiting_jobs
 from tests.slurm.conftest import Cluster
 
 pytestmark = pytest.mark.slurm
@@ -117,3 +117,37 @@ def test_a_restart_dry_run_waits_for_a_queued_job_of_the_last_submission(on_clus
         subprocess.run(["scancel", job], capture_output=True)
     # once that job is gone the dry run submits the step again
     assert waiting_jobs(plan, out, {}) == {}
+
+
+@pytest.mark.parametrize(("args", "threads", "words", "submitted"), [
+    (["--mem=1G", "--partition=nosuch"], 1, "Invalid partition name specified", False),
+    (["--mem=999999G"], 1, "Requested node configuration is not available", False),
+    # sbatch takes this job, which no node could start: it would stay PENDING for ever
+    (["--mem=1G"], 4096, "Requested node configuration is not available", True)])
+def test_a_job_the_controller_refuses_is_refused_by_the_dry_run_and_the_run_alike(on_cluster: Cluster,
+                                                                                  tmp_path: Path, args, threads,
+                                                                                  words, submitted):
+    """The dry run asks the controller (`sbatch --test-only`) what the run's first submission would be told: a
+    partition that does not exist, more memory or CPUs than a node has. Both stop in the same line, nothing written
+    and nothing submitted."""
+    out = tmp_path / "refused"
+    plan = plan_of(out)
+    queued = on_cluster.run("squeue", "-h", "-o", "%i").stdout.split()
+    text, refusal = plan_dry_run(plan, out, threads, "slurm", args)
+    assert text.count("sbatch --parsable") == 5  # the script is still shown
+    assert refusal == f"sbatch refused step 'synth-a' (asked: {' '.join(args)}): {words}", refusal
+    with pytest.raises(typer.Exit) as stopped:
+        run_plan(plan, out, jobs=1, threads=threads, executor="slurm", sbatch_args=args)
+    assert str(stopped.value) == refusal
+    assert not any((out / name).exists() for name in ("plan.json", "slurm_jobs.json", "logs", "steps"))
+    assert on_cluster.run("squeue", "-h", "-o", "%i").stdout.split() == queued  # neither submitted a job
+    # what the question spares: the job itself, submitted for real, is refused in the same verdict, or taken
+    # to wait for ever
+    real = on_cluster.run(*job_line(plan[0], out, threads, args, []), check=False)
+    if real.returncode == 0:
+        job = real.stdout.strip().split(";")[0]
+        state = on_cluster.states(job)
+        on_cluster.run("scancel", job, check=False)
+        assert submitted and state == ["PENDING"], state
+    else:
+        assert not submitted and refused("synth-a", real.stderr, args) == refusal, real
