@@ -60,31 +60,33 @@ def _checkpoints(output_dir: str) -> list[str]:
     return sorted(n for n in os.listdir(output_dir) if n.startswith(PREFIX_CHECKPOINT_DIR + "-"))
 
 
-def resolve_resume(value: str | bool | None, output_dir: str) -> str | None:
+def resolve_resume(value: str | bool | None, output_dir: str, *, say: bool = True) -> str | None:
     """`auto` (the recipes' default) → the newest complete checkpoint in `output_dir`, or None (a fresh start) when
     there is none; `true` → the same, with a warning when there is none; a path → itself; false/none → None (a
     warning when `output_dir` holds checkpoints: the new run's rotation may delete them). A named folder that does
     not exist is an error (a typo must not restart from scratch). The one resume rule of `omnidecision sft|grpo`
-    and the SLURM scripts.
+    and the SLURM scripts. `say=False`: the same answer, logged by nobody (a check asked before the run, which says
+    it once itself when it starts).
 
     >>> resolve_resume("auto", "/nonexistent") is None and resolve_resume("false", "/nonexistent") is None
     True
     """
     if value is None or value is False or str(value).lower() in ("false", "no", "none", ""):
-        if old := _checkpoints(output_dir):
+        if say and (old := _checkpoints(output_dir)):
             logger.warning("starting from scratch (resume_from_checkpoint=false) in %s, which holds %s: the new "
                            "run's checkpoints replace them", output_dir, ", ".join(old))
         return None
     if str(value).lower() == RESUME_DEFAULT:
         last = last_complete_checkpoint(output_dir)
-        logger.info("resuming from %s" if last else "no checkpoint in %s: starting from scratch",
-                    last or output_dir)
+        if say:
+            logger.info("resuming from %s" if last else "no checkpoint in %s: starting from scratch",
+                        last or output_dir)
         return last
     if value is True or str(value).lower() in ("true", "yes", "last"):
         last = last_complete_checkpoint(output_dir)
-        if last is None:
+        if say and last is None:
             logger.warning("resume requested but no complete checkpoint in %s: starting from scratch", output_dir)
-        else:  # a requeued job's log says where it picked up
+        elif say:  # a requeued job's log says where it picked up
             logger.info("resuming from %s", last)
         return last
     if not os.path.isdir(str(value)):

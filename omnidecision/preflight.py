@@ -380,9 +380,10 @@ def check_adapter(name: str, path: str) -> Check:
 
 
 def check_resume(value: str | bool | None, output_dir: str) -> Check:
-    """Where `omnidecision sft|grpo` would start: the checkpoint it resumes from, or from scratch."""
+    """Where `omnidecision sft|grpo` would start: the checkpoint it resumes from, or from scratch (said here, not
+    logged: the run logs it once when it starts)."""
     try:
-        start = resolve_resume(value, output_dir)
+        start = resolve_resume(value, output_dir, say=False)
     except FileNotFoundError as exc:
         return Check(what="resume_from_checkpoint", status="error", detail=str(exc))
     return Check(what="resume_from_checkpoint", status="ok",

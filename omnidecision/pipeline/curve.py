@@ -10,12 +10,13 @@
 
 A curve recipe (`ExperimentRecipe.teacher_tasks`) runs one demo folder per cell (N, start) under `OUT/n-N/seed-S`:
 the teacher's runs cover the first N train tasks; everything else is the experiment's protocol (replicates, planned
-contrasts, budgets, restart: a cell with a `summary.json` is kept). Each N is pooled on its own
-(`experiment.pool`), the teacher's runs of each cell are counted and priced (`teacher_cost`), and the headline
-declared in the recipe is read (`headline`): the smallest N at which the best of the declared RL arms matches SFT at
-the largest N (the lower end of the 95% interval of their difference above −`curve_margin`). The test suite of a
-start is the same at every N, so that difference is paired per (start, task). A recipe that runs the fixed-steps SFT
-beside the sized one (`sft_fixed`, issue 64) gets its declared goals on the page first (`sized_rows`).
+contrasts, budgets, restart: a cell with a `summary.json` and every step of its plan recorded is kept). Each N is
+pooled on its own (`experiment.pool`), the teacher's runs of each cell are counted and priced (`teacher_cost`), and
+the headline declared in the recipe is read (`headline`): the smallest N at which the best of the declared RL arms
+matches SFT at the largest N (the lower end of the 95% interval of their difference above −`curve_margin`). The
+test suite of a start is the same at every N, so that difference is paired per (start, task). A recipe that runs the
+fixed-steps SFT beside the sized one (`sft_fixed`, issue 64) gets its declared goals on the page first
+(`sized_rows`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from omnidecision.outputs import report_out
 from omnidecision.pipeline.arms import ARMS
 from omnidecision.pipeline.experiment import pool, write_result
 from omnidecision.pipeline.plan import build_plan
-from omnidecision.pipeline.restart import kept_steps, read_state
+from omnidecision.pipeline.restart import finished_cell, kept_steps, read_state
 from omnidecision.pipeline.scheduler import dry_run as plan_dry_run
 from omnidecision.pipeline.scheduler import run_plan
 from omnidecision.pipeline.summary import summarise, units
@@ -52,9 +53,10 @@ def cell_folder(out: Path, n: int | None, start: int) -> Path:
 
 def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = "local",
               sbatch_args: list[str] | None = None) -> dict[int | None, list[tuple[dict, Path]]]:
-    """Run (or, with `dry_run`, print) every (N, start) cell's plan. A finished cell (a `summary.json`) is kept and
-    summarised again from its files, so its figures follow the current report and statistics code; a started one
-    keeps its finished steps (restart.kept_steps) and runs the rest. The dry run prints what the run would do and
+    """Run (or, with `dry_run`, print) every (N, start) cell's plan. A finished cell (`restart.finished_cell`: a
+    `summary.json`, every step of its plan recorded) is kept and summarised again from its files, so its figures
+    follow the current report and statistics code; a started one, or one finished under a smaller plan, keeps its
+    finished steps (restart.kept_steps) and runs the rest. The dry run prints what the run would do and
     exits with the run's refusal (a cell another runner holds). N -> the cells' (summary, folder); N is None
     outside a curve."""
     arms = recipe.arm_table()
@@ -64,7 +66,7 @@ def run_cells(recipe: Any, out: Path, jobs: int, dry_run: bool, executor: str = 
         folder = cell_folder(out, n, start).resolve()
         cfg = recipe.start_config(start, n)
         plan = build_plan(cfg, folder, arms)
-        finished = (folder / "summary.json").exists()  # kept whole, whatever its steps' files
+        finished = finished_cell(plan, folder)  # kept whole, whatever its steps' files
         if dry_run:  # what the run below would do, asked of the same functions
             cell = f"# cell: teacher_tasks={n if n is not None else recipe.train_tasks}, start={start}"
             if finished:

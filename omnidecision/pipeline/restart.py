@@ -2,6 +2,7 @@
 
     kept_steps(plan, out)     # the steps a restart keeps, with their wall seconds
     leftovers(out)            # the steps a killed runner left running (OUT/running.json)
+    finished_cell(plan, out)  # an experiment cell kept whole: summarised, every step of its plan recorded
 
 A step is kept when an earlier run finished it (its wall time in OUT/stage_wall_s.json) and every output it writes
 is still there. Every state file is read by `read_state`: one that cannot be read stops the run, and its dry run,
@@ -54,6 +55,17 @@ def kept_steps(plan: list[Step], out: Path) -> dict[str, float]:
     done = read_state(out / "stage_wall_s.json")
     read_state(out / "steps.json")
     return {s.name: done[s.name] for s in plan if s.name in done and all(Path(w).exists() for w in s.writes)}
+
+
+def finished_cell(plan: list[Step], out: Path) -> bool:
+    """Whether an experiment cell in `out` is kept whole: its summary.json is there and every step of the plan it
+    would run now is recorded finished (OUT/stage_wall_s.json), whatever its steps' files (a finished cell's models
+    may be deleted to save disk). A cell summarised under a smaller plan (an arm or a replicate added to the recipe
+    since) is not: its plan runs, keeping the finished steps (`kept_steps`), and it is summarised again."""
+    if not (out / "summary.json").exists():
+        return False
+    done = read_state(out / "stage_wall_s.json")
+    return all(s.name in done for s in plan)
 
 
 def leftovers(out: Path) -> dict[str, int]:

@@ -67,9 +67,9 @@ def test_each_cell_limits_only_the_teachers_train_runs():
     assert not any(s.name.startswith(("grpo_shuffled", "sft_plus", "eval-grpo.")) for s in plan)
 
 
-def test_the_dry_run_prints_every_cell():
+def test_the_dry_run_prints_every_cell(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "omnidecision.cli", "experiment", "--config", str(CURVE),
-                           "--out", "/tmp/od-curve-dry", "--dry-run"], capture_output=True, text=True, timeout=300)
+                           "--out", str(tmp_path / "curve"), "--dry-run"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     recipe = load_experiment(CURVE)
     cells = re.findall(r"^# cell: teacher_tasks=(\d+), start=(\d+)$", proc.stdout, re.M)
@@ -78,14 +78,14 @@ def test_the_dry_run_prints_every_cell():
     assert limits == [str(n) for n, _ in recipe.cells()]
 
 
-def test_teacher_tasks_runs_only_the_named_n_values():
+def test_teacher_tasks_runs_only_the_named_n_values(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "omnidecision.cli", "experiment", "--config", str(CURVE),
-                           "--teacher-tasks", "30,60", "--starts", "1", "--out", "/tmp/od-curve-dry", "--dry-run"],
+                           "--teacher-tasks", "30,60", "--starts", "1", "--out", str(tmp_path / "curve"), "--dry-run"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.findall(r"^# cell: teacher_tasks=(\d+), start=(\d+)$", proc.stdout, re.M) == [("30", "1"), ("60", "1")]
     bad = subprocess.run([sys.executable, "-m", "omnidecision.cli", "experiment", "--config", str(CURVE),
-                          "--teacher-tasks", "60,15", "--out", "/tmp/od-curve-dry", "--dry-run"],
+                          "--teacher-tasks", "60,15", "--out", str(tmp_path / "curve"), "--dry-run"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "ascending" in bad.stderr
 
@@ -110,7 +110,9 @@ def _cell(folder: Path, cfg: DemoConfig, arms, correct: dict[str, list[bool]], t
     times = {name: 100.0 * (1 + (key == "r1")) for arm in arms for key, name in units(arm, cfg)} | \
         {f"{name}-select": 50.0 for key, name in units(next(a for a in arms if a.name == "rft"), cfg)} | \
         {"judge-train": 30.0}
-    (folder / "stage_wall_s.json").write_text(json.dumps(times))
+    # every other step of the cell's plan recorded finished too (a cell is kept whole only then)
+    recorded = {s.name: 0.0 for s in build_plan(cfg, folder.resolve(), arms)} | times
+    (folder / "stage_wall_s.json").write_text(json.dumps(recorded))
     for key, name in units(next(a for a in arms if a.name == "grpo_own"), cfg):  # r0 kept the start, r1 moved
         (folder / "models" / f"{name}-run").mkdir(parents=True)
         (folder / "models" / f"{name}-run" / "checkpoint_selection.json").write_text(
@@ -136,7 +138,8 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
         if n == 8:
             correct |= {"sft": weak, "rft": weak, "rft_own": weak}
         _cell(cell_folder(tmp_path / "out", n, start), recipe.start_config(start, n), arms, correct, n)
-    monkeypatch.setattr(scheduler, "run_plan", lambda *a, **k: pytest.fail("a finished cell ran again"))
+    for module in (scheduler, curve):  # curve calls the name it imported
+        monkeypatch.setattr(module, "run_plan", lambda *a, **k: pytest.fail("a finished cell ran again"))
     from typer.testing import CliRunner
 
     from omnidecision.cli import app
@@ -161,7 +164,8 @@ def test_a_restart_keeps_finished_cells_and_the_page_matches_the_result(tmp_path
     assert cost8["arms"]["grpo_own"]["step_s"] == 150.0 and cost8["arms"]["rft"]["step_s"] == 200.0
     assert cost8["arms"]["grpo_own"]["step_s_per_point"] == pytest.approx(150 / (100 / 3), abs=0.1)
     assert cost8["arms"]["rft"]["step_s_per_point"] is None  # rft is as weak as sft at N=8: no gain to price
-    assert cost8["shared_steps_s"] == {"judge-train": 30.0} and "sft" not in cost8["arms"]
+    shared = {k: v for k, v in cost8["shared_steps_s"].items() if v}  # the planted cell's other steps took 0 s
+    assert shared == {"judge-train": 30.0} and "sft" not in cost8["arms"]
     assert cost8["arms"]["grpo_own"]["kept_start"] == "2/4" and cost8["arms"]["rft"]["kept_start"] is None
 
     page = curve_page(result, "docs/results/teacher-curve.json")

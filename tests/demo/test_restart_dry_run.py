@@ -20,6 +20,7 @@ import typer
 from omnidecision.pipeline.curve import cell_folder
 from omnidecision.pipeline.experiment import load_experiment
 from omnidecision.pipeline.plan import DemoConfig, build_plan
+from omnidecision.pipeline.restart import finished_cell
 from omnidecision.pipeline.scheduler import dry_run as plan_dry_run
 from omnidecision.pipeline.scheduler import kept_steps, run_plan
 from omnidecision.pipeline.slurm import NO_SBATCH
@@ -119,6 +120,9 @@ def test_the_experiment_dry_run_names_finished_cells_and_stops_at_a_cell_another
     done = cell_folder(out, n0, s0)
     done.mkdir(parents=True)
     (done / "summary.json").write_text("{}")
+    # every step of its plan recorded finished (its files need not be there: kept whole)
+    plan = build_plan(recipe.start_config(s0, n0), done.resolve(), recipe.arm_table())
+    (done / "stage_wall_s.json").write_text(json.dumps({s.name: 1.0 for s in plan}))
     holder = _hold(cell_folder(out, n1, s1).resolve())
     try:
         proc = cli("experiment", "--config", str(CURVE), "--out", str(out), "--dry-run")
@@ -137,6 +141,24 @@ def test_the_experiment_dry_run_names_finished_cells_and_stops_at_a_cell_another
     again = cli("experiment", "--config", str(CURVE), "--out", str(out), "--dry-run")
     assert again.returncode == 0 and "refused now" not in again.stdout
 
+
+def test_a_cell_summarised_under_a_smaller_plan_is_not_kept_whole(tmp_path):
+    """An arm or a replicate added to the recipe since a cell was summarised: the cell is not finished for the plan
+    it runs now, so its new steps run (the recorded ones are kept by the step restart) and it is summarised again."""
+    recipe = load_experiment(CURVE)
+    n, start = next(iter(recipe.cells()))
+    folder = cell_folder(tmp_path / "curve", n, start).resolve()
+    plan = build_plan(recipe.start_config(start, n), folder, recipe.arm_table())
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text("{}")
+    (folder / "stage_wall_s.json").write_text(json.dumps({s.name: 1.0 for s in plan[:-1]}))  # the last one is new
+    assert not finished_cell(plan, folder) and not finished_cell(plan, tmp_path / "nothing")
+    proc = cli("experiment", "--config", str(CURVE), "--out", str(tmp_path / "curve"), "--dry-run")
+    lines = proc.stdout.splitlines()
+    i = next(i for i, x in enumerate(lines) if x.startswith(f"# cell: teacher_tasks={n}, start={start}"))
+    assert "kept, nothing runs" not in lines[i] and lines[i + 1].startswith("#!"), lines[i:i + 2]  # its plan runs
+    (folder / "stage_wall_s.json").write_text(json.dumps({s.name: 1.0 for s in plan}))
+    assert finished_cell(plan, folder)
 
 def test_the_demo_dry_run_is_refused_in_the_runs_words_while_another_runner_holds_the_folder(tmp_path):
     out = (tmp_path / "demo").resolve()
