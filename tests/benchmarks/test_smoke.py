@@ -48,9 +48,12 @@ MARKS = {"collect": [pytest.mark.vllm, pytest.mark.requires("vllm")],
 # them; the fast suite runs the same smoke sizes in its own process: 85-115 s for the ten at load 6-7 with torch and
 # TRL already imported, not counting the server's start (the more with that server idling beside them).
 SLOW_MARKS = {name: [*MARKS.get(name, []), pytest.mark.slow] for name in NAMES}
-# in-process: grpo_env (about 20 s on 2 cores) runs in `make long-test`; the fast suite trains GRPO through the
-# environment in tests/rl/test_environment.py, and `make test` is near its 15 minutes on the slower CPU type
-IN_PROCESS_MARKS = MARKS | {"grpo_env": [pytest.mark.long]}
+# in-process, four run in `make long-test` (CI runs it), each 9-20 s on 2 cores, a stage the fast suite covers
+# elsewhere: grpo_env (GRPO through the environment: tests/rl/test_environment.py), grpo_signal (GRPO with the judge:
+# tests/rl), sft_layouts (SFT: tests/sft), view (the viewer in chromium: tests/view/test_browser.py); `make test`
+# is near its 15 minutes on the slower CPU type (14:05 there at 9ccccdb)
+IN_PROCESS_MARKS = {name: [*MARKS.get(name, []), pytest.mark.long] if name in
+                    {"grpo_env", "grpo_signal", "sft_layouts", "view"} else MARKS.get(name, []) for name in NAMES}
 # The vLLM benchmarks' options for an already running server: the session's, serving the tiny planner as `planner`.
 SERVER_OPTIONS = {"collect": lambda server, model: ["--base-url", server.base_url,
                                                     "--served-model", server.served_name],
