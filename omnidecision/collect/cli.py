@@ -28,8 +28,9 @@ from omnidecision.collect.recipe import CollectRecipe
 from omnidecision.options import ReplaceOption
 from omnidecision.preflight import DryRunReport, emit
 from omnidecision.rollout.breaker import RolloutsStopped
+from omnidecision.rollout.checks import refuse, rollout_checks
 from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe
-from omnidecision.rollout.runner import run_rollouts
+from omnidecision.rollout.runner import TaskSelection, run_rollouts
 from omnidecision.rollout.store import TrajectoryFileError, merge_records
 from omnidecision.rollout.store import merge as merge_files
 
@@ -105,7 +106,10 @@ def collect(
         raise typer.Exit(emit(make_report(config, overrides)))
     try:
         recipe = load_recipe(config, overrides, model=CollectRecipe)
-        summary = asyncio.run(run_rollouts(recipe))
+        # one checklist: the dry run's (collect.dryrun), refused in its error line before anything is written
+        selection = TaskSelection(recipe)
+        refuse(rollout_checks(recipe, selection))
+        summary = asyncio.run(run_rollouts(recipe, selection=selection))
     except (RecipeError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from exc
     except RolloutsStopped as exc:  # an endpoint stayed down: exit 3, the message names it

@@ -1,7 +1,7 @@
 """`omnidecision collect ... --dry-run`: resolve the recipe and its overrides (`${VAR}` expanded), then the checks
-every rollout recipe gets (`rollout.checks`: tasks and this shard's share, the backends' endpoints, the output
-folder; with a live environment every endpoint asked and every media file looked for), print the resolved recipe;
-run no agent, write nothing.
+every rollout recipe gets (`rollout.checks.rollout_checks`: tasks and this shard's share, the backends' endpoints,
+the output folder; with a live environment every endpoint asked and every media file looked for), the list the run
+refuses on; print the resolved recipe; run no agent, write nothing.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
     omnidecision harvest runs/collect --out data/harvest --dry-run
@@ -24,7 +24,7 @@ from omnidecision.collect.harvest import (
 from omnidecision.collect.recipe import CollectRecipe
 from omnidecision.outputs import output_problems
 from omnidecision.preflight import Check, DryRunReport
-from omnidecision.rollout.checks import live_checks, recipe_checks
+from omnidecision.rollout.checks import rollout_checks
 from omnidecision.rollout.recipe import RecipeError, load_recipe
 
 
@@ -41,8 +41,7 @@ def dry_run(config: Path | None, overrides: list[str]) -> DryRunReport:
         return report
     report.add("recipe", "ok", f"{config} + {len(overrides)} override(s)")
     report.resolved = recipe.model_dump(mode="json")
-    recipe_checks(report, recipe)
-    live_checks(report, recipe)
+    report.checks.extend(rollout_checks(recipe))  # the list the run refuses on (collect.cli), tasks selected once
     return report
 
 

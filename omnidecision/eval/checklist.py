@@ -91,8 +91,9 @@ def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None
     roles = tuple(recipe.serve.roles) if recipe.serve is not None and specs is None else ()
     # the engine's checks: a caller's served specs are the backends the run builds; a `serve:` role is asked only as
     # an endpoint (its server starts once these passed)
+    # (a shard with none of the tasks is an error here: an eval reports on the tasks it runs)
     engine = rollout_checks(recipe if specs is None else recipe.model_copy(update={"backends": specs}), selection,
-                            roles, out_file)
+                            roles, out_file, empty_shard="error")
     label, checks = label_and_checks(recipe)
     try:
         overlap_list, overlap = overlap_checks(recipe, selection)

@@ -53,6 +53,7 @@ from omnidecision.preflight import Check
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
 from omnidecision.protocol.redaction import redact_text
+from omnidecision.rollout.checks import first_refusal
 from omnidecision.rollout.deprecated import aliases
 from omnidecision.rollout.recipe import (  # the eval recipe is the rollout layer's, so rounds can type theirs with it
     EvalRecipe,
@@ -101,8 +102,7 @@ def refuse(checks: list[Check]) -> None:
     detail`; a price table's as the `PriceTableError` that reading it raises, every other as a `RecipeError`). The
     output's checks are left to the engine, which asks the same `rollout.runner.out_problems` under the trajectory
     file's lock (`one_writer`, `prepare`) and refuses in the same line: only there is the answer still true."""
-    failed = next((c for c in checks if c.status == "error" and c.what != "out"), None)
-    if failed is not None:
+    if (failed := first_refusal(checks)) is not None:
         raise (PriceTableError if failed.what == "prices" else RecipeError)(f"{failed.what}: {failed.detail}")
 
 
@@ -128,9 +128,7 @@ def run_prepared(prepared: PreparedEval, *, progress: bool = True) -> dict[str, 
         # -- pre-flight, output, manifest and services: the rollout engine's (a served role is checked once its
         # server runs)
         ready = prepare(recipe, specs, served_roles=served, selection=prepared.selection, out_file=prepared.out_file)
-        tasks, all_tasks = ready.tasks, ready.selected
-        if not tasks:
-            raise RecipeError(f"{recipe.tasks.path}: no tasks left after the filters")
+        tasks, all_tasks = ready.tasks, ready.selected  # some: the checklist's `tasks` check refused none
         # a header value, a key: written as *** (protocol/redaction.py)
         recipe_text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
         (out / "recipe.yaml").write_text(redact_text(recipe_text), "utf-8")

@@ -5,12 +5,14 @@ folder (`engine_checks`), and with a live environment every endpoint asked (GET 
 for (`environment_checks`, through `rollout.live`); `rollout_checks` is all of them, each a `preflight.Check`
 (`recipe_checks` and `live_checks` add them to a report). They run no agent and write nothing.
 
-Where the run refuses before its first write, the check here asks the run's own function, and the run refuses in
-the check's error line (`what: detail`): a backend built in-process (`factory.backend_problem`: a local planner
-folder without a checkpoint, a teacher option it does not take), the output (`runner.out_problems`: the trajectory
-file another process holds, a manifest.json of another experiment, a trajectory file that is not JSONL) on the file
-the run writes (`runner.records_file`; eval passes OUT/trajectories.jsonl), an environment service entry that does
-not import or does not take `environment.options` (`runner.service_problem`). The service factories themselves are
+`collect` and `eval` make these checks before they run and refuse the first failed one in its dry-run line
+(`refuse`, `first_refusal`; the output's again under the lock, below). Where the engine itself refuses before its
+first write, the check here asks the engine's own function, and the engine refuses in the check's error line (`what:
+detail`): a backend built in-process (`factory.backend_problem`: a local planner folder without a checkpoint, a
+teacher option it does not take), the output (`runner.out_problems`: the trajectory file another process holds, a
+manifest.json of another experiment, a trajectory file that is not JSONL) on the file the run writes
+(`runner.records_file`; eval passes OUT/trajectories.jsonl), an environment service entry that does not import or
+does not take `environment.options` (`runner.service_problem`). The service factories themselves are
 not called: a factory may start what it serves (a server, a browser), which a dry run must not.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
@@ -35,27 +37,29 @@ PROBE_TIMEOUT_S = 3.0
 
 
 def rollout_checks(recipe: RolloutRecipe, selection: TaskSelection | None = None,
-                   served_roles: Iterable[str] = (), out_file: str | Path | None = None) -> list[Check]:
+                   served_roles: Iterable[str] = (), out_file: str | Path | None = None,
+                   empty_shard: str = "warning") -> list[Check]:
     """Every check `collect --dry-run` and `eval --dry-run` share, in the order they print: tasks, backends, judge,
     environment services, output folder, and a live environment's endpoints and media files. `selection`: the run's
     `runner.TaskSelection` (made here when None); `served_roles`: the roles a caller points at a server it starts
     itself (eval's `serve:`), left out of the live environment's probes; `out_file`: the trajectory file the run
-    writes when the caller names one (eval: `PreparedEval.out_file`), else the shard's."""
+    writes when the caller names one (eval: `PreparedEval.out_file`), else the shard's; `empty_shard`: the status
+    of a shard that runs none of the selected tasks (`task_checks`)."""
     selection = selection or TaskSelection(recipe)
     served = set(served_roles)
     probed = recipe.model_copy(update={"backends": {r: s for r, s in recipe.backends.items() if r not in served}})
-    return engine_checks(recipe, selection, out_file, served) + environment_checks(probed, selection)
+    return engine_checks(recipe, selection, out_file, served, empty_shard) + environment_checks(probed, selection)
 
 
 def engine_checks(recipe: RolloutRecipe, selection: TaskSelection, out_file: str | Path | None = None,
-                  served_roles: Iterable[str] = ()) -> list[Check]:
+                  served_roles: Iterable[str] = (), empty_shard: str = "warning") -> list[Check]:
     """Tasks, backends, judge, environment services, output folder (in that order). A served role's own spec is
     checked only as an endpoint: the run builds it from the server's spec, never from the recipe's kind."""
     # the checks that read only the recipe first; those that load files or ask endpoints after them
     services = [service_check(name, target, recipe.environment.options)
                 for name, target in recipe.environment.services.items()]
     out = out_checks(recipe, out_file)
-    tasks = task_checks(recipe, selection)
+    tasks = task_checks(recipe, selection, empty_shard)
     served = {f"backends.{role}" for role in served_roles}
     backends = [backend_check(what, spec) if what not in served or spec.kind == "openai" else
                 Check(what=what, status="ok", detail="served by the `serve:` block (an OpenAI-compatible endpoint)")
@@ -63,16 +67,23 @@ def engine_checks(recipe: RolloutRecipe, selection: TaskSelection, out_file: str
     return [*tasks, *backends, *services, *out]
 
 
-def task_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
-    """The tasks load, and this shard runs some of them."""
+def task_checks(recipe: RolloutRecipe, selection: TaskSelection, empty_shard: str = "warning") -> list[Check]:
+    """The tasks load and the filters keep some (else an error); this shard runs some of them (else `empty_shard`:
+    a warning for a collection, whose shard then writes its manifest and no run; eval makes it an error)."""
     try:
         mine, selected = selection()
     except (RecipeError, ValueError, OSError) as exc:
-        return [Check(what="tasks", status="error", detail=f"{recipe.tasks.path}: {exc}")]
+        # the loaders' errors name the file already (and its line): the path once
+        named = str(exc).startswith(str(recipe.tasks.path))
+        return [Check(what="tasks", status="error", detail=str(exc) if named else f"{recipe.tasks.path}: {exc}")]
     i, n = recipe.shard_index
-    return [Check(what="tasks", status="ok" if mine else "error",
-                  detail=f"{recipe.tasks.path} ({recipe.tasks.format}): {len(selected)} tasks after the filters; "
-                         f"shard {i}/{n} runs {len(mine)} x {recipe.samples} samples")]
+    detail = (f"{recipe.tasks.path} ({recipe.tasks.format}): {len(selected)} tasks after the filters; "
+              f"shard {i}/{n} runs {len(mine)} x {recipe.samples} samples")
+    if not selected:  # a filter that matches nothing: a typo, whatever the shard
+        return [Check(what="tasks", status="error", detail=detail)]
+    if not mine:  # more shards than tasks: a collection shard has nothing to do; an eval has nothing to report
+        return [Check(what="tasks", status=empty_shard, detail=detail + " (none in this shard)")]
+    return [Check(what="tasks", status="ok", detail=detail)]
 
 
 def service_check(name: str, target: str, options: dict[str, Any] | None = None) -> Check:
@@ -133,6 +144,20 @@ def environment_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[
     problems = live_problems(recipe, tasks, probe=True)
     return [Check(what="environment", status="error", detail=p) for p in problems] or \
         [Check(what="environment", status="ok", detail="live: every endpoint answers and every media file is there")]
+
+
+def first_refusal(checks: list[Check]) -> Check | None:
+    """The failed check a run stops on before its first write, in the dry run's order: the first error but the
+    output's (`out`), which the engine asks again under the trajectory file's lock (`runner.one_writer`,
+    `runner.prepare`), where the answer still holds, and refuses there in the same line."""
+    return next((c for c in checks if c.status == "error" and c.what != "out"), None)
+
+
+def refuse(checks: list[Check]) -> None:
+    """A `RecipeError` in the dry run's error line (`what: detail`) for `first_refusal(checks)`: the run's side of
+    one checklist (`collect`; eval's `eval.runner.refuse` adds its price table's error type)."""
+    if (failed := first_refusal(checks)) is not None:
+        raise RecipeError(f"{failed.what}: {failed.detail}")
 
 
 # -- the report-taking forms (collect's dry run, the GRPO environment's, the cluster scripts' tests)

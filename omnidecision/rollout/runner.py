@@ -528,16 +528,19 @@ def prepare(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
 
 async def run_rollouts(recipe: RolloutRecipe, tool_runner=None, *, prepared: Prepared | None = None,
                        specs: dict[str, BackendSpec] | None = None, out_file: str | Path | None = None,
-                       progress: bool | None = None, desc: str | None = None) -> RolloutSummary:
+                       progress: bool | None = None, desc: str | None = None,
+                       selection: TaskSelection | None = None) -> RolloutSummary:
     """Run the recipe's shard (see the module docstring). A caller that needs the tasks before the runs (eval:
     to start its server only once the pre-flight passed) passes what `prepare` returned; `specs` replaces the
-    recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`."""
+    recipe's backends (served endpoints), `out_file` the shard file under `recipe.out`; `selection`: the tasks the
+    caller's checks read (`collect`), selected here when None."""
     options = RolloutOptions.from_recipe(recipe, out_file=out_file, progress=progress, desc=desc)
     refuse_backends(recipe, specs)  # before --out is made: a backend it cannot build leaves nothing behind
     # one writer per shard, from before the manifest and the services (a second start stops before any work)
     Path(options.out_file).parent.mkdir(parents=True, exist_ok=True)
     with one_writer(options.out_file):
-        prepared = prepared if prepared is not None else prepare(recipe, specs, out_file=options.out_file)
+        prepared = prepared if prepared is not None else prepare(recipe, specs, out_file=options.out_file,
+                                                                 selection=selection)
         # backends, judge
         backends = build_backends(specs if specs is not None else recipe.backends)
         judge_llm = build_backend(recipe.judge.llm) if recipe.judge.enabled and recipe.judge.llm is not None else None

@@ -35,9 +35,10 @@ from omnidecision.eval.runner import run_eval
 from omnidecision.outputs import OutputBusy
 from omnidecision.preflight import Check, DryRunReport
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe
-from omnidecision.rollout.runner import run_rollouts
-from omnidecision.rollout.store import shard_path
+from omnidecision.rollout.runner import TaskSelection, run_rollouts
+from omnidecision.rollout.store import shard_of, shard_path
 from omnidecision.tasks.synth import write_suite
+from tests.refusals import same_refusal
 
 RECIPE = Path(__file__).resolve().parents[2] / "configs" / "collect" / "synthetic-teacher.yaml"
 HOLD = ("import sys, time\nfrom omnidecision.outputs import exclusive\n"
@@ -294,3 +295,41 @@ def test_an_eval_restart_is_checked_on_the_file_it_resumes(suite, tmp_path):
     with pytest.raises(RecipeError) as refused:
         run_eval(recipe, progress=False)
     assert str(refused.value) == f"out: {error.detail}" and _files(out) == before
+
+
+# ---------------------------------------------------------------- (f) collect refuses on its dry run's one list
+
+
+def test_collect_refuses_an_unreadable_task_path_in_its_dry_runs_line(tmp_path):
+    """The collect command makes the dry run's checklist (`rollout.checks.rollout_checks`) and stops on its first
+    error in the same line, before --out is made (before, the run said the loader's words, the dry run `tasks: ...`
+    with the path twice)."""
+    missing, out = tmp_path / "no-such-suite", tmp_path / "runs"
+    line = same_refusal(["collect", "--config", str(RECIPE), "--tasks.path", str(missing), "--out", str(out),
+                         "--no-progress"], names="no such synthetic suite folder")
+    assert line == f"error: tasks: {missing}: no such synthetic suite folder"
+    assert not out.exists()
+
+
+def test_a_collection_shard_without_tasks_is_a_warning_and_an_eval_shard_an_error(suite, tmp_path):
+    """More shards than tasks: a collection shard has nothing to do (its dry run warns, the run writes no run and
+    exits 0); an eval shard has nothing to report (refused by both, in one line)."""
+    ids = [t.id for t in TaskSelection(load_recipe(None, _collect_args(suite, tmp_path / "x", "tasks.limit=1"),
+                                                   model=CollectRecipe))()[1]]
+    assert len(ids) == 1, ids
+    empty = next(i for i in range(2) if shard_of(ids[0], 2) != i)
+    out = tmp_path / "runs"
+    args = ["collect", "--config", str(RECIPE), "--tasks.path", str(suite), "--tasks.limit", "1", "--shard",
+            f"{empty}/2", "--out", str(out), "--no-progress"]
+    dry = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert dry.exit_code == 0 and "(none in this shard)" in dry.stdout, dry.stdout[-2000:]
+    run = CliRunner().invoke(app, args)
+    assert run.exit_code == 0 and "0 new runs" in run.stdout, (run.stdout, run.stderr)
+    recipe = _eval_recipe(suite, tmp_path / "eval")
+    recipe = recipe.model_copy(update={"shard": f"{empty}/2", "tasks": recipe.tasks.model_copy(update={"limit": 1})})
+    error = _only(_eval_dry_run(recipe), "tasks")
+    assert error.status == "error" and error.detail.endswith("(none in this shard)"), error
+    with pytest.raises(RecipeError) as refused:
+        run_eval(recipe, progress=False)
+    assert str(refused.value) == f"tasks: {error.detail}"
+    assert not (tmp_path / "eval").exists()
