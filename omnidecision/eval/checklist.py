@@ -79,12 +79,14 @@ class PreparedEval:
         return trajectories_path(self.recipe.out, i, n)
 
 
-def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None) -> PreparedEval:
+def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None, probe: bool = True
+                 ) -> PreparedEval:
     """Resolve `recipe` once: select its tasks, label its environment, read the served planner's training tasks, the
     teacher's runs and the price table, build the `serve:` block's server, and make the checks of all of it: the
     rollout engine's on the file the run writes (`PreparedEval.out_file`), then eval's (an unreadable task file or
     provenance is the train/test check's error). `specs`: endpoints the caller serves (see `PreparedEval.specs`).
-    Writes nothing, starts nothing."""
+    `probe`: ask each endpoint GET /models (a dry run); a run passes False, as it contacts them itself when it
+    starts (`rollout.checks.rollout_checks`). Writes nothing, starts nothing."""
     i, n = recipe.shard_index
     out_file = trajectories_path(recipe.out, i, n)
     selection = TaskSelection(recipe)
@@ -93,7 +95,7 @@ def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None
     # an endpoint (its server starts once these passed)
     # (a shard with none of the tasks is an error here: an eval reports on the tasks it runs)
     engine = rollout_checks(recipe if specs is None else recipe.model_copy(update={"backends": specs}), selection,
-                            roles, out_file, empty_shard="error")
+                            roles, out_file, empty_shard="error", probe=probe)
     label, checks = label_and_checks(recipe)
     try:
         overlap_list, overlap = overlap_checks(recipe, selection)

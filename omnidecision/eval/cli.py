@@ -195,7 +195,8 @@ def eval_cmd(
         (["--allow_train_overlap=true"] if allow_train_overlap else []) + \
         ([f"--teacher={teacher}"] if teacher is not None else [])
     recipe = _recipe(config, ctx.args + flags, out, dry_run="eval" if dry_run else None)
-    prepared = prepare_eval(recipe)  # one checklist: the dry run lists it, the run refuses on it and runs this object
+    # one checklist: the dry run lists it (and asks each endpoint GET /models), the run refuses on it and runs it
+    prepared = prepare_eval(recipe, probe=dry_run)
     if dry_run:
         raise typer.Exit(emit(dry_run_report(prepared, config, len(cli_overrides(ctx.args)) + (out is not None))))
     with _exit_codes():

@@ -112,7 +112,7 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
 
     `specs` (role → BackendSpec) replaces the recipe's backends and its `serve:` block (a caller that serves
     one model for several evals, like `ablate`, passes the served specs)."""
-    return run_prepared(prepare_eval(recipe, specs), progress=progress)
+    return run_prepared(prepare_eval(recipe, specs, probe=False), progress=progress)
 
 
 def run_prepared(prepared: PreparedEval, *, progress: bool = True) -> dict[str, Any]:

@@ -38,21 +38,23 @@ PROBE_TIMEOUT_S = 3.0
 
 def rollout_checks(recipe: RolloutRecipe, selection: TaskSelection | None = None,
                    served_roles: Iterable[str] = (), out_file: str | Path | None = None,
-                   empty_shard: str = "warning") -> list[Check]:
+                   empty_shard: str = "warning", probe: bool = True) -> list[Check]:
     """Every check `collect --dry-run` and `eval --dry-run` share, in the order they print: tasks, backends, judge,
     environment services, output folder, and a live environment's endpoints and media files. `selection`: the run's
     `runner.TaskSelection` (made here when None); `served_roles`: the roles a caller points at a server it starts
     itself (eval's `serve:`), left out of the live environment's probes; `out_file`: the trajectory file the run
     writes when the caller names one (eval: `PreparedEval.out_file`), else the shard's; `empty_shard`: the status
-    of a shard that runs none of the selected tasks (`task_checks`)."""
+    of a shard that runs none of the selected tasks (`task_checks`); `probe=False` (a run: it contacts its
+    endpoints itself as it starts) asks no endpoint GET /models, the one thing a dry run adds."""
     selection = selection or TaskSelection(recipe)
     served = set(served_roles)
     probed = recipe.model_copy(update={"backends": {r: s for r, s in recipe.backends.items() if r not in served}})
-    return engine_checks(recipe, selection, out_file, served, empty_shard) + environment_checks(probed, selection)
+    return engine_checks(recipe, selection, out_file, served, empty_shard, probe) + \
+        environment_checks(probed, selection, probe)
 
 
 def engine_checks(recipe: RolloutRecipe, selection: TaskSelection, out_file: str | Path | None = None,
-                  served_roles: Iterable[str] = (), empty_shard: str = "warning") -> list[Check]:
+                  served_roles: Iterable[str] = (), empty_shard: str = "warning", probe: bool = True) -> list[Check]:
     """Tasks, backends, judge, environment services, output folder (in that order). A served role's own spec is
     checked only as an endpoint: the run builds it from the server's spec, never from the recipe's kind."""
     # the checks that read only the recipe first; those that load files or ask endpoints after them
@@ -61,7 +63,7 @@ def engine_checks(recipe: RolloutRecipe, selection: TaskSelection, out_file: str
     out = out_checks(recipe, out_file)
     tasks = task_checks(recipe, selection, empty_shard)
     served = {f"backends.{role}" for role in served_roles}
-    backends = [backend_check(what, spec) if what not in served or spec.kind == "openai" else
+    backends = [backend_check(what, spec, probe) if what not in served or spec.kind == "openai" else
                 Check(what=what, status="ok", detail="served by the `serve:` block (an OpenAI-compatible endpoint)")
                 for what, spec in backend_specs(recipe).items()]
     return [*tasks, *backends, *services, *out]
@@ -105,8 +107,9 @@ def out_checks(recipe: RolloutRecipe, out_file: str | Path | None = None) -> lis
                   if file.exists() else f"{out} (created by the run; records go to {file.name})")]
 
 
-def backend_check(what: str, spec: BackendSpec) -> Check:
-    """One backend: an OpenAI-compatible endpoint is asked GET /models (a short timeout); a teacher or any other
+def backend_check(what: str, spec: BackendSpec, probe: bool = True) -> Check:
+    """One backend: an OpenAI-compatible endpoint is asked GET /models (a short timeout; not with `probe=False`,
+    where only its URL is read); a teacher or any other
     registered kind runs in-process: asked what the run's build refuses (`factory.backend_problem`: an unknown kind,
     a local planner folder without a checkpoint, an option the kind does not take), no weights loaded."""
     if spec.kind != "openai":
@@ -123,6 +126,8 @@ def backend_check(what: str, spec: BackendSpec) -> Check:
         key = spec.api_key_env
         check.detail = f"{spec.base_url} model {spec.model!r}, key from ${key}" + (
             "" if os.environ.get(key) else " (unset: sends EMPTY, enough for a vLLM server)")
+        if not probe:
+            return check
         # contacted, as the run will (a short timeout): a server that is down is said here, not 110 s into
         # the run; a warning, since a job may start the server after its dry run (scripts/slurm)
         why = probe_openai(spec.base_url, key, what, PROBE_TIMEOUT_S)
@@ -132,16 +137,17 @@ def backend_check(what: str, spec: BackendSpec) -> Check:
     return check
 
 
-def environment_checks(recipe: RolloutRecipe, selection: TaskSelection) -> list[Check]:
-    """A live environment: every endpoint is asked (GET /models), every media file looked for, every key read (on
-    the tasks of `selection`); nothing for another environment."""
+def environment_checks(recipe: RolloutRecipe, selection: TaskSelection, probe: bool = True) -> list[Check]:
+    """A live environment: every endpoint is asked (GET /models; with `probe=False` only configured, as the engine's
+    `prepare` checks it again before the first run), every media file looked for, every key read (on the tasks of
+    `selection`); nothing for another environment."""
     if recipe.environment.kind != "live":
         return []
     try:
         tasks, _ = selection()
     except (RecipeError, ValueError, OSError):
         return []  # the tasks check reported it
-    problems = live_problems(recipe, tasks, probe=True)
+    problems = live_problems(recipe, tasks, probe=probe)
     return [Check(what="environment", status="error", detail=p) for p in problems] or \
         [Check(what="environment", status="ok", detail="live: every endpoint answers and every media file is there")]
 
