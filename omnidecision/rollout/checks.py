@@ -2,8 +2,8 @@
 filtered, this shard's share), the backends' endpoints (each asked GET /models with a short timeout, as the run will
 ask them: one that does not answer is a warning that says so), the judge, the environment's services and the output
 folder (`engine_checks`), and with a live environment every endpoint asked (GET /models) and every media file looked
-for (`environment_checks`, through `rollout.live`); `rollout_checks` is all of them, each a `preflight.Check`
-(`recipe_checks` and `live_checks` add them to a report). They run no agent and write nothing.
+for (`environment_checks`, through `rollout.live`); `rollout_checks` is all of them, each a `preflight.Check`. They
+run no agent and write nothing.
 
 `collect` and `eval` make these checks before they run and refuse the first failed one in its dry-run line
 (`refuse`, `first_refusal`; the output's again under the lock, below). Where the engine itself refuses before its
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.backends.factory import backend_problem
-from omnidecision.preflight import Check, DryRunReport, check_url
+from omnidecision.preflight import Check, check_url
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.live import live_problems, probe_openai
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
@@ -148,8 +148,9 @@ def environment_checks(recipe: RolloutRecipe, selection: TaskSelection, probe: b
     except (RecipeError, ValueError, OSError):
         return []  # the tasks check reported it
     problems = live_problems(recipe, tasks, probe=probe)
+    ready = "every endpoint answers" if probe else "every endpoint is set"
     return [Check(what="environment", status="error", detail=p) for p in problems] or \
-        [Check(what="environment", status="ok", detail="live: every endpoint answers and every media file is there")]
+        [Check(what="environment", status="ok", detail=f"live: {ready} and every media file is there")]
 
 
 def first_refusal(checks: list[Check]) -> Check | None:
@@ -165,15 +166,3 @@ def refuse(checks: list[Check]) -> None:
     if (failed := first_refusal(checks)) is not None:
         raise RecipeError(f"{failed.what}: {failed.detail}")
 
-
-# -- the report-taking forms (collect's dry run, the GRPO environment's, the cluster scripts' tests)
-
-
-def recipe_checks(report: DryRunReport, recipe: RolloutRecipe, selection: TaskSelection | None = None) -> None:
-    """`engine_checks` (tasks, backends, judge, services, out), added to `report`."""
-    report.checks.extend(engine_checks(recipe, selection or TaskSelection(recipe)))
-
-
-def live_checks(report: DryRunReport, recipe: RolloutRecipe, selection: TaskSelection | None = None) -> None:
-    """A live environment's checks (`environment_checks`), added to `report`."""
-    report.checks.extend(environment_checks(recipe, selection or TaskSelection(recipe)))
