@@ -87,6 +87,7 @@ ALLOWED: dict[str, set[str]] = {
     "inputs": INPUTS,
     "modeling": {"modeling"},
     "preemption": {"preemption"},  # the trainers' checkpoint on SIGTERM (a SLURM preemption or requeue)
+    "node_launch": {"node_launch"},  # the CPU nodes' trainer as the SLURM task (accelerate's launch, exec'd)
     "procs": {"procs"},  # children that do not outlive their parent (the plan runner, the vLLM server)
     "sampling": {"sampling"},  # the length-grouped sampler seeded by (seed, epoch): exact resumes
     "checkpoints": {"checkpoints", "outputs"},

@@ -97,6 +97,39 @@ def test_training_srun_lines_pass_cpus_per_task(tmp_path, script, args, cpus):
     assert real and all("--cpus-per-task" in r for r in real)
 
 
+def _cpu_stand_in(tmp_path: Path) -> Path:
+    """An `omnidecision` whose pre-flight passes with a plan that generates in the trainer (no server)."""
+    od = tmp_path / "od-cpu"
+    od.write_text('#!/bin/sh\necho \'{"extra": {"generation_model": "tiny", "generation_server": false}}\'\n')
+    od.chmod(0o755)
+    return od
+
+
+@pytest.mark.parametrize("script,args,module", [
+    ("grpo.slurm", ["configs/grpo/tiny-cpu.yaml"], "omnidecision.rl.train"),
+    ("sft.slurm", ["configs/sft/tiny-cpu.yaml", "configs/accelerate/cpu.yaml"], "omnidecision.sft.train"),
+])
+def test_cpu_nodes_run_the_trainer_as_the_task_through_node_launch(tmp_path, script, args, module):
+    """GPUS_PER_NODE=0: the training line starts `omnidecision.node_launch` (the trainer exec'd, so a requeue's
+    SIGTERM reaches it alone), and its arguments are accelerate's single-process launch of the stage's module."""
+    from omnidecision.node_launch import node_command
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(OD=str(_cpu_stand_in(tmp_path)), SLURM_NNODES="2", GPUS_PER_NODE="0", JUDGE_MODEL="none",
+               ACCEL_CONFIG="configs/accelerate/cpu.yaml")
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "slurm" / script), *args, "--dry-run"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    training = [line for line in res.stdout.splitlines() if line.startswith("srun") and 'bash -c "' in line]
+    assert len(training) == 1, res.stdout
+    launch = shlex.split(training[0].split('bash -c "', 1)[1].rstrip('"'))
+    while "=" in launch[0]:  # RANK=..., MASTER_ADDR=...: the environment of the task
+        launch.pop(0)
+    assert launch[1:3] == ["-m", "omnidecision.node_launch"] and "accelerate" not in launch[:3], launch
+    cmd, _ = node_command([a.replace("$SLURM_PROCID", "0") for a in launch[3:]])
+    assert cmd[1:3] == ["-m", module], cmd
+
+
 def test_gpu_recipes_bound_the_completions_printed():
     import yaml
 

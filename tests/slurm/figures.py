@@ -54,6 +54,10 @@ def render(record: dict) -> str:
         rows.append(f"| GRPO, {c['what']} | {j.get('requests', 0)} judge requests answered, {j.get('successes', 0)} "
                     f"parsed (failures: {reasons}; the judge is the tiny planner, not trained to judge) | — |")
     rows += _requeue_rows("GRPO", r.get("grpo_requeue", {}))
+    if c := r.get("cpu_node_sigterm"):
+        rows.append(f"| CPU node, {c['what']} (KillWait {c['kill_wait']}) | the trainer saved: under "
+                    f"`omnidecision.node_launch` {c['node_launch_saved']}, under `accelerate launch` "
+                    f"{c['accelerate_launch_saved']} | — |")
     return "\n".join(rows)
 
 
