@@ -50,6 +50,16 @@ od_master_addr() {
   echo "$addr"
 }
 
+# od_kill_wait: the cluster's KillWait in seconds (the time between a job's SIGTERM and its SIGKILL; `scontrol show
+# config`), 30 (SLURM's default) where no scheduler answers (a dry run away from the cluster). The GPU path exports it
+# as TORCH_ELASTIC_SHUTDOWN_TIMEOUT: torchrun's agent under `accelerate launch` gives its workers that long after a
+# SIGTERM (30 s when unset), so a SIGTERM checkpoint may use the whole KillWait.
+od_kill_wait() {
+  local wait
+  wait=$(scontrol show config 2>/dev/null | sed -n 's/^KillWait *= *\([0-9][0-9]*\).*/\1/p' | head -n 1)
+  echo "${wait:-30}"
+}
+
 # od_echo LINE...: print a command line with every secret hidden by value (the project's redaction: the values of
 # *_TOKEN/*_KEY variables, --hub_token-like options and provider key shapes), so a log never holds a key.
 od_echo() {

@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,31 @@ def test_training_srun_lines_pass_cpus_per_task(tmp_path, script, args, cpus):
     text = (ROOT / "scripts" / "slurm" / script).read_text("utf-8")
     real = re.findall(r'^srun .*?bash -c "\$LAUNCH"', text, flags=re.S | re.M)
     assert real and all("--cpus-per-task" in r for r in real)
+
+
+@pytest.mark.parametrize("script,args", [
+    ("grpo.slurm", [str(SERVER)]),
+    ("sft.slurm", ["configs/sft/qwen3-8b-lora.yaml", "configs/accelerate/zero3.yaml"]),
+])
+def test_gpu_nodes_give_the_workers_the_clusters_kill_wait(tmp_path, script, args):
+    """torchrun's agent under `accelerate launch` SIGKILLs its workers TORCH_ELASTIC_SHUTDOWN_TIMEOUT seconds after
+    a SIGTERM (30 when unset): the training line sets it to the cluster's KillWait, read from `scontrol show config`
+    (30, SLURM's default, where no scheduler answers)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCH_ELASTIC_"))}
+    env.update(OD=str(_stand_in(tmp_path)), SLURM_NNODES="3")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for kill_wait, path in (("30", "/usr/bin:/bin"), ("120", f"{bin_dir}:/usr/bin:/bin")):
+        scontrol = bin_dir / "scontrol"  # a scheduler whose KillWait is 120 s, first on PATH in the second run
+        scontrol.write_text("#!/bin/sh\n[ \"$1 $2\" = 'show config' ] && echo 'KillWait                = 120 sec'\n")
+        scontrol.chmod(0o755)
+        res = subprocess.run(["bash", str(ROOT / "scripts" / "slurm" / script), *args, "--dry-run"], cwd=ROOT,
+                             env={**env, "PATH": f"{Path(sys.executable).parent}:{path}"}, capture_output=True,
+                             text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        training = [line for line in res.stdout.splitlines() if line.startswith("srun") and 'bash -c "' in line]
+        assert training and all(f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={kill_wait} accelerate launch" in line
+                                for line in training), res.stdout
 
 
 def _cpu_stand_in(tmp_path: Path) -> Path:

@@ -65,6 +65,7 @@ def test_the_trainer_gets_the_command_and_environment_accelerate_launch_gives_it
     assert _changed(env) == accelerate
 
 
+@pytest.mark.long  # 8 s of waiting on a signal; tests/cluster/test_multinode.py holds the scripts' CPU lines to it
 def test_a_sigterm_reaches_the_trainer_alone_and_it_finishes_its_save(tmp_path: Path):
     """The launcher becomes the trainer (one pid), so nothing kills it 5 s after the signal."""
     script = tmp_path / "slow_save.py"
@@ -98,3 +99,32 @@ def test_a_launch_for_gpu_nodes_is_refused_in_one_line(capsys, flags: list[str],
         f"node_launch: error: these arguments select accelerate's {launcher} launcher")
     with pytest.raises(NodeLaunchError):
         node_command([*flags, "train.py"])
+
+
+@pytest.mark.long  # two launches that wait on a signal
+def test_torchruns_agent_gives_its_workers_the_shutdown_timeout_the_gpu_scripts_set(tmp_path: Path):
+    """The GPU path (`accelerate launch --multi_gpu`, torchrun's agent; on CPU here over gloo) SIGKILLs its workers
+    TORCH_ELASTIC_SHUTDOWN_TIMEOUT seconds after a SIGTERM: a 6 s save is cut at 2 s and kept at 15 s. The SLURM
+    scripts set it to the cluster's KillWait (tests/cluster/test_multinode.py)."""
+    script = tmp_path / "slow_save.py"
+    script.write_text(SLOW_SAVE)
+    saved = {}
+    for timeout in ("2", "15"):
+        log = tmp_path / f"workers-{timeout}.log"
+        with log.open("w") as sink:
+            proc = subprocess.Popen([str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2",
+                                     "--num_machines", "1", "--main_process_port", "0", str(script), "6"], cwd=ROOT,
+                                    stdout=sink, stderr=subprocess.DEVNULL,
+                                    env={**os.environ, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": timeout})
+        try:
+            deadline = time.monotonic() + 120
+            while log.read_text().count("started") < 2:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        saved[timeout] = log.read_text().count("trainer: saved")
+    assert saved == {"2": 0, "15": 2}, saved
