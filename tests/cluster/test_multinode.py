@@ -7,6 +7,7 @@ the SLURM scripts' training steps get the node's CPUs (`--cpus-per-task` on thei
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -69,10 +70,12 @@ def test_by_hand_training_nodes_form_one_job():
         assert flag in launch and all(flag in cmd for cmd in training.values()), flag
 
 
-def _stand_in(tmp_path: Path) -> Path:
-    """An `omnidecision` whose pre-flight passes and prints the plan the GRPO script reads."""
+def _stand_in(tmp_path: Path, server: bool = True) -> Path:
+    """An `omnidecision` whose pre-flight passes and prints the plan the GRPO script reads: generation on TRL's vLLM
+    server (GPU nodes) or, `server=False`, in the trainer (CPU nodes)."""
     od = tmp_path / "od"
-    od.write_text('#!/bin/sh\necho \'{"extra": {"generation_model": "Qwen/Qwen3-8B", "generation_server": true}}\'\n')
+    plan = {"extra": {"generation_model": "Qwen/Qwen3-8B" if server else "tiny", "generation_server": server}}
+    od.write_text(f"#!/bin/sh\necho '{json.dumps(plan)}'\n")
     od.chmod(0o755)
     return od
 
@@ -123,14 +126,6 @@ def test_gpu_nodes_give_the_workers_the_clusters_kill_wait(tmp_path, script, arg
                                 for line in training), res.stdout
 
 
-def _cpu_stand_in(tmp_path: Path) -> Path:
-    """An `omnidecision` whose pre-flight passes with a plan that generates in the trainer (no server)."""
-    od = tmp_path / "od-cpu"
-    od.write_text('#!/bin/sh\necho \'{"extra": {"generation_model": "tiny", "generation_server": false}}\'\n')
-    od.chmod(0o755)
-    return od
-
-
 @pytest.mark.parametrize("script,args,module", [
     ("grpo.slurm", ["configs/grpo/tiny-cpu.yaml"], "omnidecision.rl.train"),
     ("sft.slurm", ["configs/sft/tiny-cpu.yaml", "configs/accelerate/cpu.yaml"], "omnidecision.sft.train"),
@@ -141,7 +136,7 @@ def test_cpu_nodes_run_the_trainer_as_the_task_through_node_launch(tmp_path, scr
     from omnidecision.node_launch import node_command
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(OD=str(_cpu_stand_in(tmp_path)), SLURM_NNODES="2", GPUS_PER_NODE="0", JUDGE_MODEL="none",
+    env.update(OD=str(_stand_in(tmp_path, server=False)), SLURM_NNODES="2", GPUS_PER_NODE="0", JUDGE_MODEL="none",
                ACCEL_CONFIG="configs/accelerate/cpu.yaml")
     res = subprocess.run(["bash", str(ROOT / "scripts" / "slurm" / script), *args, "--dry-run"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60)
