@@ -47,15 +47,21 @@ class PreemptionCheckpoint(TrainerCallback):
             self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
         return control
 
-    def _agreed(self, args) -> bool:
-        """Whether any process was signalled (all of them save the same step, or the collectives would hang)."""
+    @staticmethod
+    def _group(args) -> Any:
+        """torch.distributed when this run is one of several processes of an initialised group, else None."""
         if getattr(args, "world_size", 1) <= 1:
-            return self.requested
-        import torch
+            return None
         import torch.distributed as dist
 
-        if not (dist.is_available() and dist.is_initialized()):
+        return dist if dist.is_available() and dist.is_initialized() else None
+
+    def _agreed(self, args) -> bool:
+        """Whether any process was signalled (all of them save the same step, or the collectives would hang)."""
+        if (dist := self._group(args)) is None:
             return self.requested
+        import torch
+
         flag = torch.tensor([1.0 if self.requested else 0.0], device=args.device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         return bool(flag.item())
@@ -69,6 +75,11 @@ class PreemptionCheckpoint(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if self.stopping:
+            # every process has written its part of the checkpoint (its RNG state, its shard) before any exits: the
+            # first exit ends the job step (`srun --kill-on-bad-exit`, torchrun's agent), killing a process still
+            # saving, and the checkpoint it leaves has the main process's trainer_state.json, so it reads complete
+            if (dist := self._group(args)) is not None:
+                dist.barrier()
             logger.warning("saved checkpoint-%d on SIGTERM; exiting %d for the requeue", state.global_step,
                            self.EXIT_CODE)
             sys.stdout.flush()
