@@ -16,9 +16,11 @@ the task, the job's SIGTERM reaches it alone, and it has the whole KillWait to f
         --num_processes 2 --machine_rank 0 --main_process_ip n1 --main_process_port 29500 \
         -m omnidecision.rl.train --config configs/grpo/tiny-cpu.yaml
 
-GPU nodes keep `accelerate launch`: its multi-process path is torchrun's elastic agent, which gives the workers 30 s
-after a SIGTERM (torch's `shutdown_timeout`), as long as SLURM's default KillWait. An argument list that asks for that
-path (DeepSpeed, FSDP, multi-GPU, TPU) is refused here.
+GPU nodes keep `accelerate launch`: its multi-process path is torchrun's elastic agent, which SIGKILLs the workers
+TORCH_ELASTIC_SHUTDOWN_TIMEOUT seconds after a SIGTERM (30 when unset); the scripts set it to the time SLURM gives
+(`od_kill_wait`, scripts/slurm/lib.sh). That holds for DeepSpeed with `deepspeed_multinode_launcher: standard`, as in
+configs/accelerate/zero*.yaml; DeepSpeed's pdsh launcher waits 5 s like the single-process path. An argument list
+that asks for a multi-process path (DeepSpeed, FSDP, multi-GPU, TPU) is refused here.
 """
 
 from __future__ import annotations
@@ -53,8 +55,10 @@ def _multi_process_launcher(args, defaults) -> str | None:
 
 def node_command(argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """The trainer's command and environment, as `accelerate launch ARGV` would start its one child."""
-    args = launch_command_parser().parse_args(list(argv))
-    args, defaults, _ = _validate_launch_command(args)
+    # indexed, not unpacked: a change in what the private call returns fails as an error of the code (a traceback),
+    # not as a ValueError that `main` would print as a wrong argument
+    validated = _validate_launch_command(launch_command_parser().parse_args(list(argv)))
+    args, defaults = validated[0], validated[1]
     if (launcher := _multi_process_launcher(args, defaults)) is not None:
         raise NodeLaunchError(f"these arguments select accelerate's {launcher} launcher, not its single-process one: "
                               "run them with `accelerate launch` (GPU nodes), or add --cpu")

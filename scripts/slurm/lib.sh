@@ -50,14 +50,19 @@ od_master_addr() {
   echo "$addr"
 }
 
-# od_kill_wait: the cluster's KillWait in seconds (the time between a job's SIGTERM and its SIGKILL; `scontrol show
-# config`), 30 (SLURM's default) where no scheduler answers (a dry run away from the cluster). The GPU path exports it
-# as TORCH_ELASTIC_SHUTDOWN_TIMEOUT: torchrun's agent under `accelerate launch` gives its workers that long after a
-# SIGTERM (30 s when unset), so a SIGTERM checkpoint may use the whole KillWait.
+# od_kill_wait: the seconds a job has between SLURM's SIGTERM and its SIGKILL: the cluster's KillWait (`scontrol show
+# config`), plus the GraceTime of the job's partition inside a job (a preemption sends SIGTERM, then waits GraceTime
+# before it cancels the job; 0 on most partitions); 30 (SLURM's default KillWait) where no scheduler answers (a dry
+# run away from the cluster). The GPU path exports it as TORCH_ELASTIC_SHUTDOWN_TIMEOUT: torchrun's agent under
+# `accelerate launch` SIGKILLs its workers that long after a SIGTERM (30 s when unset; a torch that predates the
+# variable ignores it and keeps 30 s), so a SIGTERM checkpoint may use all of SLURM's time.
 od_kill_wait() {
-  local wait
+  local wait grace=0
   wait=$(scontrol show config 2>/dev/null | sed -n 's/^KillWait *= *\([0-9][0-9]*\).*/\1/p' | head -n 1)
-  echo "${wait:-30}"
+  if [[ -n "${SLURM_JOB_PARTITION:-}" ]]; then
+    grace=$(scontrol show partition "$SLURM_JOB_PARTITION" 2>/dev/null | sed -n 's/.*GraceTime=\([0-9][0-9]*\).*/\1/p' | head -n 1)
+  fi
+  echo $(( ${wait:-30} + ${grace:-0} ))
 }
 
 # od_echo LINE...: print a command line with every secret hidden by value (the project's redaction: the values of

@@ -107,19 +107,24 @@ def test_training_srun_lines_pass_cpus_per_task(tmp_path, script, args, cpus):
 ])
 def test_gpu_nodes_give_the_workers_the_clusters_kill_wait(tmp_path, script, args):
     """torchrun's agent under `accelerate launch` SIGKILLs its workers TORCH_ELASTIC_SHUTDOWN_TIMEOUT seconds after
-    a SIGTERM (30 when unset): the training line sets it to the cluster's KillWait, read from `scontrol show config`
-    (30, SLURM's default, where no scheduler answers)."""
+    a SIGTERM (30 when unset): the training line sets it to the time SLURM gives, KillWait from `scontrol show
+    config` (30, SLURM's default, where no scheduler answers) plus the job's partition's GraceTime."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCH_ELASTIC_"))}
     env.update(OD=str(_stand_in(tmp_path)), SLURM_NNODES="3")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for kill_wait, path in (("30", "/usr/bin:/bin"), ("120", f"{bin_dir}:/usr/bin:/bin")):
-        scontrol = bin_dir / "scontrol"  # a scheduler whose KillWait is 120 s, first on PATH in the second run
-        scontrol.write_text("#!/bin/sh\n[ \"$1 $2\" = 'show config' ] && echo 'KillWait                = 120 sec'\n")
+    scontrol = bin_dir / "scontrol"  # first on PATH: no scheduler answers, then one whose KillWait is 120 s, then
+    # the same in a job on a partition whose preemption waits GraceTime=60 before it cancels
+    config = "echo 'KillWait                = 120 sec'"
+    partition = "echo 'PartitionName=gpu AllowGroups=ALL PreemptMode=REQUEUE GraceTime=60 Hidden=NO'"
+    for kill_wait, answer, job in (("30", "exit 1", {}), ("120", config, {}),
+                                   ("180", config, {"SLURM_JOB_PARTITION": "gpu"})):
+        scontrol.write_text(f"#!/bin/sh\n[ \"$1 $2\" = 'show config' ] && {answer}\n"
+                            f"[ \"$1 $2 $3\" = 'show partition gpu' ] && {partition}\nexit 1\n")
         scontrol.chmod(0o755)
         res = subprocess.run(["bash", str(ROOT / "scripts" / "slurm" / script), *args, "--dry-run"], cwd=ROOT,
-                             env={**env, "PATH": f"{Path(sys.executable).parent}:{path}"}, capture_output=True,
-                             text=True, timeout=60)
+                             env={**env, **job, "PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin"},
+                             capture_output=True, text=True, timeout=60)
         assert res.returncode == 0, res.stderr
         training = [line for line in res.stdout.splitlines() if line.startswith("srun") and 'bash -c "' in line]
         assert training and all(f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={kill_wait} accelerate launch" in line

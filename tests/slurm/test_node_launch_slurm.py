@@ -43,7 +43,8 @@ def _requeued_once(cluster: Cluster, tmp_path: Path, launcher: str) -> str:
     trainer, log = tmp_path / "trainer.py", tmp_path / f"{launcher}.out"
     trainer.write_text(TRAINER)
     batch = tmp_path / f"{launcher}.sbatch"
-    # the scripts' CPU line: one task a node, `bash -c` of the launch (bash execs a lone command)
+    # the scripts' CPU launch in a one-node job (their srun line, less --cpus-per-task/--kill-on-bad-exit/--wait):
+    # `bash -c` of the launcher (bash execs a lone command), which execs the trainer
     batch.write_text(f"""#!/bin/bash
 srun --nodes=1 --ntasks=1 bash -c "RANK=0 WORLD_SIZE=1 {LAUNCHERS[launcher]} --config_file \
 {ROOT / 'configs' / 'accelerate' / 'cpu.yaml'} --cpu --num_machines 1 {trainer}"
