@@ -113,12 +113,11 @@ def test_gpu_nodes_give_the_workers_the_clusters_kill_wait(tmp_path, script, arg
     env.update(OD=str(_stand_in(tmp_path)), SLURM_NNODES="3")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    scontrol = bin_dir / "scontrol"  # first on PATH: no scheduler answers, then one whose KillWait is 120 s, then
-    # the same in a job on a partition whose preemption waits GraceTime=60 before it cancels
+    scontrol = bin_dir / "scontrol"  # first on PATH: no scheduler answers, then one whose KillWait is 120 s, in a
+    # job on a partition whose preemption waits GraceTime=60 before it cancels
     config = "echo 'KillWait                = 120 sec'"
     partition = "echo 'PartitionName=gpu AllowGroups=ALL PreemptMode=REQUEUE GraceTime=60 Hidden=NO'"
-    for kill_wait, answer, job in (("30", "exit 1", {}), ("120", config, {}),
-                                   ("180", config, {"SLURM_JOB_PARTITION": "gpu"})):
+    for kill_wait, answer, job in (("30", "exit 1", {}), ("180", config, {"SLURM_JOB_PARTITION": "gpu"})):
         scontrol.write_text(f"#!/bin/sh\n[ \"$1 $2\" = 'show config' ] && {answer}\n"
                             f"[ \"$1 $2 $3\" = 'show partition gpu' ] && {partition}\nexit 1\n")
         scontrol.chmod(0o755)
