@@ -49,7 +49,9 @@ def job_line(step: Step, out: Path, threads: int, sbatch_args: list[str], after:
     if after:
         line.append(f"--dependency=afterok:{':'.join(after)}")
     body = [sys.executable, "-m", "omnidecision.pipeline.slurm_job", str(out), step.name]
-    return [*line, "--wrap", shlex.join(body)]
+    # exec: the job's body is the batch step's main process, not a child of sbatch's /bin/sh wrapper, which a
+    # requeue's SIGTERM would end first (and a child whose parent ended is one SLURM's linuxproc tracking loses)
+    return [*line, "--wrap", "exec " + shlex.join(body)]
 
 
 NO_SBATCH = ("sbatch: not found on PATH; the slurm executor submits every step with it (run on a login node of the "
