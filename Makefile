@@ -60,9 +60,8 @@ slurm-test: install
 	$(BIN)/pytest -q -m slurm tests/slurm
 
 # End-to-end repeats of stages the fast suite already covers (determinism reruns, the vLLM-served LoRA eval, vLLM
-# against transformers on an exported planner, the
-# secrets greps over a whole training run, ...): kept out of `make test` to hold it near 15 min on the slower CPU
-# type; CI runs them.
+# against transformers on an exported planner, the secrets greps over a whole training run, ...): kept out of
+# `make test` to hold it near 15 min on the slower CPU type; CI runs them.
 long-test: install browser
 	$(BIN)/pytest -q -m long
 
