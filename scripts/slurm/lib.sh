@@ -58,9 +58,11 @@ od_master_addr() {
 # variable ignores it and keeps 30 s), so a SIGTERM checkpoint may use all of SLURM's time.
 od_kill_wait() {
   local wait grace=0
-  wait=$(scontrol show config 2>/dev/null | sed -n 's/^KillWait *= *\([0-9][0-9]*\).*/\1/p' | head -n 1)
+  # `|| true`: no scheduler is an answer here (the default), not an error under the scripts' `set -e -o pipefail`
+  wait=$( (scontrol show config 2>/dev/null || true) | sed -n 's/^KillWait *= *\([0-9][0-9]*\).*/\1/p' | head -n 1)
   if [[ -n "${SLURM_JOB_PARTITION:-}" ]]; then
-    grace=$(scontrol show partition "$SLURM_JOB_PARTITION" 2>/dev/null | sed -n 's/.*GraceTime=\([0-9][0-9]*\).*/\1/p' | head -n 1)
+    grace=$( (scontrol show partition "$SLURM_JOB_PARTITION" 2>/dev/null || true) |
+             sed -n 's/.*GraceTime=\([0-9][0-9]*\).*/\1/p' | head -n 1)
   fi
   echo $(( ${wait:-30} + ${grace:-0} ))
 }
