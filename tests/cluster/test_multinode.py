@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from omnidecision.node_launch import node_command
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "configs" / "grpo" / "qwen3-8b-lora-vllm-server.yaml"
 NODE_LINE = re.compile(r"^#\s+(NODE_\w+):\s+(.*)$")
@@ -137,8 +139,6 @@ def test_gpu_nodes_give_the_workers_the_clusters_kill_wait(tmp_path, script, arg
 def test_cpu_nodes_run_the_trainer_as_the_task_through_node_launch(tmp_path, script, args, module):
     """GPUS_PER_NODE=0: the training line starts `omnidecision.node_launch` (the trainer exec'd, so a requeue's
     SIGTERM reaches it alone), and its arguments are accelerate's single-process launch of the stage's module."""
-    from omnidecision.node_launch import node_command
-
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env.update(OD=str(_stand_in(tmp_path, server=False)), SLURM_NNODES="2", GPUS_PER_NODE="0", JUDGE_MODEL="none",
                ACCEL_CONFIG="configs/accelerate/cpu.yaml")

@@ -12,17 +12,18 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from transformers import TrainerControl, TrainerState
+
+from omnidecision.preemption import PreemptionCheckpoint
+from tests.slurm.conftest import free_port_block
 
 SLOW_SAVE_S = 1.5  # rank 1's part of the checkpoint takes this long; rank 0's is written at once
 
 
 def _rank(rank: int, port: int, out: str) -> None:
     """One process of the group: rank 0 alone got SIGTERM; both end the step, save their part, reach `on_save`."""
-    import torch.distributed as dist
-    from transformers import TrainerControl, TrainerState
-
-    from omnidecision.preemption import PreemptionCheckpoint
-
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     args, state, control = SimpleNamespace(world_size=2, device="cpu"), TrainerState(global_step=7), TrainerControl()
     callback = PreemptionCheckpoint()
@@ -42,10 +43,6 @@ def _rank(rank: int, port: int, out: str) -> None:
 
 @pytest.mark.long  # two spawned processes that import torch and transformers: about 30 s on 2 busy cores
 def test_one_signalled_process_makes_all_save_and_none_exits_before_all_saved(tmp_path: Path):
-    import torch.multiprocessing as mp
-
-    from tests.slurm.conftest import free_port_block
-
     mp.spawn(_rank, args=(free_port_block(1), str(tmp_path)), nprocs=2, join=True)
     ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in (0, 1)]
     assert all(r["save"] and r["stop"] and r["exit"] == 143 for r in ranks), ranks  # rank 1 saved unsignalled
@@ -55,10 +52,6 @@ def test_one_signalled_process_makes_all_save_and_none_exits_before_all_saved(tm
 
 
 def test_a_single_process_saves_and_exits_without_a_group():
-    from transformers import TrainerControl, TrainerState
-
-    from omnidecision.preemption import PreemptionCheckpoint
-
     args, control = SimpleNamespace(world_size=1, device="cpu"), TrainerControl()
     callback = PreemptionCheckpoint()
     callback.on_step_end(args, TrainerState(), control)
