@@ -12,6 +12,7 @@ step running untracked (an orphan that SLURM's linuxproc tracking neither waits 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -28,10 +29,8 @@ def pass_on(running: dict[str, Any], signum: int) -> None:
     """Send `signum` to the process group of every step running (`Runner.running`: step → its group), and return:
     the runner goes on waiting for them. A group already gone is skipped."""
     for pgid in list(running.values()):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(int(pgid), signum)
-        except ProcessLookupError:
-            pass
 
 
 def run_job(out: Path, name: str) -> None:

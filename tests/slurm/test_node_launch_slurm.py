@@ -70,10 +70,10 @@ def test_a_requeued_cpu_trainer_finishes_a_save_longer_than_accelerates_5_s(slur
         folder = tmp_path / launcher
         folder.mkdir()
         saved[launcher] = "trainer: saved" in _requeued_once(slurm_cluster, folder, launcher)
-    kill_wait = slurm_cluster.run("scontrol", "show", "config").stdout
+    config = slurm_cluster.run("scontrol", "show", "config").stdout
     slurm_results["cpu_node_sigterm"] = {
         "what": f"a requeue while the trainer's step and checkpoint take {SAVE_S} s after SIGTERM",
-        "kill_wait": next((line.split("=", 1)[1].strip() for line in kill_wait.splitlines()
+        "kill_wait": next((line.split("=", 1)[1].strip() for line in config.splitlines()
                            if line.startswith("KillWait")), "?"),
         "node_launch_saved": saved["node_launch"], "accelerate_launch_saved": saved["accelerate_launch"]}
     assert saved["node_launch"], saved
