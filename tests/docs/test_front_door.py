@@ -35,46 +35,72 @@ def _signed(x: float) -> str:
     return f"{x:+.3f}".replace("+-", "-")
 
 
+def _cells(data: dict) -> dict[str | None, dict]:
+    """The pooled results a headline quotes, by the N of teacher-run tasks its sentences name (None: one
+    experiment's file, which names no N)."""
+    return dict(data["by_n"]) if data.get("kind") == "teacher-curve" else {None: data}
+
+
+def _parts(text: str, cells: dict[str | None, dict]) -> list[tuple[str | None, str]]:
+    """The section cut where it names an N (`N = 15`): each piece's figures are that N's. A file of one experiment,
+    or a curve of one N named as `SFT on N teacher-run tasks`, is one piece."""
+    if None in cells:
+        return [(None, text)]
+    pieces = re.split(r"\bN = (\d+)\b", text)
+    if len(pieces) == 1:
+        (n,) = cells  # one N, named once
+        assert f"SFT on {n} teacher-run tasks" in text, "a headline from a curve names the N it quotes"
+        return [(n, text)]
+    assert not re.findall(r"\d\.\d{3}", pieces[0]), "a figure before the headline names its N"
+    parts = list(zip(pieces[1::2], pieces[2::2], strict=True))
+    assert all(n in cells for n, _ in parts), ([n for n, _ in parts], sorted(cells))
+    return parts
+
+
 def test_the_readme_headline_is_its_result_files():
     """Every figure of the "Current result" section: the file's means (`ARM 0.xxx [low, high]`), its planned
-    contrasts (`b − a +0.xxx [low, high]`), its starts and test tasks; and nothing else is quoted there."""
+    contrasts (`b − a +0.xxx [low, high]`), each of the N its sentence names where the file is a curve, its starts,
+    replicates and test tasks; and nothing else is quoted there."""
     section = _section(README, "## Current result")
     assert HEADLINE in section and "docs/research/index.md" in section
     assert len([line for line in section.splitlines()[1:] if line.strip()]) <= 5, "the headline is at most 5 lines"
-    data = json.loads((ROOT / HEADLINE).read_text("utf-8"))
-    if data.get("kind") == "teacher-curve":  # a curve's file: the headline quotes its one N (the teacher runs)
-        assert len(data["by_n"]) == 1, "a headline from a curve of several N quotes no one N's contrasts"
-        (n, cell), = data["by_n"].items()
-        assert f"SFT on {n} teacher-run tasks" in " ".join(section.split())
-        data = cell
-    c = data["contrasts"]
+    cells = _cells(json.loads((ROOT / HEADLINE).read_text("utf-8")))
     text = " ".join(section.split())
-    quoted = 0
-    for arm, value, low, high in re.findall(r"\b(\w+) (\d\.\d{3}) \[(\d\.\d{3}), (\d\.\d{3})\]", text):
-        m = c["means"][arm]
-        assert (value, low, high) == (f"{m['estimate']:.3f}", f"{m['low']:.3f}", f"{m['high']:.3f}"), arm
-        quoted += 1
-    for b, a, value, low, high in re.findall(r"\b(\w+) − (\w+) ([+-]\d\.\d{3}) \[([+-]\d\.\d{3}), ([+-]\d\.\d{3})\]",
-                                             text):
-        m = c["planned"][f"{b}-{a}"]
-        assert (value, low, high) == (_signed(m["estimate"]), _signed(m["low"]), _signed(m["high"])), f"{b} − {a}"
-        quoted += 1
+    quoted, used = 0, []
+    for n, part in _parts(text, cells):
+        c = cells[n]["contrasts"]
+        here = 0
+        for arm, value, low, high in re.findall(r"\b(\w+) (\d\.\d{3}) \[(\d\.\d{3}), (\d\.\d{3})\]", part):
+            m = c["means"][arm]
+            assert (value, low, high) == (f"{m['estimate']:.3f}", f"{m['low']:.3f}", f"{m['high']:.3f}"), (n, arm)
+            here += 1
+        for b, a, value, low, high in re.findall(
+                r"\b(\w+) − (\w+) ([+-]\d\.\d{3}) \[([+-]\d\.\d{3}), ([+-]\d\.\d{3})\]", part):
+            m = c["planned"][f"{b}-{a}"]
+            assert (value, low, high) == (_signed(m["estimate"]), _signed(m["low"]), _signed(m["high"])), \
+                (n, f"{b} − {a}")
+            here += 1
+        # every decimal figure in the piece is one the checks above read
+        assert len(re.findall(r"[+-]?\d\.\d{3}", part)) == 3 * here, (n, part)
+        quoted += here
+        used.append(c)
     assert quoted >= 4, "the headline quotes the SFT planner, the teacher and two contrasts"
-    starts = {m["n_starts"] for m in c["means"].values()}
-    tasks = {m["n_tasks"] for m in c["means"].values()}
+    starts = {m["n_starts"] for c in used for m in c["means"].values()}
+    tasks = {m["n_tasks"] for c in used for m in c["means"].values()}
     assert f"{starts.pop()} SFT starts" in text and f"{tasks.pop()} test tasks" in text and not starts and not tasks
-    replicates = {len({r["replicate"] for r in m["per_replicate"]}) for m in c["planned"].values()
+    replicates = {len({r["replicate"] for r in m["per_replicate"]}) for c in used for m in c["planned"].values()
                   if m.get("per_replicate")}
     assert len(replicates) == 1, replicates
-    replicates = replicates.pop()
-    assert f"× {replicates} RL replicates" in text
-    # every decimal figure in the section is one the checks above read
-    figures = re.findall(r"[+-]?\d\.\d{3}", text)
-    assert len(figures) == 3 * quoted, figures
+    assert f"× {replicates.pop()} RL replicates" in text
 
 
 def test_a_changed_headline_figure_is_caught(monkeypatch):
-    bad = README.replace("sft 0.762 [0.682, 0.843]", "sft 0.763 [0.682, 0.843]", 1)
+    section = _section(README, "## Current result")
+    first = re.search(r"\b\w+ (\d\.\d{3}) \[\d\.\d{3}, \d\.\d{3}\]", section)
+    assert first is not None, "the headline quotes a mean"
+    value = first[1]
+    changed = first[0].replace(value, f"{float(value) + 0.001:.3f}", 1)
+    bad = README.replace(first[0], changed, 1)
     assert bad != README
     monkeypatch.setitem(test_the_readme_headline_is_its_result_files.__globals__, "README", bad)
     with pytest.raises(AssertionError):
