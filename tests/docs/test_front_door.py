@@ -19,7 +19,7 @@ from tests.cluster.test_docs_commands import _parse_only, bash_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text("utf-8")
-HEADLINE = "docs/results/grounded.json"
+HEADLINE = "docs/results/sft-sized.json"
 # the pages a user copies commands from (the cluster guide's commands are dry run by tests/cluster)
 USER_PAGES = ["README.md", "docs/getting-started.md", *sorted(p.relative_to(ROOT).as_posix()
                                                              for p in (ROOT / "docs" / "guide").glob("*.md"))]
@@ -88,10 +88,23 @@ def test_the_readme_headline_is_its_result_files():
     starts = {m["n_starts"] for c in used for m in c["means"].values()}
     tasks = {m["n_tasks"] for c in used for m in c["means"].values()}
     assert f"{starts.pop()} SFT starts" in text and f"{tasks.pop()} test tasks" in text and not starts and not tasks
+    # the RL arms' replicates (a contrast of two SFT planners, sft − sft_fixed, has one per start)
     replicates = {len({r["replicate"] for r in m["per_replicate"]}) for c in used for m in c["planned"].values()
-                  if m.get("per_replicate")}
+                  if m.get("per_replicate")} - {1}
     assert len(replicates) == 1, replicates
     assert f"× {replicates.pop()} RL replicates" in text
+
+
+def test_a_figure_of_another_n_is_caught(monkeypatch):
+    """A curve's headline names the N of each figure: the same figures under swapped N fail."""
+    ns = re.findall(r"\bN = (\d+)\b", _section(README, "## Current result"))
+    assert len(set(ns)) >= 2, "the headline quotes a curve at two N"
+    a, b = ns[0], next(n for n in ns if n != ns[0])
+    bad = README.replace(f"N = {a}", "N = @", 1).replace(f"N = {b}", f"N = {a}", 1).replace("N = @", f"N = {b}", 1)
+    assert bad != README
+    monkeypatch.setitem(test_the_readme_headline_is_its_result_files.__globals__, "README", bad)
+    with pytest.raises(AssertionError):
+        test_the_readme_headline_is_its_result_files()
 
 
 def test_a_changed_headline_figure_is_caught(monkeypatch):

@@ -27,7 +27,8 @@ HISTORICAL = {
     "docs/research/nine-starts.md": "the 5-start pool's contrasts: docs/results/experiment-5starts.json at 8ae27ed",
 }
 CURRENT = ["docs/research/index.md", "docs/research/teacher-curve.md", "docs/research/teacher-curve-result.md",
-           "docs/research/grounded-rewards.md", "docs/results.md", "docs/grounding.md"]
+           "docs/research/grounded-rewards.md", "docs/results.md", "docs/grounding.md", "docs/research/sft-sized.md",
+           "docs/research/sft-sized-result.md"]
 # what the review found the current readings said beyond their files, and what they must not say again
 OVERCLAIMS = ["gains as much as", "gained as much", "null from N = 60", "clear null", "halves the teacher bill",
               "about twice", "could not have certified", "Issue ", "issue's goal"]

@@ -267,13 +267,63 @@ def test_rl_arms_table_per_start():
         assert cells[4] in (", ".join(earlier), earlier[0] if len(set(earlier)) == 1 else None), (arm, cells[4])
 
 
-def test_the_curve_result_page_is_what_its_file_renders():
-    """docs/research/teacher-curve-result.md is generated from docs/results/teacher-curve.json (issue 57): the page
-    committed is the one `python -m omnidecision.pipeline.curve` writes from the file committed, line for line."""
-    result = _load("docs/results/teacher-curve.json")
+CURVES = [("teacher-curve", "The teacher-data curve", "teacher-curve.md"),
+          ("sft-sized", "SFT sized to its data", "sft-sized.md")]
+
+
+@pytest.mark.parametrize(("name", "title", "declaration"), CURVES, ids=[c[0] for c in CURVES])
+def test_the_curve_result_page_is_what_its_file_renders(name: str, title: str, declaration: str):
+    """docs/research/NAME-result.md is generated from docs/results/NAME.json (issues 57 and 64): the page committed
+    is the one `python -m omnidecision.pipeline.curve` writes from the file committed, line for line."""
+    result = _load(f"docs/results/{name}.json")
     assert result["kind"] == "teacher-curve"
-    page = (RESEARCH / "teacher-curve-result.md").read_text("utf-8")
-    assert page == curve.curve_page(result, "docs/results/teacher-curve.json", "../results/teacher-curve.png"), \
-        "regenerate: python -m omnidecision.pipeline.curve docs/results/teacher-curve.json --page " \
-        "docs/research/teacher-curve-result.md --plot docs/results/teacher-curve.png"
-    assert (ROOT / "docs" / "results" / "teacher-curve.png").stat().st_size > 10_000
+    page = (RESEARCH / f"{name}-result.md").read_text("utf-8")
+    assert page == curve.curve_page(result, f"docs/results/{name}.json", f"../results/{name}.png", title,
+                                    declaration), \
+        f"regenerate: python -m omnidecision.pipeline.curve docs/results/{name}.json --title \"{title}\" --page " \
+        f"docs/research/{name}-result.md --plot docs/results/{name}.png"
+    assert (ROOT / "docs" / "results" / f"{name}.png").stat().st_size > 10_000
+
+
+def test_the_sized_reading_is_its_file():
+    """The figures of docs/research/sft-sized.md's reading that are no interval (the interval ones are held by
+    tests/docs/test_research_claims.py): starts at or above the teacher, the between-start sd, the half-widths, the
+    replicates ended at their start, the steps trained, every replicate at or above its teacher."""
+    data = _load("docs/results/sft-sized.json")
+    text = " ".join((RESEARCH / "sft-sized.md").read_text("utf-8").split())
+    by_n = data["by_n"]
+
+    def at_or_above(n: str, arm: str) -> int:
+        acc = by_n[n]["per_seed_accuracy"]
+        return sum(a >= t for a, t in zip(acc[arm], acc["teacher"], strict=True))
+
+    assert f"at or above its teacher at {at_or_above('15', 'sft')} of 6 starts at N = 15" in text
+    assert f"and at {at_or_above('30', 'sft')} of 6 at N = 30" in text
+    assert f"the fixed-steps SFT at {at_or_above('15', 'sft_fixed')} of 6 and {at_or_above('30', 'sft_fixed')} of 6" \
+        in text
+    spread = {arm: curve.sd(by_n["15"]["per_seed_accuracy"][arm]) for arm in ("sft", "sft_fixed")}
+    assert f"sd at N = 15 is {spread['sft']:.3f} for sft and {spread['sft_fixed']:.3f} for sft_fixed" in text
+    planned = by_n["30"]["contrasts"]["planned"]
+    for key in ("sft-sft_fixed", "grpo_own-sft", "grpo_own-rft_own", "grpo_judge-rft"):
+        half = (planned[key]["high"] - planned[key]["low"]) / 2
+        assert f"{half:.3f} for {key.replace('-', ' − ')}" in text, key
+    ended = {n: by_n[n]["ended_at_start"] for n in ("15", "30")}
+    assert f"ended {ended['15']['grpo_own']} of 18 grpo_own replicates at their start at N = 15, " \
+           f"{ended['30']['grpo_own']} of 18 at N = 30" in text
+    for a, b in (("grpo_own", "rft_own"), ("grpo_judge", "rft")):
+        assert f"({a}, {b}): {ended['15'][a]} and {ended['15'][b]} of 18 at N = 15, {ended['30'][a]} and " \
+               f"{ended['30'][b]} at N = 30" in text, (a, b)
+    steps = {n: [cell["sft"]["steps"] for cell in by_n[n]["budget"].values()] for n in ("15", "30")}
+    assert f"{min(steps['15'])} to {max(steps['15'])} optimizer steps at N = 15 and " \
+           f"{min(steps['30'])} to {max(steps['30'])} at N = 30" in text, steps
+    # every grpo_own, grpo_judge and rft_own replicate at or above its start's teacher (to 3 decimals, as printed)
+    for n in ("15", "30"):
+        teacher = by_n[n]["per_seed_accuracy"]["teacher"]
+        for arm in ("grpo_own", "grpo_judge", "rft_own"):
+            for start, reps in by_n[n]["per_replicate_accuracy"][arm].items():
+                assert all(round(a, 3) >= round(teacher[int(start)], 3) for a in reps.values()), (n, arm, start)
+    assert "every grpo_own, grpo_judge and rft_own replicate at both N scored at least its start's teacher" in text
+    teachers = {n: by_n[n]["per_seed_accuracy"]["teacher"] for n in ("15", "30")}
+    below = {n: [(start, r) for start, reps in by_n[n]["per_replicate_accuracy"]["rft"].items()
+                 for r, a in reps.items() if round(a, 3) < round(teachers[n][int(start)], 3)] for n in ("15", "30")}
+    assert len(below["15"]) == 3 and not below["30"] and "Three rft replicates at N = 15 did not" in text, below
