@@ -42,7 +42,8 @@ class SFTScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
         default=None, metadata={"help": "Stop once this many dev evaluations in a row bring no better "
                                         "`metric_for_best_model` (needs load_best_model_at_end: the best is kept). "
                                         "With an epoch budget (`max_steps -1`, `num_train_epochs`) SFT trains as long "
-                                        "as its data keeps helping. None: the whole budget."})
+                                        "as its data keeps helping. 0 or None: the whole budget (0 turns off a "
+                                        "recipe's patience from the command line)."})
     early_stopping_threshold: float = field(
         default=0.0, metadata={"help": "How much better the metric must get to count as better (early stopping)."})
     enable_thinking: bool | None = field(
@@ -60,8 +61,10 @@ class SFTScriptArguments(trl.ScriptArguments, CheckpointPolicyArguments):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1 or None, got {value}")
-        if self.early_stopping_patience is not None and self.early_stopping_patience < 1:
-            raise ValueError(f"early_stopping_patience must be >= 1 or None, got {self.early_stopping_patience}")
+        if self.early_stopping_patience is not None and self.early_stopping_patience < 0:
+            raise ValueError(f"early_stopping_patience must be >= 0 or None, got {self.early_stopping_patience}")
+        if self.early_stopping_patience == 0:  # the command line cannot say None: 0 is "no early stopping"
+            self.early_stopping_patience = None
         if self.max_train_seconds is not None and self.max_train_seconds <= 0:
             raise ValueError(f"max_train_seconds must be > 0 or None, got {self.max_train_seconds}")
         self.check_policy()

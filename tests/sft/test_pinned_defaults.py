@@ -40,7 +40,8 @@ def _build(recipe: Path, model: Path, data: Path, out: Path, *extra: str):
 
     args = parse_args(["--config", str(recipe), "--model_name_or_path", str(model), "--dataset_name", str(data),
                        "--output_dir", str(out), "--max_steps", "1", "--eval_strategy", "no", "--save_strategy", "no",
-                       "--load_best_model_at_end", "false", "--report_to", "none", *extra])
+                       "--load_best_model_at_end", "false", "--early_stopping_patience", "0", "--report_to", "none",
+                       *extra])
     trainer, _, _ = build_trainer(*args)
     return trainer
 

@@ -8,10 +8,15 @@ improving and keeps the best checkpoint; what was asked, what ran and why it sto
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from omnidecision.sft.config import parse_args
+
 from .conftest import sft_args
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.long  # about a minute on 2 cores: a checkpoint saved every epoch (make long-test)
@@ -54,6 +59,18 @@ def test_a_fixed_budget_says_it_spent_it(tmp_path, tiny_model, sft_data):
 def test_early_stopping_needs_the_best_checkpoint_kept(tiny_model, sft_data, tmp_path):
     with pytest.raises(ValueError, match="early_stopping_patience=2 needs load_best_model_at_end"):
         sft_args(tiny_model, sft_data, tmp_path, "--early_stopping_patience", "2")
-    with pytest.raises(ValueError, match="early_stopping_patience must be >= 1"):
-        sft_args(tiny_model, sft_data, tmp_path, "--early_stopping_patience", "0", "--eval_strategy", "steps",
+    with pytest.raises(ValueError, match="early_stopping_patience must be >= 0"):
+        sft_args(tiny_model, sft_data, tmp_path, "--early_stopping_patience", "-1", "--eval_strategy", "steps",
                  "--load_best_model_at_end", "true", "--save_strategy", "steps")
+
+
+def test_patience_0_turns_a_recipes_early_stopping_off(tiny_model, sft_data, tmp_path):
+    """A cluster recipe stops early (configs/sft/qwen3-8b-lora.yaml: patience 5); `--early_stopping_patience 0` runs
+    its whole budget, and then needs no kept best checkpoint."""
+    recipe = ROOT / "configs" / "sft" / "qwen3-8b-lora.yaml"
+    cpu = ["--bf16", "false", "--use_cpu", "true"]  # the GPU recipe, parsed on a CPU machine
+    script, training, _ = parse_args(["--config", str(recipe), *cpu])
+    assert script.early_stopping_patience == 5 and training.load_best_model_at_end
+    script, training, _ = parse_args(["--config", str(recipe), *cpu, "--early_stopping_patience", "0",
+                                      "--load_best_model_at_end", "false"])
+    assert script.early_stopping_patience is None and not training.load_best_model_at_end
