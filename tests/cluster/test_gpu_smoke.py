@@ -56,6 +56,8 @@ def test_script_parses() -> None:
     assert res.returncode == 2 and "unknown argument" in res.stderr
 
 
+@pytest.mark.long  # 14 s on 2 cores (every stage's dry run in turn); the script's parse, summary and export
+# checks stay in make test
 def test_dry_run_resolves_every_stage(tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
 

@@ -108,6 +108,8 @@ def test_the_judge_trains_on_harvested_rows_and_scores_decisions(harvest: Path, 
     assert 0.0 <= res["auroc_judge"] <= 1.0 and 0.0 <= res["auroc_closure"] <= 1.0
 
 
+@pytest.mark.long  # 14 s on 2 cores (a CLI process loading a planner); rft-select itself runs in make test
+# (tests/rl/test_rft_select_keeps_input.py)
 def test_rft_select_refuses_a_planner_that_writes_no_action(harvest: Path, planner: Path, tmp_path: Path):
     """An untrained planner writes no well-formed action: rft-select says so instead of writing an empty dataset."""
     proc = subprocess.run([*CLI, "rft-select", "--config", str(Path(__file__).resolve().parents[2] / "configs" /
