@@ -403,6 +403,17 @@ def sd(values: list[float]) -> float | None:
     return statistics.stdev(values) if len(values) >= 2 else None
 
 
+def at_or_above_teacher(per_seed: dict[str, list[float | None]], arm: str) -> int:
+    """How many starts `arm` scores at least its teacher at (`per_seed_accuracy`: arm → accuracy per start)."""
+    return sum(a is not None and t is not None and a >= t for a, t in zip(per_seed[arm], per_seed["teacher"],
+                                                                            strict=True))
+
+
+def half_width(contrast: dict[str, float]) -> float:
+    """Half the width of a contrast's 95% interval."""
+    return (contrast["high"] - contrast["low"]) / 2
+
+
 def sized_rows(result: dict[str, Any], goal_sd: float = 0.06, goal_half_width: float = 0.05) -> list[str]:
     """The declared goals of a sized-SFT curve, each computed from the file and reported as met or not: per N, the
     starts where sft (and sft_fixed) is at or above its teacher; the between-start sd of both at the smallest N
@@ -413,7 +424,7 @@ def sized_rows(result: dict[str, Any], goal_sd: float = 0.06, goal_half_width: f
     for n in ns:
         acc = result["by_n"][n]["per_seed_accuracy"]
         for arm in ("sft", "sft_fixed"):
-            at = sum(a is not None and t is not None and a >= t for a, t in zip(acc[arm], acc["teacher"], strict=True))
+            at = at_or_above_teacher(acc, arm)
             spread = sd([a for a in acc[arm] if a is not None])
             goal = "–" if arm != "sft" else ("yes" if at == len(acc[arm]) else "no") + " (every start)"
             if arm == "sft" and n == ns[0] and spread is not None:
@@ -426,7 +437,7 @@ def sized_rows(result: dict[str, Any], goal_sd: float = 0.06, goal_half_width: f
         b = result["by_n"][n]
         ended = b.get("ended_at_start") or {}
         for k, v in ((b.get("contrasts") or {}).get("planned") or {}).items():
-            half = (v["high"] - v["low"]) / 2
+            half = half_width(v)
             met = (f"{'yes' if half <= goal_half_width else 'no'} (≤ {goal_half_width:g})" if n == ns[-1] else "–")
             a, c = k.split("-", 1)
             rows.append(f"| {n} | {k} | {half:.3f} | {met} | {ended.get(a, '–')}, {ended.get(c, '–')} |")

@@ -294,8 +294,7 @@ def test_the_sized_reading_is_its_file():
     by_n = data["by_n"]
 
     def at_or_above(n: str, arm: str) -> int:
-        acc = by_n[n]["per_seed_accuracy"]
-        return sum(a >= t for a, t in zip(acc[arm], acc["teacher"], strict=True))
+        return curve.at_or_above_teacher(by_n[n]["per_seed_accuracy"], arm)
 
     assert f"at or above its teacher at {at_or_above('15', 'sft')} of 6 starts at N = 15" in text
     assert f"and at {at_or_above('30', 'sft')} of 6 at N = 30" in text
@@ -305,7 +304,7 @@ def test_the_sized_reading_is_its_file():
     assert f"sd at N = 15 is {spread['sft']:.3f} for sft and {spread['sft_fixed']:.3f} for sft_fixed" in text
     planned = by_n["30"]["contrasts"]["planned"]
     for key in ("sft-sft_fixed", "grpo_own-sft", "grpo_own-rft_own", "grpo_judge-rft"):
-        half = (planned[key]["high"] - planned[key]["low"]) / 2
+        half = curve.half_width(planned[key])
         assert f"{half:.3f} for {key.replace('-', ' − ')}" in text, key
     ended = {n: by_n[n]["ended_at_start"] for n in ("15", "30")}
     assert f"ended {ended['15']['grpo_own']} of 18 grpo_own replicates at their start at N = 15, " \
