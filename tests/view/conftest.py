@@ -115,9 +115,11 @@ def _missing(why: str) -> None:
     pytest.skip(why)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """A headless Chromium (the distribution's binary) driven by playwright; nothing is downloaded."""
+    """A headless Chromium (the distribution's binary) driven by playwright; nothing is downloaded. One per module:
+    playwright's sync API refuses to start while another is open, so a session-long one would fail every later test
+    that drives its own (tests/docs/test_site.py, when it runs after these)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
