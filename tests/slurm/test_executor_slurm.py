@@ -140,7 +140,7 @@ def test_a_job_the_controller_refuses_is_refused_by_the_dry_run_and_the_run_alik
         run_plan(plan, out, jobs=1, threads=threads, executor="slurm", sbatch_args=args)
     assert str(stopped.value) == refusal
     assert not any((out / name).exists() for name in ("plan.json", "slurm_jobs.json", "logs", "steps"))
-    # neither submitted a job: no id the queue did not hold before (a job an earlier test cancelled may leave it
+    # neither submitted a job: no id the queue did not hold before (a job of an earlier test may leave the queue
     # meanwhile, so the two lists need not be equal)
     assert set(on_cluster.run("squeue", "-h", "-o", "%i").stdout.split()) <= set(queued)
     # what the question spares: the job itself, submitted for real, is refused in the same verdict, or taken
