@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.options import RolloutOptions
-from omnidecision.rollout.runner import run_rollouts, run_tasks
+from omnidecision.rollout.runner import run_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGEST_MAX_CHARS = 1000  # the demo's digest budget: collection, harvest, rollouts and evaluation all use it
@@ -37,7 +38,7 @@ def teacher_harvest(tasks: list[Any], work: Path, *, noise: float = 0.25, sample
     demo does); returns the harvest folder holding `sft/` and `rl/`. `teacher`: the teacher's options instead of
     `noise` (e.g. `backends.teacher.HABIT_TEACHER`, the demo's collection teacher), seeded by `seed`.
     `tasks_path`: the folder `tasks` were loaded from; given, the collection goes through its collect recipe
-    (`rollout.runner.run_rollouts`, as `omnidecision collect`), which writes the manifest.json a run resumes from (the
+    (`rollout.engine.run_rollouts`, as `omnidecision collect`), which writes the manifest.json a run resumes from (the
     executed returns of grounding/ need it)."""
     from omnidecision.agent.config import AgentConfig
     from omnidecision.collect.harvest import HarvestOptions, run_harvest

@@ -151,7 +151,8 @@ class OpenAIPerception:
     def __init__(self, spec: PerceptionSpec, media_root: str | Path | None = None, backend: Any = None) -> None:
         self.spec = spec
         self.media_root = Path(media_root) if media_root is not None else None
-        self.backend = backend or OpenAIBackend(spec.backend_spec())
+        chat = spec.backend_spec()  # free text, no JSON schema
+        self.backend = backend or OpenAIBackend(chat)
         self._cache: dict[tuple, Observation] = {}
         self._inflight: dict[tuple, asyncio.Future] = {}
 

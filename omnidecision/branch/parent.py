@@ -21,7 +21,9 @@ from omnidecision.backends.factory import build_backend
 from omnidecision.branch.resume import verify_record
 from omnidecision.protocol.records import RunRecord
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe, load_recipe, recipe_from_dict
-from omnidecision.rollout.runner import build_services, judge_draft, judge_record, select_tasks
+from omnidecision.rollout.runner import judge_draft, judge_record
+from omnidecision.rollout.selection import select_tasks
+from omnidecision.rollout.services import build_services
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ from omnidecision.collect.recipe import CollectRecipe
 from omnidecision.options import ReplaceOption
 from omnidecision.preflight import DryRunReport, emit
 from omnidecision.rollout.breaker import RolloutsStopped
-from omnidecision.rollout.checks import refuse, rollout_checks
+from omnidecision.rollout.engine import run_plan
+from omnidecision.rollout.plan import plan_rollouts
 from omnidecision.rollout.recipe import RecipeError, cli_overrides, load_recipe
-from omnidecision.rollout.runner import TaskSelection, run_rollouts
 from omnidecision.rollout.store import TrajectoryFileError, merge_records
 from omnidecision.rollout.store import merge as merge_files
 
@@ -106,10 +106,9 @@ def collect(
         raise typer.Exit(emit(make_report(config, overrides)))
     try:
         recipe = load_recipe(config, overrides, model=CollectRecipe)
-        # one checklist: the dry run's (collect.dryrun), refused in its error line before anything is written
-        selection = TaskSelection(recipe)
-        refuse(rollout_checks(recipe, selection, probe=False))  # it contacts its endpoints itself
-        summary = asyncio.run(run_rollouts(recipe, selection=selection))
+        # one checklist: the dry run's (collect.dryrun), refused in its error line before anything is written; the
+        # run contacts its endpoints itself
+        summary = asyncio.run(run_plan(plan_rollouts(recipe, probe=False)))
     except (RecipeError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from exc
     except RolloutsStopped as exc:  # an endpoint stayed down: exit 3, the message names it

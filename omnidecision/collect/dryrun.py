@@ -24,7 +24,7 @@ from omnidecision.collect.harvest import (
 from omnidecision.collect.recipe import CollectRecipe
 from omnidecision.outputs import output_problems
 from omnidecision.preflight import Check, DryRunReport
-from omnidecision.rollout.checks import rollout_checks
+from omnidecision.rollout.plan import plan_rollouts
 from omnidecision.rollout.recipe import RecipeError, load_recipe
 
 
@@ -41,7 +41,7 @@ def dry_run(config: Path | None, overrides: list[str]) -> DryRunReport:
         return report
     report.add("recipe", "ok", f"{config} + {len(overrides)} override(s)")
     report.resolved = recipe.model_dump(mode="json")
-    report.checks.extend(rollout_checks(recipe))  # the list the run refuses on (collect.cli), tasks selected once
+    report.checks.extend(plan_rollouts(recipe).checks)  # the plan the run refuses on (collect.cli)
     return report
 
 

@@ -1,7 +1,7 @@
 """One checklist per eval: the recipe resolved once into a `PreparedEval` (the tasks selected once, the environment
 labelled, the served planner's training tasks, the teacher's runs and the price table read, the served roles named,
 the server built), and the checks made on it, each in the module of its subject: the rollout engine's
-(`rollout.checks.rollout_checks`: tasks, backends, judge, services, output, a live environment's endpoints and media),
+(`rollout.plan.plan_rollouts`: tasks, backends, judge, services, output, a live environment's endpoints and media),
 then eval's own (`eval.environment`, `eval.overlap`, `eval.teacher`, `eval.prices`; the server's by the server,
 `eval.serve.served`). `eval --dry-run` lists exactly these checks (`eval.dryrun.dry_run_report`); the run
 (`eval.runner.run_prepared`) refuses the first failed one in the dry run's error line (`eval.runner.refuse`), then
@@ -23,9 +23,9 @@ from omnidecision.eval.serve import ServerPlan, served
 from omnidecision.eval.teacher import TeacherRuns, teacher_check
 from omnidecision.preflight import Check
 from omnidecision.protocol.chat import BackendSpec
-from omnidecision.rollout.checks import rollout_checks
+from omnidecision.rollout.plan import RolloutPlan, plan_rollouts
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, recipe_from_dict
-from omnidecision.rollout.runner import TaskSelection
+from omnidecision.rollout.selection import TaskSelection
 from omnidecision.rollout.store import shard_path
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -56,7 +56,9 @@ class PreparedEval:
     """An eval recipe resolved once: what its dry run checks and its run runs."""
 
     recipe: EvalRecipe
-    selection: TaskSelection  # the tasks, selected once: the checks, the dry run and `rollout.runner.prepare` read it
+    # the rollout engine's checked plan: the tasks selected once, the trajectory file (`trajectories_path`), the
+    # engine's checks on both; the run hands this very plan to `rollout.engine.run_plan`
+    plan: RolloutPlan
     environment: str  # `environment_label`: what every report says about the runs' tools
     # the engine's, then environment, train/test, teacher, prices, the server's
     checks: list[Check] = field(default_factory=list)
@@ -67,45 +69,50 @@ class PreparedEval:
     # here) and command are what the dry run shows and the run starts; its checks are among `checks`
     server: ServerPlan | None = None
     teacher: TeacherRuns | None = None  # the teacher's runs, read once: the check's and the report's
-    # role → spec of endpoints a caller serves itself for several evals (`ablate`, the grid): they replace the
-    # recipe's backends and its `serve:` block, and the backend checks ask them
-    specs: dict[str, BackendSpec] | None = None
+
+    @property
+    def selection(self) -> TaskSelection:
+        """The tasks, selected once: the checks, the dry run and the run read it."""
+        return self.plan.selection
+
+    @property
+    def specs(self) -> dict[str, BackendSpec] | None:
+        """Role → spec of endpoints a caller serves itself for several evals (`ablate`, the grid): they replace the
+        recipe's backends and its `serve:` block, and the backend checks ask them."""
+        return self.plan.specs
 
     @property
     def out_file(self) -> Path:
         """The trajectory file the run appends to, locks and resumes (`trajectories_path`), the one its dry run's
         `out` checks read."""
-        i, n = self.recipe.shard_index
-        return trajectories_path(self.recipe.out, i, n)
+        return self.plan.out_file
 
 
 def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None, probe: bool = True
                  ) -> PreparedEval:
-    """Resolve `recipe` once: select its tasks, label its environment, read the served planner's training tasks, the
-    teacher's runs and the price table, build the `serve:` block's server, and make the checks of all of it: the
-    rollout engine's on the file the run writes (`PreparedEval.out_file`), then eval's (an unreadable task file or
-    provenance is the train/test check's error). `specs`: endpoints the caller serves (see `PreparedEval.specs`).
-    `probe`: ask each endpoint GET /models (a dry run); a run passes False, as it contacts them itself when it
-    starts (`rollout.checks.rollout_checks`). Writes nothing, starts nothing."""
+    """Resolve `recipe` once: the rollout engine's plan (its tasks selected, its checks made on the file the run
+    writes, `trajectories_path`), its environment labelled, the served planner's training tasks, the teacher's runs
+    and the price table read, the `serve:` block's server built, and eval's checks made on all of it (an unreadable
+    task file or provenance is the train/test check's error). `specs`: endpoints the caller serves (see
+    `PreparedEval.specs`). `probe`: ask each endpoint GET /models (a dry run); a run passes False, as it contacts
+    them itself when it starts. Writes nothing, starts nothing."""
     i, n = recipe.shard_index
     out_file = trajectories_path(recipe.out, i, n)
-    selection = TaskSelection(recipe)
     roles = tuple(recipe.serve.roles) if recipe.serve is not None and specs is None else ()
     # the engine's checks: a caller's served specs are the backends the run builds; a `serve:` role is asked only as
-    # an endpoint (its server starts once these passed)
-    # (a shard with none of the tasks is an error here: an eval reports on the tasks it runs)
-    engine = rollout_checks(recipe if specs is None else recipe.model_copy(update={"backends": specs}), selection,
-                            roles, out_file, empty_shard="error", probe=probe)
+    # an endpoint (its server starts once these passed); a shard with none of the tasks is an error here: an eval
+    # reports on the tasks it runs
+    plan = plan_rollouts(recipe, specs, roles, out_file, empty_shard="error", probe=probe)
     label, checks = label_and_checks(recipe)
     try:
-        overlap_list, overlap = overlap_checks(recipe, selection)
-        teacher_list, teacher = teacher_check(recipe.teacher, {t.id for t in selection()[1]})
+        overlap_list, overlap = overlap_checks(recipe, plan.selection)
+        teacher_list, teacher = teacher_check(recipe.teacher, {t.id for t in plan.selection()[1]})
     except (RecipeError, ValueError, OSError) as exc:
         overlap_list, overlap = [Check(what="train/test", status="error", detail=str(exc))], {}
         teacher_list, teacher = [], None  # no tasks to pair the teacher's runs with: the train/test check names why
     prices_list, table = price_checks(recipe)
     server = served(recipe.serve) if recipe.serve is not None and specs is None else None
     server_list = server.checks if server is not None else []
-    return PreparedEval(recipe, selection, label,
-                        [*engine, *checks, *overlap_list, *teacher_list, *prices_list, *server_list], overlap, table,
-                        roles, server, teacher, specs)
+    return PreparedEval(recipe, plan, label,
+                        [*plan.checks, *checks, *overlap_list, *teacher_list, *prices_list, *server_list], overlap,
+                        table, roles, server, teacher)

@@ -13,7 +13,7 @@ from typing import Any
 from omnidecision.preflight import Check
 from omnidecision.provenance import PROVENANCE_FILE, ProvenanceError, read_provenance
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError
-from omnidecision.rollout.runner import TaskSelection
+from omnidecision.rollout.selection import TaskSelection
 
 
 def planner_folders(recipe: EvalRecipe) -> list[str]:

@@ -5,13 +5,13 @@ judge, environment, out) plus an optional `serve:` block: vLLM is started for th
 adapters) and the roles listed in `serve.roles` (default: planner) are pointed at it, then it is stopped.
 The recipe is resolved once (`eval.checklist.prepare_eval`: the tasks selected, the environment labelled, the training
 tasks and prices read) and its checklist refused before anything is written or served; the dry run lists the same
-checks on the same object. Runs go through the rollout engine's one entry (`rollout.runner.prepare` + `run_rollouts`:
-the selection checked, the live
-environment's pre-flight before a server starts, OUT/manifest.json that refuses a second experiment in the folder,
-concurrent workers, judge, single-writer append-only store) into OUT/trajectories.jsonl, so a killed eval restarts
+checks on the same object. Runs go through the rollout engine's one entry (`rollout.engine.run_plan` of the
+plan the checklist checked: OUT/manifest.json that refuses a second experiment in the folder, the services, the
+server started only for the runs, concurrent workers, judge, single-writer append-only store) into
+OUT/trajectories.jsonl, so a killed eval restarts
 where it stopped: finished (task_id, sample) pairs are skipped, a torn last line is dropped. Tasks with annotated
 subgoals (OmniGAIA) also get the progress audit of the failed runs (`eval.progress`, string scorer): OUT/progress.md.
-One eval per output: the trajectory file's lock (`rollout.runner.one_writer`) is held from before the manifest and any
+One eval per output: the trajectory file's lock (`rollout.output.one_writer`) is held from before the manifest and any
 server to the last report file; a second process on the same --out stops with one line naming the holder. The file
 is `PreparedEval.out_file` (OUT/trajectories.jsonl unsharded): the run writes, locks and resumes the file its dry run
 checks (`rollout.checks.out_checks`).
@@ -28,6 +28,8 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +57,15 @@ from omnidecision.protocol.records import RunRecord, endpoint_models
 from omnidecision.protocol.redaction import redact_text
 from omnidecision.rollout.checks import first_refusal
 from omnidecision.rollout.deprecated import aliases
+from omnidecision.rollout.engine import run_plan
+from omnidecision.rollout.output import one_writer
 from omnidecision.rollout.recipe import (  # the eval recipe is the rollout layer's, so rounds can type theirs with it
     EvalRecipe,
     RecipeError,
     ServeSpec,
     cli_overrides,
 )
-from omnidecision.rollout.runner import TaskSelection, one_writer, prepare, run_rollouts
+from omnidecision.rollout.selection import TaskSelection
 from omnidecision.rollout.store import load_records, write_json_atomic
 from omnidecision.tasks.schema import Task
 
@@ -75,7 +79,7 @@ __all__ = ["OFFLINE_NO_TOOLS", "TRAJECTORIES", "EvalRecipe", "ServeSpec", "TaskS
 
 
 def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
-    """Add the models the endpoints reported to OUT/manifest.json (written by `rollout.runner.prepare`)."""
+    """Add the models the endpoints reported to OUT/manifest.json (written by `rollout.engine.prepare`)."""
     path = out / "manifest.json"
     try:
         manifest = json.loads(path.read_text("utf-8"))
@@ -100,7 +104,7 @@ def progress_audit(out: Path, records: list[RunRecord], tasks: list[Task]) -> di
 def refuse(checks: list[Check]) -> None:
     """The run's side of the checklist: the first failed check stops it in the dry run's error line (`what:
     detail`; a price table's as the `PriceTableError` that reading it raises, every other as a `RecipeError`). The
-    output's checks are left to the engine, which asks the same `rollout.runner.out_problems` under the trajectory
+    output's checks are left to the engine, which asks the same `rollout.output.out_problems` under the trajectory
     file's lock (`one_writer`, `prepare`) and refuses in the same line: only there is the answer still true."""
     if (failed := first_refusal(checks)) is not None:
         raise (PriceTableError if failed.what == "prices" else RecipeError)(f"{failed.what}: {failed.detail}")
@@ -115,41 +119,51 @@ def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, Back
     return run_prepared(prepare_eval(recipe, specs, probe=False), progress=progress)
 
 
+@dataclass
+class EvalEndpoints:
+    """An eval's endpoints as the engine enters them (`rollout.engine.run_plan`'s `endpoints`): under the trajectory
+    file's lock, once OUT/manifest.json is written, OUT/recipe.yaml is written (a header value, a key: ***,
+    protocol/redaction.py), then the caller's served specs are used or the `serve:` block's server (the one its dry
+    run showed) is started for the runs only; `planner` keeps what the report says about the planner."""
+
+    prepared: PreparedEval
+    planner: dict[str, Any] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[dict[str, BackendSpec]]:
+        recipe, specs, plan = self.prepared.recipe, self.prepared.specs, self.prepared.server
+        recipe_text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
+        (Path(recipe.out) / "recipe.yaml").write_text(redact_text(recipe_text), "utf-8")
+        server = plan.server if plan is not None else None
+        with contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe, server) as role_specs:
+            self.planner.update(planner_info(role_specs))
+            yield role_specs
+
+
 def run_prepared(prepared: PreparedEval, *, progress: bool = True) -> dict[str, Any]:
     """`run_eval` of a recipe resolved by `checklist.prepare_eval`: its checklist refused first (before anything is
-    written or served: the engine's backends, services and live environment among it), then the very selection
-    checked is prepared, (served,) run and reported."""
+    written or served: the engine's backends, services and live environment among it), then the very plan checked
+    run by the engine (`rollout.engine.run_plan`: manifest, services, the served endpoints, the runs) and
+    reported."""
     refuse(prepared.checks)
-    recipe, specs, served = prepared.recipe, prepared.specs, prepared.served_roles
-    # one writer per output: held from before the manifest and any server to the last report file
+    recipe = prepared.recipe
     out = Path(recipe.out)
-    out.mkdir(parents=True, exist_ok=True)
+    endpoints = EvalEndpoints(prepared)
+    # one writer per output: held from before the manifest and any server to the last report file
     with one_writer(prepared.out_file):
-        # -- pre-flight, output, manifest and services: the rollout engine's (a served role is checked once its
-        # server runs)
-        ready = prepare(recipe, specs, served_roles=served, selection=prepared.selection, out_file=prepared.out_file)
-        tasks, all_tasks = ready.tasks, ready.selected  # some: the checklist's `tasks` check refused none
-        # a header value, a key: written as *** (protocol/redaction.py)
-        recipe_text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
-        (out / "recipe.yaml").write_text(redact_text(recipe_text), "utf-8")
-        # -- runs (the server, if any, lives only for this phase)
         t0 = time.perf_counter()
-        server = prepared.server.server if prepared.server is not None else None  # the one its dry run showed
-        serving = contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe, server)
-        with serving as role_specs:
-            planner = planner_info(role_specs)
-            summary = asyncio.run(run_rollouts(recipe, prepared=ready, specs=role_specs,
-                                               out_file=prepared.out_file,
-                                               progress=progress and recipe.progress,
-                                               desc=f"eval {recipe.name or out.name}"))
+        summary = asyncio.run(run_plan(prepared.plan, endpoints=endpoints.open(),
+                                       progress=progress and recipe.progress,
+                                       desc=f"eval {recipe.name or out.name}"))
         wall = time.perf_counter() - t0
         # -- report over the records of these tasks (a resumed eval reports every finished run)
+        tasks, all_tasks = prepared.selection()  # some: the checklist's `tasks` check refused none
         ids = {t.id for t in all_tasks}
         records = [r for r in load_records(out) if r.task_id in ids and r.sample < recipe.samples]
         replay = recipe.environment.kind == "replay" or any(t.meta.get("replay") for t in tasks)
         if replay:  # the store's records do not carry the label yet: the environment decides it
             records = [r if r.replay else r.model_copy(update={"replay": True}) for r in records]
-        meta = {"name": recipe.name or out.name, "planner": planner, "wall_s": round(wall, 3),
+        meta = {"name": recipe.name or out.name, "planner": endpoints.planner, "wall_s": round(wall, 3),
                 "new_runs": summary.done, "skipped_runs": summary.skipped,
                 "tasks": len(tasks), "samples": recipe.samples,
                 "environment": "replay" if replay else prepared.environment, "train_overlap": prepared.overlap,

@@ -9,10 +9,10 @@ run no agent and write nothing.
 (`refuse`, `first_refusal`; the output's again under the lock, below). Where the engine itself refuses before its
 first write, the check here asks the engine's own function, and the engine refuses in the check's error line (`what:
 detail`): a backend built in-process (`factory.backend_problem`: a local planner folder without a checkpoint, a
-teacher option it does not take), the output (`runner.out_problems`: the trajectory file another process holds, a
+teacher option it does not take), the output (`output.out_problems`: the trajectory file another process holds, a
 manifest.json of another experiment, a trajectory file that is not JSONL) on the file the run writes
-(`runner.records_file`; eval passes OUT/trajectories.jsonl), an environment service entry that does not import or
-does not take `environment.options` (`runner.service_problem`). The service factories themselves are
+(`output.records_file`; eval passes OUT/trajectories.jsonl), an environment service entry that does not import or
+does not take `environment.options` (`services.service_problem`). The service factories themselves are
 not called: a factory may start what it serves (a server, a browser), which a dry run must not.
 
     omnidecision collect --config configs/collect/omnigaia-replay-api.yaml --shard 0/4 --out runs/collect --dry-run
@@ -30,8 +30,10 @@ from omnidecision.backends.factory import backend_problem
 from omnidecision.preflight import Check, check_url
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.live import live_problems, probe_openai
+from omnidecision.rollout.output import out_problems, records_file
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
-from omnidecision.rollout.runner import TaskSelection, backend_specs, out_problems, records_file, service_problem
+from omnidecision.rollout.selection import TaskSelection
+from omnidecision.rollout.services import backend_specs, service_problem
 
 PROBE_TIMEOUT_S = 3.0
 
@@ -41,7 +43,7 @@ def rollout_checks(recipe: RolloutRecipe, selection: TaskSelection | None = None
                    empty_shard: str = "warning", probe: bool = True) -> list[Check]:
     """Every check `collect --dry-run` and `eval --dry-run` share, in the order they print: tasks, backends, judge,
     environment services, output folder, and a live environment's endpoints and media files. `selection`: the run's
-    `runner.TaskSelection` (made here when None); `served_roles`: the roles a caller points at a server it starts
+    `selection.TaskSelection` (made here when None); `served_roles`: the roles a caller points at a server it starts
     itself (eval's `serve:`), left out of the live environment's probes; `out_file`: the trajectory file the run
     writes when the caller names one (eval: `PreparedEval.out_file`), else the shard's; `empty_shard`: the status
     of a shard that runs none of the selected tasks (`task_checks`); `probe=False` (a run: it contacts its
@@ -90,15 +92,15 @@ def task_checks(recipe: RolloutRecipe, selection: TaskSelection, empty_shard: st
 
 def service_check(name: str, target: str, options: dict[str, Any] | None = None) -> Check:
     """An extra `environment.services` entry (`module:factory`) imports and takes `environment.options`
-    (`runner.service_problem`, which the run asks too); the factory is not called (it may start what it serves)."""
+    (`services.service_problem`, which the run asks too); the factory is not called (it may start what it serves)."""
     if (problem := service_problem(target, options or {})) is not None:
         return Check(what=f"environment.services.{name}", status="error", detail=problem)
     return Check(what=f"environment.services.{name}", status="ok", detail=target)
 
 
 def out_checks(recipe: RolloutRecipe, out_file: str | Path | None = None) -> list[Check]:
-    """The output: the file the run writes (`runner.records_file`) and its folder, asked what the run refuses on
-    before its first write (`runner.out_problems`: one error each); else whether the run resumes that file."""
+    """The output: the file the run writes (`output.records_file`) and its folder, asked what the run refuses on
+    before its first write (`output.out_problems`: one error each); else whether the run resumes that file."""
     out, file = Path(recipe.out), records_file(recipe, out_file)
     problems = out_problems(recipe, file)
     if problems:
@@ -155,8 +157,8 @@ def environment_checks(recipe: RolloutRecipe, selection: TaskSelection, probe: b
 
 def first_refusal(checks: list[Check]) -> Check | None:
     """The failed check a run stops on before its first write, in the dry run's order: the first error but the
-    output's (`out`), which the engine asks again under the trajectory file's lock (`runner.one_writer`,
-    `runner.prepare`), where the answer still holds, and refuses there in the same line."""
+    output's (`out`), which the engine asks again under the trajectory file's lock (`output.one_writer`,
+    `engine.prepare`), where the answer still holds, and refuses there in the same line."""
     return next((c for c in checks if c.status == "error" and c.what != "out"), None)
 
 

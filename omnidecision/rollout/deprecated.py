@@ -13,19 +13,26 @@ Listed in CHANGELOG.md, "Deprecated".
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 
 def aliases(module: str, old_to_new: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
-    """A module `__getattr__` (PEP 562) that serves each old name of `old_to_new` as its new one, with a warning."""
+    """A module `__getattr__` (PEP 562) that serves each old name of `old_to_new` as its new one, with a warning. A
+    new name `package.module:name` is another module's, imported when first read (the mover imports its old home:
+    an import at the top would be a circle)."""
 
     def __getattr__(name: str) -> Any:
         if name in old_to_new:
-            warnings.warn(f"{module}.{name} is deprecated, use {old_to_new[name]} (CHANGELOG.md)",
+            new = old_to_new[name]
+            warnings.warn(f"{module}.{name} is deprecated, use {new.replace(':', '.')} (CHANGELOG.md)",
                           DeprecationWarning, stacklevel=2)
-            return namespace[old_to_new[name]]
+            if ":" in new and new not in namespace:
+                where, _, attr = new.partition(":")
+                return getattr(importlib.import_module(where), attr)
+            return namespace[new]
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__

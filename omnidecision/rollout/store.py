@@ -159,7 +159,7 @@ def resume_problem(path: str | Path) -> str | None:
 def busy_problem(target: str | Path) -> str | None:
     """Why a run that writes `target` (a shard or trajectory file) would stop at its lock: another process holds it
     (`outputs.check_free`, through `holder_of`: it writes nothing), in the words `outputs.exclusive` refuses with;
-    None when it is free or this process holds it. The run asks it before it locks (`rollout.runner.one_writer`), a
+    None when it is free or this process holds it. The run asks it before it locks (`rollout.output.one_writer`), a
     dry run to say so."""
     try:
         check_free(target)

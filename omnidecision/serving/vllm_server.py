@@ -317,16 +317,6 @@ class VLLMServer:
                     f"it into that base (omnidecision export {path} --out DIR --merge) and serve DIR alone")
         return None
 
-    def model_check(self) -> Check:
-        """The served model: a local folder with a config, or a hub id found in the HF cache or on the hub
-        (`preflight.check_model`; a hub that cannot be asked is a warning, not a refusal), and never a LoRA adapter
-        (vLLM loads a full model; an adapter rides on its base)."""
-        check = check_model(self.model, "model")
-        if check.status == "ok" and (Path(self.model) / "adapter_config.json").exists():
-            check.status, check.detail = "error", (
-                f"{self.model} is a LoRA adapter: serve its base with --lora NAME={self.model} (or export --merge)")
-        return check
-
     def arguments_check(self) -> Check:
         """The server's command line parsed by the installed vLLM's own parser (deferred to the server when vLLM
         is not importable here)."""
@@ -342,7 +332,10 @@ class VLLMServer:
     def checks(self) -> list[Check]:
         """Every check of this server, made before it starts: what `plan()` reports (the dry run) and `check()`
         refuses on (the run), so the two never differ: the model, the adapters, their ranks, names and base, the
-        arguments."""
+        arguments. The model: a local folder with a config, or a hub id found in the HF cache or on the hub
+        (`preflight.check_model`; a hub that cannot be asked is a warning, not a refusal), and never a LoRA adapter
+        (vLLM loads a full model; an adapter rides on its base)."""
+        arguments = self.arguments_check()
         loras: list[Check] = []
         if self.lora_modules:
             why = self.lora_rank_problem()
@@ -356,7 +349,11 @@ class VLLMServer:
             loras.append(Check(what="lora base", status="error" if base else "ok",
                                detail=base or f"every adapter's recorded base is the served model {self.model}"))
         adapters = [check_adapter(name, path) for name, path in self.lora_modules.items()]
-        return [self.model_check(), *adapters, *loras, self.arguments_check()]
+        model = check_model(self.model, "model")
+        if model.status == "ok" and (Path(self.model) / "adapter_config.json").exists():
+            model.status, model.detail = "error", (
+                f"{self.model} is a LoRA adapter: serve its base with --lora NAME={self.model} (or export --merge)")
+        return [model, *adapters, *loras, arguments]
 
     def plan(self) -> ServerPlan:
         """This server's checks (`checks()`) and the command it would run (nothing started)."""

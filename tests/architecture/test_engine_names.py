@@ -16,7 +16,6 @@ import omnidecision
 OLD = re.compile(r"Collect(Recipe|Summary|Options)|CollectionStopped|runner\.collect")
 # (module, old name, new name)
 RENAMED = [("omnidecision.rollout.recipe", "CollectRecipe", "RolloutRecipe"),
-           ("omnidecision.rollout.runner", "collect", "run_rollouts"),
            ("omnidecision.rollout.runner", "collect_runs", "run_tasks"),
            ("omnidecision.rollout.runner", "CollectSummary", "RolloutSummary"),
            ("omnidecision.rollout.options", "CollectOptions", "RolloutOptions"),
@@ -33,6 +32,30 @@ def test_an_old_name_is_the_new_object_with_a_warning(module: str, old: str, new
         f"{module}.{old} is deprecated, use {new} (CHANGELOG.md)"]
     with pytest.raises(AttributeError):
         getattr(mod, old + "_nope")
+
+
+# the engine's entry and recipe plumbing, moved out of runner.py to modules of one job each: (old name, new home)
+MOVED = [("collect", "omnidecision.rollout.engine", "run_rollouts"),
+         ("run_rollouts", "omnidecision.rollout.engine", "run_rollouts"),
+         ("Prepared", "omnidecision.rollout.engine", "Prepared"),
+         ("select_tasks", "omnidecision.rollout.selection", "select_tasks"),
+         ("TaskSelection", "omnidecision.rollout.selection", "TaskSelection"),
+         ("one_writer", "omnidecision.rollout.output", "one_writer"),
+         ("out_problems", "omnidecision.rollout.output", "out_problems"),
+         ("write_manifest", "omnidecision.rollout.output", "write_manifest"),
+         ("build_services", "omnidecision.rollout.services", "build_services"),
+         ("refuse_backends", "omnidecision.rollout.services", "refuse_backends")]
+
+
+@pytest.mark.parametrize(("old", "home", "new"), MOVED)
+def test_a_moved_name_of_the_runner_is_its_new_home_s_object_with_a_warning(old: str, home: str, new: str) -> None:
+    from omnidecision.rollout import runner
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert getattr(runner, old) is getattr(importlib.import_module(home), new)
+    assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
+        f"omnidecision.rollout.runner.{old} is deprecated, use {home}.{new} (CHANGELOG.md)"]
 
 
 def test_collect_and_eval_recipes_are_two_users_of_the_rollout_recipe() -> None:

@@ -38,10 +38,6 @@ REASONS: dict[str, str] = {
     "omnidecision.protocol.rows:sft_row": "the fields of the SFTRow it builds and validates, by keyword",
     "omnidecision.rewards.llm_judge:RewardJudge.from_options":
         "the `judge_*` options of a GRPO recipe, one keyword each, as the recipe spells them",
-    "omnidecision.rollout.runner:run_rollouts":
-        "the engine's one entry: the recipe, then keyword-only what a caller hands over (a shard it prepared under "
-        "its own lock, or the task selection its checks read; served specs; the records' file; the progress bar), "
-        "each caller naming the few it has (collect one, eval four)",
     "omnidecision.serving.vllm_server:VLLMServer.__init__":
         "the server's settings, one keyword per vLLM flag or process setting that `serve` and an eval recipe's "
         "`serve:` block pass",

@@ -18,8 +18,8 @@ import pytest
 
 from omnidecision.collect.datacard import DATA_CARD_JSON, DATA_CARD_MD
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
+from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import run_rollouts
 from omnidecision.rollout.store import read_records, trajectory_files
 from omnidecision.tasks.synth import write_suite
 

@@ -28,8 +28,8 @@ from omnidecision.rollout.breaker import (
     RolloutsStopped,
     is_unreachable,
 )
+from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import run_rollouts
 from omnidecision.rollout.store import read_records, shard_path, supersede_errors, superseded_path
 from omnidecision.tasks.synth import write_suite
 from tests.stub_chat import ChatStubHandler, chat_completion

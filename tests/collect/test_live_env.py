@@ -5,15 +5,18 @@ relative to the recipe (no machine path)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.live import build_live_services, live_problems
+from omnidecision.rollout.plan import plan_rollouts
 from omnidecision.rollout.recipe import RecipeError, load_recipe
-from omnidecision.rollout.runner import run_rollouts, select_tasks
+from omnidecision.rollout.selection import select_tasks
 
 from .conftest import CLI
 
@@ -80,11 +83,14 @@ def test_a_live_collection_refuses_to_start_while_something_is_missing(tmp_path,
         monkeypatch.setenv(k, v)
     recipe = load_recipe(LIVE, ["tasks.limit=2", f"out={tmp_path / 'out'}", "progress=false"])
 
-    with pytest.raises(RecipeError, match=r"the live environment is not ready .*\n  - task 5: media file"):
-        import asyncio
-
+    # the run refuses on its plan's checklist, in the dry run's first error line (the dry run lists them all, above)
+    plan = plan_rollouts(recipe, probe=False)
+    first = next(c for c in plan.checks if c.status == "error")
+    assert first.what == "environment" and first.detail.startswith("task 5: media file"), first
+    with pytest.raises(RecipeError) as refused:
         asyncio.run(run_rollouts(recipe))
-    assert not (tmp_path / "out" / "trajectories.shard-0-of-1.jsonl").exists()  # nothing ran
+    assert str(refused.value) == f"environment: {first.detail}"
+    assert not (tmp_path / "out").exists()  # nothing written: no folder, no manifest, no run
 
 
 def test_worldsense_live_tasks_exclude_the_web_tools(tmp_path, monkeypatch, write_video_file):

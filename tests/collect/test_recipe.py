@@ -91,7 +91,8 @@ def test_cli_bad_recipe_exits_2_with_the_field(tmp_path: Path) -> None:
 
 
 def test_omnigaia_replay_recipe_builds_per_task_replay_services() -> None:
-    from omnidecision.rollout.runner import build_services, select_tasks
+    from omnidecision.rollout.selection import select_tasks
+    from omnidecision.rollout.services import build_services
 
     small = Path(__file__).resolve().parents[1] / "data" / "omnigaia_small.json"
     recipe = load_recipe(Path(CONFIGS[0]).with_name("omnigaia-replay-api.yaml"), [f"tasks.path={small}"])

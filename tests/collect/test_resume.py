@@ -16,9 +16,10 @@ import pytest
 from omnidecision.agent.config import AgentConfig
 from omnidecision.backends.factory import build_backends
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import run_rollouts, run_tasks
+from omnidecision.rollout.runner import run_tasks
 from omnidecision.rollout.store import read_records, shard_path
 from omnidecision.tasks.loaders import load_tasks
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.runner import run_rollouts
 from omnidecision.rollout.store import read_records, shard_path
 
 pytestmark = [pytest.mark.vllm]

@@ -1,4 +1,4 @@
-"""Eval goes through the engine's one entry (`rollout.runner.prepare` + `run_rollouts`): it writes the engine's
+"""Eval goes through the engine's one entry (`rollout.engine.run_plan` of its checklist's plan): it writes the engine's
 manifest and refuses a second experiment in the same folder, and a live eval is refused on the engine's checks, in
 its checklist, before any server starts (the served roles are checked by the server, not by the pre-flight).
 

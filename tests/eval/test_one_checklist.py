@@ -14,7 +14,7 @@ from omnidecision.eval import runner as eval_runner
 from omnidecision.eval.checklist import prepare_eval
 from omnidecision.eval.dryrun import dry_run_report, eval_dry_run
 from omnidecision.preflight import Check
-from omnidecision.rollout import runner
+from omnidecision.rollout import selection
 from omnidecision.rollout.recipe import RecipeError, ServeSpec
 
 from .conftest import teacher_recipe
@@ -26,13 +26,13 @@ def counted(monkeypatch):
     evaluated tasks too: before, the dry run selected them three times over for a live recipe)."""
 
     calls: list[str] = []
-    select = runner.select_tasks
+    select = selection.select_tasks
 
     def counting(recipe):
         calls.append(recipe.tasks.path)
         return select(recipe)
 
-    monkeypatch.setattr(runner, "select_tasks", counting)
+    monkeypatch.setattr(selection, "select_tasks", counting)
     monkeypatch.setattr(overlap, "training_tasks", lambda recipe: ({"p/provenance.json": {"nope"}},
                                                                    {"p/provenance.json": "sft"}, []))
     return calls

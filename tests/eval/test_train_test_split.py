@@ -58,7 +58,7 @@ def test_split_errors_name_the_problem(tmp_path):
 
 
 def test_a_recipe_keeps_the_tasks_of_an_ids_file(tmp_path):
-    from omnidecision.rollout.runner import select_tasks
+    from omnidecision.rollout.selection import select_tasks
 
     doc = _split(tmp_path / "folds", seed=0)
     recipe = eval_recipe_from_dict({"tasks": {"path": str(DEV), "format": "omnigaia",

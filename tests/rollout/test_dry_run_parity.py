@@ -2,12 +2,12 @@
 run refuses before its first write, the dry run asks the run's own function, says so as an error, and the run
 refuses in that error line's words (`what: detail`) and writes nothing.
 
-- a restart with another agent config or other backends (`runner.manifest_problem`, OUT/manifest.json);
+- a restart with another agent config or other backends (`output.manifest_problem`, OUT/manifest.json);
 - a trajectory file another process holds (`store.busy_problem`, held here by a real second process);
 - a trajectory file that is not JSONL (`store.resume_problem`; a line torn by a kill is still resumed);
 - a backend the run builds in-process that cannot be built (`factory.backend_problem`: a local planner folder
   without a checkpoint, a teacher option typo), found without loading any weights;
-- an environment service entry that does not take `environment.options` (`runner.service_problem`: its signature
+- an environment service entry that does not take `environment.options` (`services.service_problem`: its signature
   read, the factory never called by the dry run);
 - the file an unsharded eval writes and resumes is OUT/trajectories.jsonl (`PreparedEval.out_file`), the one its dry
   run reads and its run locks.
@@ -34,8 +34,9 @@ from omnidecision.eval.dryrun import eval_dry_run
 from omnidecision.eval.runner import run_eval
 from omnidecision.outputs import OutputBusy
 from omnidecision.preflight import Check, DryRunReport
+from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe
-from omnidecision.rollout.runner import TaskSelection, run_rollouts
+from omnidecision.rollout.selection import TaskSelection
 from omnidecision.rollout.store import shard_of, shard_path
 from omnidecision.tasks.synth import write_suite
 from tests.refusals import same_refusal
