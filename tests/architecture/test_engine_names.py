@@ -34,20 +34,16 @@ def test_an_old_name_is_the_new_object_with_a_warning(module: str, old: str, new
         getattr(mod, old + "_nope")
 
 
-# the engine's entry and recipe plumbing, moved out of runner.py to modules of one job each: (old name, new home)
-MOVED = [("collect", "omnidecision.rollout.engine", "run_rollouts"),
-         ("run_rollouts", "omnidecision.rollout.engine", "run_rollouts"),
-         ("Prepared", "omnidecision.rollout.engine", "Prepared"),
-         ("select_tasks", "omnidecision.rollout.selection", "select_tasks"),
-         ("TaskSelection", "omnidecision.rollout.selection", "TaskSelection"),
-         ("one_writer", "omnidecision.rollout.output", "one_writer"),
-         ("out_problems", "omnidecision.rollout.output", "out_problems"),
-         ("write_manifest", "omnidecision.rollout.output", "write_manifest"),
-         ("build_services", "omnidecision.rollout.services", "build_services"),
-         ("refuse_backends", "omnidecision.rollout.services", "refuse_backends")]
+# the engine's entry and recipe plumbing, moved out of runner.py to modules of one job each: new home → names
+MOVED = {"omnidecision.rollout.engine": ("run_rollouts", "Prepared"),
+         "omnidecision.rollout.selection": ("select_tasks", "TaskSelection"),
+         "omnidecision.rollout.output": ("one_writer", "out_problems", "write_manifest", "records_file"),
+         "omnidecision.rollout.services": ("build_services", "service_problem", "refuse_backends")}
+MOVES = [("collect", "omnidecision.rollout.engine", "run_rollouts"),
+         *((name, home, name) for home, names in MOVED.items() for name in names)]
 
 
-@pytest.mark.parametrize(("old", "home", "new"), MOVED)
+@pytest.mark.parametrize(("old", "home", "new"), MOVES)
 def test_a_moved_name_of_the_runner_is_its_new_home_s_object_with_a_warning(old: str, home: str, new: str) -> None:
     from omnidecision.rollout import runner
 
