@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
 from omnidecision.preflight import Check
@@ -132,6 +132,11 @@ class PriceTable(BaseModel):
     models: dict[str, Price] = Field(default_factory=dict, description="by reported model name (or its prefix)")
     kinds: dict[Annotated[str, AfterValidator(check_call_kind)], Price] = Field(
         default_factory=dict, description=f"by call kind: {', '.join(CALL_KINDS)}, or a tool of your own (registered)")
+    _path: str | None = PrivateAttr(None)  # the file it was read from (`load_prices`): the report names it
+
+    @property
+    def path(self) -> str | None:
+        return self._path
 
     def price_for(self, kind: str, model: str) -> tuple[Price, str] | None:
         """The price of a call of `kind` by `model` and where it came from: the model's (its exact name, else the
@@ -149,8 +154,10 @@ class PriceTable(BaseModel):
 def load_prices(path: str | Path) -> PriceTable:
     """Read a price table; errors name the file and the field."""
     p = Path(path)
-    return read_yaml_model(p, "the price table", PriceTable, PriceTableError,
-                           "a price table is a mapping (currency:, models:, kinds:)", _field_errors)
+    table = read_yaml_model(p, "the price table", PriceTable, PriceTableError,
+                            "a price table is a mapping (currency:, models:, kinds:)", _field_errors)
+    table._path = str(path)
+    return table
 
 
 def _field_errors(exc: ValidationError) -> list[str]:
@@ -262,6 +269,8 @@ def cost_table(records: Iterable[Any], table: PriceTable | None = None, *, judge
     incomplete = [kind for kind, k in by_kind.items() if k["missing"]]
     total = sum(k["cost"] or 0.0 for k in by_kind.values())
     any_costed = any(k["cost"] is not None for k in by_kind.values())
+    if table_path is None and table is not None:
+        table_path = table.path  # the file it was read from
     return {"table": table_path, "currency": table.currency if table is not None else None,
             "source": table.source if table is not None else None,
             "per_question": total / n if n and any_costed else None,

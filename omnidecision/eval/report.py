@@ -46,7 +46,7 @@ from omnidecision.eval.correctness import is_correct, is_correct_with_draft, jud
 from omnidecision.eval.decisions import decision_diagnostics, decision_lines
 from omnidecision.eval.outcomes import outcome_lines, outcome_table
 from omnidecision.eval.plots import report_plots
-from omnidecision.eval.prices import cost_lines, cost_table, load_prices
+from omnidecision.eval.prices import PriceTable, cost_lines, cost_table, load_prices
 from omnidecision.eval.stuck import stuck_lines, stuck_table
 from omnidecision.eval.teacher import teacher_lines
 from omnidecision.ledger import unmet_blocking
@@ -107,9 +107,10 @@ def _prompt_tokens_per_step(records: list[RunRecord]) -> dict[str, Any]:
 
 
 def build_report(records: Iterable[RunRecord], meta: dict[str, Any] | None = None,
-                 prices: str | Path | None = None) -> dict[str, Any]:
+                 prices: str | Path | PriceTable | None = None) -> dict[str, Any]:
     """All metrics of one eval run. `meta` may carry planner {endpoint, model}, mode, wall_s, name, recipe;
-    `prices` is a price table (`eval.prices`) for the `cost` table."""
+    `prices` is a price table (`eval.prices`: its file, or the table an eval's checklist read) for the `cost`
+    table."""
     rs = list(records)
     meta = dict(meta or {})
     # judge failures and error runs are not wrong answers: attribution and `wrong` leave them out
@@ -156,7 +157,8 @@ def accuracy_section(rs: list[RunRecord], wrong: int) -> dict[str, Any]:
     }
 
 
-def breakdown_section(rs: list[RunRecord], prices: str | Path | None, judge_llm: str) -> dict[str, Any]:
+def breakdown_section(rs: list[RunRecord], prices: str | Path | PriceTable | None, judge_llm: str
+                      ) -> dict[str, Any]:
     """Accuracy by level and by category, the outcome counts and table, and the tables of their own modules:
     stuck needs, decision diagnostics and cost (priced with `prices`, the judge priced as `judge_llm`)."""
     levels: dict[str, list[RunRecord]] = defaultdict(list)
@@ -174,8 +176,8 @@ def breakdown_section(rs: list[RunRecord], prices: str | Path | None, judge_llm:
         "outcome_table": by_outcome,
         "stuck": stuck_table(rs),
         "decisions": decision_diagnostics(rs),  # repeat-after-empty and finish-while-advanceable rates
-        "cost": cost_table(rs, load_prices(prices) if prices else None, judge_model=judge_llm,
-                           table_path=str(prices) if prices else None),
+        "cost": cost_table(rs, load_prices(prices) if isinstance(prices, (str, Path)) else prices,
+                           judge_model=judge_llm),
     }
 
 
@@ -421,7 +423,7 @@ def read_records(path: str | Path) -> list[RunRecord]:
 
 
 def write_report(out_dir: str | Path, records: list[RunRecord], meta: dict[str, Any] | None = None,
-                 plots: bool = True, prices: str | Path | None = None) -> dict[str, Any]:
+                 plots: bool = True, prices: str | Path | PriceTable | None = None) -> dict[str, Any]:
     """Write report.json, report.md and the plots under `out_dir`; returns the report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

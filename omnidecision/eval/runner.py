@@ -175,7 +175,8 @@ def run_prepared(prepared: PreparedEval, *, progress: bool = True) -> dict[str, 
         meta.update(progress_audit(out, records, all_tasks))
         if prepared.teacher is not None:  # read and checked by the checklist: sharing tasks with these
             meta["teacher"] = teacher_block(records, prepared.teacher)
-        rep = write_report(out, records, meta, plots=recipe.plots, prices=recipe.prices)
+        # the price table its checklist read and checked (a file edited since is not read again after the runs)
+        rep = write_report(out, records, meta, plots=recipe.plots, prices=prepared.prices)
         logger.info("eval %s: accuracy %s over %d runs → %s", meta["name"], rep["accuracy"], rep["n"], out)
         return rep
 

@@ -11,8 +11,9 @@ once, the trajectory file named, the dry run's checklist made on both) run to it
 5. the backends and the judge built, and the runs made (`runner.run_tasks`: concurrent workers, the circuit
    breaker, one append-only writer, resumable).
 
-`run_rollouts(recipe)` is steps 0 to 5 in one call (`plan_rollouts(recipe, probe=False)`, then `run_plan`): the
-collect command, tests and benchmarks; eval makes its plan inside its own checklist (`eval.checklist`).
+`run_rollouts(recipe)` makes the plan and runs it in one call (`plan_rollouts(recipe, probe=False)`, then
+`run_plan`): tests and benchmarks; `collect` and eval make the plan their dry runs print (eval inside its own
+checklist, `eval.checklist`).
 
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --out runs/synth-teacher
 """

@@ -181,6 +181,27 @@ def test_the_recipe_prices_reach_the_report(synth_dir, tmp_path, table):
     assert not (tmp_path / "eval2" / "trajectories.jsonl").exists()  # refused before any run
 
 
+def test_the_report_prices_with_the_table_its_checklist_read(synth_dir, tmp_path, table):
+    """The run reports with the very table its checklist read and checked: a price file broken after the check
+    (mid-run) neither stops the report after the runs nor changes its prices."""
+    from omnidecision.eval.checklist import prepare_eval
+    from omnidecision.eval.runner import eval_recipe_from_dict, run_prepared
+
+    from .conftest import teacher_recipe
+
+    recipe = teacher_recipe(synth_dir, tmp_path / "eval")
+    recipe = eval_recipe_from_dict({**recipe.model_dump(mode="json"), "prices": str(table), "samples": 1,
+                                    "plots": False, "tasks": {**recipe.tasks.model_dump(mode="json"), "limit": 2}})
+    prepared = prepare_eval(recipe, probe=False)
+    assert prepared.prices is not None and prepared.prices.path == str(table)
+    table.write_text("kinds: {planner: {per_call: oops}}\n")  # broken after the check: never read again
+    rep = run_prepared(prepared, progress=False)
+    planner = rep["cost"]["by_kind"]["planner"]
+    assert rep["cost"]["table"] == str(table) and planner["price_from"] == ["kind planner"]
+    tokens = planner["prompt_tokens"] * 0.0001 / 1000 + planner["completion_tokens"] * 0.0002 / 1000
+    assert planner["cost"] == pytest.approx(tokens) and tokens > 0
+
+
 def _records(out: Path):
     from omnidecision.eval.runner import load_records
 
