@@ -34,7 +34,7 @@ def task_format(recipe: EvalRecipe) -> str | None:
 def label_and_checks(recipe: EvalRecipe) -> tuple[str, list[Check]]:
     """The environment's label (`environment_label`) and its check: a benchmark that needs tools is refused
     offline (unless `allow_offline`, then a warning: every report says "offline: no tools"); a live environment is
-    checked by the rollout engine's `environment_checks` (dry run) and `prepare` (run)."""
+    checked by the rollout engine's `environment_checks`, in the plan its dry run prints and its run refuses on."""
     kind = recipe.environment.kind
     fmt = task_format(recipe)  # read once: the label and the refusal's words both name it
     if not (kind == "offline" and fmt is not None and TASK_FORMATS[fmt].needs_tools):

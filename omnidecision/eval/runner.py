@@ -79,7 +79,7 @@ __all__ = ["OFFLINE_NO_TOOLS", "TRAJECTORIES", "EvalRecipe", "ServeSpec", "TaskS
 
 
 def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
-    """Add the models the endpoints reported to OUT/manifest.json (written by `rollout.engine.prepare`)."""
+    """Add the models the endpoints reported to OUT/manifest.json (written by `rollout.engine.claimed`)."""
     path = out / "manifest.json"
     try:
         manifest = json.loads(path.read_text("utf-8"))
@@ -105,7 +105,7 @@ def refuse(checks: list[Check]) -> None:
     """The run's side of the checklist: the first failed check stops it in the dry run's error line (`what:
     detail`; a price table's as the `PriceTableError` that reading it raises, every other as a `RecipeError`). The
     output's checks are left to the engine, which asks the same `rollout.output.out_problems` under the trajectory
-    file's lock (`one_writer`, `prepare`) and refuses in the same line: only there is the answer still true."""
+    file's lock (`rollout.engine.claimed`) and refuses in the same line: only there is the answer still true."""
     if (failed := first_refusal(checks)) is not None:
         raise (PriceTableError if failed.what == "prices" else RecipeError)(f"{failed.what}: {failed.detail}")
 
@@ -131,10 +131,10 @@ class EvalEndpoints:
 
     @contextlib.contextmanager
     def open(self) -> Iterator[dict[str, BackendSpec]]:
-        recipe, specs, plan = self.prepared.recipe, self.prepared.specs, self.prepared.server
+        recipe, specs, planned = self.prepared.recipe, self.prepared.specs, self.prepared.server
         recipe_text = yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
         (Path(recipe.out) / "recipe.yaml").write_text(redact_text(recipe_text), "utf-8")
-        server = plan.server if plan is not None else None
+        server = planned.server if planned is not None else None  # the one its dry run showed
         with contextlib.nullcontext(specs) if specs is not None else maybe_serve(recipe, server) as role_specs:
             self.planner.update(planner_info(role_specs))
             yield role_specs

@@ -140,8 +140,8 @@ def backend_check(what: str, spec: BackendSpec, probe: bool = True) -> Check:
 
 
 def environment_checks(recipe: RolloutRecipe, selection: TaskSelection, probe: bool = True) -> list[Check]:
-    """A live environment: every endpoint is asked (GET /models; with `probe=False` only configured, as the engine's
-    `prepare` checks it again before the first run), every media file looked for, every key read (on the tasks of
+    """A live environment: every endpoint is asked (GET /models; with `probe=False`, a run's plan, only configured:
+    the run contacts its endpoints itself), every media file looked for, every key read (on the tasks of
     `selection`); nothing for another environment."""
     if recipe.environment.kind != "live":
         return []
@@ -157,8 +157,8 @@ def environment_checks(recipe: RolloutRecipe, selection: TaskSelection, probe: b
 
 def first_refusal(checks: list[Check]) -> Check | None:
     """The failed check a run stops on before its first write, in the dry run's order: the first error but the
-    output's (`out`), which the engine asks again under the trajectory file's lock (`output.one_writer`,
-    `engine.prepare`), where the answer still holds, and refuses there in the same line."""
+    output's (`out`), which the engine asks again under the trajectory file's lock (`engine.claimed`),
+    where the answer still holds, and refuses there in the same line."""
     return next((c for c in checks if c.status == "error" and c.what != "out"), None)
 
 

@@ -57,7 +57,6 @@ def manifest_problem(recipe: RolloutRecipe) -> str | None:
             f"{'; '.join(differ)}); collect into a new --out folder")
 
 
-
 def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
     """OUT/manifest.json: the recipe, the agent config digest, the git revision. Every shard writes the same
     content (shard-specific fields left out; written atomically). A restart with a different agent config or
@@ -80,11 +79,10 @@ def records_file(recipe: RolloutRecipe, out_file: str | Path | None = None) -> P
 def out_problems(recipe: RolloutRecipe, out_file: str | Path) -> list[str]:
     """Why a run of `recipe` writing `out_file` is refused before its first write, one line each: another process
     holds the file (`store.busy_problem`), the folder holds another experiment (`manifest_problem`), the file is not
-    JSONL to resume (`store.resume_problem`). Writes nothing: the dry run lists them as `out` errors, `prepare`
-    refuses on the first in that error line's words."""
+    JSONL to resume (`store.resume_problem`). Writes nothing: the dry run lists them as `out` errors, the engine
+    (`engine.claimed`, under the lock) refuses on the first in that error line's words."""
     found = (busy_problem(out_file), manifest_problem(recipe), resume_problem(out_file))
     return [problem for problem in found if problem is not None]
-
 
 
 @contextmanager

@@ -283,7 +283,7 @@ _MOVED = {
     **{name: f"omnidecision.rollout.output:{name}" for name in (
         "manifest_identity", "manifest_problem", "write_manifest", "records_file", "out_problems", "one_writer")},
     **{name: f"omnidecision.rollout.services:{name}" for name in (
-        "build_services", "service_problem", "refuse_services", "backend_specs", "refuse_backends")},
+        "build_services", "service_problem", "refuse_services", "backend_specs")},
 }
 __getattr__ = aliases(__name__, {"CollectSummary": "RolloutSummary", "collect_runs": "run_tasks", **_MOVED},
                       globals())

@@ -1,7 +1,7 @@
 """A rollout recipe's tasks, selected once: loaded (`tasks.loaders`), filtered by the recipe's ids, ids file,
 levels, categories, offset and limit, given the environment's tools and block list, and split into shards
 (`store.shard_of(task.id, n) == i`). `TaskSelection` holds the result, so the dry run's checks, the run's checks
-and the engine's `prepare` read the one selection the run runs.
+and the engine (`engine.claimed`) read the one selection the run runs.
 
     omnidecision collect --config configs/collect/synthetic-teacher.yaml --shard 0/4 --out runs/x --dry-run
 """
@@ -52,10 +52,9 @@ def select_tasks(recipe: RolloutRecipe) -> tuple[list[Task], list[Task]]:
     return mine, tasks
 
 
-
 class TaskSelection:
     """A recipe's tasks, selected once (`select_tasks`: this shard's, and every selected task) and shared by what
-    follows: the checks of a dry run and of a run, and `prepare`, all read the one selection the run runs."""
+    follows: the checks of a dry run and of a run, and the engine, all read the one selection the run runs."""
 
     def __init__(self, recipe: RolloutRecipe) -> None:
         self.recipe = recipe

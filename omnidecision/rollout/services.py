@@ -1,6 +1,6 @@
 """What a rollout run builds before its first job, and what refuses it there: the tool services of the recipe's
 environment (`build_services`: replay, live, and each extra `environment.services` entry, `service_problem`) and
-the backends it builds (`backend_specs`, `refuse_backends` through `factory.backend_problem`). The dry run's
+the backends it builds (`backend_specs`, each asked `factory.backend_problem` by the checks). The dry run's
 checks (`rollout.checks`) ask the same functions, so a run refuses in the dry run's error line (`what: detail`).
 
     omnidecision collect --config configs/collect/omnigaia-live.yaml --dry-run
@@ -13,7 +13,6 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from omnidecision.backends.factory import backend_problem
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.live import build_live_services
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
@@ -47,7 +46,6 @@ def build_services(recipe: RolloutRecipe, tasks: list[Task]) -> Services:
     return services_for
 
 
-
 def service_problem(target: str, options: dict[str, Any]) -> str | None:
     """Why the run could not call an `environment.services` entry (`module:factory`) with `environment.options`: it
     does not import, or its signature does not take those options (a typo). The factory is not called: it may start
@@ -74,7 +72,6 @@ def refuse_services(recipe: RolloutRecipe) -> None:
             raise RecipeError(f"environment.services.{name}: {problem}")
 
 
-
 def backend_specs(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
                   served_roles: Iterable[str] = ()) -> dict[str, BackendSpec]:
     """Every backend a run builds, by the recipe field that names it (`backends.ROLE`, `judge.llm` when the judge
@@ -85,14 +82,3 @@ def backend_specs(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = 
     if recipe.judge.enabled and recipe.judge.llm is not None:
         found["judge.llm"] = recipe.judge.llm
     return found
-
-
-def refuse_backends(recipe: RolloutRecipe, specs: dict[str, BackendSpec] | None = None,
-                    served_roles: Iterable[str] = ()) -> None:
-    """A `RecipeError` in the dry run's error line (`what: detail`) for the first backend of `backend_specs` that
-    could not be built (`factory.backend_problem`: an unknown kind, a local planner folder without a checkpoint, a
-    teacher option it does not take); loads no weights, writes nothing, so a run refuses before it makes --out."""
-    for what, spec in backend_specs(recipe, specs, served_roles).items():
-        if (problem := backend_problem(spec)) is not None:
-            raise RecipeError(f"{what}: {problem}")
-

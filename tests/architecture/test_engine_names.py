@@ -38,7 +38,7 @@ def test_an_old_name_is_the_new_object_with_a_warning(module: str, old: str, new
 MOVED = {"omnidecision.rollout.engine": ("run_rollouts", "Prepared"),
          "omnidecision.rollout.selection": ("select_tasks", "TaskSelection"),
          "omnidecision.rollout.output": ("one_writer", "out_problems", "write_manifest", "records_file"),
-         "omnidecision.rollout.services": ("build_services", "service_problem", "refuse_backends")}
+         "omnidecision.rollout.services": ("build_services", "service_problem", "backend_specs")}
 MOVES = [("collect", "omnidecision.rollout.engine", "run_rollouts"),
          *((name, home, name) for home, names in MOVED.items() for name in names)]
 
