@@ -55,7 +55,7 @@ from omnidecision.preflight import Check
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import RunRecord, endpoint_models
 from omnidecision.protocol.redaction import redact_text
-from omnidecision.rollout.checks import first_refusal
+from omnidecision.rollout.checks import first_refusal, refusal_line
 from omnidecision.rollout.deprecated import aliases
 from omnidecision.rollout.engine import run_plan
 from omnidecision.rollout.output import one_writer
@@ -103,11 +103,12 @@ def progress_audit(out: Path, records: list[RunRecord], tasks: list[Task]) -> di
 
 def refuse(checks: list[Check]) -> None:
     """The run's side of the checklist: the first failed check stops it in the dry run's error line (`what:
-    detail`; a price table's as the `PriceTableError` that reading it raises, every other as a `RecipeError`). The
+    detail`, with the count of the others, `rollout.checks.refusal_line`; a price table's as the `PriceTableError`
+    that reading it raises, every other as a `RecipeError`). The
     output's checks are left to the engine, which asks the same `rollout.output.out_problems` under the trajectory
     file's lock (`rollout.engine.claimed`) and refuses in the same line: only there is the answer still true."""
     if (failed := first_refusal(checks)) is not None:
-        raise (PriceTableError if failed.what == "prices" else RecipeError)(f"{failed.what}: {failed.detail}")
+        raise (PriceTableError if failed.what == "prices" else RecipeError)(refusal_line(checks))
 
 
 def run_eval(recipe: EvalRecipe, *, progress: bool = True, specs: dict[str, BackendSpec] | None = None

@@ -162,9 +162,19 @@ def first_refusal(checks: list[Check]) -> Check | None:
     return next((c for c in checks if c.status == "error" and c.what != "out"), None)
 
 
+def refusal_line(checks: list[Check]) -> str | None:
+    """The line a run stops with: `first_refusal`'s dry-run line (`what: detail`), and when other checks failed
+    too, how many (a live environment may miss many media files: the dry run lists them all at once)."""
+    if (failed := first_refusal(checks)) is None:
+        return None
+    more = sum(c.status == "error" and c.what != "out" for c in checks) - 1
+    return f"{failed.what}: {failed.detail}" + (f" (and {more} more failed checks: --dry-run lists them)"
+                                                 if more else "")
+
+
 def refuse(checks: list[Check]) -> None:
-    """A `RecipeError` in the dry run's error line (`what: detail`) for `first_refusal(checks)`: the run's side of
-    one checklist (`collect`; eval's `eval.runner.refuse` adds its price table's error type)."""
-    if (failed := first_refusal(checks)) is not None:
-        raise RecipeError(f"{failed.what}: {failed.detail}")
+    """A `RecipeError` with `refusal_line(checks)`: the run's side of one checklist (`collect`; eval's
+    `eval.runner.refuse` adds its price table's error type)."""
+    if (line := refusal_line(checks)) is not None:
+        raise RecipeError(line)
 

@@ -85,11 +85,14 @@ def test_a_live_collection_refuses_to_start_while_something_is_missing(tmp_path,
 
     # the run refuses on its plan's checklist, in the dry run's first error line (the dry run lists them all, above)
     plan = plan_rollouts(recipe, probe=False)
-    first = next(c for c in plan.checks if c.status == "error")
+    errors = [c for c in plan.checks if c.status == "error"]
+    first = errors[0]
     assert first.what == "environment" and first.detail.startswith("task 5: media file"), first
+    assert len(errors) > 1  # the other task's media: counted, not dropped
     with pytest.raises(RecipeError) as refused:
         asyncio.run(run_rollouts(recipe))
-    assert str(refused.value) == f"environment: {first.detail}"
+    assert str(refused.value) == (f"environment: {first.detail} (and {len(errors) - 1} more failed checks: "
+                                  "--dry-run lists them)")
     assert not (tmp_path / "out").exists()  # nothing written: no folder, no manifest, no run
 
 

@@ -47,7 +47,8 @@ def test_a_live_eval_is_checked_before_its_server_starts(synth_dir, tmp_path):
     assert not any("backends.planner" in c.detail for c in errors)  # served: its endpoint exists once the server runs
     with pytest.raises(RecipeError) as err:
         run_eval(recipe(missing), progress=False)
-    assert str(err.value) == f"environment: {errors[0].detail}"
+    assert str(err.value) == (f"environment: {errors[0].detail} (and {len(errors) - 1} more failed checks: "
+                              "--dry-run lists them)")  # the server's model among them
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
