@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import omnidecision
+from omnidecision.rollout import runner
 
 OLD = re.compile(r"Collect(Recipe|Summary|Options)|CollectionStopped|runner\.collect")
 # (module, old name, new name)
@@ -45,8 +46,6 @@ MOVES = [("collect", "omnidecision.rollout.engine", "run_rollouts"),
 
 @pytest.mark.parametrize(("old", "home", "new"), MOVES)
 def test_a_moved_name_of_the_runner_is_its_new_home_s_object_with_a_warning(old: str, home: str, new: str) -> None:
-    from omnidecision.rollout import runner
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert getattr(runner, old) is getattr(importlib.import_module(home), new)

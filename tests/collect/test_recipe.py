@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from omnidecision.rollout.recipe import RecipeError, load_recipe, parse_shard
+from omnidecision.rollout.selection import select_tasks
+from omnidecision.rollout.services import build_services
 
 from .conftest import CLI
 
@@ -91,9 +93,6 @@ def test_cli_bad_recipe_exits_2_with_the_field(tmp_path: Path) -> None:
 
 
 def test_omnigaia_replay_recipe_builds_per_task_replay_services() -> None:
-    from omnidecision.rollout.selection import select_tasks
-    from omnidecision.rollout.services import build_services
-
     small = Path(__file__).resolve().parents[1] / "data" / "omnigaia_small.json"
     recipe = load_recipe(Path(CONFIGS[0]).with_name("omnigaia-replay-api.yaml"), [f"tasks.path={small}"])
     tasks, selected = select_tasks(recipe)

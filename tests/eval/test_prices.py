@@ -12,12 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from omnidecision.eval.checklist import prepare_eval
 from omnidecision.eval.prices import CALL_KINDS, PriceTableError, cost_lines, cost_table, load_prices, run_calls
 from omnidecision.eval.report import build_report, render_markdown
+from omnidecision.eval.runner import eval_recipe_from_dict, run_prepared
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, TOOL_NAMES, AssetRef, Ledger, TaskContext
 from omnidecision.protocol.chat import Usage
 from omnidecision.protocol.records import JudgeResult, RoleCall, RunRecord, StepRecord, Totals
 from omnidecision.tools.base import TOOLS, register_tool
+
+from .conftest import teacher_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -184,11 +188,6 @@ def test_the_recipe_prices_reach_the_report(synth_dir, tmp_path, table):
 def test_the_report_prices_with_the_table_its_checklist_read(synth_dir, tmp_path, table):
     """The run reports with the very table its checklist read and checked: a price file broken after the check
     (mid-run) neither stops the report after the runs nor changes its prices."""
-    from omnidecision.eval.checklist import prepare_eval
-    from omnidecision.eval.runner import eval_recipe_from_dict, run_prepared
-
-    from .conftest import teacher_recipe
-
     recipe = teacher_recipe(synth_dir, tmp_path / "eval")
     recipe = eval_recipe_from_dict({**recipe.model_dump(mode="json"), "prices": str(table), "samples": 1,
                                     "plots": False, "tasks": {**recipe.tasks.model_dump(mode="json"), "limit": 2}})

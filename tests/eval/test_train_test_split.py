@@ -17,6 +17,7 @@ from omnidecision.cli import app
 from omnidecision.eval.runner import eval_recipe_from_dict, load_records, run_eval
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.recipe import RecipeError
+from omnidecision.rollout.selection import select_tasks
 from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import teacher_recipe
@@ -58,7 +59,6 @@ def test_split_errors_name_the_problem(tmp_path):
 
 
 def test_a_recipe_keeps_the_tasks_of_an_ids_file(tmp_path):
-    from omnidecision.rollout.selection import select_tasks
 
     doc = _split(tmp_path / "folds", seed=0)
     recipe = eval_recipe_from_dict({"tasks": {"path": str(DEV), "format": "omnigaia",
