@@ -23,10 +23,10 @@ from omnidecision.eval.serve import ServerPlan, served
 from omnidecision.eval.teacher import TeacherRuns, teacher_check
 from omnidecision.preflight import Check
 from omnidecision.protocol.chat import BackendSpec
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.plan import RolloutPlan, plan_rollouts
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, recipe_from_dict
 from omnidecision.rollout.selection import TaskSelection
-from omnidecision.rollout.store import shard_path
 
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -96,8 +96,9 @@ def prepare_eval(recipe: EvalRecipe, specs: dict[str, BackendSpec] | None = None
     task file or provenance is the train/test check's error). `specs`: endpoints the caller serves (see
     `PreparedEval.specs`). `probe`: ask each endpoint GET /models (a dry run); a run passes False, as it contacts
     them itself when it starts. Writes nothing, starts nothing."""
-    i, n = recipe.shard_index
-    out_file = trajectories_path(recipe.out, i, n)
+    # OUT/trajectories.jsonl; a shard's file is the engine's to name (`rollout.output.records_file`: the same
+    # `shard_path` as `trajectories_path`), so that a sharded eval and a sharded collect share one naming
+    out_file = Path(recipe.out) / TRAJECTORIES if recipe.shard_index[1] == 1 else None
     roles = tuple(recipe.serve.roles) if recipe.serve is not None and specs is None else ()
     # the engine's checks: a caller's served specs are the backends the run builds; a `serve:` role is asked only as
     # an endpoint (its server starts once these passed); a shard with none of the tasks is an error here: an eval

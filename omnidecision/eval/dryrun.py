@@ -37,7 +37,7 @@ def dry_run_report(prepared: PreparedEval, config: Path, n_overrides: int, comma
     if s.port is None:
         report.extra["port"] = (f"{prepared.server.server.port}: free when checked; a run chooses its own free port "
                                 "(serve.port fixes one)")
-    report.extra["served_roles"] = {role: s.request_name() for role in s.roles}
+    report.extra["served_roles"] = {role: s.requested_model for role in s.roles}
     return report
 
 

@@ -50,7 +50,7 @@ from omnidecision.eval.runner import run_eval
 from omnidecision.eval.serve import maybe_serve
 from omnidecision.preflight import DryRunReport
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe, read_yaml_model
-from omnidecision.rollout.store import write_json_atomic
+from omnidecision.rollout.store import write_json_redacted
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def cell_state(cell: Cell) -> str:
 
 def _mark(cell: Cell, **extra: Any) -> None:
     cell.out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(cell.out / CELL_FILE, {"name": cell.label, "planner": cell.planner,
+    write_json_redacted(cell.out / CELL_FILE, {"name": cell.label, "planner": cell.planner,
                                              "perception": cell.perception, "digest": cell_digest(cell.recipe),
                                              "sets": dict(cell.sets), **extra})
 

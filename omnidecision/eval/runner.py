@@ -66,7 +66,7 @@ from omnidecision.rollout.recipe import (  # the eval recipe is the rollout laye
     cli_overrides,
 )
 from omnidecision.rollout.selection import TaskSelection
-from omnidecision.rollout.store import load_records, write_json_atomic
+from omnidecision.rollout.store import load_records, write_json_redacted
 from omnidecision.tasks.schema import Task
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def record_endpoint_models(out: Path, models: dict[str, list[str]]) -> None:
     except (OSError, json.JSONDecodeError):
         return  # no manifest to complete (prepare writes one before any run)
     manifest["endpoint_models"] = models
-    write_json_atomic(path, manifest)
+    write_json_redacted(path, manifest)
 
 
 def progress_audit(out: Path, records: list[RunRecord], tasks: list[Task]) -> dict[str, Any]:

@@ -62,8 +62,8 @@ def maybe_serve(recipe: EvalRecipe, server: VLLMServer | None = None) -> Iterato
         for role in s.roles:
             spec = specs.get(role) or BackendSpec()
             specs[role] = spec.model_copy(update={"kind": "openai", "base_url": server.base_url,
-                                                  "model": s.request_name(), "endpoint_kind": "vllm"})
-        logger.info("serving %s at %s for roles %s", s.request_name(), server.base_url, s.roles)
+                                                  "model": s.requested_model, "endpoint_kind": "vllm"})
+        logger.info("serving %s at %s for roles %s", s.requested_model, server.base_url, s.roles)
         yield specs
 
 

@@ -80,7 +80,7 @@ async def run_plan(plan: RolloutPlan, *, endpoints: Endpoints | None = None, too
     refuse(plan.checks)
     with claimed(plan) as ready, endpoints if endpoints is not None else nullcontext(plan.backends) as specs:
         recipe = plan.recipe
-        options = RolloutOptions.from_recipe(recipe, out_file=plan.out_file, progress=progress, desc=desc)
+        options = RolloutOptions.from_plan(plan, progress=progress, desc=desc)
         backends = build_backends(specs)
         judge = recipe.judge
         judge_llm = build_backend(judge.llm) if judge.enabled and judge.llm is not None else None

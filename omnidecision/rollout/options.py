@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from omnidecision.rollout.breaker import BreakerSettings
 from omnidecision.rollout.deprecated import aliases
+from omnidecision.rollout.output import records_file
+from omnidecision.rollout.plan import RolloutPlan
 from omnidecision.rollout.recipe import RolloutRecipe
-from omnidecision.rollout.store import shard_path
 
 
 class RolloutOptions(BaseModel):
@@ -39,9 +40,22 @@ class RolloutOptions(BaseModel):
     @classmethod
     def from_recipe(cls, recipe: RolloutRecipe, *, out_file: str | Path | None = None, progress: bool | None = None,
                     desc: str | None = None) -> RolloutOptions:
-        """The options of a recipe's shard: its shard file under `recipe.out` unless `out_file` is given."""
+        """The options of a recipe's shard: its shard file under `recipe.out` unless `out_file` is given
+        (`output.records_file`, the file a plan names)."""
+        return cls.writing(recipe, records_file(recipe, out_file), progress=progress, desc=desc)
+
+    @classmethod
+    def from_plan(cls, plan: RolloutPlan, *, progress: bool | None = None, desc: str | None = None
+                  ) -> RolloutOptions:
+        """The options of a checked plan's run: the trajectory file its checks read (`plan.out_file`)."""
+        return cls.writing(plan.recipe, plan.out_file, progress=progress, desc=desc)
+
+    @classmethod
+    def writing(cls, recipe: RolloutRecipe, out_file: Path, *, progress: bool | None = None, desc: str | None = None
+                ) -> RolloutOptions:
+        """The options of `recipe`'s run appending to `out_file`."""
         i, n = recipe.shard_index
-        return cls(out_file=Path(out_file) if out_file is not None else shard_path(recipe.out, i, n),
+        return cls(out_file=Path(out_file),
                    samples=recipe.samples, concurrency=recipe.concurrency, judge=recipe.judge.enabled,
                    judge_scorer=recipe.judge.scorer, retry_errors=recipe.retry_errors, breaker=recipe.breaker,
                    progress=recipe.progress if progress is None else progress, desc=desc or f"collect {i}/{n}")

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from omnidecision.agent.runtime import config_digest
-from omnidecision.outputs import OutputBusy, exclusive
+from omnidecision.outputs import OutputBusy, exclusive, write_json_atomic
 from omnidecision.protocol.redaction import redact_tree
 from omnidecision.provenance import git_revision
 from omnidecision.rollout.recipe import RecipeError, RolloutRecipe
-from omnidecision.rollout.store import busy_problem, resume_problem, shard_path, write_json_atomic
+from omnidecision.rollout.store import busy_problem, resume_problem
 
 
 def manifest_identity(recipe: RolloutRecipe) -> dict[str, Any]:
@@ -65,12 +65,21 @@ def write_manifest(recipe: RolloutRecipe, out_dir: Path, n_tasks: int) -> None:
         raise RecipeError(f"out: {problem}")
     manifest = {"recipe": recipe.model_dump(mode="json", exclude={"shard", "concurrency", "progress"}),
                 **manifest_identity(recipe), "git_revision": git_revision(), "tasks": n_tasks}
-    write_json_atomic(out_dir / "manifest.json", manifest)
+    write_json_atomic(out_dir / "manifest.json", redact_tree(manifest))  # no key in a manifest
+
+
+def shard_path(out: str | Path, i: int, n: int) -> Path:
+    """The trajectory file of shard `i` of `n` under `out` (collect's, whatever the shard count; a sharded eval's).
+
+    >>> shard_path("runs/x", 1, 4).as_posix()
+    'runs/x/trajectories.shard-1-of-4.jsonl'
+    """
+    return Path(out) / f"trajectories.shard-{i}-of-{n}.jsonl"
 
 
 def records_file(recipe: RolloutRecipe, out_file: str | Path | None = None) -> Path:
     """The trajectory file a run of `recipe` appends to and resumes: `out_file` when the caller names one (eval's
-    OUT/trajectories.jsonl), else the shard's file under `recipe.out` (`store.shard_path`, as
+    OUT/trajectories.jsonl), else the shard's file under `recipe.out` (`shard_path`, as
     `RolloutOptions.from_recipe` names it)."""
     i, n = recipe.shard_index
     return Path(out_file) if out_file is not None else shard_path(recipe.out, i, n)

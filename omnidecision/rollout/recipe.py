@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -203,12 +204,20 @@ class ServeSpec(BaseModel):
         900.0, gt=0, description="seconds to wait for /v1/models (900: an 8B cold start from a network file system "
                                  "with CUDA graph capture; = serving.vllm_server.STARTUP_TIMEOUT_S)")
 
-    def request_name(self) -> str:
+    @property
+    def requested_model(self) -> str:
+        """The model name the served roles request: `planner_model`, else the only LoRA, else the base's name."""
         if self.planner_model:
             return self.planner_model
         if len(self.loras) == 1:
             return next(iter(self.loras))
         return self.served_name or Path(self.model).name
+
+    def request_name(self) -> str:
+        """Deprecated (one release, CHANGELOG.md): `requested_model`, a property like the other derived names."""
+        warnings.warn("ServeSpec.request_name() is deprecated, use ServeSpec.requested_model (CHANGELOG.md)",
+                      DeprecationWarning, stacklevel=2)
+        return self.requested_model
 
 
 class EvalRecipe(RolloutRecipe):

@@ -12,7 +12,7 @@
   record, a last line that is not a cut JSON line), read without changing a byte: the run and its dry run ask it.
 - `RecordWriter`: ONE writer task fed by a queue; each record is written as a single line, flushed and fsynced
   before the next, so lines never interleave and a finished run survives a SIGKILL. Every secret is hidden in what
-  it writes, as in `merge` and `write_json_atomic` (protocol/redaction.py: a server's error body may echo a key).
+  it writes, as in `merge` and `write_json_redacted` (protocol/redaction.py: a server's error body may echo a key).
 - `read_records` / `finished_keys` / `trajectory_files` / `merge`: reading for resume, harvest and merge.
   A malformed line raises `TrajectoryFileError` naming file:line and the field.
 - `supersede_errors(path)`: before a restart retries the runs that ended with outcome `error`, their records move to
@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from omnidecision.outputs import OutputBusy, check_free, exclusive, write_text_atomic
 from omnidecision.protocol.records import RunRecord, run_key
 from omnidecision.protocol.redaction import redact_text
+from omnidecision.rollout.deprecated import aliases
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +64,6 @@ def shard_of(task_id: str, n: int) -> int:
     True
     """
     return stable_hash(task_id) % n
-
-
-def shard_path(out: str | Path, i: int, n: int) -> Path:
-    return Path(out) / f"trajectories.shard-{i}-of-{n}.jsonl"
 
 
 def torn_tail_problem(tail: bytes) -> str | None:
@@ -418,8 +415,15 @@ def append_record(path: str | Path, record: RunRecord) -> None:
             os.fsync(fh.fileno())
 
 
-def write_json_atomic(path: str | Path, data: object) -> None:
-    """Write JSON to `path` atomically (`outputs.write_text_atomic`), every secret hidden
-    (protocol/redaction.py)."""
+def write_json_redacted(path: str | Path, data: object) -> None:
+    """Write JSON to `path` atomically (`outputs.write_text_atomic`), every secret hidden (protocol/redaction.py):
+    `outputs.write_json_atomic` with the redaction its name says (it was `write_json_atomic` here, the name of the
+    writer that hides nothing)."""
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     write_text_atomic(path, redact_text(text) + "\n")  # no key in a manifest
+
+
+# moved or renamed, one release (CHANGELOG.md): the shard file's name beside the other names of a run's output; the
+# redacting writer named for what it adds to `outputs.write_json_atomic`
+__getattr__ = aliases(__name__, {"shard_path": "omnidecision.rollout.output:shard_path",
+                                 "write_json_atomic": "write_json_redacted"}, globals())

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import omnidecision
-from omnidecision.rollout import runner
+from omnidecision.rollout import runner, store
+from omnidecision.rollout.recipe import ServeSpec
 
 OLD = re.compile(r"Collect(Recipe|Summary|Options)|CollectionStopped|runner\.collect")
 # (module, old name, new name)
@@ -51,6 +52,36 @@ def test_a_moved_name_of_the_runner_is_its_new_home_s_object_with_a_warning(old:
         assert getattr(runner, old) is getattr(importlib.import_module(home), new)
     assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
         f"omnidecision.rollout.runner.{old} is deprecated, use {home}.{new} (CHANGELOG.md)"]
+
+
+# out of the store, one release: the shard file's name beside the other names of a run's output, the redacting
+# writer named for what it adds (old name in rollout.store, new home, new name, the name the warning gives)
+STORE = [("shard_path", "omnidecision.rollout.output", "shard_path", "omnidecision.rollout.output.shard_path"),
+         ("write_json_atomic", "omnidecision.rollout.store", "write_json_redacted", "write_json_redacted")]
+
+
+@pytest.mark.parametrize(("old", "home", "new", "said"), STORE)
+def test_a_moved_name_of_the_store_is_its_new_object_with_a_warning(old: str, home: str, new: str, said: str
+                                                                   ) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert getattr(store, old) is getattr(importlib.import_module(home), new)
+    assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
+        f"omnidecision.rollout.store.{old} is deprecated, use {said} (CHANGELOG.md)"]
+
+
+@pytest.mark.parametrize(("fields", "name"), [({"planner_model": "p", "loras": {"a": "/a"}}, "p"),
+                                              ({"loras": {"a": "/a"}, "served_name": "s"}, "a"),
+                                              ({"loras": {"a": "/a", "b": "/b"}, "served_name": "s"}, "s"),
+                                              ({}, "qwen3-8b")])
+def test_the_served_roles_request_the_property_s_name_and_the_old_method_warns(fields: dict, name: str) -> None:
+    spec = ServeSpec(model="/ckpt/qwen3-8b", **fields)
+    assert spec.requested_model == name
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert spec.request_name() == name
+    assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
+        "ServeSpec.request_name() is deprecated, use ServeSpec.requested_model (CHANGELOG.md)"]
 
 
 def test_collect_and_eval_recipes_are_two_users_of_the_rollout_recipe() -> None:

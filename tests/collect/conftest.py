@@ -14,8 +14,8 @@ from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import HarvestOptions, run_harvest
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from tests.tasks.suites import synth_suite
 

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from omnidecision.cli import app
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.store import read_records, shard_path
+from omnidecision.rollout.store import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
 TEACHER = ROOT / "configs" / "collect" / "synthetic-teacher.yaml"

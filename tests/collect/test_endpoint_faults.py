@@ -29,8 +29,9 @@ from omnidecision.rollout.breaker import (
     is_unreachable,
 )
 from omnidecision.rollout.engine import run_rollouts
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.store import read_records, shard_path, supersede_errors, superseded_path
+from omnidecision.rollout.store import read_records, supersede_errors, superseded_path
 from omnidecision.tasks.synth import write_suite
 from tests.stub_chat import ChatStubHandler, chat_completion
 

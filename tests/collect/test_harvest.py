@@ -40,9 +40,10 @@ from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import JudgeResult, RunRecord, StepRecord
 from omnidecision.protocol.rule import rule_decision_text
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.parity import check_row_parity, planner_prompt_ids
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import read_records, shard_path
+from omnidecision.rollout.store import read_records
 from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import CLI

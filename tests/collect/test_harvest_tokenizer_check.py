@@ -21,8 +21,8 @@ from omnidecision.collect.harvest import HarvestError, HarvestOptions, run_harve
 from omnidecision.preflight import Check, DryRunReport
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 

@@ -18,9 +18,10 @@ from omnidecision.backends.factory import build_backends
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.recipe import load_recipe
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import read_records, shard_path
+from omnidecision.rollout.store import read_records
 from omnidecision.tasks.loaders import load_tasks
 
 from .conftest import CLI, teacher_recipe

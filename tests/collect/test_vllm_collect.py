@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from omnidecision.rollout.engine import run_rollouts
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.recipe import load_recipe
-from omnidecision.rollout.store import read_records, shard_path
+from omnidecision.rollout.store import read_records
 
 pytestmark = [pytest.mark.vllm]
 

@@ -16,9 +16,9 @@ from omnidecision.onpolicy.rounds import RoundsRecipe, load_rounds_recipe
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.rule import rule_decision_text
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.recipe import RecipeError
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 

@@ -47,8 +47,8 @@ def judge_rows(tmp_path_factory) -> Path:
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
     from omnidecision.protocol.chat import BackendSpec
     from omnidecision.rollout.options import RolloutOptions
+    from omnidecision.rollout.output import shard_path
     from omnidecision.rollout.runner import run_tasks
-    from omnidecision.rollout.store import shard_path
     from omnidecision.tasks.loaders import load_tasks
     from omnidecision.tasks.synth import write_suite
 

@@ -49,8 +49,8 @@ from omnidecision.provenance import (
     write_task_ids,
 )
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import shard_path
 from omnidecision.synthetic.tiny import build_tiny_planner, harvest_texts
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite

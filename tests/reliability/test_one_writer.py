@@ -21,8 +21,9 @@ from omnidecision.backends.factory import build_backends
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.protocol.records import run_key
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import read_records, shard_path, supersede_errors
+from omnidecision.rollout.store import read_records, supersede_errors
 from omnidecision.tasks.synth import write_suite
 
 ROOT = Path(__file__).resolve().parents[2]

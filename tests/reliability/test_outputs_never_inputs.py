@@ -27,8 +27,9 @@ from omnidecision.backends.factory import build_backends
 from omnidecision.collect.harvest import run_harvest
 from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import merge, shard_path
+from omnidecision.rollout.store import merge
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "omnidecision.cli"]

@@ -22,8 +22,8 @@ from omnidecision.protocol.chat import BackendSpec
 from omnidecision.rewards import get_judge_reward
 from omnidecision.rl.judge_train import judge_eval_rows, judge_label, judge_pairs
 from omnidecision.rollout.options import RolloutOptions
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.runner import run_tasks
-from omnidecision.rollout.store import shard_path
 from omnidecision.tasks.loaders import load_tasks
 from omnidecision.tasks.synth import write_suite
 

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from omnidecision.cli import app
 from omnidecision.protocol.records import RunRecord
-from omnidecision.rollout.store import read_records, shard_path
+from omnidecision.rollout.output import shard_path
+from omnidecision.rollout.store import read_records
 from omnidecision.tasks.synth import write_suite
 
 ROOT = Path(__file__).resolve().parents[2]

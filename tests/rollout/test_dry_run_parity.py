@@ -35,9 +35,10 @@ from omnidecision.eval.runner import run_eval
 from omnidecision.outputs import OutputBusy
 from omnidecision.preflight import Check, DryRunReport
 from omnidecision.rollout.engine import run_rollouts
+from omnidecision.rollout.output import shard_path
 from omnidecision.rollout.recipe import EvalRecipe, RecipeError, load_recipe
 from omnidecision.rollout.selection import TaskSelection
-from omnidecision.rollout.store import shard_of, shard_path
+from omnidecision.rollout.store import shard_of
 from omnidecision.tasks.synth import write_suite
 from tests.refusals import same_refusal
 
