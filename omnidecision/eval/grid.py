@@ -223,8 +223,8 @@ def cell_state(cell: Cell) -> str:
 def _mark(cell: Cell, **extra: Any) -> None:
     cell.out.mkdir(parents=True, exist_ok=True)
     write_json_redacted(cell.out / CELL_FILE, {"name": cell.label, "planner": cell.planner,
-                                             "perception": cell.perception, "digest": cell_digest(cell.recipe),
-                                             "sets": dict(cell.sets), **extra})
+                                               "perception": cell.perception, "digest": cell_digest(cell.recipe),
+                                               "sets": dict(cell.sets), **extra})
 
 
 def run_grid(path: str | Path, overrides: list[str], out: str | Path, *, progress: bool = True) -> dict[str, Any]:
