@@ -13,6 +13,7 @@ import pytest
 
 from omnidecision.onpolicy.loop import run_rounds
 from omnidecision.onpolicy.rounds import load_rounds_recipe
+from omnidecision.rollout.output import shard_path
 
 ROOT = Path(__file__).resolve().parents[2]
 RL_RECIPE = ROOT / "configs" / "rounds" / "tiny-cpu-rl.yaml"
@@ -47,7 +48,6 @@ def judge_rows(tmp_path_factory) -> Path:
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
     from omnidecision.protocol.chat import BackendSpec
     from omnidecision.rollout.options import RolloutOptions
-    from omnidecision.rollout.output import shard_path
     from omnidecision.rollout.runner import run_tasks
     from omnidecision.tasks.loaders import load_tasks
     from omnidecision.tasks.synth import write_suite

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from omnidecision.rl.sources import SOURCE_COLUMN, load_state_sources, parse_state_sources, shares
+from omnidecision.rollout.output import shard_path
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "configs" / "grpo" / "tiny-cpu.yaml"
@@ -26,7 +27,6 @@ def own_states(tmp_path_factory) -> Path:
     from omnidecision.collect.harvest import HarvestOptions, run_harvest
     from omnidecision.protocol.chat import BackendSpec
     from omnidecision.rollout.options import RolloutOptions
-    from omnidecision.rollout.output import shard_path
     from omnidecision.rollout.runner import run_tasks
     from omnidecision.tasks.loaders import load_tasks
     from omnidecision.tasks.synth import write_suite
