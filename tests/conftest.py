@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Generator
 from functools import cache
 from pathlib import Path
@@ -25,7 +26,8 @@ SKIP_ALLOWED_MARKERS = ("gpu", "slow")
 
 # A copy of ../shared/data/omnigaia/dev_metadata.json kept in the repository (tests/data/omnigaia_dev/README.md):
 # a checkout anywhere runs the tests that need it.
-OMNIGAIA_DEV = Path(__file__).resolve().parent / "data" / "omnigaia_dev" / "dev_metadata.json"
+TESTS = Path(__file__).resolve().parent
+OMNIGAIA_DEV = TESTS / "data" / "omnigaia_dev" / "dev_metadata.json"
 
 # vLLM-CPU's attention kernels do not support head_dim 16 (the builder's 64x2 default with 4 heads):
 # 64 hidden / 2 heads = head_dim 32 serves and trains the same.
@@ -38,6 +40,43 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "without them, and fails under CI=true")
     config.addinivalue_line("markers", "gpu: depends on the machine's GPU (needs one, or checks the CPU path); "
                                        "may skip under CI=true")
+
+
+def worker_scope(nodeid: str, rootpath: Path) -> str:
+    """The worker scope of a test under `make test` (pytest-xdist, `--dist loadscope`, widened here): "vllm" for every
+    test file with a test or fixture that takes the session's `vllm_server` (one server, on one worker), else the
+    test's folder under tests/ (its session fixtures, the tiny models and collections its tests share, built once; its
+    tests in their order). From the test id alone: the scheduler sees ids, not tests."""
+    file = (rootpath / nodeid.split("::", 1)[0]).resolve()
+    if _takes_the_server(file):
+        return "vllm"
+    parts = file.relative_to(TESTS).parts if file.is_relative_to(TESTS) else ()
+    return parts[0] if len(parts) > 1 else "tests"
+
+
+@cache
+def _takes_the_server(file: Path) -> bool:
+    try:
+        text = file.read_text("utf-8")
+    except OSError:
+        return False
+    return re.search(r"def \w+\([^)]*\bvllm_server\b", text) is not None
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own; a run without pytest-xdist never calls it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getvalue("dist") != "loadscope":
+        return None
+    # pytest-xdist is there when this hook is called; a plain `pytest` may run without it installed
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FolderScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling (whole scopes to a worker, in order) with `worker_scope` as the scope."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_scope(nodeid, config.rootpath)
+
+    return FolderScheduling(config, log)  # type: ignore[arg-type]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
