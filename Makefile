@@ -47,7 +47,8 @@ real-model: install
 	$(BIN)/python -m omnidecision.synthetic.smollm2
 
 # The fast suite on every core (pytest-xdist): the tests of one folder on one worker, so its session fixtures are built
-# once, and one for every test of the shared vLLM server (tests/conftest.py). TEST_WORKERS=0 runs it in one process.
+# once, and the test files that take the shared vLLM server on one worker (tests/conftest.py, `worker_scope`).
+# TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= auto
 test: install browser
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope

@@ -1,5 +1,6 @@
 """Shared fixtures: the OmniGAIA dev subset (in the repository), a session-scoped tiny planner checkpoint and a
-session-scoped vLLM server serving it; and the one policy for skips.
+session-scoped vLLM server serving it; the one policy for skips; and the worker scopes of `make test` (pytest-xdist,
+`worker_scope`: a folder's tests on one worker, the server's test files on one).
 
 Skips: a test that needs an optional dependency says so with `@pytest.mark.requires("trl", ...)` (or a module's
 `pytestmark`); without it the test skips on a developer's machine. Under CI=true (`.ci/run`) every skip fails the
