@@ -92,8 +92,9 @@ def ordinary_user(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Who]:
         subprocess.run(["chown", "-R", f"{uid}:{gid}", str(home)], check=True)
         # the user's runs are children forked from this process, and the user cannot read root's Python (/root is
         # 0700): the modules the code tool imports on its first call are imported here, by one plain run as root
-        _in_process(lambda: asyncio.run(run_tool("code_executor", {"code": "print(1)"}, build_tool_context(
-            Task(id="warm-up", question="?"), settings={"sandbox": LIMITS}))).ok, {})
+        warm, _ = _in_process(lambda: asyncio.run(run_tool("code_executor", {"code": "print(1)"}, build_tool_context(
+            Task(id="warm-up", question="?"), settings={"sandbox": LIMITS}))), {})
+        assert warm.ok, f"the warm-up run as root failed, so the user's runs would too: {warm.error}"  # type: ignore[attr-defined]
         yield Who("user", uid, gid, home)
         _wait_gone(uid)
     finally:
