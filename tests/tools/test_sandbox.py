@@ -94,7 +94,7 @@ def ordinary_user(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Who]:
         # 0700): the modules the code tool imports on its first call are imported here, by one plain run as root
         warm, _ = _in_process(lambda: asyncio.run(run_tool("code_executor", {"code": "print(1)"}, build_tool_context(
             Task(id="warm-up", question="?"), settings={"sandbox": LIMITS}))), {})
-        assert warm.ok, f"the warm-up run as root failed, so the user's runs would too: {warm.error}"  # type: ignore[attr-defined]
+        assert warm.ok, f"the warm-up run as root failed: {warm.error}"  # type: ignore[attr-defined]
         yield Who("user", uid, gid, home)
         _wait_gone(uid)
     finally:
