@@ -1,9 +1,7 @@
-"""The planner's valid actions for one ledger state: the loop's check of a call, the same rule as a JSON schema
-(ledger-constrained decoding), and what an accepted call resolves to.
+"""The planner's valid actions for one ledger state, as a JSON schema: ledger-constrained decoding.
 
 The loop rejects a call on a need that is not actionable, a slot call on a slot that is not, a tool the task does
-not allow, and any call once the tool budget is spent (`why_rejected`; a rejected call is the planner's invalid
-action); an accepted one runs the tool, query and arguments `resolve_call` fills in. With `AgentConfig.
+not allow, and any call once the tool budget is spent (`agent.loop._rejection`). With `AgentConfig.
 constrain_decoding` the planner's request carries a schema that admits exactly the actions the loop accepts, so
 a backend with structured outputs (vLLM: xgrammar; OpenAI `response_format`) can only emit one of them. The planner
 still chooses: which actionable need, which of the allowed tools, a slot or finish (finish is always admitted: the
@@ -22,21 +20,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnidecision.agent.config import AgentConfig, ToolScope
+from omnidecision.agent.config import ToolScope
 from omnidecision.ledger.readiness import (
     SLOT_TOOL,
     actionable_need_indices,
     actionable_slot_names,
-    composed_query,
     listed_tools,
-    slot_program,
     tool_budget_spent,
-    tool_calls_made,
 )
-from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
-from omnidecision.protocol.actions import CallAction, effective_tool, tool_names
+from omnidecision.ledger.schema import Ledger
+from omnidecision.protocol.actions import tool_names
 from omnidecision.tasks.schema import Task
-from omnidecision.tools.registry import arguments_for
 
 _QUERY = {"type": "string", "maxLength": 2000}
 _ARGUMENTS = {"type": "object"}
@@ -89,54 +83,3 @@ def ledger_action_schema(state: Ledger, task: Task | None, max_tool_calls: int |
     if slots and slot_tools:
         options.append(_call("slot", slots, slot_tools))
     return {"anyOf": options}
-
-
-def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope = "allowed") -> str | None:
-    """Why the loop must not execute this call (None: it may). `scope` "listed": a tool outside the need's listed
-    sources (a slot: other than code_executor) is rejected too (`AgentConfig.constrain_tools`)."""
-    allowed = task.tools
-    if action.slot is not None:
-        slot = state.slot(action.slot)
-        if slot is None or action.slot not in actionable_slot_names(state):
-            why = ("unknown slot" if slot is None else f"slot {action.slot} is not actionable (verified="
-                   f"{'yes' if slot.verified else 'no'}, needs {slot.needs} must be filled)")
-            return f"{why}; actionable slots: {actionable_slot_names(state)}"
-        tool = effective_tool(state, action)
-        if scope == "listed" and tool != SLOT_TOOL:
-            return f"tool {tool} does not compute a slot (slot {action.slot}: {SLOT_TOOL})"
-    else:
-        need = state.need(action.need)  # type: ignore[arg-type]
-        if need is None or action.need not in actionable_need_indices(state):
-            why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
-            return f"{why}; actionable: {actionable_need_indices(state)}"
-        tool = effective_tool(state, action)
-        listed = listed_tools(need)
-        if scope == "listed" and tool not in listed:
-            return f"tool {tool} is not a listed source of need {action.need} (listed: {', '.join(listed)})"
-    if allowed is not None and tool not in allowed:
-        return f"tool {tool} is not allowed for this task (tools: {', '.join(allowed) or 'none'})"
-    return None
-
-
-def resolve_call(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
-    """The call's tool, query and arguments, with the defaults filled in: the need's tool and composed query (and
-    its asset for a perception tool), or for a slot code_executor and the slot's program."""
-    if action.slot is not None:
-        tool = effective_tool(state, action)
-        query = action.query if action.query is not None else slot_program(state, action.slot)
-        return tool, query, arguments_for(tool, query, action.arguments)
-    need = state.needs[action.need]  # type: ignore[index]
-    tool = effective_tool(state, action)
-    query = action.query if action.query is not None else composed_query(state, action.need)  # type: ignore[arg-type]
-    arguments = arguments_for(tool, query, action.arguments)
-    if need.asset_id is not None and tool in PERCEPTION_TOOLS and not arguments.get("asset_id"):
-        arguments["asset_id"] = need.asset_id
-    return tool, query, arguments
-
-
-def why_rejected(state: Ledger, task: Task, action: CallAction, config: AgentConfig) -> str | None:
-    """Why the loop would not execute this call at `state` (None: it would): the tool budget is spent, or
-    `_rejection`'s reasons. A rejected call is still a decision: it becomes the planner's `InvalidAction`."""
-    if tool_budget_spent(state, config.max_tool_calls):
-        return f"the tool budget is spent ({tool_calls_made(state)} calls)"
-    return _rejection(state, task, action, config.constrain_tools)

@@ -47,12 +47,13 @@ from __future__ import annotations
 import logging
 import traceback
 
-from omnidecision.agent.action_space import ledger_action_schema, resolve_call, why_rejected
+from omnidecision.agent.action_space import ledger_action_schema
 from omnidecision.agent.baselines import history_loop
-from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.config import AgentConfig, ToolScope
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
 from omnidecision.agent.runtime import Reply, Run, ToolRunner, config_digest
 from omnidecision.ledger import (
+    SLOT_TOOL,
     AssetRef,
     ConflictRaised,
     ConflictResolved,
@@ -71,23 +72,30 @@ from omnidecision.ledger import (
     TaskContext,
     ToolCalled,
     actionable_need_indices,
+    actionable_slot_names,
     can_advance,
+    composed_query,
+    listed_tools,
     ready,
     reduce,
+    slot_program,
     tool_budget_spent,
+    tool_calls_made,
     unmet_blocking,
     unresolved_conflicts,
 )
-from omnidecision.ledger.schema import Ledger
+from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
 from omnidecision.protocol.actions import (
     CallAction,
     NeedVerdict,
+    effective_tool,
     render_action,
 )
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatResponse
 from omnidecision.protocol.prompts import render_planner_messages
 from omnidecision.protocol.records import ABSTAIN_ANSWER, Outcome, RoleCall, RunRecord, StepRecord
 from omnidecision.tasks.schema import Task
+from omnidecision.tools.registry import arguments_for
 
 logger = logging.getLogger(__name__)
 
@@ -300,6 +308,57 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
 
 
 # -- one tool call -----------------------------------------------------------------------------------------
+def _rejection(state: Ledger, task: Task, action: CallAction, scope: ToolScope = "allowed") -> str | None:
+    """Why the loop must not execute this call (None: it may). `scope` "listed": a tool outside the need's listed
+    sources (a slot: other than code_executor) is rejected too (`AgentConfig.constrain_tools`)."""
+    allowed = task.tools
+    if action.slot is not None:
+        slot = state.slot(action.slot)
+        if slot is None or action.slot not in actionable_slot_names(state):
+            why = ("unknown slot" if slot is None else f"slot {action.slot} is not actionable (verified="
+                   f"{'yes' if slot.verified else 'no'}, needs {slot.needs} must be filled)")
+            return f"{why}; actionable slots: {actionable_slot_names(state)}"
+        tool = effective_tool(state, action)
+        if scope == "listed" and tool != SLOT_TOOL:
+            return f"tool {tool} does not compute a slot (slot {action.slot}: {SLOT_TOOL})"
+    else:
+        need = state.need(action.need)  # type: ignore[arg-type]
+        if need is None or action.need not in actionable_need_indices(state):
+            why = "unknown need" if need is None else f"need {action.need} is not actionable (status={need.status})"
+            return f"{why}; actionable: {actionable_need_indices(state)}"
+        tool = effective_tool(state, action)
+        listed = listed_tools(need)
+        if scope == "listed" and tool not in listed:
+            return f"tool {tool} is not a listed source of need {action.need} (listed: {', '.join(listed)})"
+    if allowed is not None and tool not in allowed:
+        return f"tool {tool} is not allowed for this task (tools: {', '.join(allowed) or 'none'})"
+    return None
+
+
+def resolve_call(state: Ledger, action: CallAction) -> tuple[str, str, dict]:
+    """The call's tool, query and arguments, with the defaults filled in: the need's tool and composed query (and
+    its asset for a perception tool), or for a slot code_executor and the slot's program."""
+    if action.slot is not None:
+        tool = effective_tool(state, action)
+        query = action.query if action.query is not None else slot_program(state, action.slot)
+        return tool, query, arguments_for(tool, query, action.arguments)
+    need = state.needs[action.need]  # type: ignore[index]
+    tool = effective_tool(state, action)
+    query = action.query if action.query is not None else composed_query(state, action.need)  # type: ignore[arg-type]
+    arguments = arguments_for(tool, query, action.arguments)
+    if need.asset_id is not None and tool in PERCEPTION_TOOLS and not arguments.get("asset_id"):
+        arguments["asset_id"] = need.asset_id
+    return tool, query, arguments
+
+
+def why_rejected(state: Ledger, task: Task, action: CallAction, config: AgentConfig) -> str | None:
+    """Why the loop would not execute this call at `state` (None: it would): the tool budget is spent, or
+    `_rejection`'s reasons. A rejected call is still a decision: it becomes the planner's `InvalidAction`."""
+    if tool_budget_spent(state, config.max_tool_calls):
+        return f"the tool budget is spent ({tool_calls_made(state)} calls)"
+    return _rejection(state, task, action, config.constrain_tools)
+
+
 async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBudget) -> None:
     state = run.state
     why = why_rejected(state, run.task, action, run.config)

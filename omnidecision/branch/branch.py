@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
-from omnidecision.agent.action_space import why_rejected
 from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.loop import why_rejected
 from omnidecision.agent.runtime import ToolRunner
 from omnidecision.backends.factory import build_backends, load_backend_specs
 from omnidecision.branch.recorded import RecordedPolicy, RecordedTools
@@ -123,7 +123,7 @@ def draw_run_id(parent: RunRecord, seed: int) -> str:
 
 def decision_problem(state: Ledger, task: Task, config: AgentConfig, reply: ChatResponse) -> str | None:
     """Why the loop would not execute this decision at `state` (None: it would): an output that does not parse, or a
-    call the loop rejects (`agent.action_space.why_rejected`). Such a decision can still be applied: the loop records it as
+    call the loop rejects (`agent.loop.why_rejected`). Such a decision can still be applied: the loop records it as
     the planner's invalid action, as it would the planner's own."""
     action, err = parse_planner_output(reply.text)
     if action is None:

@@ -28,7 +28,7 @@ import json
 import logging
 from typing import Any
 
-from omnidecision.agent.action_space import resolve_call
+from omnidecision.agent.loop import resolve_call
 from omnidecision.agent.runtime import ROLE_FALLBACKS, ToolRunner, default_tool_runner
 from omnidecision.ledger import EventRejected, FinishRequested, Ledger, ToolCalled, reduce
 from omnidecision.protocol.actions import CallAction
