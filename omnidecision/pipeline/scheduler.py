@@ -41,7 +41,7 @@ from omnidecision.pipeline.plan import BUDGET, Step, output_dir, script
 from omnidecision.pipeline.restart import kept_steps, leftovers, read_state
 from omnidecision.pipeline.slurm import dry_run as slurm_script
 from omnidecision.pipeline.slurm import run_plan_slurm, submit_problem, waiting_jobs
-from omnidecision.procs import die_with_parent, group_alive, stop_group
+from omnidecision.procs import group_alive, parent_bound, stop_group
 from omnidecision.provenance import cpu_model, git_revision
 
 logger = logging.getLogger(__name__)
@@ -132,8 +132,8 @@ class Runner:
             env = {**os.environ, **fixed, "OD_STEP_LEADER": "1"}
             try:
                 # its own process group, SIGTERM when this thread (the runner) dies: no step outlives the runner
-                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        start_new_session=True, preexec_fn=die_with_parent)
+                proc = subprocess.Popen(parent_bound(cmd), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
                 self._track(step.name, proc.pid)
                 assert proc.stdout is not None
                 for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]

@@ -40,7 +40,7 @@ from typing import Any
 import httpx
 
 from omnidecision.preflight import Check, check_adapter, check_model
-from omnidecision.procs import die_with_parent
+from omnidecision.procs import parent_bound
 from omnidecision.provenance import ProvenanceError, recorded_base, same_model
 
 logger = logging.getLogger(__name__)
@@ -407,8 +407,8 @@ class VLLMServer:
         logger.info("starting vLLM: %s", " ".join(self.display_command()))
         with self.log_path.open("wb") as log:
             # its own session (stopped as a group), and SIGTERM when its parent dies: no orphaned server
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.environment(self.workdir),
-                                         start_new_session=True, preexec_fn=die_with_parent)
+            self.proc = subprocess.Popen(parent_bound(cmd), stdout=log, stderr=subprocess.STDOUT,
+                                         env=self.environment(self.workdir), start_new_session=True)
         try:
             self._wait_ready()
         except BaseException:
