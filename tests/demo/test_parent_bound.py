@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -80,16 +81,10 @@ def test_kill_9_of_a_threaded_parent_stops_the_bound_child():
     try:
         assert parent.stdout is not None
         child = int(parent.stdout.readline())
-        deadline = time.monotonic() + 30
-        while not _runs(child, "sleep") and time.monotonic() < deadline:  # the launcher has exec'd sleep
-            time.sleep(0.05)
-        assert _runs(child, "sleep")
+        assert _within(30, lambda: _runs(child, "sleep")), "the launcher did not exec sleep"
         parent.kill()
         parent.wait()
-        deadline = time.monotonic() + 30
-        while group_alive(child) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not group_alive(child), "the bound child outlived its parent"
+        assert _within(30, lambda: not group_alive(child)), "the bound child outlived its parent"
     finally:
         parent.kill()
 
@@ -99,3 +94,13 @@ def _runs(pid: int, name: str) -> bool:
         return Path(f"/proc/{pid}/comm").read_text().strip() == name
     except OSError:
         return False
+
+
+def _within(seconds: float, holds: Callable[[], bool]) -> bool:
+    """Whether `holds()` comes true within `seconds` (asked every 50 ms)."""
+    deadline = time.monotonic() + seconds
+    while not holds():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
