@@ -56,8 +56,8 @@ async def collection(tasks, config, backends, out: Path, concurrency: int) -> tu
 
 async def ceiling(spec, requests: list, concurrency: int) -> float:
     """Decisions/s of the server alone: `requests` sent through the same backend client, `concurrency` in flight."""
-    from omnidecision.agent.roles import role_schema
     from omnidecision.backends.factory import build_backend
+    from omnidecision.protocol.actions import role_schema
     from omnidecision.protocol.chat import ChatRequest
 
     backend = build_backend(spec)

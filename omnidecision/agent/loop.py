@@ -2,7 +2,8 @@
 
 `run_task` never raises: a dead backend or any bug ends the run with outcome `error` and the reason.
 The reducer is the only writer of the ledger: every role output is turned into typed events that go through
-`Run.commit`. Stop outcomes are derived from the ledger only:
+`commit` (an event the reducer rejects becomes the role's `InvalidAction`: `invalid_event`). Stop outcomes are
+derived from the ledger only:
 
 - accepted: the finalizer's check passed;
 - insufficient: the ledger is not ready and nothing can advance (checked before each planner call, so the
@@ -14,7 +15,7 @@ The reducer is the only writer of the ledger: every role output is turned into t
 - error: a backend is dead (after its own retries), with the reason.
 
 Forced, stuck, budget and insufficient are checked in one place, before each planner step (`_stop_rule`, in that
-order); each role is one `Run.ask` (the reply counted, parsed against its schema, kept as a `RoleCall`).
+order); each role is one `ask` (the reply counted, parsed against its schema, kept as a `RoleCall`).
 
 Decisions: a planner call aimed at a need that is not actionable (unknown, blocked, closed or out of attempts)
 is NOT executed: it becomes an `InvalidAction` of the planner (a step is spent) carrying the decision and the
@@ -46,12 +47,14 @@ from __future__ import annotations
 
 import logging
 import traceback
+from dataclasses import dataclass
+from typing import Any
 
 from omnidecision.agent.action_space import ledger_action_schema
 from omnidecision.agent.baselines import history_loop
 from omnidecision.agent.config import AgentConfig, ToolScope
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
-from omnidecision.agent.runtime import Reply, Run, ToolRunner, config_digest
+from omnidecision.agent.runtime import Run, ToolRunner, config_digest
 from omnidecision.ledger import (
     SLOT_TOOL,
     AssetRef,
@@ -64,6 +67,7 @@ from omnidecision.ledger import (
     FinalizerChecked,
     FinishRequested,
     InitLedger,
+    InvalidAction,
     LedgerEvent,
     NeedSpec,
     NeedUpdated,
@@ -89,6 +93,7 @@ from omnidecision.protocol.actions import (
     CallAction,
     NeedVerdict,
     effective_tool,
+    parse_role_output,
     render_action,
 )
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatResponse
@@ -98,6 +103,8 @@ from omnidecision.tasks.schema import Task
 from omnidecision.tools.registry import arguments_for
 
 logger = logging.getLogger(__name__)
+
+MAX_RAW_CHARS = 500  # what an InvalidAction keeps of the output and of the error
 
 
 async def run_task(task, config: AgentConfig, backends: dict[str, ChatBackend], *, sample: int = 0,
@@ -139,13 +146,84 @@ def _failed(record: RunRecord, run: Run | None, exc: Exception) -> None:
     if run is None:  # the run could not be set up: nothing was counted
         record.outcome = "error"
     else:
-        run.close(record, "error")
+        close(run, record, "error")
     if isinstance(exc, BackendError):
         record.error = exc.reason
         logger.warning("run %s: backend error: %s", record.run_id, exc.reason)
     else:
         record.error = f"{type(exc).__name__}: {exc}"
         logger.error("run %s crashed:\n%s", record.run_id, traceback.format_exc())
+
+
+# -- role calls, the commit point, the end -----------------------------------------------------------------
+@dataclass
+class Reply:
+    """One role's answer (`ask`): the reply, its output parsed against the role's schema (None: malformed, `error`
+    says why)."""
+
+    role: str
+    response: ChatResponse
+    output: Any | None
+    error: str | None
+
+    @property
+    def text(self) -> str:
+        return self.response.text
+
+    @property
+    def call(self) -> RoleCall:
+        """What the record keeps of it."""
+        return Run.role_call(self.role, self.response, self.error)
+
+
+async def ask(run: Run, role: str, messages: list[dict[str, Any]], context: dict[str, Any], *,
+              schema: dict[str, Any] | None = None, given: ChatResponse | None = None) -> Reply:
+    """One role call: the backend's reply to `messages` (`Run.chat`), or `given`, a reply that stands in for it (a
+    resumed run's decision, counted as the role's own), parsed against the role's schema. Raises BackendError."""
+    if given is None:
+        resp = await run.chat(role, messages, context, schema=schema)
+    else:
+        resp = given
+        run.account(role, resp)
+    output, error = parse_role_output(role, resp.text)
+    return Reply(role, resp, output, error)
+
+
+def commit(run: Run, events: list[LedgerEvent], event: LedgerEvent, role: str) -> bool:
+    """Reduce `event` into the run's state and append it to `events`; a rejected event is recorded as an
+    `InvalidAction` of `role` with the reducer's reason. Returns whether the event itself applied."""
+    try:
+        run.state = reduce(run.state, event)
+    except EventRejected as exc:
+        logger.debug("rejected %s", exc)
+        invalid_event(run, events, role, exc.reason, event.model_dump_json())
+        return False
+    events.append(event)
+    return True
+
+
+def invalid_event(run: Run, events: list[LedgerEvent], role: str, error: str, raw: str,
+                  decision: str | None = None) -> None:
+    """Count an invalid output of `role` and record it as an `InvalidAction` (the reducer keeps a rejected
+    decision as the ledger's `last_rejected`)."""
+    run.invalid += 1
+    event = InvalidAction(role=role, error=error[:MAX_RAW_CHARS], raw=raw[:MAX_RAW_CHARS], decision=decision)
+    try:
+        run.state = reduce(run.state, event)
+    except EventRejected:  # only before init; the invalid action is still counted in the totals
+        return
+    events.append(event)
+
+
+def close(run: Run, record: RunRecord, outcome: Outcome) -> None:
+    """End the run with `outcome`: its final ledger, the answer (the one given, else the ledger's), its totals and
+    the planner's model go into `record`."""
+    record.outcome = outcome
+    if run.state.initialized:
+        record.final_ledger = run.state
+        record.answer = record.answer or run.state.answer
+    record.totals = run.totals()
+    record.planner_model = run.planner_model
 
 
 # -- decompose ---------------------------------------------------------------------------------------------
@@ -160,7 +238,7 @@ async def _decompose(run: Run, record: RunRecord) -> None:
     task, events = run.task, record.initial_events
     budgets = {"step_budget": run.config.step_budget, "max_attempts": run.config.max_attempts,
                "context": task_context(task), "max_tool_calls": task.max_tool_calls}
-    reply = await run.ask("decompose", decompose_messages(task.question, task), {"task": task})
+    reply = await ask(run, "decompose", decompose_messages(task.question, task), {"task": task})
     record.decompose = reply.call
     out, err = reply.output, reply.error
     if out is not None:
@@ -181,8 +259,8 @@ async def _decompose(run: Run, record: RunRecord) -> None:
             return
     fallback = InitLedger(question=task.question, needs=[NeedSpec(description="the answer to the question",
                                                                   query_focus=task.question)], **budgets)
-    run.commit(events, fallback, "decompose")
-    run.invalid_event(events, "decompose", err or "invalid decomposition", reply.text)
+    commit(run, events, fallback, "decompose")
+    invalid_event(run, events, "decompose", err or "invalid decomposition", reply.text)
 
 
 # -- the loop ----------------------------------------------------------------------------------------------
@@ -201,14 +279,14 @@ async def _ledger_loop(run: Run, record: RunRecord, decision: ChatResponse | Non
         record.steps.append(step)
         schema = (ledger_action_schema(state, run.task, config.max_tool_calls, config.constrain_tools)
                   if config.constrain_decoding and decision is None else None)
-        reply = await run.ask("planner", step.planner_messages, {"task": run.task, "ledger": state},
+        reply = await ask(run, "planner", step.planner_messages, {"task": run.task, "ledger": state},
                               schema=schema, given=decision)
         decision, resp = None, reply.response
         step.raw_output, step.usage, step.latency_s, step.cost = resp.text, resp.usage, resp.latency_s, resp.cost
         action = reply.output
         if action is None:
             step.invalid = reply.error
-            run.invalid_event(step.events, "planner", reply.error or "invalid action", resp.text)
+            invalid_event(run, step.events, "planner", reply.error or "invalid action", resp.text)
             continue
         step.action = action.model_dump(exclude_none=True)
         if isinstance(action, CallAction):
@@ -254,32 +332,32 @@ def gap_diagnosis(state: Ledger) -> str:
 async def _finish(run: Run, record: RunRecord, step: StepRecord, budget: DigestBudget) -> bool:
     """The planner chose finish: the finalizer checks a ready ledger (an unready one fails the check, naming its
     gaps, with no finalizer call). Returns True when the check passed and the run stopped, accepted."""
-    run.commit(step.events, FinishRequested(), "planner")
+    commit(run, step.events, FinishRequested(), "planner")
     state = run.state
     if not ready(state):
-        run.commit(step.events, FinalizerChecked(passed=False, diagnosis=gap_diagnosis(state)), "finalizer")
+        commit(run, step.events, FinalizerChecked(passed=False, diagnosis=gap_diagnosis(state)), "finalizer")
         return False
     reply = await _ask_finalizer(run, budget)
     out = reply.output
     step.calls.append(reply.call)
     if out is None:
-        run.invalid_event(step.events, "finalizer", reply.error or "invalid finalizer output", reply.text)
+        invalid_event(run, step.events, "finalizer", reply.error or "invalid finalizer output", reply.text)
         check = FinalizerChecked(passed=False, diagnosis=f"finalizer output invalid: {reply.error}")
     elif out.check == "pass" and out.answer.strip():
         check = FinalizerChecked(passed=True, answer=out.answer.strip())
     else:
         check = FinalizerChecked(passed=False, answer=out.answer.strip() or None,
                                  diagnosis=out.diagnosis or "the finalizer's check failed")
-    if run.commit(step.events, check, "finalizer") and check.passed:
+    if commit(run, step.events, check, "finalizer") and check.passed:
         record.answer = check.answer
-        run.close(record, "accepted")
+        close(run, record, "accepted")
         return True
     return False
 
 
 async def _ask_finalizer(run: Run, budget: DigestBudget) -> Reply:
     """The finalizer's answer and check on the ledger as it stands (at a finish, or a draft at a stop)."""
-    return await run.ask("finalizer", finalizer_messages(run.state, run.task, budget),
+    return await ask(run, "finalizer", finalizer_messages(run.state, run.task, budget),
                          {"task": run.task, "ledger": run.state})
 
 
@@ -304,7 +382,7 @@ async def _finish_without_accept(run: Run, record: RunRecord, outcome: Outcome, 
         # the seed's distinction: an insufficient ledger abstains; the draft is kept, judged apart
         record.draft_answer, answer = answer, ABSTAIN_ANSWER
     record.answer = answer
-    run.close(record, outcome)
+    close(run, record, outcome)
 
 
 # -- one tool call -----------------------------------------------------------------------------------------
@@ -364,31 +442,31 @@ async def _call(run: Run, step: StepRecord, action: CallAction, budget: DigestBu
     why = why_rejected(state, run.task, action, run.config)
     if why is not None:
         step.invalid = why
-        run.invalid_event(step.events, "planner", step.invalid, step.raw_output, decision=render_action(action))
+        invalid_event(run, step.events, "planner", step.invalid, step.raw_output, decision=render_action(action))
         return
     tool, query, arguments = resolve_call(state, action)
     resolved = action.model_copy(update={"tool": tool, "query": query})
     obs = await run.run_tool(tool, arguments)
     step.observation = obs.model_dump(mode="json")
-    run.commit(step.events, ToolCalled(need=action.need, slot=action.slot, tool=tool, query=query, ok=obs.ok,
+    commit(run, step.events, ToolCalled(need=action.need, slot=action.slot, tool=tool, query=query, ok=obs.ok,
                                        error=obs.error), "planner")
     state = run.state
-    reply = await run.ask("critic", critic_messages(state, resolved, obs, budget),
+    reply = await ask(run, "critic", critic_messages(state, resolved, obs, budget),
                           {"task": run.task, "ledger": state, "action": resolved, "observation": obs})
     out = reply.output
     step.calls.append(reply.call)
     if out is None:
-        run.invalid_event(step.events, "critic", reply.error or "invalid critic output", reply.text)
+        invalid_event(run, step.events, "critic", reply.error or "invalid critic output", reply.text)
         return
     step.verdict = out.model_dump(mode="json")
     source = obs.source or SourceRef(tool=tool)
     for claim in out.evidence:
-        run.commit(step.events, EvidenceAdded(claim=claim.claim, source=source, supports=claim.supports), "critic")
+        commit(run, step.events, EvidenceAdded(claim=claim.claim, source=source, supports=claim.supports), "critic")
     for verdict in out.verdicts:
         for event in verdict_events(run.state, verdict, source):
-            run.commit(step.events, event, "critic")
+            commit(run, step.events, event, "critic")
     for sv in out.slots:
-        run.commit(step.events, SlotUpdated(slot=sv.slot, value=sv.value, verified=sv.verified, source=tool),
+        commit(run, step.events, SlotUpdated(slot=sv.slot, value=sv.value, verified=sv.verified, source=tool),
                    "critic")
 
 

@@ -1,7 +1,9 @@
-"""Message renderers and JSON schemas of the non-planner roles (decompose, critic, finalizer, summarizer, react).
+"""Message renderers of the non-planner roles (decompose, critic, finalizer, summarizer, react).
 
 The planner's messages come from `omnidecision.protocol.prompts.render_planner_messages` (train/serve parity);
-this module renders the other roles' messages from their prompt files in `omnidecision/protocol/prompts/`.
+this module renders the other roles' messages from their prompt files in `omnidecision/protocol/prompts/`. What
+each role's reply must parse as (`role_schema`, `parse_role_output`) is the protocol's, in
+`omnidecision.protocol.actions`.
 
     python -c "from omnidecision.agent.roles import decompose_messages; print(decompose_messages('Who?'))"
 """
@@ -9,54 +11,19 @@ this module renders the other roles' messages from their prompt files in `omnide
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from omnidecision.ledger import DigestBudget, Ledger, render_digest
-from omnidecision.protocol.actions import (
-    CRITIC_ADAPTER,
-    DECOMPOSE_ADAPTER,
-    FINALIZER_ADAPTER,
-    PLANNER_ADAPTER,
-    CallAction,
-    parse_with,
-    planner_json_schema,
-)
+
+# parse_role_output and role_schema moved to the protocol, beside the role output models: importable from here for
+# one release (CHANGELOG.md)
+from omnidecision.protocol.actions import CallAction, parse_role_output, role_schema  # noqa: F401
 from omnidecision.protocol.prompts import load_prompt
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import Observation
 
 MAX_OBSERVATION_CHARS = 2000
 MAX_HISTORY_OBSERVATION_CHARS = 600
-
-
-# What each role's output must parse as (a role not listed, the summarizer, writes free text)
-ROLE_OUTPUTS: dict[str, TypeAdapter[Any]] = {"planner": PLANNER_ADAPTER, "react": PLANNER_ADAPTER,
-                                             "decompose": DECOMPOSE_ADAPTER, "critic": CRITIC_ADAPTER,
-                                             "finalizer": FINALIZER_ADAPTER}
-
-
-@cache
-def role_schema(role: str) -> dict[str, Any] | None:
-    """The JSON schema sent as `response_format` for a role (None: free text)."""
-    if role in ("planner", "react"):
-        return planner_json_schema()
-    adapter = ROLE_OUTPUTS.get(role)
-    return adapter.json_schema() if adapter is not None else None
-
-
-def parse_role_output(role: str, text: str) -> tuple[Any | None, str | None]:
-    """A role's output parsed against its schema: (value, None), or (None, a one-line error); free text as is.
-
-    >>> parse_role_output("planner", '{"action": "finish"}')[0].action
-    'finish'
-    >>> parse_role_output("critic", "no json")
-    (None, 'no JSON object found in the output')
-    """
-    adapter = ROLE_OUTPUTS.get(role)
-    return parse_with(adapter, text) if adapter is not None else (text, None)
 
 
 def _task_line(task: Task | None) -> str:

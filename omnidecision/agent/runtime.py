@@ -1,10 +1,10 @@
 """Per-run plumbing shared by the ledger loop and the react/memory baselines.
 
-Backend lookup by role, LLM calls with usage/latency/cost accounting, tool execution that never raises, and
-the commit point: `Run.commit(event)` is the only place the loop hands an event to the reducer (an event the
-reducer rejects becomes an `InvalidAction` for the role that produced it). One role call of the ledger loop is one
-`Run.ask`: the messages sent (or a decision given in their place), the reply counted, parsed against the role's
-schema and kept as the record's `RoleCall`; `Run.close` writes the run's end into its record.
+Backend lookup by role, LLM calls with usage/latency/cost accounting (`Run.chat`), tool execution that never
+raises (`Run.run_tool`), and the run's totals (`Run.totals`). What only the ledger loop does with a run sits in
+`omnidecision.agent.loop`, beside the loop that uses it: asking a role and parsing its reply (`ask`), the commit
+point that hands each event to the reducer (`commit`, `invalid_event`), and the run's end with its final ledger
+(`close`).
 
 Not meant to be run directly; see `omnidecision.agent.loop.run_task`.
 """
@@ -16,14 +16,13 @@ import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.roles import parse_role_output, role_schema
-from omnidecision.ledger import EventRejected, InvalidAction, Ledger, LedgerEvent, reduce
+from omnidecision.ledger import Ledger
+from omnidecision.protocol.actions import role_schema
 from omnidecision.protocol.chat import BackendError, ChatBackend, ChatRequest, ChatResponse, Usage
-from omnidecision.protocol.records import Outcome, RoleCall, RunRecord, Totals
+from omnidecision.protocol.records import RoleCall, Totals
 from omnidecision.tasks.schema import Task
 from omnidecision.tools.base import Observation, ToolContext
 from omnidecision.tools.registry import build_tool_context, run_tool
@@ -31,7 +30,6 @@ from omnidecision.tools.registry import build_tool_context, run_tool
 logger = logging.getLogger(__name__)
 
 ToolRunner = Callable[[str, dict, ToolContext], Awaitable[Observation]]
-MAX_RAW_CHARS = 500
 
 # Where a role falls back to when `backends` has no entry for it.
 ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {
@@ -52,28 +50,9 @@ def default_tool_runner() -> ToolRunner:
     return run_tool
 
 
-@dataclass
-class Reply:
-    """One role's answer (`Run.ask`): the reply, its output parsed against the role's schema (None: malformed,
-    `error` says why)."""
-
-    role: str
-    response: ChatResponse
-    output: Any | None
-    error: str | None
-
-    @property
-    def text(self) -> str:
-        return self.response.text
-
-    @property
-    def call(self) -> RoleCall:
-        """What the record keeps of it."""
-        return Run.role_call(self.role, self.response, self.error)
-
-
 class Run:
-    """Mutable bookkeeping of one run: ledger state, events, usage, cost, timing."""
+    """Mutable bookkeeping of one run: the ledger state (the ledger loop's; the baselines leave it empty), usage,
+    cost, tool calls, invalid actions, timing."""
 
     def __init__(self, task: Task, config: AgentConfig, backends: dict[str, ChatBackend],
                  tool_runner: ToolRunner | None, services: dict | None, *, sample: int = 0,
@@ -122,21 +101,9 @@ class Run:
         self.account(role, resp)
         return resp
 
-    async def ask(self, role: str, messages: list[dict[str, Any]], context: dict[str, Any], *,
-                  schema: dict[str, Any] | None = None, given: ChatResponse | None = None) -> Reply:
-        """One role call: the backend's reply to `messages` (`chat`), or `given`, a reply that stands in for it (a
-        resumed run's decision, counted as the role's own), parsed against the role's schema. Raises BackendError."""
-        if given is None:
-            resp = await self.chat(role, messages, context, schema=schema)
-        else:
-            resp = given
-            self.account(role, resp)
-        output, error = parse_role_output(role, resp.text)
-        return Reply(role, resp, output, error)
-
     def account(self, role: str, resp: ChatResponse) -> None:
-        """Add a reply's usage and cost to the run's totals (`chat` does it for every call; `ask` for a reply it was
-        given)."""
+        """Add a reply's usage and cost to the run's totals (`chat` does it for every call; `agent.loop.ask` for a
+        reply it was given)."""
         self.usage = self.usage + resp.usage
         if resp.cost is not None:
             self.cost = (self.cost or 0.0) + resp.cost
@@ -166,39 +133,6 @@ class Run:
         if not isinstance(obs, Observation):
             return Observation(tool=tool, ok=False, error=f"tool returned {type(obs).__name__}, not an Observation")
         return obs
-
-    # -- the commit point -----------------------------------------------------------------------------------
-    def commit(self, events: list[LedgerEvent], event: LedgerEvent, role: str) -> bool:
-        """Reduce `event` into the state and append it to `events`; a rejected event is recorded as an
-        `InvalidAction` of `role` with the reducer's reason. Returns whether the event itself applied."""
-        try:
-            self.state = reduce(self.state, event)
-        except EventRejected as exc:
-            logger.debug("rejected %s", exc)
-            self.invalid_event(events, role, exc.reason, event.model_dump_json())
-            return False
-        events.append(event)
-        return True
-
-    def invalid_event(self, events: list[LedgerEvent], role: str, error: str, raw: str,
-                      decision: str | None = None) -> None:
-        self.invalid += 1
-        event = InvalidAction(role=role, error=error[:MAX_RAW_CHARS], raw=raw[:MAX_RAW_CHARS], decision=decision)
-        try:
-            self.state = reduce(self.state, event)
-        except EventRejected:  # only before init; the invalid action is still counted in the totals
-            return
-        events.append(event)
-
-    def close(self, record: RunRecord, outcome: Outcome) -> None:
-        """End the run with `outcome`: its final ledger, the answer (the one given, else the ledger's), its totals
-        and the planner's model go into `record`."""
-        record.outcome = outcome
-        if self.state.initialized:
-            record.final_ledger = self.state
-            record.answer = record.answer or self.state.answer
-        record.totals = self.totals()
-        record.planner_model = self.planner_model
 
     def totals(self) -> Totals:
         calls = dict(self.state.tool_call_counts) if self.state.initialized else dict(self.tool_calls)

@@ -171,7 +171,7 @@ def _calls_before(record: RunRecord, step: int) -> list[RoleCall]:
 
 def _restore_counters(run: Run, record: RunRecord, step: int) -> None:
     """The run's counters as they stood when the planner was asked at `step`: what `Run.chat`, `Run.run_tool` and
-    `Run.invalid_event` had added up by then."""
+    the loop's `invalid_event` had added up by then."""
     steps, calls = record.steps[:step], _calls_before(record, step)
     run.usage = sum((c.usage for c in calls), Usage()) + sum((s.usage for s in steps), Usage())
     run.planner_prompt_tokens = sum(s.usage.prompt_tokens for s in steps)

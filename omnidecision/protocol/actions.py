@@ -8,7 +8,9 @@ Planner action shape (field order matters for small models: action, need, tool, 
 need's `query_focus` with the filled upstream values substituted, so a tiny planner may emit
 `{"action": "call", "need": 1}`.
 
-Parsing never raises: `parse_planner_output(text)` returns `(action, None)` or `(None, error message)`.
+Parsing never raises: `parse_planner_output(text)` returns `(action, None)` or `(None, error message)`;
+`parse_role_output(role, text)` parses any role's reply against its schema, `role_schema(role)` is the schema a
+backend is asked for.
 
     >>> parse_planner_output('{"action": "call", "need": 2}')[0].need
     2
@@ -24,6 +26,7 @@ import copy
 import json
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -309,6 +312,33 @@ def parse_decompose_output(text: str) -> tuple[DecomposeOutput | None, str | Non
 
 def parse_finalizer_output(text: str) -> tuple[FinalizerOutput | None, str | None]:
     return parse_with(FINALIZER_ADAPTER, text)
+
+
+# What each role's output must parse as (a role not listed, the summarizer, writes free text)
+ROLE_OUTPUTS: dict[str, TypeAdapter[Any]] = {"planner": PLANNER_ADAPTER, "react": PLANNER_ADAPTER,
+                                             "decompose": DECOMPOSE_ADAPTER, "critic": CRITIC_ADAPTER,
+                                             "finalizer": FINALIZER_ADAPTER}
+
+
+@cache
+def role_schema(role: str) -> dict[str, Any] | None:
+    """The JSON schema sent as `response_format` for a role (None: free text)."""
+    if role in ("planner", "react"):
+        return planner_json_schema()
+    adapter = ROLE_OUTPUTS.get(role)
+    return adapter.json_schema() if adapter is not None else None
+
+
+def parse_role_output(role: str, text: str) -> tuple[Any | None, str | None]:
+    """A role's output parsed against its schema: (value, None), or (None, a one-line error); free text as is.
+
+    >>> parse_role_output("planner", '{"action": "finish"}')[0].action
+    'finish'
+    >>> parse_role_output("critic", "no json")
+    (None, 'no JSON object found in the output')
+    """
+    adapter = ROLE_OUTPUTS.get(role)
+    return parse_with(adapter, text) if adapter is not None else (text, None)
 
 
 def render_action(action: CallAction | FinishAction) -> str:

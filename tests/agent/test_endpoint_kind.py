@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from omnidecision.agent.roles import role_schema
 from omnidecision.backends.openai_backend import OpenAIBackend, known_endpoint_kind
 from omnidecision.cli import app
+from omnidecision.protocol.actions import role_schema
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest
 from tests.stub_chat import StrictOpenAIStub
 

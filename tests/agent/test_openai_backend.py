@@ -10,9 +10,9 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from omnidecision.agent.roles import role_schema
 from omnidecision.backends.factory import build_backends, load_backend_specs
 from omnidecision.backends.openai_backend import OpenAIBackend
+from omnidecision.protocol.actions import role_schema
 from omnidecision.protocol.chat import BackendError, BackendSpec, ChatRequest
 from tests.stub_chat import ChatStubHandler, received
 
