@@ -56,6 +56,7 @@ from omnidecision.agent.config import AgentConfig, ToolScope
 from omnidecision.agent.roles import critic_messages, decompose_messages, finalizer_messages
 from omnidecision.agent.runtime import Run, ToolRunner, config_digest
 from omnidecision.ledger import (
+    MAX_RAW_CHARS,
     SLOT_TOOL,
     AssetRef,
     ConflictRaised,
@@ -103,8 +104,6 @@ from omnidecision.tasks.schema import Task
 from omnidecision.tools.registry import arguments_for
 
 logger = logging.getLogger(__name__)
-
-MAX_RAW_CHARS = 500  # what an InvalidAction keeps of the output and of the error
 
 
 async def run_task(task, config: AgentConfig, backends: dict[str, ChatBackend], *, sample: int = 0,

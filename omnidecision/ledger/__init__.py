@@ -45,7 +45,7 @@ from omnidecision.ledger.readiness import (
     unmet_blocking,
     unresolved_conflicts,
 )
-from omnidecision.ledger.reducer import EventRejected, reduce, replay
+from omnidecision.ledger.reducer import MAX_RAW_CHARS, EventRejected, reduce, replay
 from omnidecision.ledger.schema import (
     SOURCE_TOOL,
     SOURCES,
@@ -63,6 +63,7 @@ from omnidecision.ledger.schema import (
 )
 
 __all__ = [
+    "MAX_RAW_CHARS",
     "calls_required",
     "listed_tools",
     "need_tools",

@@ -29,7 +29,7 @@ from omnidecision.ledger.events import (
 )
 from omnidecision.ledger.schema import Conflict, EvidenceAtom, FailedCall, Ledger, Need, Rejection
 
-MAX_RAW_CHARS = 500
+MAX_RAW_CHARS = 500  # what an InvalidAction keeps of an output (the loop cuts its error and raw text to it too)
 
 # Status changes the critic may make. "unfilled" is never a target (evidence cannot be un-seen) and
 # "unfillable" is terminal: once no tool can fill a need, a later verdict cannot quietly revive it.
