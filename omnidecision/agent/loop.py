@@ -68,7 +68,6 @@ from omnidecision.ledger import (
     FinalizerChecked,
     FinishRequested,
     InitLedger,
-    InvalidAction,
     LedgerEvent,
     NeedSpec,
     NeedUpdated,
@@ -89,6 +88,7 @@ from omnidecision.ledger import (
     unmet_blocking,
     unresolved_conflicts,
 )
+from omnidecision.ledger.events import InvalidAction
 from omnidecision.ledger.schema import PERCEPTION_TOOLS, Ledger
 from omnidecision.protocol.actions import (
     CallAction,
