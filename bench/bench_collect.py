@@ -32,6 +32,9 @@ from typing import Any
 from bench.common import SERVER_NOTE, Run, parse_args, server_threading
 from bench.pipeline import synth_suite
 from bench.schema import Arm, measure
+from omnidecision.backends.factory import build_backend
+from omnidecision.protocol.actions import role_schema
+from omnidecision.protocol.chat import ChatRequest
 from omnidecision.rollout.options import RolloutOptions
 from omnidecision.rollout.runner import run_tasks
 
@@ -56,10 +59,6 @@ async def collection(tasks, config, backends, out: Path, concurrency: int) -> tu
 
 async def ceiling(spec, requests: list, concurrency: int) -> float:
     """Decisions/s of the server alone: `requests` sent through the same backend client, `concurrency` in flight."""
-    from omnidecision.backends.factory import build_backend
-    from omnidecision.protocol.actions import role_schema
-    from omnidecision.protocol.chat import ChatRequest
-
     backend = build_backend(spec)
     sem = asyncio.Semaphore(concurrency)
     schema = role_schema("planner")
