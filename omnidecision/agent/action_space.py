@@ -1,7 +1,7 @@
 """The planner's valid actions for one ledger state, as a JSON schema: ledger-constrained decoding.
 
 The loop rejects a call on a need that is not actionable, a slot call on a slot that is not, a tool the task does
-not allow, and any call once the tool budget is spent (`agent.loop._rejection`). With `AgentConfig.
+not allow, and any call once the tool budget is spent (`agent.ledger_loop._rejection`). With `AgentConfig.
 constrain_decoding` the planner's request carries a schema that admits exactly the actions the loop accepts, so
 a backend with structured outputs (vLLM: xgrammar; OpenAI `response_format`) can only emit one of them. The planner
 still chooses: which actionable need, which of the allowed tools, a slot or finish (finish is always admitted: the

@@ -9,22 +9,30 @@ Outcomes: accepted (finalizer passed), forced (finalizer failed `revision_budget
 tool-call cap), error (dead backend). No ledger means no `insufficient`. Invalid planner outputs are counted in
 `totals.invalid_actions` and `StepRecord.invalid` (there is no ledger to hold an event).
 
+Their messages (the question and the growing history) are rendered here; a run's bookkeeping and its end are the
+ledger loop's (`agent.ledger_loop.Run`, `close`), so the totals are counted the same way in every mode.
+
     omnidecision run --tasks tasks.jsonl --task-id t1 --teacher --mode react
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
-from omnidecision.agent.roles import history_finalizer_messages, react_messages, summarizer_messages
-from omnidecision.agent.runtime import Run
+from omnidecision.agent.ledger_loop import Run, close, observation_text, task_line
 from omnidecision.protocol.actions import CallAction, FinishAction, parse_finalizer_output, parse_planner_output
 from omnidecision.protocol.chat import BackendError
+from omnidecision.protocol.prompts import load_prompt
 from omnidecision.protocol.records import Outcome, RoleCall, RunRecord, StepRecord
+from omnidecision.tasks.schema import Task
+from omnidecision.tools.base import Observation
 from omnidecision.tools.registry import arguments_for
 
 logger = logging.getLogger(__name__)
+
+MAX_HISTORY_OBSERVATION_CHARS = 600
 
 
 async def history_loop(run: Run, record: RunRecord) -> None:
@@ -101,6 +109,39 @@ def _context(task, history: list[dict[str, Any]], summary: str | None) -> dict[s
 
 
 def _stop(run: Run, record: RunRecord, outcome: Outcome, answer: str | None) -> None:
-    record.outcome, record.answer = outcome, answer
-    record.totals = run.totals()
-    record.planner_model = run.planner_model
+    record.answer = answer
+    close(run, record, outcome)  # no ledger: the outcome, the totals and the planner's model
+
+
+# -- the baselines' messages: the free-form history, growing with every step -------------------------------
+def history_text(history: list[dict[str, Any]], summary: str | None = None) -> str:
+    """The free-form history of the react/memory baselines: it grows with every step."""
+    lines = []
+    if summary:
+        lines.append(f"SUMMARY OF EARLIER STEPS:\n{summary}")
+    for i, h in enumerate(history):
+        lines.append(f"STEP {i + 1} ACTION: {json.dumps(h['action'], ensure_ascii=False)}")
+        obs = h.get("observation")
+        if obs is not None:
+            lines.append("OBSERVATION: " + observation_text(Observation.model_validate(obs),
+                                                            MAX_HISTORY_OBSERVATION_CHARS))
+        elif h.get("error"):
+            lines.append(f"ERROR: {h['error']}")
+    return "\n".join(lines)
+
+
+def react_messages(question: str, history: list[dict[str, Any]], summary: str | None = None,
+                   step: int = 0, step_budget: int = 15) -> list[dict[str, str]]:
+    user = f"QUESTION: {question}\nstep={step:02d}/{step_budget:02d}\n{history_text(history, summary)}".rstrip()
+    return [{"role": "system", "content": load_prompt("react")}, {"role": "user", "content": user}]
+
+
+def history_finalizer_messages(question: str, history: list[dict[str, Any]], summary: str | None = None,
+                               task: Task | None = None) -> list[dict[str, str]]:
+    user = f"QUESTION: {question}\n{task_line(task)}\n{history_text(history, summary)}".rstrip()
+    return [{"role": "system", "content": load_prompt("finalizer")}, {"role": "user", "content": user}]
+
+
+def summarizer_messages(question: str, history: list[dict[str, Any]], summary: str | None = None) -> list[dict]:
+    user = f"QUESTION: {question}\n{history_text(history, summary)}"
+    return [{"role": "system", "content": load_prompt("summarizer")}, {"role": "user", "content": user}]

@@ -7,13 +7,13 @@ The state at step t of a ledger-mode record (`protocol.records.RunRecord`) is re
   refused with `ResumeError` naming the step and the first field that differs;
 - inside the ledger, so rebuilt with it: the step counter, tool-call counts, each need's attempts, the rejection
   streak (`last_rejected`), the budgets (steps, tool calls, attempts) and the task's context R0;
-- the run's counters (`agent.runtime.Run`): tool calls made, invalid actions, token usage (planner and other roles),
-  cost (from each call's recorded cost), the planner's model;
+- the run's counters (`agent.ledger_loop.Run`): tool calls made, invalid actions, token usage (planner and other
+  roles), cost (from each call's recorded cost), the planner's model;
 - the environment: the tool context, built from the task and the services as `run_task` builds it.
 
-`resume` then runs the loop of `run_task` from there (`agent.loop.continue_run`, one engine): at step t the decision
-given (by default the parent's own planner output, `recorded_decision`), then whatever the backends decide until a
-stop. With the parent's role outputs as the backends (`branch.recorded.RecordedPolicy`) or a deterministic policy
+`resume` then runs the loop of `run_task` from there (`agent.ledger_loop.continue_run`, one engine): at step t the
+decision given (by default the parent's own planner output, `recorded_decision`), then whatever the backends decide
+until a stop. With the parent's role outputs as the backends (`branch.branch.RecordedPolicy`) or a deterministic policy
 (the scripted teacher), the rest of the record comes out as recorded (docs/rollout.md, "What exact means").
 
     omnidecision branch --trajectories runs/habits/trajectories.shard-0-of-1.jsonl --run-id synth-0003-s0-1a2b3c4d \
@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.loop import continue_run
-from omnidecision.agent.runtime import Run, ToolRunner, config_digest
+from omnidecision.agent.ledger_loop import Run, ToolRunner, config_digest, continue_run
 from omnidecision.ledger import EventRejected, InvalidAction, Ledger, LedgerEvent, reduce
 from omnidecision.protocol.actions import parse_planner_output, render_action
 from omnidecision.protocol.chat import ChatBackend, ChatResponse, Usage

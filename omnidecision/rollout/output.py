@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from omnidecision.agent.runtime import config_digest
+from omnidecision.agent.ledger_loop import config_digest
 from omnidecision.outputs import OutputBusy, exclusive, write_json_atomic
 from omnidecision.protocol.redaction import redact_tree
 from omnidecision.provenance import git_revision

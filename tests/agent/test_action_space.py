@@ -1,6 +1,6 @@
 """The planner's per-state action space (`agent.action_space`) admits exactly the calls the loop accepts
-(`agent.loop._rejection` and the tool budget), and finish always: checked with `jsonschema` over random reachable
-ledgers, every need index (actionable or not), every tool, every slot, with and without a task tool list."""
+(`agent.ledger_loop._rejection` and the tool budget), and finish always: checked with `jsonschema` over random
+reachable ledgers, every need index (actionable or not), every tool, every slot, with and without a task tool list."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from omnidecision.agent.action_space import ledger_action_schema
-from omnidecision.agent.loop import _rejection
+from omnidecision.agent.ledger_loop import _rejection
 from omnidecision.ledger.readiness import (
     SLOT_TOOL,
     actionable_need_indices,

@@ -1,6 +1,6 @@
-"""One role call of the ledger loop is one `agent.loop.ask`: the reply (or a decision given in its place) counted,
-parsed against the role's schema, and kept as the record's `RoleCall`; `agent.loop.close` writes the run's end into
-its record.
+"""One role call of the ledger loop is one `agent.ledger_loop.ask`: the reply (or a decision given in its place)
+counted, parsed against the role's schema, and kept as the record's `RoleCall`; `agent.ledger_loop.close` writes the
+run's end into its record.
 
     .venv/bin/pytest tests/agent/test_ask.py -q
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.loop import ask, close
-from omnidecision.agent.runtime import Run
+from omnidecision.agent.ledger_loop import Run, ask, close
 from omnidecision.protocol.actions import FinishAction
 from omnidecision.protocol.chat import ChatResponse, Usage
 from omnidecision.protocol.records import RunRecord

@@ -235,7 +235,7 @@ def test_listed_tools_reject_a_call_outside_the_needs_sources(scope):
 
 
 def test_the_default_tool_scope_leaves_the_config_digest_as_before():
-    from omnidecision.agent.runtime import config_digest
+    from omnidecision.agent.ledger_loop import config_digest
 
     assert "constrain_tools" not in AgentConfig().model_dump()
     assert AgentConfig(constrain_tools="listed").model_dump()["constrain_tools"] == "listed"

@@ -9,7 +9,7 @@ import asyncio
 import json
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.loop import verdict_events
+from omnidecision.agent.ledger_loop import verdict_events
 from omnidecision.eval.report import build_report
 from omnidecision.ledger import ConflictRaised, InitLedger, Ledger, NeedSpec, NeedUpdated, SourceRef, reduce
 from omnidecision.protocol.actions import NeedVerdict

@@ -117,7 +117,7 @@ def test_worldsense_live_tasks_exclude_the_web_tools(tmp_path, monkeypatch, writ
     assert not any("search" in p for p in problems)  # no task may search: no search API is asked for
     assert any(p.startswith("task vidB-task0: media file vidB{.mp4") for p in problems)
     # the digest's R0 shows the tool set and the options
-    from omnidecision.agent.loop import task_context
+    from omnidecision.agent.ledger_loop import task_context
     from omnidecision.ledger import InitLedger, Ledger, NeedSpec, reduce, render_digest
 
     digest = render_digest(reduce(Ledger(), InitLedger(question=vid_a.question, context=task_context(vid_a),

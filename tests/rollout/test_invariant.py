@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from omnidecision.agent.replay import check_run
 from omnidecision.backends.factory import build_backends
-from omnidecision.branch.branch import branch_run, build_policy
-from omnidecision.branch.recorded import RecordedPolicy, RecordedTools
+from omnidecision.branch.branch import RecordedPolicy, RecordedTools, branch_run, build_policy
 from omnidecision.branch.resume import first_difference, restore, resume, verify_record
 from omnidecision.ledger.schema import TOOL_NAMES
 from omnidecision.protocol.records import RunRecord

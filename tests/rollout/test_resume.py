@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from omnidecision.backends.factory import build_backends
-from omnidecision.branch.recorded import RecordedPolicy, RecordedTools
+from omnidecision.branch.branch import RecordedPolicy, RecordedTools
 from omnidecision.branch.resume import (
     ResumeError,
     first_difference,

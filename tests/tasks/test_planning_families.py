@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from omnidecision.agent.config import AgentConfig
-from omnidecision.agent.loop import run_task, verdict_events
+from omnidecision.agent.ledger_loop import verdict_events
+from omnidecision.agent.loop import run_task
 from omnidecision.backends.teacher import TeacherBackend
 from omnidecision.eval.families import family_report, markdown
 from omnidecision.ledger import (
