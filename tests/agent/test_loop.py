@@ -8,6 +8,7 @@ import json
 import pytest
 
 from omnidecision.agent.config import AgentConfig
+from omnidecision.agent.ledger_loop import config_digest
 from omnidecision.agent.loop import run_task
 from omnidecision.agent.replay import check_run
 from omnidecision.backends.openai_backend import OpenAIBackend
@@ -235,8 +236,6 @@ def test_listed_tools_reject_a_call_outside_the_needs_sources(scope):
 
 
 def test_the_default_tool_scope_leaves_the_config_digest_as_before():
-    from omnidecision.agent.ledger_loop import config_digest
-
     assert "constrain_tools" not in AgentConfig().model_dump()
     assert AgentConfig(constrain_tools="listed").model_dump()["constrain_tools"] == "listed"
     assert config_digest(AgentConfig()) != config_digest(AgentConfig(constrain_tools="listed"))

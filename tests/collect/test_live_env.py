@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from omnidecision.agent.ledger_loop import task_context
+from omnidecision.ledger import InitLedger, Ledger, NeedSpec, reduce, render_digest
 from omnidecision.rollout.engine import run_rollouts
 from omnidecision.rollout.live import build_live_services, live_problems
 from omnidecision.rollout.plan import plan_rollouts
@@ -117,9 +119,6 @@ def test_worldsense_live_tasks_exclude_the_web_tools(tmp_path, monkeypatch, writ
     assert not any("search" in p for p in problems)  # no task may search: no search API is asked for
     assert any(p.startswith("task vidB-task0: media file vidB{.mp4") for p in problems)
     # the digest's R0 shows the tool set and the options
-    from omnidecision.agent.ledger_loop import task_context
-    from omnidecision.ledger import InitLedger, Ledger, NeedSpec, reduce, render_digest
-
     digest = render_digest(reduce(Ledger(), InitLedger(question=vid_a.question, context=task_context(vid_a),
                                                        needs=[NeedSpec(description="x")])))
     assert "TOOLS: subtitle_grounding, audio_scouting, clip_grounding, frame_confirmation, code_executor" in digest
